@@ -1,0 +1,49 @@
+# One command per chore; .ci/run calls the same targets developers run.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.DEFAULT_GOAL := help
+.PHONY: help install run test lint typecheck unit e2e-deps e2e bench extension clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install the package with its dev tools
+
+run: $(STAMP) ## the main job on its built-in default
+	$(VENV)/bin/ectx demo
+
+lint: $(STAMP) ## ruff
+	$(VENV)/bin/ruff check server tests
+	$(VENV)/bin/ruff format --check server tests
+
+typecheck: $(STAMP) ## mypy (strict) over the package
+	$(VENV)/bin/mypy
+
+unit: $(STAMP) ## the suite without the real-editor end-to-end tests
+	$(VENV)/bin/pytest -m 'not e2e' -q
+
+e2e-deps: ## install what the real-editor tests need (Neovim, Chromium, code-server)
+	bash tests/e2e/install-deps.sh
+
+e2e: $(STAMP) e2e-deps ## only the real-editor end-to-end tests
+	$(VENV)/bin/pytest -m e2e -q
+
+test: $(STAMP) lint typecheck e2e-deps ## ruff, mypy and the whole suite, real clients included
+	$(VENV)/bin/pytest -q
+
+bench: $(STAMP) ## benchmarks; figures go to docs/benchmarks.md
+	$(PY) tests/bench/run.py
+
+extension: ## build the VS Code extension .vsix (offline)
+	cd extension && npm ci --no-audit --no-fund && npm run package
+
+clean: ## remove the venv and caches
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

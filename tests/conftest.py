@@ -1,0 +1,27 @@
+"""Shared fixtures: every test runs with a temporary HOME and store, never the real ones."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TRACES_DIR = REPO_ROOT.parent / "shared" / "traces"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """No test may read or write the real home directory (~/.claude among others)."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("EPHEMERAL_CONTEXT_HOME", str(home / "ectx-data"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    yield home
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """End-to-end tests (real editors) run last, after the cheap layers have passed."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what the real-editor tests need, only when it is missing (idempotent).
+# Debian packages through apt-get; code-server through npm into a cache outside the checkout.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+
+need=()
+command -v nvim >/dev/null 2>&1 || need+=(neovim)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v rg >/dev/null 2>&1 || need+=(ripgrep)
+dpkg -s libkrb5-dev >/dev/null 2>&1 || need+=(libkrb5-dev)
+dpkg -s libsecret-1-dev >/dev/null 2>&1 || need+=(libsecret-1-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing Debian packages: ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if [ -x "$here/install-code-server.sh" ]; then
+  bash "$here/install-code-server.sh"
+fi
