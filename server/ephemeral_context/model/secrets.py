@@ -1,0 +1,172 @@
+"""What the model may see and touch: the workspace boundary and the secret filter.
+
+Every tool that reads or changes a file asks this module first. A path is resolved (symlinks
+included) and must land inside one of the workspace folders; a file whose name matches a
+secret pattern, or whose text holds a private-key block or a well-known token format, is
+withheld unless the user opted in for that very file. The reasons are written for the model
+to read, and they never quote the secret itself.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "*.env",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.keystore",
+    "*.jks",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "credentials",
+    "credentials.*",
+    "*credentials*.json",
+    ".netrc",
+    ".pgpass",
+    ".pypirc",
+    ".npmrc",
+    ".git-credentials",
+    "secrets.*",
+)
+"""File-name globs (matched against the base name, case-insensitively) that are never sent."""
+
+# Each entry: what it is (for the reason the model reads) and how it looks.
+CONTENT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("a private-key block", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
+    (
+        "a GitHub token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
+    ),
+    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("an Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
+    ("an OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{40,}")),
+    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("a Stripe live key", re.compile(r"\b(?:sk|rk)_live_[0-9A-Za-z]{24,}")),
+    ("an npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
+    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
+)
+
+
+class AccessDenied(Exception):
+    """A path the model asked for is outside the workspace or unusable; the message says why."""
+
+
+@dataclass(frozen=True)
+class SecretFinding:
+    """Why a text was withheld: what kind of secret, and on which line (1-based)."""
+
+    kind: str
+    line: int
+
+
+def find_secret(text: str) -> SecretFinding | None:
+    """The first well-known secret in `text`, or None; the secret itself is not kept."""
+    best: SecretFinding | None = None
+    for kind, pattern in CONTENT_PATTERNS:
+        match = pattern.search(text)
+        if match is None:
+            continue
+        line = text.count("\n", 0, match.start()) + 1
+        if best is None or line < best.line:
+            best = SecretFinding(kind, line)
+    return best
+
+
+@dataclass
+class Workspace:
+    """The folders the model may read and edit in, resolved once (symlinks included)."""
+
+    roots: tuple[Path, ...]
+
+    @classmethod
+    def of(cls, folders: Iterable[str | Path]) -> Workspace:
+        roots = tuple(Path(folder).expanduser().resolve() for folder in folders)
+        if not roots:
+            raise ValueError("a workspace needs at least one folder")
+        return cls(roots)
+
+    def resolve(self, path: str) -> Path:
+        """The real path for what the model wrote, or AccessDenied if it leaves the workspace.
+
+        Relative paths are taken from the first folder. Resolution follows symlinks, so a
+        link inside the workspace that points outside is refused like `../..` is.
+        """
+        if not path or "\x00" in path:
+            raise AccessDenied("the path is empty or contains a NUL byte")
+        candidate = Path(path).expanduser()
+        if not candidate.is_absolute():
+            candidate = self.roots[0] / candidate
+        try:
+            real = candidate.resolve()
+        except (OSError, RuntimeError) as exc:  # symlink loops, permission problems
+            raise AccessDenied(f"{path}: cannot be resolved ({exc.__class__.__name__})") from exc
+        if not any(real == root or real.is_relative_to(root) for root in self.roots):
+            raise AccessDenied(
+                f"{path} is outside the workspace folders ({', '.join(map(str, self.roots))}); "
+                "only files inside them can be read or edited"
+            )
+        return real
+
+    def relative(self, real: Path) -> str:
+        """The short name the model sees: relative to the folder that holds it."""
+        for root in self.roots:
+            if real == root or real.is_relative_to(root):
+                rel = real.relative_to(root).as_posix()
+                return rel if len(self.roots) == 1 else f"{root.name}/{rel}"
+        return real.as_posix()
+
+
+@dataclass
+class SecretPolicy:
+    """Decides whether a file may be sent; per-file opt-ins override every rule."""
+
+    patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS
+    allowed: set[Path] = field(default_factory=set)
+
+    def allow(self, real: Path) -> None:
+        """The user's opt-in for one file (by its resolved path)."""
+        self.allowed.add(real.resolve())
+
+    def path_reason(self, real: Path) -> str | None:
+        """Why this path is withheld by name alone (pattern or .git internals), or None."""
+        if real in self.allowed:
+            return None
+        if ".git" in real.parts[:-1] or real.name == ".git":
+            return f"{real.name} is inside .git/ (repository internals are never sent)"
+        name = real.name.lower()
+        for pattern in self.patterns:
+            if fnmatch.fnmatchcase(name, pattern.lower()) or (
+                "/" in pattern and PurePosixPath(real.as_posix()).match(pattern)
+            ):
+                return f"{real.name} matches the secret pattern {pattern!r}"
+        return None
+
+    def content_reason(self, real: Path, text: str) -> str | None:
+        """Why this text is withheld (a private key or token inside), or None."""
+        if real in self.allowed:
+            return None
+        finding = find_secret(text)
+        if finding is None:
+            return None
+        return f"{real.name} contains what looks like {finding.kind} (line {finding.line})"
+
+    @staticmethod
+    def withheld_message(display: str, reason: str) -> str:
+        """The tool result the model reads instead of the file."""
+        return (
+            f"[withheld: {display}] {reason}. Its content was not sent. If the user wants it "
+            "shared, they can allow this one file (setting `allowSecretFiles`, or "
+            "`ectx ask --allow-secret PATH`)."
+        )
