@@ -1,0 +1,391 @@
+"""cache_sim against the worked examples in Anthropic's prompt-caching documentation.
+
+Every expected number here can be computed by hand from the rules cited in
+docs/cost-model.md ("Prompt cache model"); block sizes are chosen so that they can.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ephemeral_context.cache_sim import (
+    Block,
+    CacheControlError,
+    PromptCache,
+    Request,
+    Ttl,
+    UnknownModelError,
+    Usage,
+    cost_usd,
+    model_info,
+    request_from_messages_api,
+    resolve_breakpoints,
+    usage_to_dict,
+)
+
+SONNET = "claude-sonnet-4-5-20250929"  # minimum cacheable length 1024
+
+
+def blocks(n: int, tokens: int = 200, breakpoints: dict[int, Ttl] | None = None) -> list[Block]:
+    """Blocks 1..n (numbered as the documentation numbers them), each `tokens` long."""
+    marks = breakpoints or {}
+    return [Block(key=i, tokens=tokens, cache_ttl=marks.get(i)) for i in range(1, n + 1)]
+
+
+def chars(text: str, kind: str) -> int:
+    """One token per character: makes request_from_messages_api figures easy to check."""
+    return len(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# "How automatic prefix checking works": the lookback in a growing conversation
+
+
+def test_lookback_growing_conversation_doc_example() -> None:
+    """Turn 1 writes at block 10; turn 2 (15 blocks) finds it; turn 3 (35 blocks) does not."""
+    cache = PromptCache(SONNET)
+    turn1 = cache.call(Request(messages=blocks(10, breakpoints={10: "5m"})), now=0)
+    assert turn1 == Usage(0, 2000, 0, 2000, 0)
+
+    turn2 = cache.call(Request(messages=blocks(15, breakpoints={15: "5m"})), now=10)
+    assert turn2 == Usage(
+        input_tokens=0,
+        cache_creation_input_tokens=1000,
+        cache_read_input_tokens=2000,
+        ephemeral_5m_input_tokens=1000,
+    )
+
+    # Blocks 35..16 are the 20 positions checked; the entry at 15 is one position outside.
+    turn3 = cache.call(Request(messages=blocks(35, breakpoints={35: "5m"})), now=20)
+    assert turn3.cache_read_input_tokens == 0
+    assert turn3.cache_creation_input_tokens == 7000
+
+
+def test_second_breakpoint_starts_a_second_lookback_window() -> None:
+    cache = PromptCache(SONNET)
+    cache.call(Request(messages=blocks(10, breakpoints={10: "5m"})), now=0)
+    cache.call(Request(messages=blocks(15, breakpoints={15: "5m"})), now=10)
+    turn3 = cache.call(Request(messages=blocks(35, breakpoints={15: "5m", 35: "5m"})), now=20)
+    assert turn3 == Usage(0, 4000, 3000, 4000, 0)
+
+
+def test_lookback_counts_the_breakpoint_as_first_of_twenty_positions() -> None:
+    """An entry exactly 19 blocks back is found, 20 blocks back is not."""
+    for gap, expect_hit in ((19, True), (20, False)):
+        cache = PromptCache(SONNET)
+        cache.call(Request(messages=blocks(10, breakpoints={10: "5m"})), now=0)
+        usage = cache.call(Request(messages=blocks(10 + gap, breakpoints={10 + gap: "5m"})), now=1)
+        assert (usage.cache_read_input_tokens == 2000) is expect_hit, gap
+
+
+def test_breakpoint_on_changing_block_never_reads_doc_example() -> None:
+    """Blocks 1-5 static, block 6 a timestamp: a breakpoint on 6 rewrites every time."""
+
+    def request(stamp: int, mark: int) -> Request:
+        static = [
+            Block(key=i, tokens=400, cache_ttl="5m" if mark == i else None) for i in range(1, 6)
+        ]
+        varying = Block(key=1000 + stamp, tokens=50, cache_ttl="5m" if mark == 6 else None)
+        return Request(system=static, messages=[varying])
+
+    cache = PromptCache(SONNET)
+    assert cache.call(request(1, mark=6), now=0).cache_creation_input_tokens == 2050
+    second = cache.call(request(2, mark=6), now=1)
+    assert second.cache_read_input_tokens == 0
+    assert second.cache_creation_input_tokens == 2050
+
+    fixed = PromptCache(SONNET)
+    fixed.call(request(1, mark=5), now=0)
+    assert fixed.call(request(2, mark=5), now=1) == Usage(50, 0, 2000, 0, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# "Mixing different TTLs": positions A, B and C
+
+
+def test_mixed_ttl_reproduces_documented_usage() -> None:
+    """The documented response: input 2048, read 1800, write 248 = 148 (5m) + 100 (1h)."""
+    cache = PromptCache(SONNET)
+    prefix = Block(key=1, tokens=1800, cache_ttl="1h")
+    first = cache.call(Request(system=[prefix]), now=0)
+    assert first == Usage(0, 1800, 0, 0, 1800)
+
+    request = Request(
+        system=[prefix, Block(key=2, tokens=100, cache_ttl="1h")],
+        messages=[Block(key=3, tokens=148, cache_ttl="5m"), Block(key=4, tokens=2048)],
+    )
+    usage = cache.call(request, now=60)
+    assert usage_to_dict(usage) == {
+        "input_tokens": 2048,
+        "cache_creation_input_tokens": 248,
+        "cache_read_input_tokens": 1800,
+        "cache_creation": {"ephemeral_5m_input_tokens": 148, "ephemeral_1h_input_tokens": 100},
+    }
+    assert usage.billed_input == pytest.approx(2048 + 1.25 * 148 + 2 * 100 + 0.1 * 1800)
+
+
+def test_mixed_ttl_without_hits_charges_b_minus_zero_at_1h() -> None:
+    cache = PromptCache(SONNET)
+    usage = cache.call(Request(messages=blocks(10, breakpoints={3: "1h", 6: "1h", 9: "5m"})), now=0)
+    assert usage == Usage(200, 1800, 0, 600, 1200)
+
+
+def test_one_hour_after_five_minutes_is_refused() -> None:
+    with pytest.raises(CacheControlError, match="1h"):
+        PromptCache(SONNET).call(Request(messages=blocks(10, breakpoints={3: "5m", 6: "1h"})), 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Minimum cacheable length, TTLs
+
+
+@pytest.mark.parametrize(
+    ("model", "minimum"),
+    [
+        ("claude-sonnet-4-5-20250929", 1024),
+        ("claude-sonnet-4-20250514", 1024),
+        ("claude-opus-4-1-20250805", 1024),
+        ("claude-opus-4-5-20251101", 4096),
+        ("claude-opus-4-6", 4096),
+        ("claude-haiku-4-5-20251001", 4096),
+        ("claude-3-5-haiku-20241022", 2048),
+        ("claude-3-haiku-20240307", 2048),
+    ],
+)
+def test_prefix_below_the_minimum_is_not_cached(model: str, minimum: int) -> None:
+    short = PromptCache(model).call(
+        Request(system=[Block(1, minimum - 1, "5m")], messages=[Block(2, 10)]), now=0
+    )
+    assert short == Usage(minimum - 1 + 10, 0, 0, 0, 0)
+    enough = PromptCache(model).call(
+        Request(system=[Block(1, minimum, "5m")], messages=[Block(2, 10)]), now=0
+    )
+    assert enough == Usage(10, minimum, 0, minimum, 0)
+
+
+def test_five_minute_entry_expires_and_is_refreshed_on_each_hit() -> None:
+    cache = PromptCache(SONNET)
+    request = Request(system=[Block(1, 2000, "5m")], messages=[Block(2, 10)])
+    assert cache.call(request, now=0).cache_creation_input_tokens == 2000
+    assert cache.call(request, now=299).cache_read_input_tokens == 2000  # alive until 300
+    assert cache.call(request, now=598).cache_read_input_tokens == 2000  # refreshed at 299
+    late = cache.call(request, now=899)  # 301 s after the last hit
+    assert late.cache_read_input_tokens == 0
+    assert late.cache_creation_input_tokens == 2000
+
+
+def test_one_hour_entry_outlives_five_minutes() -> None:
+    cache = PromptCache(SONNET)
+    request = Request(system=[Block(1, 2000, "1h")])
+    cache.call(request, now=0)
+    assert cache.call(request, now=3000).cache_read_input_tokens == 2000
+    assert cache.call(request, now=6599).cache_read_input_tokens == 2000
+    assert cache.call(request, now=10200).cache_read_input_tokens == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Breakpoint limits and automatic caching
+
+
+def test_more_than_four_breakpoints_is_an_error() -> None:
+    marks: dict[int, Ttl] = {i: "5m" for i in (2, 4, 6, 8, 10)}
+    with pytest.raises(CacheControlError, match="maximum of 4"):
+        PromptCache(SONNET).call(Request(messages=blocks(10, breakpoints=marks)), now=0)
+
+
+def body(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"model": SONNET, "max_tokens": 100, "messages": messages, **extra}
+
+
+def test_automatic_caching_moves_forward_doc_table() -> None:
+    """System + User(1) + Asst(1) + User(2), then two more turns: the documented table."""
+    system = "s" * 1000
+    turns = [("user", "u1" * 50), ("assistant", "a1" * 50), ("user", "u2" * 50)]
+    cache = PromptCache(SONNET)
+
+    def ask(history: list[tuple[str, str]], now: float) -> Usage:
+        messages = [{"role": r, "content": t} for r, t in history]
+        return cache.call(
+            request_from_messages_api(
+                body(messages, system=system, cache_control={"type": "ephemeral"}), count=chars
+            ),
+            now,
+        )
+
+    first = ask(turns, 0)
+    assert first == Usage(0, 1300, 0, 1300, 0)  # everything written
+    turns += [("assistant", "a2" * 50), ("user", "u3" * 50)]
+    second = ask(turns, 10)
+    assert second == Usage(0, 200, 1300, 200, 0)  # Asst(2) + User(3) written
+    turns += [("assistant", "a3" * 50), ("user", "u4" * 50)]
+    assert ask(turns, 20) == Usage(0, 200, 1500, 200, 0)
+
+
+def test_automatic_breakpoint_skips_blocks_that_cannot_carry_it() -> None:
+    request = Request(
+        system=[Block(1, 2000)],
+        messages=[Block(2, 10), Block(3, 5, auto_target=False)],
+        auto_cache_ttl="5m",
+    )
+    assert resolve_breakpoints(request.blocks(), "5m") == [(1, "5m")]
+    assert PromptCache(SONNET).call(request, now=0) == Usage(5, 2010, 0, 2010, 0)
+
+
+def test_automatic_caching_edge_cases() -> None:
+    same = [Block(1, 10), Block(2, 10, "5m")]
+    assert resolve_breakpoints(same, "5m") == [(1, "5m")]  # a no-op
+    with pytest.raises(CacheControlError, match="conflicts"):
+        resolve_breakpoints(same, "1h")
+    four = [Block(i, 10, "5m") for i in range(4)] + [Block(9, 10)]
+    with pytest.raises(CacheControlError, match="slot"):
+        resolve_breakpoints(four, "5m")
+    assert resolve_breakpoints([Block(1, 10, auto_target=False)], "5m") == []
+
+
+def test_combining_explicit_and_automatic_breakpoints() -> None:
+    """An explicit breakpoint on the system prompt plus automatic caching of the thread."""
+    request = request_from_messages_api(
+        body(
+            [{"role": "user", "content": "q" * 500}],
+            system=[{"type": "text", "text": "s" * 1500, "cache_control": {"type": "ephemeral"}}],
+            cache_control={"type": "ephemeral"},
+        ),
+        count=chars,
+    )
+    assert resolve_breakpoints(request.blocks(), request.auto_cache_ttl) == [(0, "5m"), (1, "5m")]
+    cache = PromptCache(SONNET)
+    assert cache.call(request, 0) == Usage(0, 2000, 0, 2000, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading Messages API bodies
+
+
+def test_request_from_body_orders_tools_system_messages_and_reads_cache_control() -> None:
+    request = request_from_messages_api(
+        body(
+            [
+                {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "hmm", "signature": "x"},
+                        {"type": "tool_use", "id": "t1", "name": "read", "input": {"p": "a"}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "t1",
+                            "content": [{"type": "text", "text": "file text"}],
+                            "cache_control": {"type": "ephemeral", "ttl": "1h"},
+                        }
+                    ],
+                },
+            ],
+            tools=[{"name": "read", "description": "d", "input_schema": {"type": "object"}}],
+            system="be brief",
+        ),
+        count=chars,
+    )
+    assert len(request.tools) == 1 and len(request.system) == 1 and len(request.messages) == 4
+    assert [b.tokens for b in request.messages] == [5, 3, len('read{"p":"a"}'), 9]
+    assert request.messages[1].auto_target is False
+    assert request.messages[3].cache_ttl == "1h"
+    assert request.auto_cache_ttl is None
+
+
+def test_content_keys_ignore_cache_control_but_not_role_or_text() -> None:
+    def key(role: str, block: dict[str, Any]) -> int:
+        return request_from_messages_api(body([{"role": role, "content": [block]}])).messages[0].key
+
+    plain = {"type": "text", "text": "same"}
+    marked = {**plain, "cache_control": {"type": "ephemeral"}}
+    assert key("user", plain) == key("user", marked)
+    assert key("user", plain) != key("assistant", plain)
+    assert key("user", plain) != key("user", {"type": "text", "text": "other"})
+
+
+def test_bad_cache_control_is_a_clear_error() -> None:
+    with pytest.raises(CacheControlError, match="ttl"):
+        request_from_messages_api(
+            body(
+                [
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "text",
+                                "text": "x",
+                                "cache_control": {"type": "ephemeral", "ttl": "2h"},
+                            }
+                        ],
+                    }
+                ]
+            )
+        )
+    with pytest.raises(CacheControlError, match="empty text"):
+        request_from_messages_api(
+            body(
+                [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": "", "cache_control": {"type": "ephemeral"}}
+                        ],
+                    }
+                ]
+            )
+        )
+    with pytest.raises(CacheControlError, match="messages"):
+        request_from_messages_api(body([{"role": "user", "content": 7}]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Prices
+
+
+@pytest.mark.parametrize(
+    ("model_id", "name"),
+    [
+        ("claude-opus-4-5-20251101", "Claude Opus 4.5"),
+        ("claude-sonnet-4-5-20250929", "Claude Sonnet 4.5"),
+        ("claude-sonnet-4-20250514", "Claude Sonnet 4"),
+        ("claude-haiku-4-5-20251001", "Claude Haiku 4.5"),
+        ("claude-3-5-haiku-20241022", "Claude Haiku 3.5"),
+        ("claude-3-7-sonnet-latest", "Claude Sonnet 3.7"),
+        ("us.anthropic.claude-opus-4-1-20250805-v1:0", "Claude Opus 4.1"),
+        ("claude-sonnet-4@20250514", "Claude Sonnet 4"),
+        ("claude-opus-4-6[1m]", "Claude Opus 4.6"),
+        ("claude-opus-4", "Claude Opus 4"),
+    ],
+)
+def test_model_ids_match_their_family(model_id: str, name: str) -> None:
+    assert model_info(model_id).name == name
+
+
+def test_unlisted_version_falls_back_within_family_and_unknown_is_an_error() -> None:
+    assert model_info("claude-sonnet-4-9").family == "sonnet"
+    with pytest.raises(UnknownModelError):
+        model_info("<synthetic>")
+
+
+def test_cost_in_dollars_uses_the_documented_multipliers() -> None:
+    usage = Usage(
+        input_tokens=1_000_000,
+        cache_creation_input_tokens=3_000_000,
+        cache_read_input_tokens=10_000_000,
+        ephemeral_5m_input_tokens=2_000_000,
+        ephemeral_1h_input_tokens=1_000_000,
+    )
+    # Opus 4.5: $5 input, $6.25 5m write, $10 1h write, $0.50 read, $25 output per MTok.
+    expected = 5 + 2 * 6.25 + 10 + 10 * 0.5 + 0.5 * 25
+    assert cost_usd(usage, 500_000, "claude-opus-4-5-20251101") == pytest.approx(expected)
+    assert usage.billed_input == pytest.approx(1e6 + 1.25 * 2e6 + 2 * 1e6 + 0.1 * 1e7)
+
+
+def test_usage_adds_up() -> None:
+    assert Usage(1, 2, 3, 2, 0) + Usage(10, 20, 30, 5, 15) == Usage(11, 22, 33, 7, 15)
