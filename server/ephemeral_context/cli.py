@@ -25,8 +25,37 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="count", default=0, help="more log output on stderr (-vv for debug)"
     )
     parser.add_argument("--log-file", help="write logs to this file instead of stderr")
-    parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_serve_command(sub)
     return parser
+
+
+def _add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
+    serve.add_argument(
+        "--tcp", metavar="HOST:PORT", type=_host_port, help="listen on TCP instead of stdio"
+    )
+    serve.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=64 * 1024 * 1024,
+        help="larger JSON-RPC messages are discarded and answered with an error (stdio)",
+    )
+    serve.set_defaults(handler=_serve)
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return host, int(port)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from ephemeral_context.lsp.server import SERVER, serve
+
+    result: int = serve(SERVER, tcp=args.tcp, max_message_bytes=args.max_message_bytes)
+    return result
 
 
 def _configure_logging(verbose: int, log_file: str | None) -> None:
