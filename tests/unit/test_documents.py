@@ -1,0 +1,441 @@
+"""The document mirror: editor edits in three position encodings, disk reads, bad input."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+import tree_sitter_python
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tree_sitter import Language, Parser
+
+from ephemeral_context.documents import (
+    ByteEdit,
+    Document,
+    DocumentChange,
+    DocumentMirror,
+    LineIndex,
+    Position,
+    PositionEncoding,
+    Range,
+    TextEdit,
+    Unmirrored,
+    UnmirroredReason,
+    normalize_uri,
+    path_to_uri,
+)
+
+ENCODINGS: list[PositionEncoding] = ["utf-8", "utf-16", "utf-32"]
+# Precomposed letter, combining mark, CJK, astral (emoji and a musical symbol), all line ends.
+PIECES = ["a", "b", " ", "é", "e\u0301", "中", "文", "😀", "𝄞", "\n", "\r\n", "\r", "x\ty"]
+SAMPLE = "a é e\u0301 中 😀 z\r\nline two 𝄞\rthree\n\nlast"
+
+
+# -- a reference written independently of the code under test ------------------------------
+
+
+def ref_lines(text: str) -> list[tuple[int, str]]:
+    """(start offset, content without terminator) of each LSP line."""
+    lines = []
+    start = 0
+    for match in re.finditer(r"\r\n|\r|\n", text):
+        lines.append((start, text[start : match.start()]))
+        start = match.end()
+    lines.append((start, text[start:]))
+    return lines
+
+
+def units(text: str, encoding: PositionEncoding) -> int:
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    if encoding == "utf-16":
+        return len(text.encode("utf-16-le")) // 2
+    return len(text)
+
+
+def ref_position(text: str, offset: int, encoding: PositionEncoding) -> Position:
+    line_no = 0
+    for index, (start, _content) in enumerate(ref_lines(text)):
+        if start <= offset:
+            line_no = index
+    start, _content = ref_lines(text)[line_no]
+    return Position(line_no, units(text[start:offset], encoding))
+
+
+def ref_point(data: bytes, byte: int) -> tuple[int, int]:
+    return data.count(b"\n", 0, byte), byte - (data.rfind(b"\n", 0, byte) + 1)
+
+
+def legal_offset(text: str, offset: int) -> int:
+    """LSP cannot address the gap inside a CRLF; step back to before the CR."""
+    if 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n":
+        return offset - 1
+    return offset
+
+
+def apply_bytes(data: bytes, edit: ByteEdit, inserted: bytes) -> bytes:
+    return data[: edit.start_byte] + inserted + data[edit.old_end_byte :]
+
+
+def check_document(document: Document, reference: str) -> None:
+    assert document.text == reference
+    assert document.data == reference.encode("utf-8")
+    fresh = LineIndex.build(reference, reference.encode("utf-8"))
+    assert document.lines.cp_starts.tolist() == fresh.cp_starts.tolist()
+    assert document.lines.byte_starts.tolist() == fresh.byte_starts.tolist()
+    assert document.line_count == len(ref_lines(reference))
+
+
+# -- property tests -------------------------------------------------------------------------
+
+texts = st.lists(st.sampled_from(PIECES), max_size=30).map("".join)
+
+
+@st.composite
+def edit_scripts(draw: st.DrawFn) -> tuple[str, list[list[tuple[int, int, str]]]]:
+    """An initial text and changes (each a list of edits in code points, applied in order)."""
+    text = draw(texts)
+    reference = text
+    changes = []
+    for _ in range(draw(st.integers(1, 6))):
+        edits = []
+        for _ in range(draw(st.integers(1, 3))):
+            a = legal_offset(reference, draw(st.integers(0, len(reference))))
+            b = legal_offset(reference, draw(st.integers(0, len(reference))))
+            start, end = min(a, b), max(a, b)
+            inserted = draw(texts) if draw(st.booleans()) else ""
+            edits.append((start, end, inserted))
+            reference = reference[:start] + inserted + reference[end:]
+        changes.append(edits)
+    return text, changes
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=edit_scripts())
+def test_random_edits_match_reference(
+    encoding: PositionEncoding, script: tuple[str, list[list[tuple[int, int, str]]]]
+) -> None:
+    text, changes = script
+    mirror = DocumentMirror(position_encoding=encoding)
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    mirror.open("untitled:Untitled-1", "plaintext", 1, text)
+    reference = text
+    for version, edits in enumerate(changes, start=2):
+        lsp_edits = []
+        before = reference.encode("utf-8")
+        inserted_bytes = []
+        for start, end, inserted in edits:
+            lsp_edits.append(
+                TextEdit(
+                    Range(
+                        ref_position(reference, start, encoding),
+                        ref_position(reference, end, encoding),
+                    ),
+                    inserted,
+                )
+            )
+            reference = reference[:start] + inserted + reference[end:]
+            inserted_bytes.append(inserted.encode("utf-8"))
+        change = mirror.change("untitled:Untitled-1", version, lsp_edits)
+        assert change is not None and change.new_version == version
+        document = mirror.get("untitled:Untitled-1")
+        assert isinstance(document, Document)
+        check_document(document, reference)
+        # The byte edits replay the change on the UTF-8 bytes, points included.
+        data = before
+        for byte_edit, inserted in zip(change.byte_edits, inserted_bytes, strict=True):
+            assert byte_edit.start_point == ref_point(data, byte_edit.start_byte)
+            assert byte_edit.old_end_point == ref_point(data, byte_edit.old_end_byte)
+            data = apply_bytes(data, byte_edit, inserted)
+            assert byte_edit.new_end_point == ref_point(data, byte_edit.new_end_byte)
+        assert data == reference.encode("utf-8")
+    assert [c.reason for c in seen] == ["open"] + ["edit"] * len(changes)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@given(text=texts)
+def test_positions_round_trip(encoding: PositionEncoding, text: str) -> None:
+    document = Document.create(
+        "untitled:x", 1, text, language_id=None, source="editor", encoding=encoding
+    )
+    for offset in range(len(text) + 1):
+        if legal_offset(text, offset) != offset:
+            continue
+        position = document.position_at(offset)
+        assert position == ref_position(text, offset, encoding)
+        assert document.offset_at(position) == offset
+        byte = document.byte_at(offset)
+        assert byte == len(text[:offset].encode("utf-8"))
+        assert document.offset_of_byte(byte) == offset
+        point = document.point_at_byte(byte)
+        assert point == ref_point(document.data, byte)
+        assert document.point_to_position(point) == position or "\r" in text
+
+
+# -- the editor ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("encoding", "character"), [("utf-8", 17), ("utf-16", 11), ("utf-32", 10)]
+)
+def test_sample_columns_per_encoding(encoding: PositionEncoding, character: int) -> None:
+    """'a é e\u0301 中 😀' then ' z': the emoji ends at a different column in each encoding."""
+    mirror = DocumentMirror(position_encoding=encoding)
+    mirror.open("untitled:s", None, 1, SAMPLE)
+    emoji_end = Position(0, character)
+    change = mirror.change("untitled:s", 2, [TextEdit(Range(emoji_end, emoji_end), "!")])
+    document = mirror.get("untitled:s")
+    assert isinstance(document, Document)
+    assert document.text.startswith("a é e\u0301 中 😀! z\r\n")
+    assert change is not None
+    assert change.byte_edits[0].start_byte == len("a é e\u0301 中 😀".encode())
+
+
+def test_crlf_and_missing_final_newline_are_kept() -> None:
+    mirror = DocumentMirror()
+    text = "one\r\ntwo\r\nthree"
+    mirror.open("untitled:c", None, 1, text)
+    mirror.change("untitled:c", 2, [TextEdit(Range(Position(1, 3), Position(1, 3)), "!")])
+    document = mirror.get("untitled:c")
+    assert isinstance(document, Document)
+    assert document.text == "one\r\ntwo!\r\nthree"
+    assert document.line_text(1) == "two!"
+    assert document.line_text(1, keep_end=True) == "two!\r\n"
+
+
+def test_full_replacement_and_out_of_range_positions_clamp() -> None:
+    mirror = DocumentMirror()
+    mirror.open("untitled:f", None, 1, "abc\ndef")
+    mirror.change("untitled:f", 2, [TextEdit(None, "new\ntext\n")])
+    far = Position(99, 99)
+    mirror.change("untitled:f", 3, [TextEdit(Range(Position(1, 99), far), "!")])
+    document = mirror.get("untitled:f")
+    assert isinstance(document, Document)
+    assert document.text == "new\ntext!"
+    assert document.version == 3
+
+
+def test_unknown_uri_and_old_versions_are_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    mirror = DocumentMirror()
+    edit = [TextEdit(None, "x")]
+    with caplog.at_level(logging.WARNING):
+        assert mirror.change("untitled:nobody", 5, edit) is None
+    assert "not open" in caplog.text
+    mirror.open("untitled:v", None, 5, "kept")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert mirror.change("untitled:v", 4, edit) is None
+        assert mirror.change("untitled:v", 5, edit) is None
+    assert "version 4, mirror has 5" in caplog.text
+    document = mirror.get("untitled:v")
+    assert isinstance(document, Document) and document.text == "kept"
+
+
+def test_untitled_lives_in_memory_only_and_close_drops_it() -> None:
+    mirror = DocumentMirror()
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    mirror.open("untitled:Untitled-2", "python", 1, "print(1)\n")
+    mirror.close("untitled:Untitled-2")
+    result = mirror.get("untitled:Untitled-2")
+    assert isinstance(result, Unmirrored) and result.reason is UnmirroredReason.NOT_OPEN
+    assert [(c.reason, c.old_version, c.new_version) for c in seen] == [
+        ("open", None, 1),
+        ("close", 1, None),
+    ]
+
+
+def test_oversize_and_nul_open_documents_are_not_mirrored() -> None:
+    mirror = DocumentMirror(max_bytes=10)
+    mirror.open("untitled:big", None, 1, "é" * 6)  # 12 bytes, 6 characters
+    big = mirror.get("untitled:big")
+    assert isinstance(big, Unmirrored) and big.reason is UnmirroredReason.TOO_LARGE
+    assert mirror.change("untitled:big", 2, [TextEdit(None, "")]) is None
+    mirror.open("untitled:nul", None, 1, "a\0b")
+    nul = mirror.get("untitled:nul")
+    assert isinstance(nul, Unmirrored) and nul.reason is UnmirroredReason.BINARY
+    mirror.open("untitled:grows", None, 1, "small")
+    assert mirror.change("untitled:grows", 2, [TextEdit(None, "x" * 11)]) is None
+    grown = mirror.get("untitled:grows")
+    assert isinstance(grown, Unmirrored) and grown.reason is UnmirroredReason.TOO_LARGE
+
+
+def test_a_failing_listener_does_not_stop_the_others(caplog: pytest.LogCaptureFixture) -> None:
+    mirror = DocumentMirror()
+    seen: list[str] = []
+
+    def broken(change: DocumentChange) -> None:
+        raise RuntimeError("listener bug")
+
+    mirror.subscribe(broken)
+    unsubscribe = mirror.subscribe(lambda change: seen.append(change.uri))
+    with caplog.at_level(logging.ERROR):
+        mirror.open("untitled:l", None, 1, "")
+    assert seen == ["untitled:l"] and "listener failed" in caplog.text
+    unsubscribe()
+    mirror.change("untitled:l", 2, [TextEdit(None, "x")])
+    assert seen == ["untitled:l"]
+
+
+def test_byte_edits_drive_tree_sitter_incremental_parsing() -> None:
+    """The syntax layer's use: tree.edit(ByteEdit) then reparse equals a fresh parse."""
+    parser = Parser(Language(tree_sitter_python.language()))
+    mirror = DocumentMirror()
+    source = "def f(x):\r\n    return '中文'\r\n\r\nclass C:\r\n    pass\r\n"
+    mirror.open("untitled:t.py", "python", 1, source)
+    tree = parser.parse(source.encode())
+    change = mirror.change(
+        "untitled:t.py",
+        2,
+        [
+            TextEdit(Range(Position(1, 13), Position(1, 15)), "😀 ok"),
+            TextEdit(Range(Position(3, 6), Position(3, 7)), "Renamed"),
+        ],
+    )
+    assert change is not None
+    for edit in change.byte_edits:
+        tree.edit(**asdict(edit))
+    document = mirror.get("untitled:t.py")
+    assert isinstance(document, Document)
+    incremental = parser.parse(document.data, tree)
+    assert str(incremental.root_node) == str(parser.parse(document.data).root_node)
+    assert b"class Renamed" in document.data
+
+
+# -- the disk ------------------------------------------------------------------------------
+
+
+def age(path: Path, seconds: int = 60) -> None:
+    """Move the mtime into the past, so the mirror trusts its stat (not racily clean)."""
+    stamp = path.stat().st_mtime_ns - seconds * 1_000_000_000
+    os.utime(path, ns=(stamp, stamp))
+
+
+def test_disk_file_is_read_once_and_reread_when_it_changes(tmp_path: Path) -> None:
+    path = tmp_path / "a.py"
+    path.write_bytes(b"x = 1\r\n")
+    age(path)
+    mirror = DocumentMirror()
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    first = mirror.get_path(path)
+    assert isinstance(first, Document) and first.source == "disk"
+    assert first.text == "x = 1\r\n" and first.version == 0
+    assert mirror.get_path(path) is first
+    path.write_bytes(b"x = 22\n")
+    second = mirror.get_path(path)
+    assert isinstance(second, Document) and second.version == 1 and second.text == "x = 22\n"
+    assert len(seen) == 1
+    assert (seen[0].reason, seen[0].old_version, seen[0].new_version) == ("disk", 0, 1)
+    assert seen[0].old_hash == first.hash and seen[0].new_hash == second.hash
+    (full,) = seen[0].byte_edits
+    assert (full.start_byte, full.old_end_byte, full.new_end_byte) == (0, 7, 7)
+
+
+def test_same_size_same_mtime_rewrite_needs_mark_stale(tmp_path: Path) -> None:
+    path = tmp_path / "b.txt"
+    path.write_text("aaaa")
+    age(path)
+    mirror = DocumentMirror()
+    first = mirror.get_path(path)
+    stamp = path.stat().st_mtime_ns
+    path.write_text("bbbb")
+    os.utime(path, ns=(stamp, stamp))
+    assert mirror.get_path(path) is first  # the stat cannot see it...
+    mirror.mark_stale(path_to_uri(path))  # ...a watched-file event can
+    fresh = mirror.get_path(path)
+    assert isinstance(fresh, Document) and fresh.text == "bbbb" and fresh.version == 1
+
+
+def test_recent_mtime_is_not_trusted(tmp_path: Path) -> None:
+    path = tmp_path / "racy.txt"
+    path.write_text("aaaa")
+    mirror = DocumentMirror()
+    mirror.get_path(path)
+    stamp = path.stat().st_mtime_ns
+    path.write_text("bbbb")
+    os.utime(path, ns=(stamp, stamp))
+    fresh = mirror.get_path(path)
+    assert isinstance(fresh, Document) and fresh.text == "bbbb"
+
+
+def test_touch_without_change_keeps_version(tmp_path: Path) -> None:
+    path = tmp_path / "c.txt"
+    path.write_text("same")
+    age(path, 120)
+    mirror = DocumentMirror()
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    first = mirror.get_path(path)
+    age(path, -60)
+    again = mirror.get_path(path)
+    assert isinstance(again, Document) and again.version == 0 and again.hash == first.hash
+    assert seen == []
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"\x89PNG\r\n\x1a\n\0\0\0", UnmirroredReason.BINARY),
+        (b"caf\xe9 latin-1", UnmirroredReason.BINARY),
+        (b"x" * 101, UnmirroredReason.TOO_LARGE),
+    ],
+)
+def test_binary_and_oversize_files_get_a_reason(
+    tmp_path: Path, content: bytes, reason: UnmirroredReason
+) -> None:
+    path = tmp_path / "f.bin"
+    path.write_bytes(content)
+    result = DocumentMirror(max_bytes=100).get_path(path)
+    assert isinstance(result, Unmirrored) and result.reason is reason
+    assert str(result).startswith(path_to_uri(path))
+
+
+def test_deleted_file_and_directory(tmp_path: Path) -> None:
+    path = tmp_path / "gone.txt"
+    path.write_text("here")
+    mirror = DocumentMirror()
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    assert isinstance(mirror.get_path(path), Document)
+    path.unlink()
+    gone = mirror.get_path(path)
+    assert isinstance(gone, Unmirrored) and gone.reason is UnmirroredReason.NOT_FOUND
+    assert [(c.reason, c.new_version) for c in seen] == [("disk", None)]
+    folder = mirror.get_path(tmp_path)
+    assert isinstance(folder, Unmirrored) and folder.reason is UnmirroredReason.NOT_A_FILE
+
+
+def test_open_document_wins_over_disk_until_closed(tmp_path: Path) -> None:
+    path = tmp_path / "d.py"
+    path.write_text("on disk\n")
+    uri = path_to_uri(path)
+    mirror = DocumentMirror()
+    on_disk = mirror.get(uri)
+    assert isinstance(on_disk, Document)
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    opened = mirror.open(uri, "python", 7, "in editor\n")
+    assert opened is not None and mirror.get(uri) is opened and mirror.is_open(uri)
+    assert (seen[0].old_version, seen[0].new_version, seen[0].reason) == (0, 7, "open")
+    mirror.close(uri)
+    back = mirror.get(uri)
+    assert isinstance(back, Document) and back.text == "on disk\n" and back.source == "disk"
+
+
+def test_file_uris_are_keyed_canonically(tmp_path: Path) -> None:
+    path = tmp_path / "with space é.txt"
+    path.write_text("x")
+    mirror = DocumentMirror()
+    loose = "file://" + str(path)  # unencoded, as some clients send it
+    mirror.open(loose, None, 1, "from editor")
+    assert normalize_uri(loose) == path_to_uri(path)
+    document = mirror.get(path_to_uri(path))
+    assert isinstance(document, Document) and document.text == "from editor"
