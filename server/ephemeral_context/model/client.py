@@ -1,0 +1,238 @@
+"""The one place that talks to the Anthropic Messages API: streaming, retries, clear errors.
+
+The SDK's own retries are switched off so that one policy covers both failures the SDK sees
+before the stream starts (429, 529, 5xx, timeouts, dropped connections) and error events that
+arrive in the middle of a stream, which the SDK never retries. Every failure ends as a
+`ModelError` whose message tells the user what to do; the API key never appears in a message
+or a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import os
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anthropic
+from anthropic.types import Message
+
+log = logging.getLogger(__name__)
+
+TextCallback = Callable[[str], None]
+RetryCallback = Callable[["RetryNotice"], None]
+Sleep = Callable[[float], Awaitable[None]]
+
+ErrorKind = Literal[
+    "missing_key",
+    "invalid_key",
+    "permission",
+    "unknown_model",
+    "refused",
+    "too_large",
+    "rate_limited",
+    "overloaded",
+    "server",
+    "timeout",
+    "connection",
+]
+
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+RETRYABLE_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "timeout_error"})
+
+
+class ModelError(Exception):
+    """A model call that failed for good; `str(error)` is meant for the user."""
+
+    def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+
+@dataclass(frozen=True)
+class RetryNotice:
+    """Told to the caller before each retry, so a UI can say why the answer pauses."""
+
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with jitter; a server's retry-after wins when it gives one."""
+
+    max_attempts: int = 5
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    max_retry_after: float = 120.0
+
+    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before attempt `attempt + 1` (attempt counts from 1)."""
+        if retry_after is not None and retry_after >= 0:
+            return min(retry_after, self.max_retry_after)
+        ceiling = min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
+        return ceiling * (0.5 + 0.5 * rng.random())
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """How to reach the API; the key comes from here or from ANTHROPIC_API_KEY."""
+
+    api_key: str | None = None
+    base_url: str | None = None
+    timeout: float = 600.0
+    connect_timeout: float = 10.0
+    retry: RetryPolicy = RetryPolicy()
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date), else None."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return float(millis) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_tz(value)
+        return None if parsed is None else max(0.0, email.utils.mktime_tz(parsed) - time.time())
+
+
+class ModelClient:
+    """Streams one Messages API call at a time through AsyncAnthropic."""
+
+    def __init__(
+        self,
+        settings: ClientSettings | None = None,
+        *,
+        sleep: Sleep = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings or ClientSettings()
+        key = self.settings.api_key or os.environ.get("ANTHROPIC_API_KEY")
+        token = None if key else os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        if not key and not token:
+            raise ModelError(
+                "missing_key",
+                "No Anthropic API key: set the ANTHROPIC_API_KEY environment variable "
+                "(or ANTHROPIC_AUTH_TOKEN) and start again.",
+            )
+        self._secret = key or token or ""
+        self._sdk = anthropic.AsyncAnthropic(
+            api_key=key,
+            auth_token=token,
+            base_url=self.settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+            timeout=anthropic.Timeout(self.settings.timeout, connect=self.settings.connect_timeout),
+            max_retries=0,
+        )
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self.retries = 0
+        """Retries taken over this client's lifetime (status and tests read it)."""
+
+    async def close(self) -> None:
+        await self._sdk.close()
+
+    async def stream(
+        self,
+        request: Mapping[str, Any],
+        on_text: TextCallback | None = None,
+        on_retry: RetryCallback | None = None,
+    ) -> Message:
+        """One call, streamed: text deltas go to `on_text`, the final message is returned.
+
+        A retry after some text was already streamed starts the answer again; `on_retry`
+        lets the caller say so.
+        """
+        policy = self.settings.retry
+        attempt = 1
+        while True:
+            try:
+                return await self._stream_once(request, on_text)
+            except anthropic.APIStatusError as exc:
+                retryable = exc.status_code in RETRYABLE_STATUS or exc.type in RETRYABLE_TYPES
+                if not retryable or attempt >= policy.max_attempts:
+                    raise self._final_error(exc, request, attempt) from None
+                retry_after = parse_retry_after(exc.response.headers)
+                reason = f"{exc.status_code} {exc.type or 'error'}"
+            except anthropic.APIConnectionError as exc:
+                if attempt >= policy.max_attempts:
+                    raise self._final_error(exc, request, attempt) from None
+                retry_after = None
+                reason = (
+                    "timeout" if isinstance(exc, anthropic.APITimeoutError) else "connection lost"
+                )
+            delay = policy.delay(attempt, retry_after, self._rng)
+            log.warning(
+                "model call attempt %d failed (%s); retrying in %.2fs", attempt, reason, delay
+            )
+            if on_retry is not None:
+                on_retry(RetryNotice(attempt, delay, reason))
+            self.retries += 1
+            attempt += 1
+            await self._sleep(delay)
+
+    async def _stream_once(
+        self, request: Mapping[str, Any], on_text: TextCallback | None
+    ) -> Message:
+        async with self._sdk.messages.stream(**request) as stream:
+            async for event in stream:
+                if event.type == "text" and on_text is not None:
+                    on_text(event.text)
+            return await stream.get_final_message()
+
+    def _final_error(
+        self, exc: anthropic.APIError, request: Mapping[str, Any], attempts: int
+    ) -> ModelError:
+        """Turns an SDK error into a message that says what went wrong and what to do."""
+        tried = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+        if isinstance(exc, anthropic.APITimeoutError):
+            return ModelError(
+                "timeout",
+                f"The Anthropic API did not answer within {self.settings.timeout:g}s{tried}.",
+            )
+        if not isinstance(exc, anthropic.APIStatusError):
+            return ModelError("connection", f"Cannot reach the Anthropic API{tried}: {exc.message}")
+        status = exc.status_code
+        detail = self._scrub(exc.api_message or exc.message)
+        model = request.get("model", "?")
+        kind: ErrorKind
+        if status == 401:
+            kind, text = (
+                "invalid_key",
+                "The Anthropic API rejected the API key (401); check ANTHROPIC_API_KEY.",
+            )
+        elif status == 403:
+            kind, text = "permission", f"This API key may not use that (403): {detail}"
+        elif status == 404:
+            kind, text = (
+                "unknown_model",
+                f"Unknown model {model!r} (404): {detail}. Check the model setting.",
+            )
+        elif status == 413:
+            kind, text = "too_large", f"The request is too large for the API (413): {detail}"
+        elif status == 429 or exc.type == "rate_limit_error":
+            kind, text = "rate_limited", f"Rate limited by the Anthropic API{tried}: {detail}"
+        elif status == 529 or exc.type == "overloaded_error":
+            kind, text = "overloaded", f"The Anthropic API is overloaded{tried}: {detail}"
+        elif status >= 500 or exc.type == "api_error":
+            kind, text = "server", f"The Anthropic API failed ({status}){tried}: {detail}"
+        else:
+            kind, text = "refused", f"The Anthropic API refused the request ({status}): {detail}"
+        return ModelError(kind, text, status=status)
+
+    def _scrub(self, text: str) -> str:
+        """Belt and braces: no message ever carries the key, even if a server echoed it."""
+        return text.replace(self._secret, "[redacted]") if self._secret else text

@@ -1,0 +1,113 @@
+"""How an `edit_file` call becomes a change: one exact, unique replacement, applied somewhere.
+
+`plan_edit` is the pure part every applier shares (find the old text exactly once, build
+the new text). Where the change lands is the applier's business: `DiskEditApplier` writes
+the file atomically (the default, for the CLI and for clients without applyEdit); the LSP
+layer provides one that sends `workspace/applyEdit`, so edits land in open buffers and can
+be undone.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+class EditError(ValueError):
+    """The edit cannot be applied as asked; the message tells the model how to fix the call."""
+
+
+@dataclass(frozen=True)
+class EditPlan:
+    """A single replacement: characters [start, end) of the old text become `replacement`."""
+
+    start: int
+    end: int
+    replacement: str
+    new_text: str
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    """What happened to an edit; `message` is what the model reads."""
+
+    applied: bool
+    message: str
+    new_text: str | None = None
+
+
+class EditApplier(Protocol):
+    """Puts one replacement into effect (on disk, or in the editor through applyEdit)."""
+
+    async def apply(self, path: Path, old: str, new: str) -> EditOutcome: ...
+
+
+def plan_edit(text: str | None, old: str, new: str) -> EditPlan:
+    """Where `old` occurs (exactly once) in `text`, and the text after replacing it.
+
+    `text is None` means the file does not exist: only a creation (empty `old`) works then.
+    """
+    if old == new:
+        raise EditError("old_string and new_string are identical; nothing to change")
+    if text is None:
+        if old:
+            raise EditError("the file does not exist; use an empty old_string to create it")
+        return EditPlan(0, 0, new, new)
+    if not old:
+        if text:
+            raise EditError("old_string is empty but the file is not; quote the text to replace")
+        return EditPlan(0, 0, new, new)
+    count = text.count(old)
+    if count == 0:
+        raise EditError(
+            "old_string was not found in the file (it must match exactly, whitespace included); "
+            "read the file again and copy the text"
+        )
+    if count > 1:
+        raise EditError(
+            f"old_string occurs {count} times; include more surrounding lines so it is unique"
+        )
+    start = text.index(old)
+    return EditPlan(start, start + len(old), new, text[:start] + new + text[start + len(old) :])
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder and rename it over the target.
+
+    A reader never sees half a file, and the original mode bits survive.
+    """
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class DiskEditApplier:
+    """The default: read the file, plan the replacement, write it back atomically."""
+
+    async def apply(self, path: Path, old: str, new: str) -> EditOutcome:
+        try:
+            text = path.read_bytes().decode("utf-8") if path.exists() else None
+        except (OSError, UnicodeDecodeError) as exc:
+            return EditOutcome(False, f"cannot read {path.name}: {exc}")
+        try:
+            plan = plan_edit(text, old, new)
+        except EditError as exc:
+            return EditOutcome(False, str(exc))
+        try:
+            write_atomically(path, plan.new_text)
+        except OSError as exc:
+            return EditOutcome(False, f"cannot write {path.name}: {exc}")
+        verb = "created" if text is None else "edited"
+        return EditOutcome(True, f"{verb} {path.name}", plan.new_text)
