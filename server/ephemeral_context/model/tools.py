@@ -1,0 +1,516 @@
+"""The tools the model gets: their JSON schemas and the handlers that answer them.
+
+Handlers check access first (workspace boundary, secret filter: model/secrets.py), then
+fetch what was asked for from the document mirror, the syntax layer, the context engine or
+the memories folder. A handler never decides how its answer is shown to the model: it
+returns a `ToolResult` and the agent hands it to the context engine, which turns a repeated
+file read into a reference or a diff. Bad input from the model is answered with an error
+result that says how to call the tool correctly; it never raises.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
+from ephemeral_context.model.edits import DiskEditApplier, EditApplier, write_atomically
+from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace, find_secret
+
+SEARCH_MAX_MATCHES = 200
+SEARCH_MAX_FILES = 20_000
+SEARCH_MAX_LINE = 300
+SKIPPED_DIRS = frozenset(
+    {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
+     ".ruff_cache", ".pytest_cache", ".tox", "dist", "build", "target"}
+)  # fmt: skip
+
+
+class SessionReader(Protocol):
+    """What the context engine answers for tools that read through the ledger."""
+
+    def read_session_file(self, item_id: str, offset: int = 0, limit: int | None = None) -> str: ...
+
+    def read_symbol(self, uri: str, symbol: str) -> str: ...
+
+
+class SkillSource(Protocol):
+    """Where `invoke_skill` finds skill bodies (SKILL.md files with frontmatter)."""
+
+    def names(self) -> list[tuple[str, str]]: ...
+
+    def body(self, name: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A handler's answer before the context engine shapes it for the model.
+
+    For a file read, `document` is the whole current version and `text` the requested
+    range; the engine uses the document's hash to send a reference instead of a repeat.
+    """
+
+    text: str
+    is_error: bool = False
+    kind: str = "tool_output"
+    uri: str | None = None
+    document: Document | None = None
+    first_line: int = 1
+
+
+class ToolInputError(ValueError):
+    """The model's input does not fit the tool's schema."""
+
+
+@dataclass
+class ToolEnv:
+    """Everything the handlers need, built once per session by the server or the CLI."""
+
+    workspace: Workspace
+    mirror: DocumentMirror
+    secrets: SecretPolicy = field(default_factory=SecretPolicy)
+    applier: EditApplier = field(default_factory=DiskEditApplier)
+    reader: SessionReader | None = None
+    skills: SkillSource | None = None
+    memory_root: Path | None = None
+    outline: Callable[[Document], str] | None = None
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required}
+
+
+_PATH = {"type": "string", "description": "file path, relative to the workspace folder"}
+
+BASE_TOOLS: tuple[dict[str, Any], ...] = (
+    {
+        "name": "read_file",
+        "description": (
+            "Read a text file of the workspace. A file you have already seen comes back as "
+            "a short reference or a diff against the version you saw. offset is the first "
+            "line (1-based), limit the number of lines."
+        ),
+        "input_schema": _schema(
+            {
+                "path": _PATH,
+                "offset": {"type": "integer", "minimum": 1},
+                "limit": {"type": "integer", "minimum": 1},
+            },
+            ["path"],
+        ),
+    },
+    {
+        "name": "read_symbol",
+        "description": (
+            "Read one definition of a file (function, class, method) by name, e.g. "
+            "'App.run'. Cheaper than reading the whole file."
+        ),
+        "input_schema": _schema(
+            {"path": _PATH, "symbol": {"type": "string", "description": "qualified name"}},
+            ["path", "symbol"],
+        ),
+    },
+    {
+        "name": "outline",
+        "description": "List the definitions of a file: kind, name, signature and lines.",
+        "input_schema": _schema({"path": _PATH}, ["path"]),
+    },
+    {
+        "name": "read_session_file",
+        "description": (
+            "Read content shown earlier in this session by its id (the [[kind:id]] in a "
+            "reference). offset and limit are in characters."
+        ),
+        "input_schema": _schema(
+            {
+                "id": {"type": "string"},
+                "offset": {"type": "integer", "minimum": 0},
+                "limit": {"type": "integer", "minimum": 1},
+            },
+            ["id"],
+        ),
+    },
+    {
+        "name": "search",
+        "description": (
+            f"Search the workspace files with a regular expression (Python syntax). "
+            f"path is an optional glob such as 'src/**/*.py'. At most {SEARCH_MAX_MATCHES} "
+            "matching lines come back as path:line: text."
+        ),
+        "input_schema": _schema(
+            {"pattern": {"type": "string"}, "path": {"type": "string", "description": "glob"}},
+            ["pattern"],
+        ),
+    },
+    {
+        "name": "edit_file",
+        "description": (
+            "Replace old_string with new_string in a file. old_string must occur exactly "
+            "once (copy it from the file, whitespace included). An empty old_string creates "
+            "a new file."
+        ),
+        "input_schema": _schema(
+            {"path": _PATH, "old_string": {"type": "string"}, "new_string": {"type": "string"}},
+            ["path", "old_string", "new_string"],
+        ),
+    },
+)
+
+MEMORY_TOOL: dict[str, Any] = {
+    "name": "memory",
+    "description": (
+        "Your notes that persist across sessions, as files under /memories. commands: view "
+        "(path, optional view_range [first, last]), create (path, file_text), str_replace "
+        "(path, old_str, new_str), insert (path, insert_line, insert_text), delete (path), "
+        "rename (old_path, new_path)."
+    ),
+    "input_schema": _schema(
+        {
+            "command": {
+                "type": "string",
+                "enum": ["view", "create", "str_replace", "insert", "delete", "rename"],
+            },
+            "path": {"type": "string"},
+            "file_text": {"type": "string"},
+            "old_str": {"type": "string"},
+            "new_str": {"type": "string"},
+            "insert_line": {"type": "integer", "minimum": 0},
+            "insert_text": {"type": "string"},
+            "old_path": {"type": "string"},
+            "new_path": {"type": "string"},
+            "view_range": {"type": "array", "items": {"type": "integer"}},
+        },
+        ["command"],
+    ),
+}
+
+
+def tool_schemas(env: ToolEnv) -> list[dict[str, Any]]:
+    """The tools for one request, always in the same order (they head the cached prefix)."""
+    tools = [dict(tool) for tool in BASE_TOOLS]
+    if env.skills is not None:
+        listed = env.skills.names()
+        if listed:
+            catalogue = "\n".join(f"- {name}: {description}" for name, description in listed)
+            tools.append(
+                {
+                    "name": "invoke_skill",
+                    "description": "Load a skill's instructions by name. Skills:\n" + catalogue,
+                    "input_schema": _schema({"name": {"type": "string"}}, ["name"]),
+                }
+            )
+    if env.memory_root is not None:
+        tools.append(dict(MEMORY_TOOL))
+    return tools
+
+
+# -- input helpers -------------------------------------------------------------------------
+
+
+def _text(args: Mapping[str, Any], key: str, *, required: bool = True) -> str:
+    value = args.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise ToolInputError(f"'{key}' must be a string")
+    return value
+
+
+def _int(args: Mapping[str, Any], key: str, minimum: int) -> int | None:
+    value = args.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ToolInputError(f"'{key}' must be an integer >= {minimum}")
+    return value
+
+
+def _error(text: str) -> ToolResult:
+    return ToolResult(text, is_error=True, kind="error")
+
+
+# -- file access ---------------------------------------------------------------------------
+
+
+def _guarded_path(env: ToolEnv, raw: str) -> tuple[Path, str]:
+    """The resolved path and its short name, after the workspace and secret-name checks."""
+    real = env.workspace.resolve(raw)
+    display = env.workspace.relative(real)
+    reason = env.secrets.path_reason(real)
+    if reason is not None:
+        raise AccessDenied(SecretPolicy.withheld_message(display, reason))
+    return real, display
+
+
+def _document(env: ToolEnv, real: Path, display: str) -> Document:
+    """The current text (the editor's buffer if open), after the secret-content check."""
+    got = env.mirror.get_path(real)
+    if not isinstance(got, Document):
+        raise AccessDenied(f"{display}: cannot read ({got.reason.value}: {got.detail})")
+    reason = env.secrets.content_reason(real, got.text)
+    if reason is not None:
+        raise AccessDenied(SecretPolicy.withheld_message(display, reason))
+    return got
+
+
+async def _read_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
+    real, display = _guarded_path(env, _text(args, "path"))
+    offset = _int(args, "offset", 1) or 1
+    limit = _int(args, "limit", 1)
+    doc = _document(env, real, display)
+    lines = doc.text.splitlines(keepends=True)
+    if offset > max(len(lines), 1):
+        return _error(f"offset {offset} is past the end of {display} ({len(lines)} lines)")
+    end = len(lines) if limit is None else min(len(lines), offset - 1 + limit)
+    text = "".join(lines[offset - 1 : end]) if (offset, limit) != (1, None) else doc.text
+    return ToolResult(text, kind="file", uri=doc.uri, document=doc, first_line=offset)
+
+
+async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
+    real, display = _guarded_path(env, _text(args, "path"))
+    symbol = _text(args, "symbol")
+    doc = _document(env, real, display)
+    if env.reader is None:
+        return _error("read_symbol is not available in this session; use read_file")
+    return ToolResult(env.reader.read_symbol(doc.uri, symbol), kind="symbol", uri=doc.uri)
+
+
+async def _outline(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
+    real, display = _guarded_path(env, _text(args, "path"))
+    doc = _document(env, real, display)
+    if env.outline is None:
+        return _error("outline is not available in this session; use read_file")
+    return ToolResult(env.outline(doc), kind="outline", uri=doc.uri)
+
+
+async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
+    item_id = _text(args, "id").strip().removeprefix("[[").removesuffix("]]")
+    item_id = item_id.rsplit(":", 1)[-1]
+    offset = _int(args, "offset", 0) or 0
+    limit = _int(args, "limit", 1)
+    if env.reader is None:
+        return _error("read_session_file is not available in this session")
+    return ToolResult(env.reader.read_session_file(item_id, offset, limit), kind="session_file")
+
+
+async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
+    real, display = _guarded_path(env, _text(args, "path"))
+    old, new = _text(args, "old_string"), _text(args, "new_string")
+    if real.exists() and not real.is_file():
+        return _error(f"{display} is not a regular file")
+    outcome = await env.applier.apply(real, old, new)
+    text = outcome.message if outcome.applied else f"{display}: {outcome.message}"
+    return ToolResult(text, is_error=not outcome.applied, kind="edit", uri=path_to_uri(real))
+
+
+# -- search --------------------------------------------------------------------------------
+
+
+def _walk(env: ToolEnv, glob: str) -> Iterator[tuple[Path, str]]:
+    """Workspace files (resolved, inside the workspace) whose short name matches `glob`."""
+    for root in env.workspace.roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+            for name in sorted(files):
+                path = Path(folder, name)
+                try:
+                    real = env.workspace.resolve(str(path))
+                except AccessDenied:
+                    continue
+                display = env.workspace.relative(real)
+                if glob and not (fnmatch.fnmatch(display, glob) or fnmatch.fnmatch(name, glob)):
+                    continue
+                yield real, display
+
+
+def _search_text(env: ToolEnv, real: Path) -> str | None:
+    """An open buffer's text, else the file's, or None for binary/unreadable/huge files."""
+    uri = path_to_uri(real)
+    if env.mirror.is_open(uri):
+        got = env.mirror.get(uri)
+        return got.text if isinstance(got, Document) else None
+    try:
+        if real.stat().st_size > env.mirror.max_bytes:
+            return None
+        data = real.read_bytes()
+    except OSError:
+        return None
+    if b"\0" in data[:8192]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+async def _search(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
+    pattern = _text(args, "pattern")
+    glob = _text(args, "path", required=False).strip().lstrip("./") or ""
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        return _error(f"invalid regular expression {pattern!r}: {exc}")
+    hits: list[str] = []
+    withheld: list[str] = []
+    scanned = 0
+    for real, display in _walk(env, glob):
+        scanned += 1
+        if scanned > SEARCH_MAX_FILES or len(hits) >= SEARCH_MAX_MATCHES:
+            break
+        if env.secrets.path_reason(real) is not None:
+            continue
+        text = _search_text(env, real)
+        if text is None:
+            continue
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not regex.search(line):
+                continue
+            if real not in env.secrets.allowed and (finding := find_secret(line)) is not None:
+                withheld.append(f"{display}:{number}: [withheld: looks like {finding.kind}]")
+                continue
+            shown = line if len(line) <= SEARCH_MAX_LINE else line[:SEARCH_MAX_LINE] + " …"
+            hits.append(f"{display}:{number}: {shown}")
+            if len(hits) >= SEARCH_MAX_MATCHES:
+                break
+    lines = hits + withheld
+    if not lines:
+        return ToolResult(
+            f"no matches for {pattern!r}" + (f" in {glob}" if glob else ""), kind="search"
+        )
+    if len(hits) >= SEARCH_MAX_MATCHES or scanned > SEARCH_MAX_FILES:
+        lines.append(f"[stopped after {len(hits)} matches; narrow the pattern or the path glob]")
+    return ToolResult("\n".join(lines), kind="search")
+
+
+# -- skills and memory ---------------------------------------------------------------------
+
+
+async def _invoke_skill(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
+    name = _text(args, "name").strip()
+    if env.skills is None:
+        return _error("no skills are configured")
+    known = [skill for skill, _ in env.skills.names()]
+    if name not in known:
+        return _error(f"unknown skill {name!r}; known skills: {', '.join(known) or 'none'}")
+    return ToolResult(env.skills.body(name), kind="skill", uri=f"skill:{name}")
+
+
+def _memory_path(root: Path, raw: str) -> Path:
+    """A path under the memories folder; `/memories/x.md` and `x.md` mean the same file."""
+    parts = [part for part in raw.strip().split("/") if part]
+    if parts and parts[0] == "memories":
+        parts = parts[1:]
+    return Workspace((root.resolve(),)).resolve("/".join(parts) or ".")
+
+
+async def _memory(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
+    if env.memory_root is None:
+        return _error("memory is not configured in this session")
+    root = env.memory_root
+    root.mkdir(parents=True, exist_ok=True)
+    command = _text(args, "command")
+    if command == "rename":
+        old = _memory_path(root, _text(args, "old_path"))
+        new = _memory_path(root, _text(args, "new_path"))
+        if not old.is_file():
+            return _error(f"no memory file {args['old_path']}")
+        if new.exists():
+            return _error(f"{args['new_path']} already exists")
+        new.parent.mkdir(parents=True, exist_ok=True)
+        old.rename(new)
+        return ToolResult(f"renamed to /memories/{new.relative_to(root.resolve())}", kind="memory")
+    path = _memory_path(root, _text(args, "path"))
+    name = "/memories/" + path.relative_to(root.resolve()).as_posix()
+    name = name.rstrip("/.") or "/memories"
+    if command == "view":
+        return _memory_view(root, path, name, args.get("view_range"))
+    if command == "create":
+        if path.is_dir():
+            return _error(f"{name} is a folder")
+        write_atomically(path, _text(args, "file_text"))
+        return ToolResult(f"created {name}", kind="memory", uri=path_to_uri(path))
+    if command == "delete":
+        if not path.is_file():
+            return _error(f"no memory file {name}")
+        path.unlink()
+        return ToolResult(f"deleted {name}", kind="memory", uri=path_to_uri(path))
+    if command in ("str_replace", "insert"):
+        if not path.is_file():
+            return _error(f"no memory file {name}")
+        if command == "str_replace":
+            outcome = await DiskEditApplier().apply(
+                path, _text(args, "old_str"), _text(args, "new_str", required=False)
+            )
+            return ToolResult(
+                f"{name}: {outcome.message}", is_error=not outcome.applied, kind="memory"
+            )
+        line = _int(args, "insert_line", 0) or 0
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        if line > len(lines):
+            return _error(f"insert_line {line} is past the end of {name} ({len(lines)} lines)")
+        insert = _text(args, "insert_text")
+        lines.insert(line, insert if insert.endswith("\n") else insert + "\n")
+        write_atomically(path, "".join(lines))
+        return ToolResult(f"inserted into {name} after line {line}", kind="memory")
+    return _error(f"unknown memory command {command!r}")
+
+
+def _memory_view(root: Path, path: Path, name: str, view_range: object) -> ToolResult:
+    if path.is_dir():
+        entries = sorted(
+            p.relative_to(root.resolve()).as_posix() + ("/" if p.is_dir() else "")
+            for p in path.rglob("*")
+        )
+        listing = "\n".join(f"/memories/{entry}" for entry in entries) or "(empty)"
+        return ToolResult(f"{name}:\n{listing}", kind="memory")
+    if not path.is_file():
+        return _error(f"no memory file {name}")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first, last = 1, len(lines)
+    if view_range is not None:
+        if (
+            not isinstance(view_range, list)
+            or len(view_range) != 2
+            or not all(isinstance(v, int) for v in view_range)
+        ):
+            raise ToolInputError("'view_range' must be [first_line, last_line]")
+        first, last = max(1, view_range[0]), len(lines) if view_range[1] == -1 else view_range[1]
+    numbered = "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(first, min(last, len(lines)) + 1))
+    return ToolResult(numbered, kind="memory", uri=path_to_uri(path))
+
+
+# -- dispatch ------------------------------------------------------------------------------
+
+Handler = Callable[[ToolEnv, Mapping[str, Any]], Awaitable[ToolResult]]
+
+HANDLERS: dict[str, Handler] = {
+    "read_file": _read_file,
+    "read_symbol": _read_symbol,
+    "outline": _outline,
+    "read_session_file": _read_session_file,
+    "search": _search,
+    "edit_file": _edit_file,
+    "invoke_skill": _invoke_skill,
+    "memory": _memory,
+}
+
+
+async def run_tool(env: ToolEnv, name: str, args: object) -> ToolResult:
+    """Answer one tool call; every refusal or mistake becomes an error result, never a raise."""
+    handler = HANDLERS.get(name)
+    if handler is None:
+        return _error(f"unknown tool {name!r}; available: {', '.join(HANDLERS)}")
+    if not isinstance(args, Mapping):
+        return _error(f"{name}: the input must be a JSON object")
+    try:
+        return await handler(env, args)
+    except AccessDenied as exc:
+        return _error(str(exc))
+    except ToolInputError as exc:
+        return _error(f"{name}: {exc}")
+    except (LookupError, ValueError) as exc:
+        return _error(f"{name}: {exc}")
+    except OSError as exc:
+        return _error(f"{name}: {exc.strerror or exc}")

@@ -1,0 +1,244 @@
+"""Tool handlers on a real workspace folder, a real document mirror and real files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
+from ephemeral_context.model.edits import DiskEditApplier, EditError, plan_edit
+from ephemeral_context.model.secrets import Workspace
+from ephemeral_context.model.tools import (
+    SEARCH_MAX_MATCHES,
+    ToolEnv,
+    run_tool,
+    tool_schemas,
+)
+
+PRIVATE_KEY = (
+    "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n"
+)
+GITHUB_TOKEN = "ghp_" + "Z" * 36
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "app.py").write_text("import os\n\n\ndef run():\n    return 1\n")
+    (ws / "src" / "util.py").write_text("def helper():\n    return 'helper'\n")
+    (ws / ".env").write_text("API_TOKEN=hunter2\n")
+    (ws / "deploy.py").write_text("KEY = '''\n" + PRIVATE_KEY + "'''\n")
+    (ws / "README.md").write_text("run the app\n")
+    return ws
+
+
+@pytest.fixture
+def env(root: Path, tmp_path: Path) -> ToolEnv:
+    return ToolEnv(
+        workspace=Workspace.of([root]),
+        mirror=DocumentMirror(),
+        memory_root=tmp_path / "data" / "memories",
+    )
+
+
+async def test_read_file_returns_the_whole_current_version(env: ToolEnv, root: Path) -> None:
+    result = await run_tool(env, "read_file", {"path": "src/app.py"})
+    assert not result.is_error
+    assert result.kind == "file"
+    assert result.text == (root / "src" / "app.py").read_text()
+    assert isinstance(result.document, Document)
+    assert result.uri == path_to_uri(root / "src" / "app.py")
+
+
+async def test_read_file_range_by_lines(env: ToolEnv) -> None:
+    result = await run_tool(env, "read_file", {"path": "src/app.py", "offset": 4, "limit": 1})
+    assert result.text == "def run():\n"
+    assert result.first_line == 4
+    past = await run_tool(env, "read_file", {"path": "src/app.py", "offset": 99})
+    assert past.is_error and "past the end" in past.text
+
+
+async def test_read_file_prefers_the_open_buffer(env: ToolEnv, root: Path) -> None:
+    uri = path_to_uri(root / "src" / "app.py")
+    env.mirror.open(uri, "python", 3, "print('unsaved buffer')\n")
+    result = await run_tool(env, "read_file", {"path": "src/app.py"})
+    assert result.text == "print('unsaved buffer')\n"
+
+
+async def test_env_file_is_withheld_with_a_reason(env: ToolEnv) -> None:
+    result = await run_tool(env, "read_file", {"path": ".env"})
+    assert result.is_error
+    assert "withheld" in result.text and "'.env'" in result.text
+    assert "hunter2" not in result.text
+
+
+async def test_private_key_content_is_withheld(env: ToolEnv) -> None:
+    result = await run_tool(env, "read_file", {"path": "deploy.py"})
+    assert result.is_error
+    assert "private-key block" in result.text and "line 2" in result.text
+    assert "MIIEpAIBAAKCAQEA" not in result.text
+
+
+async def test_opt_in_lets_one_file_through(env: ToolEnv, root: Path) -> None:
+    env.secrets.allow(root / ".env")
+    assert not (await run_tool(env, "read_file", {"path": ".env"})).is_error
+    assert (await run_tool(env, "read_file", {"path": "deploy.py"})).is_error
+
+
+async def test_path_escapes_are_refused(env: ToolEnv, root: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("outside\n")
+    os.symlink(tmp_path / "secret.txt", root / "link.txt")
+    for path in ("../secret.txt", str(tmp_path / "secret.txt"), "link.txt"):
+        for tool, extra in (
+            ("read_file", {}),
+            ("edit_file", {"old_string": "o", "new_string": "x"}),
+        ):
+            result = await run_tool(env, tool, {"path": path, **extra})
+            assert result.is_error and "outside the workspace" in result.text, (tool, path)
+    assert (tmp_path / "secret.txt").read_text() == "outside\n"
+
+
+async def test_edit_writes_to_disk_and_the_next_read_sees_it(env: ToolEnv, root: Path) -> None:
+    args = {"path": "src/app.py", "old_string": "return 1", "new_string": "return 2"}
+    result = await run_tool(env, "edit_file", args)
+    assert not result.is_error, result.text
+    assert (root / "src" / "app.py").read_text().endswith("return 2\n")
+    again = await run_tool(env, "read_file", {"path": "src/app.py"})
+    assert again.text.endswith("return 2\n")
+
+
+async def test_edit_refusals_are_clear(env: ToolEnv, root: Path) -> None:
+    missing = await run_tool(
+        env, "edit_file", {"path": "src/app.py", "old_string": "nope", "new_string": "x"}
+    )
+    assert missing.is_error and "not found" in missing.text
+    (root / "dup.py").write_text("a = 1\na = 1\n")
+    dup = await run_tool(
+        env, "edit_file", {"path": "dup.py", "old_string": "a = 1", "new_string": "b"}
+    )
+    assert dup.is_error and "2 times" in dup.text
+    secret = await run_tool(
+        env, "edit_file", {"path": ".env", "old_string": "A", "new_string": "B"}
+    )
+    assert secret.is_error and "withheld" in secret.text
+    assert (root / ".env").read_text() == "API_TOKEN=hunter2\n"
+
+
+async def test_edit_creates_a_file_with_empty_old_string(env: ToolEnv, root: Path) -> None:
+    result = await run_tool(
+        env, "edit_file", {"path": "src/new/mod.py", "old_string": "", "new_string": "x = 1\n"}
+    )
+    assert not result.is_error, result.text
+    assert (root / "src" / "new" / "mod.py").read_text() == "x = 1\n"
+
+
+async def test_disk_applier_keeps_crlf_and_mode(tmp_path: Path) -> None:
+    path = tmp_path / "script.sh"
+    path.write_bytes(b"echo a\r\necho b\r\n")
+    path.chmod(0o755)
+    outcome = await DiskEditApplier().apply(path, "echo b", "echo c")
+    assert outcome.applied
+    assert path.read_bytes() == b"echo a\r\necho c\r\n"
+    assert path.stat().st_mode & 0o777 == 0o755
+    assert [p.name for p in tmp_path.iterdir()] == ["script.sh"]
+
+
+def test_plan_edit_cases() -> None:
+    assert plan_edit("abc", "b", "X").new_text == "aXc"
+    assert plan_edit(None, "", "new").new_text == "new"
+    with pytest.raises(EditError, match="identical"):
+        plan_edit("abc", "b", "b")
+    with pytest.raises(EditError, match="does not exist"):
+        plan_edit(None, "b", "c")
+    with pytest.raises(EditError, match="empty"):
+        plan_edit("abc", "", "c")
+
+
+async def test_search_finds_lines_and_skips_secrets(env: ToolEnv, root: Path) -> None:
+    (root / "src" / "config.py").write_text(f"TOKEN = '{GITHUB_TOKEN}'\nrun = True\n")
+    result = await run_tool(env, "search", {"pattern": r"\brun\b"})
+    lines = result.text.splitlines()
+    assert "src/app.py:4: def run():" in lines
+    assert "src/config.py:2: run = True" in lines
+    assert "README.md:1: run the app" in lines
+    token = await run_tool(env, "search", {"pattern": "TOKEN"})
+    assert GITHUB_TOKEN not in token.text
+    assert "src/config.py:1: [withheld: looks like a GitHub token]" in token.text
+    assert "hunter2" not in token.text  # .env is never searched
+
+
+async def test_search_glob_bounds_and_bad_regex(env: ToolEnv, root: Path) -> None:
+    scoped = await run_tool(env, "search", {"pattern": "def", "path": "src/*.py"})
+    assert {line.split(":")[0] for line in scoped.text.splitlines()} == {
+        "src/app.py",
+        "src/util.py",
+    }
+    (root / "many.txt").write_text("hit\n" * (SEARCH_MAX_MATCHES + 50))
+    many = await run_tool(env, "search", {"pattern": "hit", "path": "*.txt"})
+    assert len(many.text.splitlines()) == SEARCH_MAX_MATCHES + 1
+    assert "stopped after" in many.text
+    bad = await run_tool(env, "search", {"pattern": "("})
+    assert bad.is_error and "invalid regular expression" in bad.text
+    none = await run_tool(env, "search", {"pattern": "zzz_nothing"})
+    assert not none.is_error and "no matches" in none.text
+
+
+async def test_memory_commands_round_trip(env: ToolEnv) -> None:
+    assert env.memory_root is not None
+    created = await run_tool(
+        env, "memory", {"command": "create", "path": "/memories/notes.md", "file_text": "a\nb\n"}
+    )
+    assert not created.is_error, created.text
+    await run_tool(env, "memory", {"command": "str_replace", "path": "/memories/notes.md",
+                                   "old_str": "b", "new_str": "B"})  # fmt: skip
+    await run_tool(env, "memory", {"command": "insert", "path": "/memories/notes.md",
+                                   "insert_line": 1, "insert_text": "inserted"})  # fmt: skip
+    viewed = await run_tool(env, "memory", {"command": "view", "path": "/memories/notes.md"})
+    assert [line.split("\t")[1] for line in viewed.text.splitlines()] == ["a", "inserted", "B"]
+    await run_tool(env, "memory", {"command": "rename", "old_path": "/memories/notes.md",
+                                   "new_path": "/memories/old/notes.md"})  # fmt: skip
+    listing = await run_tool(env, "memory", {"command": "view", "path": "/memories"})
+    assert "/memories/old/notes.md" in listing.text
+    deleted = await run_tool(env, "memory", {"command": "delete", "path": "/memories/old/notes.md"})
+    assert not deleted.is_error
+    assert not (env.memory_root / "old" / "notes.md").exists()
+
+
+async def test_memory_cannot_leave_its_folder(env: ToolEnv, tmp_path: Path) -> None:
+    result = await run_tool(
+        env, "memory", {"command": "create", "path": "/memories/../../escape.md", "file_text": "x"}
+    )
+    assert result.is_error and "outside" in result.text
+    assert not (tmp_path / "escape.md").exists()
+
+
+async def test_bad_input_is_an_error_result_not_a_crash(env: ToolEnv) -> None:
+    cases = [
+        ("read_file", {}),
+        ("read_file", {"path": 3}),
+        ("read_file", {"path": "src/app.py", "offset": "x"}),
+        ("read_file", {"path": "src/app.py", "limit": 0}),
+        ("read_file", "not an object"),
+        ("read_file", {"path": "missing.py"}),
+        ("no_such_tool", {}),
+        ("memory", {"command": "explode", "path": "x"}),
+        ("memory", {"command": "view", "path": "/memories/none.md"}),
+        ("read_symbol", {"path": "src/app.py", "symbol": "run"}),
+        ("read_session_file", {"id": "abc"}),
+        ("invoke_skill", {"name": "x"}),
+    ]
+    for name, args in cases:
+        result = await run_tool(env, name, args)
+        assert result.is_error, (name, args)
+        assert result.text
+
+
+def test_schemas_are_stable_and_complete(env: ToolEnv) -> None:
+    names = [tool["name"] for tool in tool_schemas(env)]
+    assert names == ["read_file", "read_symbol", "outline", "read_session_file", "search",
+                     "edit_file", "memory"]  # fmt: skip
+    assert tool_schemas(env) == tool_schemas(env)
+    env.memory_root = None
+    assert "memory" not in [tool["name"] for tool in tool_schemas(env)]
