@@ -10,10 +10,6 @@ from pathlib import Path
 
 import pytest
 import tree_sitter_python
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from tree_sitter import Language, Parser
-
 from ephemeral_context.documents import (
     ByteEdit,
     Document,
@@ -29,6 +25,9 @@ from ephemeral_context.documents import (
     normalize_uri,
     path_to_uri,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tree_sitter import Language, Parser
 
 ENCODINGS: list[PositionEncoding] = ["utf-8", "utf-16", "utf-32"]
 # Precomposed letter, combining mark, CJK, astral (emoji and a musical symbol), all line ends.
@@ -182,9 +181,7 @@ def test_positions_round_trip(encoding: PositionEncoding, text: str) -> None:
 # -- the editor ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("encoding", "character"), [("utf-8", 17), ("utf-16", 11), ("utf-32", 10)]
-)
+@pytest.mark.parametrize(("encoding", "character"), [("utf-8", 17), ("utf-16", 11), ("utf-32", 10)])
 def test_sample_columns_per_encoding(encoding: PositionEncoding, character: int) -> None:
     """'a é e\u0301 中 😀' then ' z': the emoji ends at a different column in each encoding."""
     mirror = DocumentMirror(position_encoding=encoding)
