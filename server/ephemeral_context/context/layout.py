@@ -1,0 +1,204 @@
+"""The request shape: tools | system (BP1) | file segment (BP2) | thread (BP3 anchor) ... (BP4).
+
+Pure functions over the engine's parts. The file segment follows the system prompt as
+system text blocks, least-recently-changed first, so a change invalidates the shortest
+suffix. The thread is the conversation, blocks merged into alternating messages. At most
+four `cache_control` breakpoints: end of system, end of segment, a mid-thread anchor that
+keeps the last cache hit inside the 20-block lookback, and the last block. All breakpoints
+carry the same TTL, so the API's rule "1h before 5m" always holds.
+
+Each call returns both the Messages API kwargs and the cache model's view of the same request
+(`cache_sim.Request`), built from per-block content keys computed once, so the engine can
+account for a request without serialising it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import xxhash
+
+from ephemeral_context.cache_sim import LOOKBACK_POSITIONS, MAX_BREAKPOINTS, Block, Request, Ttl
+
+Role = Literal["user", "assistant"]
+
+
+def content_key(value: Any) -> int:
+    """A stable key for a block's content (equal keys mean byte-equal blocks)."""
+    return xxhash.xxh3_64_intdigest(
+        json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    )
+
+
+@dataclass
+class ThreadBlock:
+    """One content block of the conversation as it is sent now, plus what it carries.
+
+    `original` keeps the block as first shown when a placeholder replaced it, so the content
+    can be appended again (re-hydration) and accounted for.
+    """
+
+    role: Role
+    block: dict[str, Any]
+    tokens: int
+    call: int
+    key: int = 0
+    kind: str = "text"
+    item_id: str | None = None
+    uri: str | None = None
+    text: str = ""
+    evicted: bool = False
+    original: dict[str, Any] | None = None
+    original_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            self.key = content_key(self.block)
+        if not self.original_tokens:
+            self.original_tokens = self.tokens
+
+
+@dataclass(frozen=True)
+class SegmentEntry:
+    """One file version in the segment (full text, or synopsis plus id)."""
+
+    item_id: str
+    uri: str
+    text: str
+    tokens: int
+    changed_at: int
+    key: int = 0
+
+    def block(self) -> dict[str, Any]:
+        return {"type": "text", "text": self.text}
+
+
+@dataclass(frozen=True)
+class Breakpoints:
+    """Where the breakpoints go; thread positions are indices into the thread."""
+
+    system: bool
+    segment: bool
+    anchor: int | None
+    last: int | None
+    ttl: Ttl
+
+    @property
+    def count(self) -> int:
+        return (
+            int(self.system)
+            + int(self.segment)
+            + int(self.anchor is not None)
+            + int(self.last is not None)
+        )
+
+
+def choose_anchor(last: int, hit: int | None) -> int | None:
+    """A mid-thread breakpoint at the last cache hit when the lookback cannot reach it."""
+    if hit is None or hit < 0 or hit >= last:
+        return None
+    return hit if last - hit >= LOOKBACK_POSITIONS else None
+
+
+def place_breakpoints(
+    has_system: bool, has_segment: bool, thread_len: int, hit: int | None, ttl: Ttl
+) -> Breakpoints:
+    """Breakpoints for this request (never more than four)."""
+    last = thread_len - 1 if thread_len else None
+    anchor = choose_anchor(last, hit) if last is not None else None
+    points = Breakpoints(has_system, has_segment, anchor, last, ttl)
+    assert points.count <= MAX_BREAKPOINTS
+    return points
+
+
+@dataclass
+class BuiltRequest:
+    """The Messages API kwargs and the cache model's view of the same request."""
+
+    kwargs: dict[str, Any]
+    cache_request: Request
+    breakpoints: Breakpoints
+    thread_offset: int
+    """Blocks (tools, system, segment) before the first thread block."""
+    prefix_tokens: int
+    total_tokens: int = 0
+    positions: dict[str, int] = field(default_factory=dict)
+
+
+def _control(ttl: Ttl) -> dict[str, str]:
+    return {"type": "ephemeral", "ttl": "1h"} if ttl == "1h" else {"type": "ephemeral"}
+
+
+def build(
+    *,
+    model: str,
+    max_tokens: int,
+    system_text: str,
+    system_tokens: int,
+    segment: Sequence[SegmentEntry],
+    thread: Sequence[ThreadBlock],
+    tools: Sequence[Mapping[str, Any]],
+    tool_blocks: Sequence[Block],
+    points: Breakpoints,
+) -> BuiltRequest:
+    """Lay the parts out as one request with the chosen breakpoints."""
+    control = _control(points.ttl)
+    system: list[dict[str, Any]] = []
+    cache_system: list[Block] = []
+    if system_text:
+        block: dict[str, Any] = {"type": "text", "text": system_text}
+        if points.system:
+            block["cache_control"] = control
+        system.append(block)
+        cache_system.append(
+            Block(content_key(system_text), system_tokens, points.ttl if points.system else None)
+        )
+    for i, entry in enumerate(segment):
+        block = entry.block()
+        is_last = i == len(segment) - 1
+        if is_last and points.segment:
+            block["cache_control"] = control
+        system.append(block)
+        cache_system.append(
+            Block(
+                entry.key or content_key(entry.text),
+                entry.tokens,
+                points.ttl if is_last and points.segment else None,
+            )
+        )
+    messages: list[dict[str, Any]] = []
+    cache_messages: list[Block] = []
+    marked = {p for p in (points.anchor, points.last) if p is not None}
+    role: str | None = None
+    content: list[dict[str, Any]] = []
+    for index, tb in enumerate(thread):
+        first = tb.role != role
+        if first:
+            content = []
+            messages.append({"role": tb.role, "content": content})
+            role = tb.role
+        if index in marked:
+            content.append({**tb.block, "cache_control": control})
+            ttl: Ttl | None = points.ttl
+        else:
+            content.append(tb.block)
+            ttl = None
+        cache_messages.append(Block(hash((tb.key, tb.role, first)), tb.tokens, ttl))
+    kwargs: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
+    if system:
+        kwargs["system"] = system
+    if tools:
+        kwargs["tools"] = list(tools)
+    request = Request(tools=tool_blocks, system=cache_system, messages=cache_messages)
+    prefix = sum(b.tokens for b in tool_blocks) + sum(b.tokens for b in cache_system)
+    return BuiltRequest(
+        kwargs=kwargs,
+        cache_request=request,
+        breakpoints=points,
+        thread_offset=len(tool_blocks) + len(cache_system),
+        prefix_tokens=prefix,
+        total_tokens=prefix + sum(b.tokens for b in cache_messages),
+    )

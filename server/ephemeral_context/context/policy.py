@@ -1,0 +1,208 @@
+"""The cost model as pure functions: when eviction pays, which TTL to ask for, how to show a read.
+
+Anthropic's prompt cache is a prefix cache. Keeping an item of `s` tokens visible for `M`
+more calls costs `rho*s*M` (cache reads); removing or rewriting it costs a one-time
+`omega*X`, where `X` is the number of tokens from the last cache-hit boundary at or before
+the change to the end of the warm prefix (those tokens must be written again). Evict when
+`rho*s*M > omega*X`; after an idle gap longer than the TTL the prefix is cold, `X` costs
+nothing extra, and a consolidation is free.
+
+Nothing here looks into the future: `M` is estimated from the calls seen so far, the TTL
+from the idle gaps seen so far, and the chance that evicted content is needed again from
+the session's own history. The constants are the list-price multipliers and first
+principles, never values fitted to a transcript (docs/cost-model.md derives each one).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ephemeral_context.cache_sim import (
+    CACHE_READ,
+    CACHE_WRITE_1H,
+    CACHE_WRITE_5M,
+    TTL_SECONDS,
+    Ttl,
+)
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Cache prices relative to base input (the same multipliers for every model)."""
+
+    read: float = CACHE_READ
+    write_5m: float = CACHE_WRITE_5M
+    write_1h: float = CACHE_WRITE_1H
+
+    def write(self, ttl: Ttl) -> float:
+        return self.write_1h if ttl == "1h" else self.write_5m
+
+
+RATES = Rates()
+
+
+def eviction_pays(s: float, m: float, x: float, rates: Rates = RATES, ttl: Ttl = "5m") -> bool:
+    """The cost gate: reads saved over the remaining calls beat the one-time rewrite."""
+    return rates.read * s * m > rates.write(ttl) * x
+
+
+def break_even_calls(s: float, x: float, rates: Rates = RATES, ttl: Ttl = "5m") -> float:
+    """The number of remaining calls above which evicting `s` tokens at rewrite `x` pays."""
+    return rates.write(ttl) * x / (rates.read * s)
+
+
+def remaining_calls(calls_so_far: int) -> float:
+    """Expected further calls in a session of unknown length that has lasted `calls_so_far`.
+
+    With no prior on the length, the median remaining life of a process observed at a
+    random moment of its life equals its age (the Copernican / Lindy estimate).
+    """
+    return float(max(1, calls_so_far))
+
+
+def reuse_probability(reused: int, not_reused: int) -> float:
+    """Laplace's rule of succession: the chance the next evicted item is needed again."""
+    return (reused + 1) / (reused + not_reused + 2)
+
+
+def idle_reuse_probability(
+    idle: int, retouch_gaps: Sequence[int], open_idles: Sequence[int]
+) -> float:
+    """Chance a file untouched for `idle` calls is used again, from this session's history.
+
+    `retouch_gaps` are the gaps (in calls) between consecutive uses of a file seen so far;
+    `open_idles` are the current idle spans of files not used again yet (censored gaps).
+    Among episodes that lasted at least `idle` calls, the share that ended with a re-use,
+    with Laplace's prior.
+    """
+    ended = sum(1 for g in retouch_gaps if g >= idle)
+    still_open = sum(1 for g in open_idles if g >= idle)
+    return (ended + 1) / (ended + still_open + 2)
+
+
+def choose_ttl(idle_gaps: Sequence[float], calls_so_far: int, rates: Rates = RATES) -> Ttl:
+    """5 minutes or 1 hour for a breakpoint, from the idle gaps seen so far.
+
+    A token written under a 1-hour breakpoint costs `write_1h - write_5m` more, once; every
+    idle gap between 5 minutes and 1 hour during its life then turns a rewrite
+    (`write_5m`) into a read (`read`). The expected number of such gaps is their rate so
+    far times the expected remaining calls.
+    """
+    short, long = TTL_SECONDS["5m"], TTL_SECONDS["1h"]
+    gaps = [g for g in idle_gaps if short < g <= long]
+    if not gaps:
+        return "5m"
+    expected = len(gaps) / max(1, len(idle_gaps)) * remaining_calls(calls_so_far)
+    saved = expected * (rates.write_5m - rates.read)
+    return "1h" if saved > rates.write_1h - rates.write_5m else "5m"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A block whose content could be replaced by a placeholder.
+
+    `offset` is the token position where the block starts in the prompt, `freed` the tokens
+    eviction removes (content minus placeholder), `reuse` the chance it is needed again
+    (then it is appended again at the write price).
+    """
+
+    index: int
+    offset: int
+    freed: int
+    reuse: float
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """A block boundary where the cache would hit: `index` of the first block after it."""
+
+    index: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class EvictionPlan:
+    """Which candidates to evict, where the cache breaks, and what it costs and saves."""
+
+    evict: tuple[int, ...]
+    cut: int
+    tokens_freed: int
+    tokens_reprocessed: int
+    net_benefit: float
+
+
+NO_EVICTION = EvictionPlan((), 0, 0, 0, 0.0)
+
+
+def candidate_value(c: Candidate, m: float, rates: Rates, ttl: Ttl) -> float:
+    """Reads saved over `m` calls minus the expected cost of appending it again."""
+    return rates.read * c.freed * m - c.reuse * rates.write(ttl) * c.freed
+
+
+def plan_eviction(
+    candidates: Sequence[Candidate],
+    boundaries: Sequence[Boundary],
+    warm_end: int,
+    m: float,
+    rates: Rates = RATES,
+    ttl: Ttl = "5m",
+) -> EvictionPlan:
+    """The best single cut: evict every worthwhile candidate after a warm boundary.
+
+    Evicting anything after boundary `b` rewrites the tokens between `b` and `warm_end`
+    (the end of what the cache would have served), less what the eviction removes there:
+    that is `X`. Tokens after `warm_end` are written anyway, so a cold cache
+    (`warm_end` at or before `b`) makes the rewrite free. Returns the plan with the largest
+    positive `sum(value) - omega*X`, or NO_EVICTION.
+    """
+    worth = sorted(
+        (c for c in candidates if candidate_value(c, m, rates, ttl) > 0), key=lambda c: c.offset
+    )
+    if not worth:
+        return NO_EVICTION
+    best = NO_EVICTION
+    for b in sorted(boundaries, key=lambda b: b.offset):
+        chosen = [c for c in worth if c.index >= b.index]
+        if not chosen:
+            continue
+        value = sum(candidate_value(c, m, rates, ttl) for c in chosen)
+        freed_in_warm = sum(c.freed for c in chosen if c.offset < warm_end)
+        x = max(0, warm_end - b.offset - freed_in_warm)
+        net = value - rates.write(ttl) * x
+        if net > best.net_benefit:
+            best = EvictionPlan(
+                tuple(c.index for c in chosen),
+                b.index,
+                sum(c.freed for c in chosen),
+                x,
+                net,
+            )
+    return best
+
+
+ReadForm = Literal["reference", "diff", "full"]
+
+
+def unified_diff(old: str, new: str, label: str) -> str:
+    """A unified diff of two versions, as the model would see it."""
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), label, label, n=2
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def read_form(
+    visible: str | None, new: str, label: str, count: Callable[[str], int]
+) -> tuple[ReadForm, str]:
+    """How to show a Read: a reference if the model sees this text, a diff when smaller."""
+    if visible is not None and visible == new:
+        return "reference", ""
+    if visible is None:
+        return "full", new
+    diff = unified_diff(visible, new, label)
+    if count(diff) < count(new):
+        return "diff", diff
+    return "full", new
