@@ -1,0 +1,468 @@
+"""The persist-once store: every text ever shown, kept once, readable again by a short id.
+
+Layout under the store directory:
+
+    index.sqlite3          SQLite in WAL mode: one row per content (id, hash, uri, version,
+                           sizes, tokens, synopsis, created_at, last_access, expires_at)
+    blobs/ab/abcdef...     the UTF-8 content, named by its full sha256
+    tmp/                   blobs being written; never read
+
+Crash safety: a blob is written to tmp/, fsynced and renamed into blobs/ (then the directory is
+fsynced) before the row that names it is committed, in one transaction per put. A crash can
+leave a temp file or a blob without a row (gc removes both), never a row without its blob or a
+partial blob under a final name. Several processes may share one store: SQLite's WAL and busy
+timeout serialise the writers, and BEGIN IMMEDIATE makes the id choice atomic.
+
+Ids are the shortest prefix of the hash (at least 8 hex digits) that no other entry's hash
+shares, so they stay short and grow only on collision. An id is checked to be hex before it
+gets near the file system.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import sqlite3
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+import platformdirs
+
+from ephemeral_context.tokens import estimate_tokens
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TTL_SECONDS = 7 * 24 * 3600
+MIN_ID_LENGTH = 8
+HOME_ENV = "EPHEMERAL_CONTEXT_HOME"
+# A blob without a row younger than this may belong to a put that has not committed yet.
+ORPHAN_GRACE_SECONDS = 3600
+# Rows of expired entries outlive their blobs this long, so an old id still gets "expired".
+TOMBSTONE_SECONDS = 30 * 24 * 3600
+BUSY_TIMEOUT_MS = 30_000
+
+_HEX_ID = re.compile(r"[0-9a-f]{1,64}")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    id          TEXT PRIMARY KEY,
+    hash        TEXT NOT NULL UNIQUE,
+    uri         TEXT,
+    version     INTEGER,
+    bytes       INTEGER NOT NULL,
+    chars       INTEGER NOT NULL,
+    tokens      INTEGER,
+    synopsis    TEXT,
+    created_at  REAL NOT NULL,
+    last_access REAL NOT NULL,
+    expires_at  REAL NOT NULL,
+    blob_gone   INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS entries_expires_at ON entries (expires_at);
+CREATE INDEX IF NOT EXISTS entries_uri ON entries (uri);
+"""
+
+_COLUMNS = (
+    "id, hash, uri, version, bytes, chars, tokens, synopsis, created_at, last_access, expires_at"
+)
+
+
+def data_dir() -> Path:
+    """Where Ephemeral Context keeps its data: $EPHEMERAL_CONTEXT_HOME, else the user data dir."""
+    override = os.environ.get(HOME_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path(platformdirs.user_data_dir("ephemeral-context"))
+
+
+def default_store_dir() -> Path:
+    return data_dir() / "store"
+
+
+def _when(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+class StoreError(Exception):
+    """Anything a caller (or the model, through a tool) may be told about a bad read."""
+
+
+class InvalidId(StoreError):
+    def __init__(self, entry_id: str) -> None:
+        super().__init__(f"{entry_id!r} is not a store id: ids are hex digits (like 3f9a2c10)")
+        self.entry_id = entry_id
+
+
+class UnknownId(StoreError):
+    def __init__(self, entry_id: str) -> None:
+        super().__init__(f"no stored content has id {entry_id}")
+        self.entry_id = entry_id
+
+
+class AmbiguousId(StoreError):
+    def __init__(self, entry_id: str, count: int) -> None:
+        super().__init__(f"{entry_id} matches {count} stored contents; give more hex digits")
+        self.entry_id = entry_id
+
+
+class ExpiredId(StoreError):
+    def __init__(self, entry_id: str, expired_at: float, uri: str | None) -> None:
+        source = f"re-read {uri}" if uri else "produce it again"
+        super().__init__(
+            f"stored content {entry_id} expired at {_when(expired_at)} (not read since then "
+            f"for the store's time to live); {source} to get its current text"
+        )
+        self.entry_id = entry_id
+        self.expired_at = expired_at
+        self.uri = uri
+
+
+class OffsetPastEnd(StoreError):
+    def __init__(self, entry_id: str, offset: int, total_length: int) -> None:
+        super().__init__(
+            f"offset {offset} is past the end of {entry_id}, which has {total_length} characters"
+        )
+        self.offset = offset
+        self.total_length = total_length
+
+
+class InvalidRange(StoreError):
+    def __init__(self, offset: int, limit: int | None) -> None:
+        super().__init__(f"offset ({offset}) and limit ({limit}) must not be negative")
+
+
+class CorruptEntry(StoreError):
+    def __init__(self, entry_id: str, problem: str) -> None:
+        super().__init__(f"stored content {entry_id} is damaged ({problem}); re-read the source")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """One stored content and what is known about it (sizes: UTF-8 bytes and characters)."""
+
+    id: str
+    hash: str
+    uri: str | None
+    version: int | None
+    bytes: int
+    chars: int
+    tokens: int | None
+    synopsis: str | None
+    created_at: float
+    last_access: float
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredText:
+    """A character range of a stored content, with the total length to page on."""
+
+    id: str
+    text: str
+    offset: int
+    total_length: int
+    entry: StoredEntry
+
+    @property
+    def end(self) -> int:
+        return self.offset + len(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class GcReport:
+    """What a gc removed: blobs of newly expired entries, orphans, temp files, old rows."""
+
+    expired: int
+    orphans_removed: int
+    temp_removed: int
+    tombstones_purged: int
+    bytes_freed: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    root: Path
+    entries: int
+    live: int
+    expired: int
+    live_bytes: int
+    live_tokens: int
+    disk_bytes: int
+
+
+class Store:
+    """Content-addressed text store. One SQLite connection per instance, guarded by a lock."""
+
+    def __init__(
+        self,
+        root: Path | str | None = None,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        clock: Callable[[], float] = time.time,
+        min_id_length: int = MIN_ID_LENGTH,
+    ) -> None:
+        self.min_id_length = min_id_length
+        self.root = Path(root) if root is not None else default_store_dir()
+        self.ttl_seconds = ttl_seconds
+        self.clock = clock
+        self._blobs = self.root / "blobs"
+        self._tmp = self.root / "tmp"
+        self._blobs.mkdir(parents=True, exist_ok=True)
+        self._tmp.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(
+            self.root / "index.sqlite3",
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        # In WAL mode NORMAL never corrupts; a power cut may lose the last commits, whose
+        # blobs then become orphans for gc. The blob itself is fsynced before its row.
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        with self._transaction():
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT: takes the write lock up front, so reads see no race."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # -- writing -------------------------------------------------------------------------
+
+    def put(
+        self,
+        text: str,
+        *,
+        uri: str | None = None,
+        version: int | None = None,
+        tokens: int | None = None,
+        synopsis: str | None = None,
+    ) -> StoredEntry:
+        """Keep `text` once. The same text always gets the same id; a put refreshes expiry."""
+        data = text.encode("utf-8", "surrogatepass")
+        digest = hashlib.sha256(data).hexdigest()
+        if tokens is None:
+            tokens = estimate_tokens(text)
+        blob = self._blob_path(digest)
+        try:
+            os.utime(blob)  # a fresh mtime keeps gc from taking it as an orphan meanwhile
+        except FileNotFoundError:
+            self._write_blob(blob, data)
+        now = self.clock()
+        with self._lock, self._transaction() as db:
+            row = db.execute(f"SELECT {_COLUMNS} FROM entries WHERE hash = ?", (digest,)).fetchone()
+            if row is not None:
+                if not blob.exists():  # gc took it between our check and our lock
+                    self._write_blob(blob, data)
+                db.execute(
+                    "UPDATE entries SET last_access = ?, expires_at = ?, blob_gone = 0, "
+                    "tokens = coalesce(tokens, ?), synopsis = coalesce(synopsis, ?) "
+                    "WHERE hash = ?",
+                    (now, now + self.ttl_seconds, tokens, synopsis, digest),
+                )
+            else:
+                entry_id = self._free_id(db, digest)
+                db.execute(
+                    f"INSERT INTO entries ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        entry_id,
+                        digest,
+                        uri,
+                        version,
+                        len(data),
+                        len(text),
+                        tokens,
+                        synopsis,
+                        now,
+                        now,
+                        now + self.ttl_seconds,
+                    ),
+                )
+            row = db.execute(f"SELECT {_COLUMNS} FROM entries WHERE hash = ?", (digest,)).fetchone()
+        return StoredEntry(*row)
+
+    def _free_id(self, db: sqlite3.Connection, digest: str) -> str:
+        """The shortest prefix (at least min_id_length) that no other entry's hash starts with."""
+        length = self.min_id_length
+        while length < len(digest):
+            prefix = digest[:length]
+            clash = db.execute(
+                "SELECT 1 FROM entries WHERE hash >= ? AND hash < ? LIMIT 1",
+                (prefix, prefix + "g"),
+            ).fetchone()
+            if clash is None:
+                return prefix
+            length += 1
+        return digest
+
+    def _blob_path(self, digest: str) -> Path:
+        return self._blobs / digest[:2] / digest
+
+    def _write_blob(self, blob: Path, data: bytes) -> None:
+        """Temp file, fsync, rename, fsync the directory: the name appears only when complete."""
+        blob.parent.mkdir(exist_ok=True)
+        handle, temp = tempfile.mkstemp(dir=self._tmp, prefix=blob.name[:16] + ".")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temp, blob)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+            raise
+        directory = os.open(blob.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def info(self, entry_id: str) -> StoredEntry:
+        """What is stored under an id, without reading it or refreshing its expiry."""
+        entry, _gone = self._lookup(entry_id)
+        return entry
+
+    def get(self, entry_id: str, offset: int = 0, limit: int | None = None) -> StoredText:
+        """Characters [offset, offset+limit) of a stored content; refreshes its expiry."""
+        if offset < 0 or (limit is not None and limit < 0):
+            raise InvalidRange(offset, limit)
+        entry, gone = self._lookup(entry_id)
+        now = self.clock()
+        if gone or entry.expires_at <= now:
+            raise ExpiredId(entry.id, entry.expires_at, entry.uri)
+        if offset > 0 and offset >= entry.chars:
+            raise OffsetPastEnd(entry.id, offset, entry.chars)
+        try:
+            data = self._blob_path(entry.hash).read_bytes()
+        except FileNotFoundError as error:
+            raise CorruptEntry(entry.id, "its blob is missing") from error
+        if hashlib.sha256(data).hexdigest() != entry.hash:
+            raise CorruptEntry(entry.id, "its blob does not match its hash")
+        text = data.decode("utf-8", "surrogatepass")
+        with self._lock, self._transaction() as db:
+            db.execute(
+                "UPDATE entries SET last_access = ?, expires_at = ? WHERE id = ?",
+                (now, now + self.ttl_seconds, entry.id),
+            )
+        end = len(text) if limit is None else offset + limit
+        return StoredText(entry.id, text[offset:end], offset, len(text), entry)
+
+    def _lookup(self, entry_id: str) -> tuple[StoredEntry, bool]:
+        if not isinstance(entry_id, str) or not _HEX_ID.fullmatch(entry_id.lower()):
+            raise InvalidId(str(entry_id))
+        entry_id = entry_id.lower()
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS}, blob_gone FROM entries WHERE id = ?", (entry_id,)
+            ).fetchall()
+            if not rows and len(entry_id) >= self.min_id_length:
+                rows = self._db.execute(
+                    f"SELECT {_COLUMNS}, blob_gone FROM entries WHERE hash >= ? AND hash < ? "
+                    "LIMIT 2",
+                    (entry_id, entry_id + "g"),
+                ).fetchall()
+        if not rows:
+            raise UnknownId(entry_id)
+        if len(rows) > 1:
+            raise AmbiguousId(entry_id, len(rows))
+        *fields, gone = rows[0]
+        return StoredEntry(*fields), bool(gone)
+
+    def entries(self) -> list[StoredEntry]:
+        """Every row (expired ones included), oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS} FROM entries ORDER BY created_at, id"
+            ).fetchall()
+        return [StoredEntry(*row) for row in rows]
+
+    def stats(self) -> StoreStats:
+        now = self.clock()
+        with self._lock:
+            entries, live, live_bytes, live_tokens = self._db.execute(
+                "SELECT count(*), coalesce(sum(expires_at > ?), 0), "
+                "coalesce(sum(CASE WHEN expires_at > ? THEN bytes END), 0), "
+                "coalesce(sum(CASE WHEN expires_at > ? THEN tokens END), 0) FROM entries",
+                (now, now, now),
+            ).fetchone()
+        disk = sum(path.stat().st_size for path in self.root.rglob("*") if path.is_file())
+        return StoreStats(self.root, entries, live, entries - live, live_bytes, live_tokens, disk)
+
+    # -- housekeeping --------------------------------------------------------------------
+
+    def gc(self) -> GcReport:
+        """Drop blobs of expired entries, orphan blobs and stale temp files; purge old rows."""
+        now = self.clock()
+        wall = time.time()
+        freed = 0
+        with self._lock, self._transaction() as db:
+            expired = db.execute(
+                "SELECT hash FROM entries WHERE expires_at <= ? AND blob_gone = 0", (now,)
+            ).fetchall()
+            db.execute("UPDATE entries SET blob_gone = 1 WHERE expires_at <= ?", (now,))
+            purged = db.execute(
+                "DELETE FROM entries WHERE expires_at <= ?", (now - TOMBSTONE_SECONDS,)
+            ).rowcount
+            known = {
+                digest for (digest,) in db.execute("SELECT hash FROM entries WHERE blob_gone = 0")
+            }
+            for (digest,) in expired:
+                freed += _unlink(self._blob_path(digest))
+        orphans = 0
+        for blob in self._blobs.glob("*/*"):
+            if blob.name not in known and wall - blob.stat().st_mtime > ORPHAN_GRACE_SECONDS:
+                freed += _unlink(blob)
+                orphans += 1
+        temps = 0
+        for temp in self._tmp.iterdir():
+            if wall - temp.stat().st_mtime > ORPHAN_GRACE_SECONDS:
+                freed += _unlink(temp)
+                temps += 1
+        return GcReport(len(expired), orphans, temps, purged, freed)
+
+
+def _unlink(path: Path) -> int:
+    try:
+        size = path.stat().st_size
+        path.unlink()
+    except FileNotFoundError:
+        return 0
+    return size

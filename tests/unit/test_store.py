@@ -1,0 +1,325 @@
+"""The persist-once store, on a real SQLite file and real blobs in a temporary directory."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from ephemeral_context.store import (
+    TOMBSTONE_SECONDS,
+    CorruptEntry,
+    ExpiredId,
+    InvalidId,
+    InvalidRange,
+    OffsetPastEnd,
+    Store,
+    UnknownId,
+    data_dir,
+    default_store_dir,
+)
+from ephemeral_context.tokens import estimate_tokens
+from store_writer import store_text
+
+WRITER = Path(__file__).with_name("store_writer.py")
+DAY = 24 * 3600.0
+
+
+class Clock:
+    """An injectable clock the test moves by hand."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "store")
+
+
+def blob_files(root: Path) -> list[Path]:
+    return sorted((root / "blobs").glob("*/*"))
+
+
+def test_put_is_idempotent_and_ids_are_short_hash_prefixes(store: Store) -> None:
+    first = store.put("print('hi')\n", uri="file:///a.py", version=3, synopsis="1 line")
+    again = store.put("print('hi')\n", uri="file:///elsewhere.py", version=9)
+    assert again.id == first.id and len(first.id) == 8
+    assert first.hash == hashlib.sha256(b"print('hi')\n").hexdigest()
+    assert first.hash.startswith(first.id)
+    assert (again.uri, again.version, again.synopsis) == ("file:///a.py", 3, "1 line")
+    assert len(store.entries()) == 1 and len(blob_files(store.root)) == 1
+    assert first.tokens == estimate_tokens("print('hi')\n")
+    assert store.put("x", tokens=42).tokens == 42
+
+
+def test_get_by_character_range(store: Store) -> None:
+    text = "é中😀\r\nabc"  # 8 characters, 14 bytes
+    entry = store.put(text)
+    assert (entry.chars, entry.bytes) == (8, 14)
+    whole = store.get(entry.id)
+    assert whole.text == text and whole.total_length == 8
+    part = store.get(entry.id, offset=2, limit=3)
+    assert (part.text, part.offset, part.end, part.total_length) == ("😀\r\n", 2, 5, 8)
+    assert store.get(entry.id, offset=7, limit=100).text == "c"
+    with pytest.raises(
+        OffsetPastEnd, match=r"offset 8 is past the end of \w+, which has 8 characters"
+    ):
+        store.get(entry.id, offset=8)
+    with pytest.raises(InvalidRange):
+        store.get(entry.id, offset=-1)
+    with pytest.raises(InvalidRange):
+        store.get(entry.id, limit=-5)
+    empty = store.put("")
+    assert store.get(empty.id).text == "" and store.get(empty.id).total_length == 0
+
+
+def test_longer_prefixes_and_uppercase_resolve(store: Store) -> None:
+    entry = store.put("some content")
+    assert store.get(entry.hash[:12]).id == entry.id
+    assert store.get(entry.hash.upper()).text == "some content"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["../../etc/passwd", "abcd/ef12", "3f9a2c10.txt", "..", "", "xyz12345", "3f9a 2c10", "ab\0cd"],
+)
+def test_ids_that_are_not_hex_are_rejected_before_any_io(store: Store, bad: str) -> None:
+    store.close()  # a closed store would fail on any database or file access
+    with pytest.raises(InvalidId, match="not a store id"):
+        store.get(bad)
+
+
+def test_unknown_id(store: Store) -> None:
+    store.put("present")
+    with pytest.raises(UnknownId, match="no stored content has id 00000000"):
+        store.get("00000000")
+
+
+def test_ids_grow_on_collision(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s", min_id_length=1)
+    texts = [f"text number {i}" for i in range(60)]  # 60 texts, 16 one-digit prefixes
+    entries = [store.put(text) for text in texts]
+    ids = [entry.id for entry in entries]
+    assert len(set(ids)) == 60 and max(map(len, ids)) > 1
+    for entry, text in zip(entries, texts, strict=True):
+        assert entry.hash.startswith(entry.id)
+        assert store.get(entry.id).text == text
+        assert store.put(text).id == entry.id
+    # An id never prefixes an older entry's hash (entries are listed oldest first).
+    for index, entry in enumerate(store.entries()):
+        assert not any(older.hash.startswith(entry.id) for older in store.entries()[:index])
+
+
+def test_expiry_counts_from_last_access(tmp_path: Path) -> None:
+    clock = Clock()
+    store = Store(tmp_path / "s", ttl_seconds=7 * DAY, clock=clock)
+    entry = store.put("def f(): pass\n", uri="file:///proj/f.py")
+    clock.now += 6 * DAY
+    assert store.get(entry.id).text == "def f(): pass\n"  # a read refreshes
+    clock.now += 6 * DAY
+    assert store.get(entry.id).total_length == 14
+    clock.now += 7 * DAY + 1
+    with pytest.raises(ExpiredId) as caught:
+        store.get(entry.id)
+    message = str(caught.value)
+    assert "expired at" in message and "re-read file:///proj/f.py" in message
+    assert caught.value.expired_at == pytest.approx(clock.now - 1)
+    stats = store.stats()
+    assert (stats.entries, stats.live, stats.expired) == (1, 0, 1)
+
+
+def test_gc_removes_expired_blobs_keeps_a_tombstone_and_put_revives(tmp_path: Path) -> None:
+    clock = Clock()
+    store = Store(tmp_path / "s", ttl_seconds=DAY, clock=clock)
+    old = store.put("old text", uri="file:///old.txt")
+    clock.now += DAY / 2
+    young = store.put("young text")
+    clock.now += DAY / 2 + 1
+    report = store.gc()
+    assert report.expired == 1 and report.bytes_freed == len("old text")
+    assert [path.name for path in blob_files(store.root)] == [young.hash]
+    with pytest.raises(ExpiredId, match=r"re-read file:///old\.txt"):
+        store.get(old.id)
+    revived = store.put("old text")
+    assert revived.id == old.id and store.get(old.id).text == "old text"
+    assert store.gc().expired == 0
+    clock.now += TOMBSTONE_SECONDS + 2 * DAY
+    purged = store.gc()
+    assert purged.tombstones_purged == 2 and store.entries() == []
+    with pytest.raises(UnknownId):
+        store.get(old.id)
+
+
+def test_gc_removes_old_orphans_and_temp_files_only(store: Store) -> None:
+    kept = store.put("kept")
+    old_orphan = store.root / "blobs" / "ab" / ("ab" + "0" * 62)
+    young_orphan = store.root / "blobs" / "cd" / ("cd" + "0" * 62)
+    temp = store.root / "tmp" / "partial.123"
+    for path in (old_orphan, young_orphan, temp):
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"partial")
+    two_hours_ago = time.time() - 7200
+    for path in (old_orphan, temp):
+        os.utime(path, (two_hours_ago, two_hours_ago))
+    report = store.gc()
+    assert (report.orphans_removed, report.temp_removed) == (1, 1)
+    assert not old_orphan.exists() and not temp.exists() and young_orphan.exists()
+    assert store.get(kept.id).text == "kept"
+
+
+def test_a_damaged_blob_is_reported_not_returned(store: Store) -> None:
+    entry = store.put("original")
+    (blob,) = blob_files(store.root)
+    blob.write_bytes(b"tampered")
+    with pytest.raises(CorruptEntry, match="does not match"):
+        store.get(entry.id)
+    blob.unlink()
+    with pytest.raises(CorruptEntry, match="missing"):
+        store.get(entry.id)
+    assert store.put("original").id == entry.id and store.get(entry.id).text == "original"
+
+
+def test_a_failed_put_leaves_no_row(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulates a crash between the blob and the commit: the transaction rolls back."""
+
+    def crash(*args: object) -> str:
+        raise RuntimeError("crash before commit")
+
+    monkeypatch.setattr(store, "_free_id", crash)
+    with pytest.raises(RuntimeError):
+        store.put("never committed")
+    assert store.entries() == [] and len(blob_files(store.root)) == 1  # an orphan for gc
+    monkeypatch.undo()
+    assert store.get(store.put("never committed").id).text == "never committed"
+
+
+def test_data_dir_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EPHEMERAL_CONTEXT_HOME", str(tmp_path / "home"))
+    assert data_dir() == tmp_path / "home"
+    assert default_store_dir() == tmp_path / "home" / "store"
+    with Store() as store:
+        store.put("x")
+    assert (tmp_path / "home" / "store" / "index.sqlite3").exists()
+    monkeypatch.delenv("EPHEMERAL_CONTEXT_HOME")
+    assert data_dir().name == "ephemeral-context"
+
+
+def test_the_index_uses_wal(store: Store) -> None:
+    store.put("x")
+    with sqlite3.connect(store.root / "index.sqlite3") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+# -- real processes --------------------------------------------------------------------------
+
+
+def writer(root: Path, *args: int) -> subprocess.Popen[str]:
+    """store_writer.py ROOT FIRST COUNT MIN_ID_LENGTH REPEAT [PAUSE_AT_FSYNC] as a process."""
+    return subprocess.Popen(
+        [sys.executable, str(WRITER), str(root), *map(str, args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def committed_ids(lines: list[str]) -> dict[str, int]:
+    return {words[1]: int(words[2]) for words in map(str.split, lines) if words[0] == "OK"}
+
+
+def check_store_after_crash(root: Path, committed: dict[str, int], repeat: int) -> Store:
+    """Every reported entry reads back; so does any committed later; no blob is partial."""
+    store = Store(root)
+    for entry_id, index in committed.items():
+        assert store.get(entry_id).text == store_text(index, repeat)
+    for entry in store.entries():
+        assert entry.uri is not None
+        index = int(entry.uri.rsplit("/", 1)[1].removesuffix(".txt"))
+        assert store.get(entry.id).text == store_text(index, repeat)
+    for blob in blob_files(root):
+        assert hashlib.sha256(blob.read_bytes()).hexdigest() == blob.name
+    return store
+
+
+def test_sigkill_mid_batch_loses_nothing_committed(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    child = writer(root, 0, 10_000, 8, 2000)  # ~50 KB each
+    assert child.stdout is not None
+    lines = []
+    for line in child.stdout:
+        lines.append(line)
+        if len(lines) == 25:
+            break
+    child.send_signal(signal.SIGKILL)
+    rest, _ = child.communicate()
+    assert child.returncode == -signal.SIGKILL
+    committed = committed_ids(lines + rest.splitlines())
+    assert len(committed) >= 25
+    check_store_after_crash(root, committed, 2000)
+
+
+@pytest.mark.parametrize(
+    ("pause_at", "left_behind"),
+    [(21, "tmp"), (22, "blobs")],
+    ids=["before-blob-fsync", "blob-renamed-row-not-committed"],
+)
+def test_sigkill_inside_a_put(tmp_path: Path, pause_at: int, left_behind: str) -> None:
+    """Killed at a known point in the 11th put: the 10 before it intact, the 11th invisible."""
+    root = tmp_path / "store"
+    child = writer(root, 0, 100, 8, 20_000, pause_at)
+    assert child.stdout is not None
+    lines = []
+    for line in child.stdout:
+        if line == "PAUSED\n":
+            break
+        lines.append(line)
+    child.send_signal(signal.SIGKILL)
+    child.communicate()
+    committed = committed_ids(lines)
+    assert sorted(committed.values()) == list(range(10))
+    store = check_store_after_crash(root, committed, 20_000)
+    assert len(store.entries()) == 10
+    stray = [p for p in (root / left_behind).rglob("*") if p.is_file()]
+    known = {entry.hash for entry in store.entries()}
+    stray = [p for p in stray if p.name not in known]
+    assert len(stray) == 1  # the 11th put's content, which no id reaches
+    long_ago = time.time() - 7200
+    os.utime(stray[0], (long_ago, long_ago))
+    report = store.gc()
+    assert report.orphans_removed + report.temp_removed == 1 and not stray[0].exists()
+
+
+def test_two_processes_share_one_store(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    Store(root).close()
+    # Overlapping ranges (50..99 written by both), 2-digit ids so ids collide across processes.
+    children = [writer(root, 0, 100, 2, 3), writer(root, 50, 100, 2, 3)]
+    results = []
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err
+        results.append(
+            {index: entry_id for entry_id, index in committed_ids(out.splitlines()).items()}
+        )
+    first, second = results
+    for index in range(50, 100):
+        assert first[index] == second[index]
+    store = Store(root)
+    assert len(store.entries()) == 150
+    ids = {**first, **second}
+    assert len(set(ids.values())) == 150
+    for index, entry_id in ids.items():
+        assert store.get(entry_id).text == store_text(index, 3)
