@@ -1,0 +1,120 @@
+"""What a session knows about each file at each point: the text seen, as changed since.
+
+Strategies that keep files apart from the conversation (Aider's chat files, the seed
+proposal's file block, our engine) need each file's current text after every Read, Edit and
+Write. A transcript shows only what was read (often a line range) and what was changed, so
+the tracker keeps the lines it has seen, applies the model's own replacements to them, and
+takes a whole file when the transcript recorded one (a Write, or an Edit's `originalFile`).
+A Read that shows different lines from the ones known, with no change by the model in
+between, is an external change (a formatter, git, the user).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import xxhash
+
+from ephemeral_context.replay.flow import Block, FileChange, FileView
+from ephemeral_context.tokens import estimate_block_tokens
+
+
+@dataclass
+class FileState:
+    """One file as known: lines by number (1-based), and a version bumped on every change."""
+
+    path: str
+    lines: dict[int, str] = field(default_factory=dict)
+    version: int = 0
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines[n] for n in sorted(self.lines))
+
+    def replace_all(self, text: str) -> None:
+        self.lines = dict(enumerate(text.split("\n"), 1))
+
+
+@dataclass(frozen=True)
+class Update:
+    """What one tool result did to a file: `how` is "read", "edit", "write" or "external".
+
+    `replaced_tokens` is the size of the previous text when it was overwritten and cannot be
+    rebuilt from the conversation (a Write over known text, or an external change).
+    """
+
+    path: str
+    how: str
+    changed: bool
+    replaced_tokens: int = 0
+
+
+class FileTracker:
+    """Files of one thread, updated block by block in conversation order."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, FileState] = {}
+        self._tokens: dict[tuple[str, int], int] = {}
+
+    def apply(self, block: Block) -> Update | None:
+        """Take in one tool result; None when it says nothing about a file's text."""
+        if block.file_view is not None:
+            return self._read(block.file_view)
+        if block.file_change is not None:
+            return self._change(block.file_change)
+        return None
+
+    def tokens(self, path: str) -> int:
+        """Estimated tokens of the file's known text (memoised per version)."""
+        state = self.files[path]
+        key = (path, state.version)
+        if key not in self._tokens:
+            self._tokens[key] = estimate_block_tokens(state.text, "code")
+        return self._tokens[key]
+
+    def key(self, path: str) -> int:
+        """A content key for the file's current text (path and version)."""
+        state = self.files[path]
+        return xxhash.xxh3_64_intdigest(f"file\x00{path}\x00{state.version}".encode())
+
+    def _state(self, path: str) -> FileState:
+        if path not in self.files:
+            self.files[path] = FileState(path)
+        return self.files[path]
+
+    def _read(self, view: FileView) -> Update:
+        state = self._state(view.path)
+        shown = dict(enumerate(view.content.split("\n"), view.start_line))
+        if view.whole_file:
+            differs = bool(state.lines) and state.lines != shown
+            if not state.lines or differs:
+                replaced = self.tokens(view.path) if differs else 0
+                state.lines = shown
+                state.version += 1
+                return Update(view.path, "external" if differs else "read", True, replaced)
+            return Update(view.path, "read", False)
+        overlap = {n: t for n, t in shown.items() if n in state.lines}
+        differs = any(state.lines[n] != t for n, t in overlap.items())
+        new = len(overlap) < len(shown)
+        if not differs and not new:
+            return Update(view.path, "read", False)
+        replaced = self.tokens(view.path) if differs and state.lines else 0
+        if differs:
+            state.lines = {}
+        state.lines.update(shown)
+        state.version += 1
+        return Update(view.path, "external" if differs else "read", True, replaced)
+
+    def _change(self, change: FileChange) -> Update:
+        state = self._state(change.path)
+        previous = self.tokens(change.path) if state.lines else 0
+        if change.content is not None:
+            state.replace_all(change.content)
+            state.version += 1
+            return Update(change.path, "write", True, previous)
+        text = change.original if change.original is not None else state.text
+        for old, new in change.replacements:
+            text = text.replace(old, new, 1) if old and old in text else f"{text}\n{new}"
+        state.replace_all(text)
+        state.version += 1
+        return Update(change.path, "edit", True)

@@ -1,0 +1,198 @@
+"""The information flow of a coding session, as every replay strategy consumes it.
+
+A transcript reader turns a Claude Code session into a `Session`: threads of messages (the main
+conversation, each sub-agent, each continuation after a compaction) and the API calls made on
+them, in time order. Each call knows exactly which messages its request carried, what the
+response added, when it started and finished, and (when the transcript records it) the usage
+Anthropic billed. Content blocks keep their meaning, not only their text: a Read result knows
+its path, line range and file content; an Edit knows its old and new strings; so a strategy can
+lay the same information out differently (dedup a repeated read, keep one copy of a file,
+clear old tool results) without parsing text again.
+
+Token counts here are estimates from `tokens.py`, made once when the block is read; the fixed
+prefix Claude Code sends (tools and system prompt) is not in the transcript and is inferred per
+thread from the first recorded call (see docs/cost-model.md, "Replay and fidelity").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+BlockType = Literal["text", "thinking", "tool_use", "tool_result", "image", "hidden"]
+Role = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True)
+class FileView:
+    """What a Read showed: `content` is the raw text of lines start_line.. (no line numbers)."""
+
+    path: str
+    content: str
+    start_line: int = 1
+    num_lines: int = 0
+    total_lines: int | None = None
+
+    @property
+    def whole_file(self) -> bool:
+        """True when the view covers the file from its first to its last line."""
+        return self.start_line <= 1 and (
+            self.total_lines is None or self.num_lines >= self.total_lines
+        )
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """A change the model made to a file: replacements (Edit/MultiEdit) or whole content (Write).
+
+    `original` is the whole file before the change when the transcript recorded it.
+    """
+
+    path: str
+    replacements: tuple[tuple[str, str], ...] = ()
+    content: str | None = None
+    original: str | None = None
+
+
+@dataclass(frozen=True)
+class Block:
+    """One content block of a message, with its estimated tokens and what it means.
+
+    `key` identifies the content for the cache model: equal keys mean byte-equal blocks.
+    """
+
+    key: int
+    type: BlockType
+    text: str
+    tokens: int
+    kind: str = "prose"
+    """The token-estimate kind the text was counted as (tokens.KINDS)."""
+    tool: str | None = None
+    tool_use_id: str | None = None
+    tool_input: Mapping[str, Any] | None = None
+    is_error: bool = False
+    file_view: FileView | None = None
+    file_change: FileChange | None = None
+
+
+@dataclass(frozen=True)
+class Message:
+    """One API message; consecutive transcript lines of one role are merged, as the API wants."""
+
+    role: Role
+    blocks: tuple[Block, ...]
+    timestamp: float
+    line: int
+
+    @property
+    def tokens(self) -> int:
+        return sum(block.tokens for block in self.blocks)
+
+
+@dataclass(frozen=True)
+class RecordedUsage:
+    """The usage Anthropic returned for one call, as the transcript recorded it."""
+
+    input_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    ephemeral_5m_input_tokens: int
+    ephemeral_1h_input_tokens: int
+    output_tokens: int
+
+    @property
+    def total_input(self) -> int:
+        """Every token of the request, wherever it was billed."""
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+    @property
+    def billed_input(self) -> float:
+        """Base-input-token equivalents: input + 1.25 x 5m writes + 2 x 1h writes + 0.1 x reads."""
+        return (
+            self.input_tokens
+            + 1.25 * self.ephemeral_5m_input_tokens
+            + 2.0 * self.ephemeral_1h_input_tokens
+            + 0.1 * self.cache_read_input_tokens
+        )
+
+
+@dataclass
+class Thread:
+    """One conversation sent to the API: the main session, a sub-agent, or a continuation.
+
+    `prefix_key` says which fixed prefix (tools + system prompt) its calls start with: "main"
+    or "agent". `prefix_tokens` is that prefix's size, `hidden_tokens` the unrecorded context
+    Claude Code adds after a compaction (files it re-attaches), and `warm_tokens` what the
+    thread's first call read from a cache something outside the transcript had warmed (an
+    earlier session, the compaction call); all three come from the first call's recorded usage.
+    """
+
+    id: str
+    prefix_key: str
+    messages: list[Message] = field(default_factory=list)
+    prefix_tokens: int = 0
+    hidden_tokens: int = 0
+    warm_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Call:
+    """One API call: the first `n_messages` messages of its thread, answered by `response`."""
+
+    index: int
+    thread: str
+    model: str
+    started: float
+    finished: float
+    n_messages: int
+    response: Message
+    usage: RecordedUsage | None
+    line: int
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something in the input that was skipped: where it was and why."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass
+class Session:
+    """A whole transcript as an information flow: threads, and calls in time order."""
+
+    path: str
+    threads: dict[str, Thread]
+    calls: list[Call]
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def models(self) -> list[str]:
+        """The models the calls used, in order of first use."""
+        return list(dict.fromkeys(call.model for call in self.calls))
+
+    @property
+    def model(self) -> str:
+        """The model of most calls: the one whose prices the report quotes."""
+        counts: dict[str, int] = {}
+        for call in self.calls:
+            counts[call.model] = counts.get(call.model, 0) + 1
+        return max(counts, key=lambda name: counts[name]) if counts else "unknown"
+
+    def request(self, call: Call) -> Sequence[Message]:
+        """The messages the call's request carried, oldest first."""
+        return self.threads[call.thread].messages[: call.n_messages]
+
+    def thread_of(self, call: Call) -> Thread:
+        return self.threads[call.thread]
+
+    @property
+    def recorded(self) -> bool:
+        """True when every call has recorded usage (the fidelity check needs all of them)."""
+        return bool(self.calls) and all(call.usage is not None for call in self.calls)

@@ -1,0 +1,621 @@
+"""Read a Claude Code transcript into the information flow that every strategy replays.
+
+Two forms are read: the session JSONL Claude Code writes under ~/.claude/projects (main
+sessions and sub-agent `agent-*.jsonl` files) and `claude -p --output-format stream-json`.
+Claude Code writes one line per content block, so the lines of one response share a
+message.id (and repeat its usage: it is counted once). A request's messages are the chain of
+`parentUuid` links back to a root: the first line, each sub-agent's first prompt, or the
+boundary a compaction leaves. Each root starts a thread; a chain that forks off an existing
+thread (a message edited and re-sent) starts another. stream-json has no links: its threads
+are the main one and one per Task (`parent_tool_use_id`), in file order.
+
+Bad input never stops the reading: a line that is not JSON, a record of an unknown type or
+an unknown tool is reported as a `Problem` with file and line, and skipped (an unknown tool's
+result is still counted, as plain tool output).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+from ephemeral_context.cache_sim import IMAGE_TOKENS
+from ephemeral_context.replay.flow import (
+    Block,
+    Call,
+    FileChange,
+    FileView,
+    Message,
+    Problem,
+    RecordedUsage,
+    Role,
+    Session,
+    Thread,
+)
+from ephemeral_context.tokens import estimate_block_tokens
+
+KNOWN_RECORD_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "progress",
+        "system",
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "last-prompt",
+        "ai-title",
+        "permission-mode",
+        "result",
+        "stream_event",
+    }
+)
+"""Record types Claude Code writes; only user and assistant records are sent to the model."""
+
+KNOWN_TOOLS = frozenset(
+    {
+        "Read",
+        "Edit",
+        "MultiEdit",
+        "Write",
+        "NotebookEdit",
+        "NotebookRead",
+        "Bash",
+        "BashOutput",
+        "KillBash",
+        "KillShell",
+        "Grep",
+        "Glob",
+        "LS",
+        "Task",
+        "TaskOutput",
+        "TodoWrite",
+        "WebFetch",
+        "WebSearch",
+        "Skill",
+        "SlashCommand",
+        "ExitPlanMode",
+        "EnterPlanMode",
+        "AskUserQuestion",
+    }
+)
+"""Claude Code's built-in tools; MCP tools (mcp__*) are known by their prefix."""
+
+FILE_CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write"})
+
+_CAT_N_LINE = re.compile(r"^ *(\d+)\u2192(.*)$")
+_SYSTEM_REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
+_TEXT_SEPARATOR = "\n"
+
+
+@dataclass
+class _Entry:
+    """One sent line, normalised across the two file forms."""
+
+    line: int
+    uuid: str
+    parent: str | None
+    role: Role
+    timestamp: float
+    content: Any
+    message_id: str | None = None
+    model: str | None = None
+    usage: RecordedUsage | None = None
+    tool_use_result: Any = None
+    sidechain: bool = False
+
+
+@dataclass
+class _Reading:
+    """State of one file's reading: entries by uuid, tool uses by id, the problems met."""
+
+    path: str
+    problems: list[Problem] = field(default_factory=list)
+    entries: list[_Entry] = field(default_factory=list)
+    links: dict[str, str | None] = field(default_factory=dict)
+    previous: dict[str, str] = field(default_factory=dict)
+    last_uuid: dict[bool, str] = field(default_factory=dict)
+    sent: dict[str, _Entry] = field(default_factory=dict)
+    tool_uses: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    blocks: dict[int, tuple[Block, ...]] = field(default_factory=dict)
+    unknown_tools: set[str] = field(default_factory=set)
+
+    def problem(self, line: int, message: str) -> None:
+        self.problems.append(Problem(self.path, line, message))
+
+
+class TranscriptError(OSError):
+    """A transcript file that cannot be opened or decoded at all."""
+
+
+def read_session(path: str | Path) -> Session:
+    """The information flow of one transcript file; bad lines become `Session.problems`.
+
+    Raises TranscriptError when the file cannot be read at all.
+    """
+    file = Path(path)
+    try:
+        raw = file.read_bytes()
+    except OSError as error:
+        raise TranscriptError(f"{file}: cannot read: {error.strerror or error}") from error
+    text = raw.decode("utf-8", errors="replace")
+    reading = _Reading(str(file))
+    records = list(_parse_lines(text, reading))
+    stream_json = any(
+        r.get("type") == "system" and r.get("subtype") == "init" and "session_id" in r
+        for _, r in records[:5]
+    )
+    for line, record in records:
+        _collect(line, record, reading, stream_json)
+    return _build_session(reading)
+
+
+def _parse_lines(text: str, reading: _Reading) -> Iterator[tuple[int, dict[str, Any]]]:
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            last = number == len(lines) or (number == len(lines) - 1 and not lines[-1].strip())
+            what = "truncated last line" if last else "not JSON"
+            reading.problem(number, f"{what} ({error.msg}); skipped")
+            continue
+        if not isinstance(record, dict):
+            reading.problem(number, "not a JSON object; skipped")
+            continue
+        kind = record.get("type")
+        if kind not in KNOWN_RECORD_TYPES:
+            reading.problem(number, f"unknown record type {kind!r}; skipped")
+            continue
+        yield number, record
+
+
+def _timestamp(value: Any, fallback: float) -> float:
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return fallback
+    return fallback
+
+
+def _usage(raw: Any) -> RecordedUsage | None:
+    if not isinstance(raw, Mapping) or "input_tokens" not in raw:
+        return None
+    creation = raw.get("cache_creation") or {}
+    written = int(raw.get("cache_creation_input_tokens") or 0)
+    five = int(creation.get("ephemeral_5m_input_tokens", written) or 0)
+    hour = int(creation.get("ephemeral_1h_input_tokens", 0) or 0)
+    if five + hour != written:  # older transcripts have no split: all 5-minute writes
+        five, hour = written, 0
+    return RecordedUsage(
+        input_tokens=int(raw.get("input_tokens") or 0),
+        cache_creation_input_tokens=written,
+        cache_read_input_tokens=int(raw.get("cache_read_input_tokens") or 0),
+        ephemeral_5m_input_tokens=five,
+        ephemeral_1h_input_tokens=hour,
+        output_tokens=int(raw.get("output_tokens") or 0),
+    )
+
+
+def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: bool) -> None:
+    """Note the chain link of every line and keep the lines sent to the model."""
+    uuid = record.get("uuid")
+    if stream_json:
+        _collect_stream_json(line, record, reading)
+        return
+    if isinstance(uuid, str):
+        parent = record.get("parentUuid")
+        reading.links[uuid] = parent if isinstance(parent, str) else None
+        side = bool(record.get("isSidechain"))
+        if side in reading.last_uuid:
+            reading.previous[uuid] = reading.last_uuid[side]
+        reading.last_uuid[side] = uuid
+    kind = record.get("type")
+    if kind not in ("user", "assistant") or not isinstance(uuid, str):
+        return
+    if record.get("isVisibleInTranscriptOnly") and not record.get("isCompactSummary"):
+        return  # shown to the user only; the compaction summary is sent although so marked
+    message = record.get("message")
+    if not isinstance(message, Mapping) or "content" not in message:
+        reading.problem(line, f"{kind} record without message content; skipped")
+        return
+    previous = reading.entries[-1].timestamp if reading.entries else 0.0
+    entry = _Entry(
+        line=line,
+        uuid=uuid,
+        parent=reading.links[uuid],
+        role="assistant" if kind == "assistant" else "user",
+        timestamp=_timestamp(record.get("timestamp"), previous),
+        content=message.get("content"),
+        message_id=message.get("id") if kind == "assistant" else None,
+        model=message.get("model") if kind == "assistant" else None,
+        usage=_usage(message.get("usage")) if kind == "assistant" else None,
+        tool_use_result=record.get("toolUseResult"),
+        sidechain=bool(record.get("isSidechain")),
+    )
+    reading.entries.append(entry)
+    reading.sent[uuid] = entry
+
+
+def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -> None:
+    """stream-json lines carry no links or times: file order within a thread is the chain."""
+    kind = record.get("type")
+    if kind not in ("user", "assistant"):
+        return
+    message = record.get("message")
+    if not isinstance(message, Mapping) or "content" not in message:
+        reading.problem(line, f"{kind} record without message content; skipped")
+        return
+    thread = record.get("parent_tool_use_id")
+    thread_key = f"task:{thread}" if isinstance(thread, str) else "main"
+    uuid = f"{thread_key}#{line}"
+    parent = reading.links.get(f"last:{thread_key}")
+    reading.links[uuid] = parent
+    reading.links[f"last:{thread_key}"] = uuid
+    entry = _Entry(
+        line=line,
+        uuid=uuid,
+        parent=parent,
+        role="assistant" if kind == "assistant" else "user",
+        timestamp=float(line),  # no times: calls one second apart keep the cache warm
+        content=message.get("content"),
+        message_id=message.get("id") if kind == "assistant" else None,
+        model=message.get("model") if kind == "assistant" else None,
+        usage=_usage(message.get("usage")) if kind == "assistant" else None,
+        tool_use_result=record.get("tool_use_result"),
+        sidechain=thread_key != "main",
+    )
+    reading.entries.append(entry)
+    reading.sent[uuid] = entry
+
+
+# ---------------------------------------------------------------------------------------------
+# Content blocks
+
+
+def _key(*parts: str) -> int:
+    return xxhash.xxh3_64_intdigest("\x00".join(parts).encode("utf-8", "surrogatepass"))
+
+
+def _text_block(text: str) -> Block:
+    return Block(_key("text", text), "text", text, estimate_block_tokens(text, "prose"), "prose")
+
+
+def _tool_result_text(content: Any) -> tuple[str, int]:
+    """The text of a tool result and the flat cost of the images in it."""
+    if isinstance(content, str):
+        return content, 0
+    texts: list[str] = []
+    images = 0
+    if isinstance(content, list):
+        for item in content:
+            if not isinstance(item, Mapping):
+                continue
+            if item.get("type") == "text":
+                texts.append(str(item.get("text", "")))
+            elif item.get("type") in ("image", "document"):
+                images += IMAGE_TOKENS
+    return _TEXT_SEPARATOR.join(texts), images
+
+
+def _file_view(path: str, text: str, result: Any) -> FileView | None:
+    """What a Read showed, from the structured result when recorded, else from the cat -n text."""
+    if isinstance(result, Mapping) and isinstance(result.get("file"), Mapping):
+        file = result["file"]
+        content = file.get("content")
+        if isinstance(content, str):
+            return FileView(
+                path=str(file.get("filePath") or path),
+                content=content,
+                start_line=int(file.get("startLine") or 1),
+                num_lines=int(file.get("numLines") or content.count("\n") + 1),
+                total_lines=int(file["totalLines"]) if file.get("totalLines") else None,
+            )
+    body = _SYSTEM_REMINDER.sub("\n", text)
+    numbered = [_CAT_N_LINE.match(row) for row in body.split("\n") if row]
+    rows = [m for m in numbered if m is not None]
+    if not rows:
+        return None
+    return FileView(
+        path=path,
+        content="\n".join(m.group(2) for m in rows),
+        start_line=int(rows[0].group(1)),
+        num_lines=len(rows),
+    )
+
+
+def _file_change(tool: str, tool_input: Mapping[str, Any], result: Any) -> FileChange | None:
+    path = str(tool_input.get("file_path", ""))
+    structured = result if isinstance(result, Mapping) else {}
+    if tool == "Edit":
+        return FileChange(
+            path=path,
+            replacements=(
+                (str(tool_input.get("old_string", "")), str(tool_input.get("new_string", ""))),
+            ),
+            original=structured.get("originalFile"),
+        )
+    if tool == "MultiEdit":
+        edits = tool_input.get("edits") or []
+        return FileChange(
+            path=path,
+            replacements=tuple(
+                (str(e.get("old_string", "")), str(e.get("new_string", "")))
+                for e in edits
+                if isinstance(e, Mapping)
+            ),
+            original=structured.get("originalFileContents"),
+        )
+    if tool == "Write":
+        return FileChange(
+            path=path,
+            content=str(tool_input.get("content", "")),
+            original=structured.get("originalFile"),
+        )
+    return None
+
+
+def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -> Block:
+    tool_use_id = str(item.get("tool_use_id", ""))
+    tool, tool_input = reading.tool_uses.get(tool_use_id, ("", {}))
+    text, images = _tool_result_text(item.get("content", ""))
+    is_error = bool(item.get("is_error"))
+    view = change = None
+    kind = "tool_output"
+    if tool == "Read" and not is_error:
+        view = _file_view(str(tool_input.get("file_path", "")), text, entry.tool_use_result)
+        kind = "code" if view is not None else "tool_output"
+    elif tool in FILE_CHANGE_TOOLS and not is_error:
+        change = _file_change(tool, tool_input, entry.tool_use_result)
+    return Block(
+        key=_key("tool_result", tool_use_id, text),
+        type="tool_result",
+        text=text,
+        tokens=estimate_block_tokens(text, kind) + images,
+        kind=kind,
+        tool=tool or None,
+        tool_use_id=tool_use_id,
+        tool_input=tool_input,
+        is_error=is_error,
+        file_view=view,
+        file_change=change,
+    )
+
+
+def _tool_use_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -> Block:
+    name = str(item.get("name", ""))
+    raw_input = item.get("input")
+    tool_input: Mapping[str, Any] = raw_input if isinstance(raw_input, Mapping) else {}
+    tool_use_id = str(item.get("id", ""))
+    reading.tool_uses[tool_use_id] = (name, tool_input)
+    if (
+        name not in KNOWN_TOOLS
+        and not name.startswith("mcp__")
+        and name not in reading.unknown_tools
+    ):
+        reading.unknown_tools.add(name)
+        reading.problem(entry.line, f"unknown tool {name!r}; its result counts as plain output")
+    text = name + json.dumps(tool_input, ensure_ascii=False, separators=(",", ":"))
+    return Block(
+        key=_key("tool_use", tool_use_id, text),
+        type="tool_use",
+        text=text,
+        tokens=estimate_block_tokens(text, "json"),
+        kind="json",
+        tool=name,
+        tool_use_id=tool_use_id,
+        tool_input=tool_input,
+    )
+
+
+def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
+    """The content blocks of one line, made once per line (chains share them)."""
+    cached = reading.blocks.get(entry.line)
+    if cached is not None:
+        return cached
+    content = entry.content
+    blocks: list[Block] = []
+    if isinstance(content, str):
+        if content:
+            blocks.append(_text_block(content))
+    elif isinstance(content, list):
+        for item in content:
+            if not isinstance(item, Mapping):
+                continue
+            kind = item.get("type")
+            if kind == "text":
+                if item.get("text"):
+                    blocks.append(_text_block(str(item["text"])))
+            elif kind == "thinking":
+                text = str(item.get("thinking", ""))
+                blocks.append(
+                    Block(
+                        _key("thinking", text),
+                        "thinking",
+                        text,
+                        estimate_block_tokens(text, "thinking"),
+                        "thinking",
+                    )
+                )
+            elif kind == "redacted_thinking":
+                data = str(item.get("data", ""))
+                blocks.append(
+                    Block(
+                        _key("thinking", data),
+                        "thinking",
+                        "",
+                        estimate_block_tokens(data, "json"),
+                        "json",
+                    )
+                )
+            elif kind == "tool_use":
+                blocks.append(_tool_use_block(item, entry, reading))
+            elif kind == "tool_result":
+                blocks.append(_tool_result_block(item, entry, reading))
+            elif kind in ("image", "document"):
+                blocks.append(
+                    Block(_key(kind, json.dumps(item)[:4096]), "image", "", IMAGE_TOKENS, "image")
+                )
+            else:
+                reading.problem(entry.line, f"unknown content block type {kind!r}; skipped")
+    else:
+        reading.problem(entry.line, "message content is neither text nor a list; skipped")
+    result = tuple(blocks)
+    reading.blocks[entry.line] = result
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Chains, threads and calls
+
+
+def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str]:
+    """The sent lines from the root down to `start`, and the root's id.
+
+    A link to a line that is not in the file (Claude Code sometimes links to a record it never
+    wrote) continues from the line written before the one holding the link.
+    """
+    out: list[_Entry] = []
+    seen: set[str] = set()
+    node = start
+    root = start or ""
+    while node is not None and node not in seen:
+        seen.add(node)
+        root = node
+        entry = reading.sent.get(node)
+        if entry is not None:
+            out.append(entry)
+        parent = reading.links.get(node)
+        if parent is not None and parent not in reading.links:
+            parent = reading.previous.get(node)
+        node = parent
+    out.reverse()
+    return out, root
+
+
+def _messages(chain: Sequence[_Entry], reading: _Reading) -> list[Message]:
+    """Consecutive lines of one role become one message, as the API requires."""
+    messages: list[Message] = []
+    pending: list[Block] = []
+    role: Role | None = None
+    first: _Entry | None = None
+    for entry in chain:
+        blocks = _blocks(entry, reading)
+        if not blocks:
+            continue
+        if entry.role != role and pending and role is not None and first is not None:
+            messages.append(Message(role, tuple(pending), first.timestamp, first.line))
+            pending = []
+        if entry.role != role:
+            role, first = entry.role, entry
+        pending.extend(blocks)
+    if pending and role is not None and first is not None:
+        messages.append(Message(role, tuple(pending), first.timestamp, first.line))
+    return messages
+
+
+def _same(a: Message, b: Message) -> bool:
+    return a.line == b.line and len(a.blocks) == len(b.blocks)
+
+
+def _place(messages: list[Message], root: str, sidechain: bool, session: Session) -> str:
+    """The thread these messages extend (its id), starting a new one for a new root or a fork."""
+    candidates = [t for t in session.threads.values() if t.id.split("#")[0] == root]
+    for thread in candidates:
+        known = thread.messages
+        shared = min(len(known), len(messages))
+        if all(_same(known[i], messages[i]) for i in range(shared)):
+            if len(messages) > len(known):
+                known.extend(messages[len(known) :])
+            return thread.id
+    thread_id = root if not candidates else f"{root}#{len(candidates)}"
+    session.threads[thread_id] = Thread(
+        id=thread_id, prefix_key="agent" if sidechain else "main", messages=list(messages)
+    )
+    return thread_id
+
+
+def _build_session(reading: _Reading) -> Session:
+    session = Session(path=reading.path, threads={}, calls=[], problems=reading.problems)
+    first_lines: dict[str, _Entry] = {}
+    lines_of: dict[str, list[_Entry]] = {}
+    for entry in reading.entries:
+        if entry.role == "assistant" and entry.message_id:
+            first_lines.setdefault(entry.message_id, entry)
+            lines_of.setdefault(entry.message_id, []).append(entry)
+    pending: list[tuple[float, float, str, int, Message, _Entry]] = []
+    for message_id, head in first_lines.items():
+        chain, root = _chain(head.uuid, reading)
+        # The walk starts at the response's own first line (its link may point at a line that
+        # was never written); lines of the response are not part of the request.
+        chain = [e for e in chain if e.message_id != message_id]
+        messages = _messages(chain, reading)
+        if not messages or messages[-1].role != "user":
+            reading.problem(head.line, "a response with no request before it; skipped")
+            continue
+        thread_id = _place(messages, root, head.sidechain, session)
+        response_blocks = tuple(b for e in lines_of[message_id] for b in _blocks(e, reading))
+        response = Message("assistant", response_blocks, head.timestamp, head.line)
+        started = max(chain[-1].timestamp, 0.0) if chain else head.timestamp
+        pending.append((started, head.timestamp, thread_id, len(messages), response, head))
+    pending.sort(key=lambda item: (item[0], item[1], item[5].line))
+    for index, (started, finished, thread_id, n_messages, response, head) in enumerate(pending):
+        session.calls.append(
+            Call(
+                index=index,
+                thread=thread_id,
+                model=head.model or "unknown",
+                started=started,
+                finished=max(finished, started),
+                n_messages=n_messages,
+                response=response,
+                usage=head.usage,
+                line=head.line,
+            )
+        )
+    if not session.calls:
+        reading.problem(0, "no API calls in this transcript")
+    session.threads = {k: t for k, t in session.threads.items() if t.messages}
+    _infer_prefixes(session)
+    return session
+
+
+DEFAULT_PREFIX_TOKENS = {"main": 15_000, "agent": 9_500}
+"""Tools + system prompt when nothing was recorded: the medians of the sample transcripts."""
+
+
+def _infer_prefixes(session: Session) -> None:
+    """Size each thread's unrecorded prefix from its first call's recorded input total.
+
+    What the first call's usage counts beyond the estimated messages is the prefix (tools and
+    system prompt). When that call read from a warm cache, the read ends at the system
+    breakpoint, so the read is the prefix and the rest is context Claude Code added without
+    writing it down (the files it re-attaches after a compaction).
+    """
+    first: dict[str, Call] = {}
+    for call in session.calls:
+        first.setdefault(call.thread, call)
+    for thread_id, call in first.items():
+        thread = session.threads[thread_id]
+        usage = call.usage
+        if usage is None:
+            thread.prefix_tokens = DEFAULT_PREFIX_TOKENS[thread.prefix_key]
+            continue
+        shown = sum(message.tokens for message in session.request(call))
+        rest = max(usage.total_input - shown, 0)
+        read = usage.cache_read_input_tokens
+        if 0 < read <= rest:
+            thread.prefix_tokens, thread.hidden_tokens = read, rest - read
+        else:
+            thread.prefix_tokens = rest
+        thread.warm_tokens = read

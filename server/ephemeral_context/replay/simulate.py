@@ -1,0 +1,227 @@
+"""The part of a replay every strategy shares: driving the cache model call by call.
+
+A strategy only decides what each request looks like (a `Prompt`: blocks with their cache
+breakpoints) and which shown content it threw away for good. This module feeds the prompts
+to `cache_sim` in the session's time order, with one cache per model (a model switch finds
+the cache cold) and each call at its start time (an idle gap longer than the TTL finds it
+cold too). A thread whose first call read from a cache that something outside the transcript
+had warmed (an earlier session, the compaction call) gets that prefix written just before.
+The results carry what the report needs: per call usage and context size, and per strategy
+the totals, dollars, cache hit rate and the share of shown content that stays retrievable.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ephemeral_context import cache_sim
+from ephemeral_context.cache_sim import PromptCache, Request, Usage
+from ephemeral_context.replay.flow import Call, Session
+
+PREWARM_LEAD_SECONDS = 1.0
+"""How long before a thread's first call its warm prefix is taken to have been written."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One request as a strategy lays it out for the cache model."""
+
+    system: tuple[cache_sim.Block, ...]
+    messages: tuple[cache_sim.Block, ...]
+
+    @property
+    def tokens(self) -> int:
+        return sum(b.tokens for b in self.system) + sum(b.tokens for b in self.messages)
+
+
+class Layout(Protocol):
+    """A strategy's state over one session: lays out each call's request, in call order."""
+
+    def prompt(self, call: Call) -> Prompt:
+        """The request for `call` (calls arrive in the session's time order)."""
+        ...
+
+    @property
+    def lost_tokens(self) -> int:
+        """Tokens of content shown earlier and now gone for good (not retrievable)."""
+        ...
+
+
+class Strategy(Protocol):
+    """What the report runs: a name and a replay of one session."""
+
+    @property
+    def name(self) -> str: ...
+
+    def replay(self, session: Session) -> StrategyResult: ...
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """One modelled call."""
+
+    index: int
+    started: float
+    model: str
+    context_tokens: int
+    usage: Usage
+    output_tokens: int
+
+    @property
+    def billed_input(self) -> float:
+        return self.usage.billed_input
+
+
+@dataclass
+class StrategyResult:
+    """One strategy's replay of one session."""
+
+    name: str
+    calls: list[CallResult] = field(default_factory=list)
+    shown_tokens: int = 0
+    lost_tokens: int = 0
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for call in self.calls:
+            total = total + call.usage
+        return total
+
+    @property
+    def peak_context(self) -> int:
+        return max((c.context_tokens for c in self.calls), default=0)
+
+    @property
+    def total_context(self) -> int:
+        return sum(c.context_tokens for c in self.calls)
+
+    @property
+    def billed_input(self) -> float:
+        return sum(c.billed_input for c in self.calls)
+
+    @property
+    def cost_usd(self) -> float:
+        """Dollars at list price, each call at its own model's prices (output estimated)."""
+        return sum(cache_sim.cost_usd(c.usage, c.output_tokens, c.model) for c in self.calls)
+
+    @property
+    def cache_hit_rate(self) -> float:
+        """Share of all input tokens that were read from the cache."""
+        usage = self.usage
+        total = usage.total_input_tokens
+        return usage.cache_read_input_tokens / total if total else 0.0
+
+    @property
+    def retrievable(self) -> float:
+        """Share of the content ever shown that stays in context or can be fetched back."""
+        if not self.shown_tokens:
+            return 1.0
+        return max(0.0, 1.0 - self.lost_tokens / self.shown_tokens)
+
+
+def simulate(name: str, session: Session, layout: Layout) -> StrategyResult:
+    """Replay `session` under one layout through the cache model."""
+    caches: dict[str, PromptCache] = {}
+    result = StrategyResult(name)
+    started_threads: set[str] = set()
+    shown: set[int] = set()
+    shown_tokens = 0
+    for call in session.calls:
+        prompt = layout.prompt(call)
+        cache = caches.get(call.model)
+        if cache is None:
+            cache = caches[call.model] = _new_cache(call.model)
+        thread = session.threads[call.thread]
+        if call.thread not in started_threads:
+            started_threads.add(call.thread)
+            if thread.warm_tokens > 0 and prompt.system:
+                warm = Request(system=(_with_breakpoint(prompt.system[0]),))
+                cache.call(warm, call.started - PREWARM_LEAD_SECONDS)
+        usage = cache.call(Request(system=prompt.system, messages=prompt.messages), call.started)
+        for block in prompt.messages:
+            if block.key not in shown:
+                shown.add(block.key)
+                shown_tokens += block.tokens
+        result.calls.append(
+            CallResult(
+                index=call.index,
+                started=call.started,
+                model=call.model,
+                context_tokens=prompt.tokens,
+                usage=usage,
+                output_tokens=call.response.tokens,
+            )
+        )
+    result.shown_tokens = shown_tokens
+    result.lost_tokens = layout.lost_tokens
+    return result
+
+
+def _new_cache(model: str) -> PromptCache:
+    try:
+        return PromptCache(model)
+    except cache_sim.UnknownModelError:
+        # An unpriced model still has a cache; the default minimum is the common one.
+        return PromptCache(model, min_cacheable_tokens=1024)
+
+
+def _with_breakpoint(block: cache_sim.Block) -> cache_sim.Block:
+    if block.cache_ttl is not None:
+        return block
+    return cache_sim.Block(block.key, block.tokens, "5m", block.auto_target)
+
+
+@dataclass(frozen=True)
+class LayoutStrategy:
+    """A strategy made of a name and a factory of per-session layouts."""
+
+    name: str
+    layout: Callable[[Session], Layout]
+    description: str = ""
+
+    def replay(self, session: Session) -> StrategyResult:
+        return simulate(self.name, session, self.layout(session))
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """How far modelled usage is from the recorded usage: signed fractions (model/recorded - 1).
+
+    `median_call_error` is the per-call error of median size, its sign kept.
+    """
+
+    billed_input_error: float
+    median_call_error: float
+    call_errors: tuple[float, ...]
+
+
+def fidelity(session: Session, modelled: StrategyResult) -> Fidelity | None:
+    """Compare the `recorded` strategy's modelled usage with what the transcript recorded."""
+    if not session.recorded:
+        return None
+    recorded = [call.usage for call in session.calls if call.usage is not None]
+    errors = tuple(
+        _relative(model.billed_input, rec.billed_input)
+        for model, rec in zip(modelled.calls, recorded, strict=True)
+    )
+    total = sum(rec.billed_input for rec in recorded)
+    by_size = sorted(errors, key=abs)
+    median = by_size[len(by_size) // 2] if len(by_size) % 2 else _middle(by_size)
+    return Fidelity(_relative(modelled.billed_input, total), median, errors)
+
+
+def _middle(values: Sequence[float]) -> float:
+    """The median of an even-length list sorted by size, keeping the sign of the larger one."""
+    low, high = values[len(values) // 2 - 1], values[len(values) // 2]
+    size = statistics.fmean((abs(low), abs(high)))
+    return size if high >= 0 else -size
+
+
+def _relative(value: float, reference: float) -> float:
+    if reference == 0:
+        return 0.0 if value == 0 else 1.0
+    return value / reference - 1.0

@@ -1,0 +1,274 @@
+"""Today's ways of laying out a coding session's context, replayed on the same flow.
+
+Each strategy is a `LayoutStrategy`: a name and a per-session layout that turns each call into
+a request for the cache model (see simulate.py for the shared driving loop). All of them send
+the thread's fixed prefix (tools + system prompt, with Claude Code's breakpoint after it) and
+differ in what the messages carry:
+
+- `recorded`: what Claude Code sent; breakpoints after the system prompt and on the last message.
+- `cc-dedup`: Claude Code's file-unchanged stub for a Read of the same range of a file whose
+  text has not changed since it was last read.
+- `clear-tool-uses`: Anthropic's clear_tool_uses_20250919 with its defaults: once a request
+  exceeds 100,000 input tokens, the results of all but the 3 most recent tool uses are
+  replaced by a placeholder, on the server, before the cache is consulted.
+- `aider`: Aider's request shape (Aider-AI/aider e568d09, aider/coders/chat_chunks.py): system,
+  history of finished turns, the current text of every file in the chat, then the current
+  turn; breakpoints after the system prompt and after the chat files.
+- `seed-inplace`: the seed proposal: one block with the current text of every file seen, placed
+  before the conversation (cached) and rewritten in place on every change; Read results in the
+  thread become short references.
+
+`STRATEGIES` maps names to strategies; a new one (the context engine's `ours`) is one entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import xxhash
+
+from ephemeral_context import cache_sim
+from ephemeral_context.replay.files import FileTracker
+from ephemeral_context.replay.flow import Block, Call, Message, Session, Thread
+from ephemeral_context.replay.simulate import LayoutStrategy, Prompt, Strategy
+from ephemeral_context.tokens import estimate_block_tokens
+
+CLEAR_TRIGGER_TOKENS = 100_000
+CLEAR_KEEP_TOOL_USES = 3
+CLEARED_PLACEHOLDER = "[tool result cleared by context management]"
+UNCHANGED_STUB = (
+    "File unchanged since last read. The content from the earlier Read tool_result in this "
+    "conversation is still current \u2014 refer to that instead of re-reading."
+)
+FILE_REFERENCE = "Read {path}: in the file context (cached: true)"
+FILE_UPDATED = "Updated {path}: in the file context"
+AIDER_FILE_NOTE = "Added {path} to the chat."
+
+
+def _key(*parts: str) -> int:
+    return xxhash.xxh3_64_intdigest("\x00".join(parts).encode("utf-8", "surrogatepass"))
+
+
+def cache_block(block: Block) -> cache_sim.Block:
+    """The cache model's view of one content block."""
+    return cache_sim.Block(block.key, block.tokens, None, block.type != "thinking")
+
+
+def text_block(text: str, *parts: str) -> cache_sim.Block:
+    """A block this layout writes itself (a stub, a placeholder, a reference)."""
+    return cache_sim.Block(_key(text, *parts), estimate_block_tokens(text, "prose"))
+
+
+def with_breakpoint(blocks: list[cache_sim.Block], ttl: cache_sim.Ttl = "5m") -> None:
+    """Put a breakpoint on the last block that may carry one (not a thinking block)."""
+    for i in range(len(blocks) - 1, -1, -1):
+        block = blocks[i]
+        if block.auto_target:
+            blocks[i] = cache_sim.Block(block.key, block.tokens, ttl, True)
+            return
+
+
+def prefix(thread: Thread) -> tuple[cache_sim.Block, ...]:
+    """The thread's fixed prefix (with Claude Code's breakpoint) and any unrecorded context."""
+    blocks = [
+        cache_sim.Block(_key("prefix", thread.id), max(thread.prefix_tokens, 1), "5m"),
+    ]
+    if thread.hidden_tokens:
+        blocks.append(cache_sim.Block(_key("hidden", thread.id), thread.hidden_tokens))
+    return tuple(blocks)
+
+
+Rewrite = Callable[[Block], Sequence[cache_sim.Block]]
+
+
+@dataclass
+class _ThreadMemo:
+    """A thread's messages as already rewritten (each message once, in order)."""
+
+    messages: list[tuple[cache_sim.Block, ...]] = field(default_factory=list)
+    tracker: FileTracker = field(default_factory=FileTracker)
+
+
+class ThreadLayout:
+    """A layout that rewrites each message once, in order, and sends the thread as it stands.
+
+    Subclasses override `rewrite` (block by block, with the thread's file tracker at hand)
+    and `assemble` (where the rewritten messages go in the request).
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.memo: dict[str, _ThreadMemo] = {}
+        self._lost = 0
+
+    @property
+    def lost_tokens(self) -> int:
+        return self._lost
+
+    def lose(self, tokens: int) -> None:
+        self._lost += tokens
+
+    def prompt(self, call: Call) -> Prompt:
+        thread = self.session.threads[call.thread]
+        memo = self.memo.setdefault(call.thread, _ThreadMemo())
+        messages = self.session.request(call)
+        for message in messages[len(memo.messages) :]:
+            memo.messages.append(tuple(self._rewrite_message(message, memo)))
+        return self.assemble(thread, memo, messages, memo.messages[: len(messages)])
+
+    def _rewrite_message(self, message: Message, memo: _ThreadMemo) -> Iterable[cache_sim.Block]:
+        for block in message.blocks:
+            yield from self.rewrite(block, memo.tracker)
+
+    def rewrite(self, block: Block, tracker: FileTracker) -> Sequence[cache_sim.Block]:
+        """The blocks that stand for `block` in this layout (by default: itself)."""
+        tracker.apply(block)
+        return (cache_block(block),)
+
+    def assemble(
+        self,
+        thread: Thread,
+        memo: _ThreadMemo,
+        messages: Sequence[Message],
+        rewritten: Sequence[tuple[cache_sim.Block, ...]],
+    ) -> Prompt:
+        """Claude Code's shape: prefix, then the messages, breakpoint on the last one."""
+        blocks = [block for message in rewritten for block in message]
+        with_breakpoint(blocks)
+        return Prompt(prefix(thread), tuple(blocks))
+
+
+class RecordedLayout(ThreadLayout):
+    """What Claude Code sent."""
+
+
+class DedupLayout(ThreadLayout):
+    """Claude Code's file-unchanged stub for a repeated Read of unchanged text."""
+
+    def rewrite(self, block: Block, tracker: FileTracker) -> Sequence[cache_sim.Block]:
+        update = tracker.apply(block)
+        if update is not None and update.how == "read" and not update.changed:
+            return (text_block(UNCHANGED_STUB, "stub", block.key.to_bytes(8).hex()),)
+        return (cache_block(block),)
+
+
+class ClearToolUsesLayout(ThreadLayout):
+    """clear_tool_uses_20250919 with its defaults, applied by the server on every request."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self._cleared: set[int] = set()
+
+    def assemble(
+        self,
+        thread: Thread,
+        memo: _ThreadMemo,
+        messages: Sequence[Message],
+        rewritten: Sequence[tuple[cache_sim.Block, ...]],
+    ) -> Prompt:
+        head = prefix(thread)
+        flow = [block for message in messages for block in message.blocks]
+        total = sum(b.tokens for b in head) + sum(b.tokens for b in flow)
+        keep: set[str] = set()
+        if total > CLEAR_TRIGGER_TOKENS:
+            uses = [b.tool_use_id for b in flow if b.type == "tool_use" and b.tool_use_id]
+            keep = set(uses[-CLEAR_KEEP_TOOL_USES:])
+        blocks: list[cache_sim.Block] = []
+        for block in flow:
+            cleared = (
+                total > CLEAR_TRIGGER_TOKENS
+                and block.type == "tool_result"
+                and block.tool_use_id not in keep
+            )
+            if cleared:
+                if block.key not in self._cleared:
+                    self._cleared.add(block.key)
+                    self.lose(block.tokens)
+                blocks.append(text_block(CLEARED_PLACEHOLDER, "cleared"))
+            else:
+                blocks.append(cache_block(block))
+        with_breakpoint(blocks)
+        return Prompt(head, tuple(blocks))
+
+
+class FileBlockLayout(ThreadLayout):
+    """Shared by the layouts that keep files apart: Read and change results become references."""
+
+    reference = FILE_REFERENCE
+
+    def rewrite(self, block: Block, tracker: FileTracker) -> Sequence[cache_sim.Block]:
+        update = tracker.apply(block)
+        if update is None:
+            return (cache_block(block),)
+        self.lose(update.replaced_tokens)
+        template = self.reference if update.how in ("read", "external") else FILE_UPDATED
+        return (text_block(template.format(path=update.path), "ref", str(block.key)),)
+
+    def file_blocks(self, tracker: FileTracker) -> list[cache_sim.Block]:
+        """One block per file in the order first seen, each with its current text."""
+        return [cache_sim.Block(tracker.key(path), tracker.tokens(path)) for path in tracker.files]
+
+
+class SeedInPlaceLayout(FileBlockLayout):
+    """The seed proposal: one file block before the conversation, rewritten on every change."""
+
+    def assemble(
+        self,
+        thread: Thread,
+        memo: _ThreadMemo,
+        messages: Sequence[Message],
+        rewritten: Sequence[tuple[cache_sim.Block, ...]],
+    ) -> Prompt:
+        files = self.file_blocks(memo.tracker)
+        system = list(prefix(thread))
+        if files:
+            merged = cache_sim.Block(
+                _key("files", *(str(b.key) for b in files)), sum(b.tokens for b in files), "5m"
+            )
+            system.append(merged)
+        blocks = [block for message in rewritten for block in message]
+        with_breakpoint(blocks)
+        return Prompt(tuple(system), tuple(blocks))
+
+
+class AiderLayout(FileBlockLayout):
+    """Aider: system | finished turns | chat files (breakpoint) | current turn."""
+
+    reference = AIDER_FILE_NOTE
+
+    def assemble(
+        self,
+        thread: Thread,
+        memo: _ThreadMemo,
+        messages: Sequence[Message],
+        rewritten: Sequence[tuple[cache_sim.Block, ...]],
+    ) -> Prompt:
+        turn = _current_turn(messages)
+        done = [block for message in rewritten[:turn] for block in message]
+        current = [block for message in rewritten[turn:] for block in message]
+        files = self.file_blocks(memo.tracker)
+        with_breakpoint(files)
+        return Prompt(prefix(thread), (*done, *files, *current))
+
+
+def _current_turn(messages: Sequence[Message]) -> int:
+    """Index of the message that opened the current turn (the last prompt a person wrote)."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if message.role == "user" and not any(b.type == "tool_result" for b in message.blocks):
+            return i
+    return 0
+
+
+STRATEGIES: dict[str, Strategy] = {
+    s.name: s
+    for s in (
+        LayoutStrategy("recorded", RecordedLayout, "what Claude Code sent"),
+        LayoutStrategy("cc-dedup", DedupLayout, "Claude Code's file-unchanged stub"),
+        LayoutStrategy("clear-tool-uses", ClearToolUsesLayout, "clear_tool_uses_20250919"),
+        LayoutStrategy("aider", AiderLayout, "files re-sent after the history"),
+        LayoutStrategy("seed-inplace", SeedInPlaceLayout, "file block updated in place"),
+    )
+}
+"""Every strategy the report runs, by name, in report order."""

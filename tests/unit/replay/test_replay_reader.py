@@ -1,0 +1,234 @@
+"""The transcript reader on every real transcript, on hand-written ones and on bad input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from ephemeral_context.replay.reader import TranscriptError, read_session
+
+from tests.conftest import TRACES_DIR
+from tests.unit.replay.builder import Transcript, cat_n, text, tool_use
+
+MANIFEST = {
+    entry["file"]: entry for entry in json.loads((TRACES_DIR / "MANIFEST.json").read_text())
+}
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_real_transcript_calls_and_usage_match_the_manifest(name: str) -> None:
+    """Each call counted once (lines repeat message.id) and its usage summed once."""
+    session = read_session(TRACES_DIR / name)
+    expected = MANIFEST[name]
+    assert session.problems == []
+    assert len(session.calls) == expected["llm_turns"]
+    usage = [call.usage for call in session.calls]
+    assert all(u is not None for u in usage)
+    assert sum(u.input_tokens for u in usage if u) == expected["usage_sum"]["input_tokens"]
+    assert (
+        sum(u.cache_read_input_tokens for u in usage if u)
+        == expected["usage_sum"]["cache_read_input_tokens"]
+    )
+    assert (
+        sum(u.cache_creation_input_tokens for u in usage if u)
+        == expected["usage_sum"]["cache_creation_input_tokens"]
+    )
+    starts = [call.started for call in session.calls]
+    assert starts == sorted(starts)
+    for call in session.calls:
+        request = session.request(call)
+        assert request[-1].role == "user"
+        assert all(a.role != b.role for a, b in itertools.pairwise(request))
+
+
+def test_compaction_starts_a_thread_with_the_summary_and_unrecorded_context() -> None:
+    session = read_session(TRACES_DIR / "randlee__claude-history__session-967e501d.jsonl")
+    assert len(session.threads) == 2
+    after = list(session.threads.values())[1]
+    first = after.messages[0]
+    assert first.blocks[0].text.startswith("This session is being continued")
+    # The first call after the compaction read the prefix from a warm cache (16,658 tokens)
+    # and carried ~65k tokens Claude Code re-attached without recording them.
+    assert after.warm_tokens == 16_658
+    assert after.prefix_tokens == 16_658
+    assert after.hidden_tokens > 30_000
+    assert session.models == ["claude-opus-4-5-20251101", "claude-haiku-4-5-20251001"]
+
+
+def test_inline_sidechains_become_their_own_threads() -> None:
+    session = read_session(TRACES_DIR / "d-kimuson__claude-code-viewer__fe5e1c67.jsonl")
+    kinds = sorted(thread.prefix_key for thread in session.threads.values())
+    assert kinds == ["agent"] * 5 + ["main"]
+
+
+def test_read_and_edit_results_keep_their_meaning() -> None:
+    session = read_session(TRACES_DIR / "randlee__claude-history__session-967e501d.jsonl")
+    blocks = [b for t in session.threads.values() for m in t.messages for b in m.blocks]
+    views = [b.file_view for b in blocks if b.file_view is not None]
+    changes = [b.file_change for b in blocks if b.file_change is not None]
+    assert len(views) >= 15
+    assert all(view.path.startswith("/") and view.content for view in views)
+    assert len(changes) >= 10
+    assert all(change.replacements and change.original for change in changes)
+
+
+def hand_written(tmp_path: Path) -> Path:
+    t = Transcript()
+    t.user("fix the bug in app.py")
+    t.assistant(
+        [text("Reading it."), tool_use("t1", "Read", file_path="/w/app.py")],
+        usage={"read": 9000, "write": 300},
+    )
+    t.tool_result("t1", cat_n("def f():\n    return 1"))
+    t.assistant(
+        [tool_use("t2", "Edit", file_path="/w/app.py", old_string="1", new_string="2")],
+        usage={"read": 9300, "write": 80},
+    )
+    t.tool_result("t2", "The file /w/app.py has been updated successfully.")
+    t.other("progress", data={"type": "hook_progress"})
+    t.assistant([text("Done.")], usage={"read": 9380, "write": 60})
+    return t.write(tmp_path / "session.jsonl")
+
+
+def test_hand_written_session(tmp_path: Path) -> None:
+    session = read_session(hand_written(tmp_path))
+    assert session.problems == []
+    assert [len(session.request(c)) for c in session.calls] == [1, 3, 5]
+    read = session.request(session.calls[1])[-1].blocks[0]
+    assert read.tool == "Read"
+    assert read.file_view is not None
+    assert read.file_view.content == "def f():\n    return 1"
+    assert read.file_view.start_line == 1
+    edit = session.request(session.calls[2])[-1].blocks[0]
+    assert edit.file_change is not None
+    assert edit.file_change.replacements == (("1", "2"),)
+    # The first call read 9,000 tokens someone else had cached: the prefix is what it read.
+    thread = session.thread_of(session.calls[0])
+    assert thread.warm_tokens == 9000
+    assert thread.prefix_tokens == 9000
+
+
+def test_bad_lines_are_reported_with_file_and_line_and_skipped(tmp_path: Path) -> None:
+    good = hand_written(tmp_path).read_text().splitlines()
+    lines = [*good[:2], "this is not json", '{"type": "mystery", "uuid": "x"}', "[1, 2]", *good[2:]]
+    lines.append('{"type": "user", "message": {"role": "us')  # truncated last line
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines))
+    session = read_session(path)
+    assert len(session.calls) == 3
+    messages = [(p.line, p.message.split(" (")[0].split(";")[0]) for p in session.problems]
+    assert messages == [
+        (3, "not JSON"),
+        (4, "unknown record type 'mystery'"),
+        (5, "not a JSON object"),
+        (len(lines), "truncated last line"),
+    ]
+    assert all(p.path == str(path) for p in session.problems)
+
+
+def test_unknown_tool_is_reported_once_and_its_result_still_counted(tmp_path: Path) -> None:
+    t = Transcript()
+    t.user("go")
+    t.assistant([tool_use("t1", "Teleport", where="mars")], usage={"write": 5000})
+    t.tool_result("t1", "arrived")
+    t.assistant([tool_use("t2", "Teleport", where="venus")], usage={"read": 5000, "write": 50})
+    t.tool_result("t2", "arrived again")
+    t.assistant([text("ok")], usage={"read": 5050, "write": 40})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert [p.message for p in session.problems] == [
+        "unknown tool 'Teleport'; its result counts as plain output"
+    ]
+    assert session.request(session.calls[2])[-1].blocks[0].text == "arrived again"
+
+
+def test_a_transcript_without_calls_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    path = (
+        Transcript().user("hello").other("summary", summary="nothing").write(tmp_path / "e.jsonl")
+    )
+    session = read_session(path)
+    assert session.calls == []
+    assert [p.message for p in session.problems] == ["no API calls in this transcript"]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert read_session(empty).calls == []
+
+
+def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(TranscriptError, match=r"missing\.jsonl: cannot read"):
+        read_session(tmp_path / "missing.jsonl")
+    with pytest.raises(TranscriptError, match="cannot read"):
+        read_session(tmp_path)  # a folder
+
+
+def test_stream_json_form(tmp_path: Path) -> None:
+    """`claude -p --output-format stream-json`: no links, no times, sub-agent lines by parent id."""
+    usage = {
+        "input_tokens": 3,
+        "cache_creation_input_tokens": 500,
+        "cache_read_input_tokens": 12000,
+        "output_tokens": 1,
+    }
+    records = [
+        {
+            "type": "system",
+            "subtype": "init",
+            "session_id": "s",
+            "model": "claude-sonnet-4-5",
+            "tools": [],
+        },
+        {
+            "type": "user",
+            "message": {"role": "user", "content": "list files"},
+            "session_id": "s",
+            "parent_tool_use_id": None,
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "id": "m1",
+                "model": "claude-sonnet-4-5",
+                "role": "assistant",
+                "content": [tool_use("t1", "Bash", command="ls")],
+                "usage": usage,
+            },
+            "parent_tool_use_id": None,
+            "session_id": "s",
+        },
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py\nb.py"}],
+            },
+            "parent_tool_use_id": None,
+            "session_id": "s",
+            "tool_use_result": {"stdout": "a.py\nb.py"},
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "id": "m2",
+                "model": "claude-sonnet-4-5",
+                "role": "assistant",
+                "content": [text("two files")],
+                "usage": {
+                    **usage,
+                    "cache_read_input_tokens": 12503,
+                    "cache_creation_input_tokens": 60,
+                },
+            },
+            "parent_tool_use_id": None,
+            "session_id": "s",
+        },
+        {"type": "result", "num_turns": 2, "total_cost_usd": 0.01, "usage": usage},
+    ]
+    path = tmp_path / "stream.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    session = read_session(path)
+    assert session.problems == []
+    assert len(session.calls) == 2
+    assert [len(session.request(c)) for c in session.calls] == [1, 3]
+    assert session.calls[1].usage is not None
+    assert session.calls[1].usage.cache_read_input_tokens == 12503
