@@ -69,7 +69,7 @@ from ephemeral_context.context.ledger import (
     binary_reason,
 )
 from ephemeral_context.context.skills import SkillMeta, parse_skill, trigger_fired
-from ephemeral_context.tokens import estimate_tokens
+from ephemeral_context.tokens import estimate_block_tokens
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ class EngineConfig:
     max_tokens: int = 8192
     cache_ttl: Literal["auto", "5m", "1h"] = "auto"
     eviction: bool = True
-    count: TokenCounter = estimate_tokens
+    count: TokenCounter = estimate_block_tokens
 
 
 @dataclass(frozen=True)
@@ -221,6 +221,7 @@ class _Conversation:
     """Cache boundaries the engine expects: thread index (-1 = end of segment) -> (expiry, end)."""
     skills: dict[int, _SkillState] = field(default_factory=dict)
     last_assistant: int = -1
+    last_cacheable: int = -1
     touches: dict[str, list[int]] = field(default_factory=dict)
     baseline: list[Block] = field(default_factory=list)
     sim: PromptCache | None = None
@@ -234,6 +235,7 @@ class _Conversation:
     peak_tokens: int = 0
     evicted_total: int = 0
     rehydrated: dict[str, int] = field(default_factory=dict)
+    rehydrated_tokens: int = 0
     evicted_by_kind: dict[str, int] = field(default_factory=dict)
 
 
@@ -297,6 +299,8 @@ class ContextEngine:
             c.baseline.append(Block(hash((tb.key, role)), tokens))
         if role == "assistant":
             c.last_assistant = index
+        if block.get("type") not in ("thinking", "redacted_thinking"):
+            c.last_cacheable = index
         return index
 
     def add_user_text(self, conv: str, text: str, *, tokens: int | None = None) -> None:
@@ -326,9 +330,7 @@ class ContextEngine:
         for n, raw in enumerate(blocks):
             block = _as_dict(raw)
             kind = str(block.get("type", ""))
-            if kind in ("thinking", "redacted_thinking") or (
-                kind == "text" and not block.get("text")
-            ):
+            if kind == "text" and not block.get("text"):
                 continue
             count = (
                 tokens[n] if tokens is not None and n < len(tokens) else self._block_tokens(block)
@@ -705,38 +707,27 @@ class ContextEngine:
         read_session_file call would. Used by the replay to charge re-hydration honestly.
         """
         c = self.conversation(conv)
-        missing = [n for n in needles if n and not self._needle_visible(c, n)]
         view = c.files.get(uri) if uri else None
-        if not missing and (
-            uri is None or needles or (view is not None and self._view_visible(c, view))
-        ):
-            return 0
+        file_hidden = view is not None and not self._view_visible(c, view)
         appended = 0
-        restored: set[int] = set()
-        for needle in missing:
-            for index in range(len(c.thread) - 1, -1, -1):
-                tb = c.thread[index]
-                if tb.evicted and tb.text and needle in tb.text and index not in restored:
-                    restored.add(index)
-                    appended += self._rehydrate(c, tb)
-                    break
-            else:
-                current = self.ledger.current(uri) if uri else None
-                if (
-                    current is not None
-                    and uri is not None
-                    and not any(
-                        c.thread[i].uri == uri and c.thread[i].kind == "rehydration"
-                        for i in range(len(c.thread))[-3:]
-                    )
-                ):
-                    appended += self._rehydrate_file(c, uri, current.id)
-                break
-        if not missing and uri is not None and not needles:
-            current = self.ledger.current(uri)
-            if current is not None:
-                appended += self._rehydrate_file(c, uri, current.id)
+        for needle in needles:
+            if not needle or self._needle_visible(c, needle):
+                continue
+            source = next(
+                (tb for tb in reversed(c.thread) if tb.evicted and needle in tb.text), None
+            )
+            if source is not None:
+                appended += self._rehydrate(c, source)
+            elif file_hidden and uri is not None:
+                appended += self._rehydrate_current(c, uri)
+                file_hidden = False
+        if not needles and file_hidden and uri is not None:
+            appended += self._rehydrate_current(c, uri)
         return appended
+
+    def _rehydrate_current(self, c: _Conversation, uri: str) -> int:
+        current = self.ledger.current(uri)
+        return self._rehydrate_file(c, uri, current.id) if current is not None else 0
 
     def _needle_visible(self, c: _Conversation, needle: str) -> bool:
         if any(needle in e.text for e in c.segment):
@@ -761,8 +752,8 @@ class ContextEngine:
             view = c.files.get(tb.uri)
             if view is not None:
                 view.blocks.append(index)
-        kind = tb.kind
-        c.rehydrated[kind] = c.rehydrated.get(kind, 0) + 1
+        c.rehydrated[tb.kind] = c.rehydrated.get(tb.kind, 0) + 1
+        c.rehydrated_tokens += tokens
         return tokens
 
     def _rehydrate_file(self, c: _Conversation, uri: str, item_id: str) -> int:
@@ -786,6 +777,7 @@ class ContextEngine:
             view.blocks.append(index)
             view.text, view.whole, view.start_line, view.item_id = text, True, 1, item_id
         c.rehydrated["file"] = c.rehydrated.get("file", 0) + 1
+        c.rehydrated_tokens += tokens
         return tokens
 
     # ------------------------------------------------------------------ requests
@@ -828,7 +820,7 @@ class ContextEngine:
         if self.config.eviction and c.calls > 0:
             self._consolidate(c, prefix, ttl)
         hit = max((p for p in c.entries if p >= 0), default=None)
-        points = place_breakpoints(bool(system), bool(c.segment), len(c.thread), hit, ttl)
+        points = place_breakpoints(bool(system), bool(c.segment), c.last_cacheable + 1, hit, ttl)
         built = build(
             model=model,
             max_tokens=self.config.max_tokens,

@@ -106,7 +106,8 @@ def choose_anchor(last: int, hit: int | None) -> int | None:
 def place_breakpoints(
     has_system: bool, has_segment: bool, thread_len: int, hit: int | None, ttl: Ttl
 ) -> Breakpoints:
-    """Breakpoints for this request (never more than four)."""
+    """Breakpoints for this request (never more than four); `thread_len` counts up to the
+    last block that may carry one (not a thinking block)."""
     last = thread_len - 1 if thread_len else None
     anchor = choose_anchor(last, hit) if last is not None else None
     points = Breakpoints(has_system, has_segment, anchor, last, ttl)

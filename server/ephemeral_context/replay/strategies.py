@@ -31,6 +31,7 @@ import xxhash
 from ephemeral_context import cache_sim
 from ephemeral_context.replay.files import FileTracker
 from ephemeral_context.replay.flow import Block, Call, Message, Session, Thread
+from ephemeral_context.replay.ours import OURS_STRATEGIES
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt, Strategy
 from ephemeral_context.tokens import estimate_block_tokens
 
@@ -269,6 +270,7 @@ STRATEGIES: dict[str, Strategy] = {
         LayoutStrategy("clear-tool-uses", ClearToolUsesLayout, "clear_tool_uses_20250919"),
         LayoutStrategy("aider", AiderLayout, "files re-sent after the history"),
         LayoutStrategy("seed-inplace", SeedInPlaceLayout, "file block updated in place"),
+        *OURS_STRATEGIES,
     )
 }
 """Every strategy the report runs, by name, in report order."""

@@ -1,0 +1,168 @@
+"""The `ours` strategy: the context engine itself, driven by a transcript's information flow.
+
+No second copy of the policy: each call's new messages go into a `ContextEngine` (one
+conversation per thread) exactly as the agent loop would feed them, and the request the
+engine builds is what the cache model prices. Read results go in as file reads (so repeats
+become references or diffs), the model's own Edit/MultiEdit/Write results as edits, Skill
+loads as skills, everything else as tool results.
+
+Honesty about eviction: before each call, the edits its response makes are checked against
+what the engine left visible. If an Edit's old_string (or the file it edits) is only in
+content the engine evicted, the engine appends that content again (`ensure_visible`), as a
+real read_session_file call would, and the call pays for it. docs/cost-model.md ("Our
+policy") states the rule.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.replay.flow import Block, Call, FileChange, Message, Session
+from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
+from ephemeral_context.store import Store
+
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
+SKILL_TOOLS = frozenset({"Skill"})
+
+
+def _uri(path: str) -> str:
+    return path if "://" in path else f"file://{path}"
+
+
+def _after(change: FileChange) -> str | None:
+    """The whole file after the model's change, when the transcript lets us know it."""
+    if change.content is not None:
+        return change.content
+    if change.original is None:
+        return None
+    text = change.original
+    for old, new in change.replacements:
+        text = text.replace(old, new, 1)
+    return text
+
+
+def _api_block(block: Block) -> dict[str, Any]:
+    """The Messages API shape of an assistant block."""
+    if block.type == "tool_use":
+        return {
+            "type": "tool_use",
+            "id": block.tool_use_id,
+            "name": block.tool,
+            "input": dict(block.tool_input or {}),
+        }
+    if block.type == "thinking":
+        return {"type": "thinking", "thinking": block.text, "signature": ""}
+    return {"type": "text", "text": block.text or " "}
+
+
+class OursLayout:
+    """One engine per session; each thread is one conversation."""
+
+    def __init__(self, session: Session, eviction: bool = True) -> None:
+        self.session = session
+        self._dir = tempfile.TemporaryDirectory(prefix="ectx-replay-")
+        self.store = Store(self._dir.name)
+        self.engine = ContextEngine(self.store, EngineConfig(eviction=eviction), clock=lambda: 0.0)
+        self._fed: dict[str, int] = {}
+
+    @property
+    def lost_tokens(self) -> int:
+        """Nothing shown is lost: every evicted block stays in the store under its id."""
+        return 0
+
+    def rehydrated_tokens(self) -> int:
+        """Tokens appended again because a later call used evicted content."""
+        return sum(self.engine.conversation(conv).rehydrated_tokens for conv in self._fed)
+
+    def prompt(self, call: Call) -> Prompt:
+        thread = self.session.threads[call.thread]
+        messages = self.session.request(call)
+        for message in messages[self._fed.get(call.thread, 0) :]:
+            self._feed(call.thread, message)
+        self._fed[call.thread] = len(messages)
+        self._rehydrate_for(call)
+        system = f"prefix:{thread.prefix_key}"
+        self.engine.build_request(
+            call.thread,
+            call.model,
+            system,
+            now=call.started,
+            system_tokens=max(1, thread.prefix_tokens + thread.hidden_tokens),
+        )
+        built = self.engine.last_request(call.thread)
+        assert built is not None
+        request = built.cache_request
+        return Prompt(tuple(request.system), tuple(request.messages))
+
+    def _feed(self, conv: str, message: Message) -> None:
+        engine = self.engine
+        if message.role == "assistant":
+            blocks = [b for b in message.blocks if b.type in ("text", "thinking", "tool_use")]
+            engine.add_assistant_content(
+                conv, [_api_block(b) for b in blocks], tokens=[b.tokens for b in blocks]
+            )
+            return
+        for block in message.blocks:
+            if block.type == "tool_result":
+                self._feed_result(conv, block)
+            elif block.type in ("text", "hidden"):
+                engine.add_user_text(conv, block.text or " ", tokens=block.tokens)
+            else:
+                engine.add_user_text(conv, f"[{block.type}]", tokens=block.tokens)
+
+    def _feed_result(self, conv: str, block: Block) -> None:
+        engine = self.engine
+        tool_use_id = block.tool_use_id or ""
+        view, change = block.file_view, block.file_change
+        if view is not None and not block.is_error:
+            engine.add_tool_result(
+                conv, tool_use_id, block.text, kind="file", uri=_uri(view.path),
+                content=view.content, start_line=view.start_line, whole=view.whole_file,
+                tokens=block.tokens,
+            )  # fmt: skip
+        elif change is not None and not block.is_error:
+            engine.add_tool_result(
+                conv, tool_use_id, block.text, kind="edit", uri=_uri(change.path),
+                content=_after(change), tokens=block.tokens,
+            )  # fmt: skip
+        else:
+            engine.add_tool_result(
+                conv, tool_use_id, block.text,
+                kind="skill" if block.tool in SKILL_TOOLS else "tool_result",
+                is_error=block.is_error,
+                tokens=block.tokens,
+            )  # fmt: skip
+
+    def _rehydrate_for(self, call: Call) -> None:
+        """Content the response is about to use must be visible: re-append what was evicted."""
+        for block in call.response.blocks:
+            if block.type != "tool_use" or block.tool not in EDIT_TOOLS:
+                continue
+            tool_input: Mapping[str, Any] = block.tool_input or {}
+            path = str(tool_input.get("file_path", ""))
+            needles = [str(tool_input.get("old_string", ""))]
+            needles += [
+                str(e.get("old_string", ""))
+                for e in tool_input.get("edits") or ()
+                if isinstance(e, Mapping)
+            ]
+            self.engine.ensure_visible(call.thread, _uri(path), [n for n in needles if n])
+
+
+def ours_layout(session: Session) -> OursLayout:
+    return OursLayout(session)
+
+
+def lossless_layout(session: Session) -> OursLayout:
+    """`ours` with eviction off: references, diffs and consolidation only."""
+    return OursLayout(session, eviction=False)
+
+
+OURS_STRATEGIES = (
+    LayoutStrategy("ours", ours_layout, "the context engine (eviction on)"),
+    LayoutStrategy("ours-lossless", lossless_layout, "the context engine, eviction off"),
+)
+"""Registered in replay/strategies.py STRATEGIES."""
