@@ -37,6 +37,7 @@ e2e: $(STAMP) e2e-deps ## only the real-editor end-to-end tests
 	$(VENV)/bin/pytest -m e2e -q
 
 test: $(STAMP) lint typecheck e2e-deps ## ruff, mypy and the whole suite, real clients included
+	cd extension && npm ci --no-audit --no-fund && npm test
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP) ## benchmarks; figures go to docs/benchmarks.md
