@@ -1,0 +1,341 @@
+/**
+ * Owns the language client's lifecycle: finds Python, checks that the server package is
+ * importable (offering to install it), starts `python -m ephemeral_context serve` over stdio,
+ * merges bursts of restart requests into one, restarts a crashed server with backoff, and
+ * re-binds the `ephemeralContext/*` notification handlers on every new client. The views
+ * listen to this module's events, never to a client directly.
+ */
+import { CancellationToken, Disposable, Event, EventEmitter, LogOutputChannel, ProgressLocation, Uri } from 'vscode';
+import {
+    CloseAction,
+    ErrorAction,
+    LanguageClient,
+    LanguageClientOptions,
+    RevealOutputChannelOn,
+    ServerOptions,
+    State,
+    TransportKind,
+} from 'vscode-languageclient/node';
+import { CrashBackoff } from './backoff';
+import {
+    CRASH_RESTART_BASE_MS,
+    CRASH_RESTART_MAX_MS,
+    CRASH_RESTART_RESET_MS,
+    SECTION,
+    SERVER_RESTART_DELAY_MS,
+} from './constants';
+import { createServerVenv } from './install';
+import { traceError, traceInfo, traceLog } from './log/logging';
+import { AskProgress, Methods, StatusResult, Usage } from './protocol';
+import { checkServerPackage, getInterpreterDetails } from './python';
+import { ServerInfo } from './setup';
+import { getWindowSettings, ISettings, toServerSettings } from './settings';
+import { ServerState } from '../model/statusText';
+import { getWorkspaceFolders, isVirtualWorkspace, showErrorMessage, showWarningMessage, withProgress, openSettings } from './vscodeapi';
+
+export interface ServerDependencies {
+    info: ServerInfo;
+    channel: LogOutputChannel;
+    /** The Anthropic API key to hand to the server process, if any. */
+    apiKey(): Promise<string | undefined>;
+    /** Where a virtual environment created for the server lives. */
+    storageDir: Uri;
+}
+
+export class ServerManager implements Disposable {
+    private client: LanguageClient | undefined;
+    private clientListeners: Disposable[] = [];
+    private restartTimer: NodeJS.Timeout | undefined;
+    private crashTimer: NodeJS.Timeout | undefined;
+    private restarting: Promise<void> | undefined;
+    private restartAgain = false;
+    private disposed = false;
+    private readonly backoff = new CrashBackoff({
+        baseMs: CRASH_RESTART_BASE_MS,
+        maxMs: CRASH_RESTART_MAX_MS,
+        resetAfterMs: CRASH_RESTART_RESET_MS,
+    });
+
+    private readonly usageEmitter = new EventEmitter<Usage>();
+    private readonly askEmitter = new EventEmitter<AskProgress>();
+    private readonly stateEmitter = new EventEmitter<ServerState>();
+    private currentState: ServerState = { kind: 'starting' };
+
+    /** Every `ephemeralContext/usage` notification (and the status fetched after each start). */
+    readonly onUsage: Event<Usage> = this.usageEmitter.event;
+    /** Every `ephemeralContext/askProgress` notification. */
+    readonly onAskProgress: Event<AskProgress> = this.askEmitter.event;
+    readonly onState: Event<ServerState> = this.stateEmitter.event;
+
+    constructor(private readonly deps: ServerDependencies) {}
+
+    get state(): ServerState {
+        return this.currentState;
+    }
+
+    /** Asks for a restart; a burst of calls within SERVER_RESTART_DELAY_MS becomes one restart. */
+    requestRestart(reason: string): void {
+        traceLog(`Restart requested: ${reason}`);
+        this.backoff.reset();
+        if (this.restartTimer) {
+            clearTimeout(this.restartTimer);
+        }
+        this.restartTimer = setTimeout(() => {
+            this.restartTimer = undefined;
+            void this.restart();
+        }, SERVER_RESTART_DELAY_MS);
+    }
+
+    /** Stops the current client and starts a new one; concurrent calls queue one more run. */
+    async restart(): Promise<void> {
+        if (this.restarting) {
+            this.restartAgain = true;
+            return this.restarting;
+        }
+        this.restarting = (async () => {
+            do {
+                this.restartAgain = false;
+                await this.stopClient();
+                if (this.disposed) {
+                    return;
+                }
+                await this.startClient();
+            } while (this.restartAgain && !this.disposed);
+        })();
+        try {
+            await this.restarting;
+        } finally {
+            this.restarting = undefined;
+        }
+    }
+
+    /** Sends a request to the running server; rejects with a readable error when there is none. */
+    async request<R>(method: string, params: object, token?: CancellationToken): Promise<R> {
+        const client = this.client;
+        if (!client || client.state !== State.Running) {
+            throw new Error(`The ${this.deps.info.name} server is not running (${describeState(this.currentState)}).`);
+        }
+        return token ? client.sendRequest<R>(method, params, token) : client.sendRequest<R>(method, params);
+    }
+
+    /** Pushes changed settings to the running server (workspace/didChangeConfiguration). */
+    async pushSettings(): Promise<void> {
+        if (this.client?.state === State.Running) {
+            await this.client.sendNotification('workspace/didChangeConfiguration', {
+                settings: { [SECTION]: toServerSettings(getWindowSettings()) },
+            });
+        }
+    }
+
+    async dispose(): Promise<void> {
+        this.disposed = true;
+        clearTimeout(this.restartTimer);
+        clearTimeout(this.crashTimer);
+        await this.stopClient();
+        this.usageEmitter.dispose();
+        this.askEmitter.dispose();
+        this.stateEmitter.dispose();
+    }
+
+    private setState(state: ServerState): void {
+        this.currentState = state;
+        this.stateEmitter.fire(state);
+    }
+
+    private async stopClient(): Promise<void> {
+        clearTimeout(this.crashTimer);
+        this.crashTimer = undefined;
+        const client = this.client;
+        this.client = undefined;
+        this.clientListeners.forEach((listener) => listener.dispose());
+        this.clientListeners = [];
+        if (!client) {
+            return;
+        }
+        try {
+            if (client.state !== State.Stopped) {
+                await client.stop(2000);
+            }
+            await client.dispose();
+        } catch (error) {
+            traceError(`Stopping the server failed: ${String(error)}`);
+        }
+    }
+
+    private async startClient(): Promise<void> {
+        this.setState({ kind: 'starting' });
+        const settings = getWindowSettings();
+        const folder = getWorkspaceFolders()[0];
+        const interpreter = await getInterpreterDetails(settings.interpreter, folder?.uri);
+        if (!interpreter) {
+            this.setState({ kind: 'noPython' });
+            this.explainNoPython('No Python interpreter was found.');
+            return;
+        }
+        const check = await checkServerPackage(interpreter.command, this.deps.info.module);
+        switch (check.kind) {
+            case 'noPython':
+                this.setState({ kind: 'noPython' });
+                traceError(`${interpreter.command.join(' ')} did not run: ${check.detail}`);
+                this.explainNoPython(`Python could not be run: ${interpreter.command.join(' ')}.`);
+                return;
+            case 'tooOld':
+                this.setState({ kind: 'noPython' });
+                this.explainNoPython(`${interpreter.command.join(' ')} is Python ${check.version}; the server needs 3.11 or later.`);
+                return;
+            case 'missingPackage':
+                this.setState({ kind: 'missingPackage' });
+                void this.offerInstall(interpreter.command, settings);
+                return;
+            case 'ok':
+                break;
+        }
+
+        const client = this.createClient(interpreter.command, settings, await this.serverEnvironment());
+        this.client = client;
+        this.bindNotifications(client);
+        traceInfo(`Starting ${interpreter.command.join(' ')} -m ${this.deps.info.module} serve (Python from ${interpreter.source})`);
+        try {
+            await client.start();
+        } catch (error) {
+            traceError(`The server failed to start: ${String(error)}`);
+            this.scheduleCrashRestart(`it failed to start (${String(error)})`);
+            return;
+        }
+        this.backoff.started(Date.now());
+        this.setState({ kind: 'running' });
+        try {
+            this.usageEmitter.fire(await client.sendRequest<StatusResult>(Methods.status, {}));
+        } catch (error) {
+            traceError(`${Methods.status} failed: ${String(error)}`);
+        }
+    }
+
+    private createClient(command: string[], settings: ISettings, env: NodeJS.ProcessEnv): LanguageClient {
+        const [executable, ...pythonArgs] = command;
+        const folder = getWorkspaceFolders()[0];
+        const serverOptions: ServerOptions = {
+            command: executable,
+            args: [...pythonArgs, '-m', this.deps.info.module, 'serve'],
+            transport: TransportKind.stdio,
+            options: { cwd: folder?.uri.fsPath, env },
+        };
+        let intentionalStop = false;
+        const clientOptions: LanguageClientOptions = {
+            documentSelector: isVirtualWorkspace()
+                ? [{ language: '*' }]
+                : [
+                      { scheme: 'file', language: '*' },
+                      { scheme: 'untitled', language: '*' },
+                  ],
+            outputChannel: this.deps.channel,
+            traceOutputChannel: this.deps.channel,
+            revealOutputChannelOn: RevealOutputChannelOn.Never,
+            initializationOptions: toServerSettings(settings),
+            initializationFailedHandler: (error) => {
+                traceError(`initialize failed: ${String(error)}`);
+                return false;
+            },
+            errorHandler: {
+                error: () => ({ action: ErrorAction.Continue, handled: true }),
+                closed: () => {
+                    if (!intentionalStop && this.client === client && !this.disposed) {
+                        this.scheduleCrashRestart('the process exited');
+                    }
+                    return { action: CloseAction.DoNotRestart, handled: true };
+                },
+            },
+            middleware: {
+                workspace: {
+                    // The server asks for section `ephemeralContext`; answer with only the keys it knows.
+                    configuration: async (params, token, next) => {
+                        const result = await next(params, token);
+                        if (!Array.isArray(result)) {
+                            return result;
+                        }
+                        return result.map((value, index) =>
+                            params.items[index]?.section === SECTION ? toServerSettings(getWindowSettings()) : value,
+                        );
+                    },
+                },
+            },
+        };
+        const client = new LanguageClient(SECTION, this.deps.info.name, serverOptions, clientOptions);
+        const stop = client.stop.bind(client);
+        client.stop = (timeout?: number) => {
+            intentionalStop = true;
+            return stop(timeout);
+        };
+        return client;
+    }
+
+    private bindNotifications(client: LanguageClient): void {
+        this.clientListeners.push(
+            client.onNotification(Methods.usage, (usage: Usage) => this.usageEmitter.fire(usage)),
+            client.onNotification(Methods.askProgress, (event: AskProgress) => this.askEmitter.fire(event)),
+        );
+    }
+
+    private scheduleCrashRestart(why: string): void {
+        if (this.crashTimer || this.disposed) {
+            return;
+        }
+        const delay = this.backoff.crashed(Date.now());
+        const message =
+            `The ${this.deps.info.name} server stopped: ${why}. ` +
+            `Restarting in ${Math.round(delay / 1000)} s (attempt ${this.backoff.crashes}); see the log for details.`;
+        traceError(message);
+        this.setState({ kind: 'crashed', restartInMs: delay, crashes: this.backoff.crashes });
+        void showWarningMessage(message, 'Show Log').then((choice) => choice && this.deps.channel.show());
+        this.crashTimer = setTimeout(() => {
+            this.crashTimer = undefined;
+            void this.restart();
+        }, delay);
+    }
+
+    private explainNoPython(message: string): void {
+        traceError(message);
+        void showErrorMessage(
+            `${this.deps.info.name}: ${message} Set "ephemeralContext.interpreter" or install Python 3.11+.`,
+            'Open Settings',
+            'Show Log',
+        ).then((choice) => {
+            if (choice === 'Open Settings') {
+                void openSettings(`${SECTION}.interpreter`);
+            } else if (choice === 'Show Log') {
+                this.deps.channel.show();
+            }
+        });
+    }
+
+    private async offerInstall(command: string[], settings: ISettings): Promise<void> {
+        const create = 'Create Virtual Environment';
+        const choice = await showWarningMessage(
+            `${this.deps.info.name}: ${command.join(' ')} does not have the "${this.deps.info.module}" package. ` +
+                `Create a virtual environment for the server and install "${settings.serverPackageSpec}" into it?`,
+            create,
+            'Open Settings',
+        );
+        if (choice === 'Open Settings') {
+            void openSettings(`${SECTION}.interpreter`);
+            return;
+        }
+        if (choice !== create) {
+            return;
+        }
+        await withProgress(
+            { location: ProgressLocation.Notification, title: `${this.deps.info.name}: setting up the server`, cancellable: true },
+            (progress, token) => createServerVenv(command, this.deps.storageDir, settings.serverPackageSpec, progress, token),
+        );
+    }
+
+    /** The window's environment plus the API key from SecretStorage (never from settings). */
+    private async serverEnvironment(): Promise<NodeJS.ProcessEnv> {
+        const key = await this.deps.apiKey();
+        return key ? { ...process.env, ANTHROPIC_API_KEY: key } : { ...process.env };
+    }
+}
+
+function describeState(state: ServerState): string {
+    return state.kind === 'crashed' ? 'it crashed and is restarting' : state.kind;
+}

@@ -1,0 +1,182 @@
+/**
+ * The Ask Claude panel (extension side): one webview panel, created or revealed by the Ask
+ * Claude command and revived after a reload. It runs `ephemeralContext/ask` with a
+ * cancellation token (cancel sends $/cancelRequest), forwards the streamed askProgress
+ * notifications to the webview, and explains what to do when there is no API key or no server.
+ */
+import {
+    CancellationTokenSource,
+    Disposable,
+    Event,
+    Uri,
+    ViewColumn,
+    WebviewPanel,
+    window,
+} from 'vscode';
+import { ResponseError } from 'vscode-languageclient/node';
+import { Commands } from '../common/constants';
+import { traceError } from '../common/log/logging';
+import { AskParams, AskResult, ErrorCodes, Methods } from '../common/protocol';
+import { ServerManager } from '../common/server';
+import { executeCommand } from '../common/vscodeapi';
+import { renderPage } from './html';
+import { ToExtension, ToWebview } from './messages';
+
+export const CHAT_VIEW_TYPE = 'ephemeralContext.chat';
+
+export interface ChatDependencies {
+    extensionUri: Uri;
+    server: ServerManager;
+    hasApiKey(): Promise<boolean>;
+    onDidChangeApiKey: Event<void>;
+}
+
+export class ChatPanel implements Disposable {
+    private static current: ChatPanel | undefined;
+
+    private readonly disposables: Disposable[] = [];
+    private running: CancellationTokenSource | undefined;
+    private conversationId: string | undefined;
+
+    static createOrShow(deps: ChatDependencies): void {
+        if (ChatPanel.current) {
+            ChatPanel.current.panel.reveal(ViewColumn.Beside);
+            return;
+        }
+        const panel = window.createWebviewPanel(CHAT_VIEW_TYPE, 'Ask Claude', ViewColumn.Beside, ChatPanel.options(deps.extensionUri));
+        ChatPanel.current = new ChatPanel(panel, deps);
+    }
+
+    static revive(panel: WebviewPanel, deps: ChatDependencies): void {
+        panel.webview.options = ChatPanel.options(deps.extensionUri);
+        ChatPanel.current = new ChatPanel(panel, deps);
+    }
+
+    private static options(extensionUri: Uri) {
+        return {
+            enableScripts: true,
+            retainContextWhenHidden: true,
+            localResourceRoots: [Uri.joinPath(extensionUri, 'media'), Uri.joinPath(extensionUri, 'dist', 'webview')],
+        };
+    }
+
+    private constructor(
+        private readonly panel: WebviewPanel,
+        private readonly deps: ChatDependencies,
+    ) {
+        const { extensionUri } = deps;
+        panel.webview.html = renderPage(panel.webview, {
+            title: 'Ask Claude',
+            styles: [Uri.joinPath(extensionUri, 'media', 'chat.css')],
+            script: Uri.joinPath(extensionUri, 'dist', 'webview', 'chat.js'),
+            body: '<main id="app"></main>',
+        });
+        this.disposables.push(
+            panel.onDidDispose(() => this.dispose()),
+            panel.webview.onDidReceiveMessage((message: ToExtension) => void this.onMessage(message)),
+            deps.server.onAskProgress((event) => {
+                if (this.running && (!this.conversationId || event.conversationId === this.conversationId)) {
+                    this.conversationId = event.conversationId;
+                    this.post({ type: 'progress', event });
+                }
+            }),
+            deps.server.onState(() => void this.postState()),
+            deps.onDidChangeApiKey(() => void this.postState()),
+        );
+    }
+
+    private post(message: ToWebview): void {
+        void this.panel.webview.postMessage(message);
+    }
+
+    private async postState(): Promise<void> {
+        const state = this.deps.server.state;
+        const serverMessage =
+            state.kind === 'running'
+                ? ''
+                : state.kind === 'starting'
+                  ? 'The server is starting…'
+                  : state.kind === 'crashed'
+                    ? 'The server stopped and is restarting; see the Ephemeral Context log.'
+                    : 'The server is not running: no usable Python or the server package is missing. See the Ephemeral Context log.';
+        this.post({
+            type: 'state',
+            hasApiKey: await this.deps.hasApiKey(),
+            serverRunning: state.kind === 'running',
+            serverMessage,
+        });
+    }
+
+    private async onMessage(message: ToExtension): Promise<void> {
+        switch (message.type) {
+            case 'ready':
+                await this.postState();
+                return;
+            case 'ask':
+                await this.ask(message.prompt);
+                return;
+            case 'cancel':
+                this.running?.cancel();
+                return;
+            case 'setApiKey':
+                await executeCommand(Commands.setApiKey);
+                return;
+            case 'openUri':
+                await window.showTextDocument(Uri.parse(message.uri), { viewColumn: ViewColumn.One, preview: false });
+                return;
+            case 'newConversation':
+                this.running?.cancel();
+                this.conversationId = undefined;
+                this.post({ type: 'cleared' });
+                return;
+        }
+    }
+
+    private async ask(prompt: string): Promise<void> {
+        if (this.running || !prompt.trim()) {
+            return;
+        }
+        if (!(await this.deps.hasApiKey())) {
+            this.post({
+                type: 'failed',
+                cancelled: false,
+                message: 'No Anthropic API key is set. Run "Ephemeral Context: Set API Key" (it is kept in VS Code\'s secret storage, never in settings).',
+            });
+            return;
+        }
+        const source = new CancellationTokenSource();
+        this.running = source;
+        this.post({ type: 'started', prompt });
+        const params: AskParams = this.conversationId ? { prompt, conversationId: this.conversationId } : { prompt };
+        try {
+            const result = await this.deps.server.request<AskResult>(Methods.ask, params, source.token);
+            this.conversationId = result.conversationId;
+            this.post({ type: 'done', result });
+        } catch (error) {
+            const cancelled = source.token.isCancellationRequested || (error instanceof ResponseError && error.code === ErrorCodes.requestCancelled);
+            const message = cancelled ? 'Cancelled. Edits already applied stay applied (undo them in the editor).' : errorMessage(error);
+            if (!cancelled) {
+                traceError(`${Methods.ask} failed: ${message}`);
+            }
+            this.post({ type: 'failed', message, cancelled });
+        } finally {
+            source.dispose();
+            this.running = undefined;
+        }
+    }
+
+    dispose(): void {
+        if (ChatPanel.current !== this) {
+            return;
+        }
+        ChatPanel.current = undefined;
+        this.running?.cancel();
+        this.panel.dispose();
+        this.disposables.forEach((d) => d.dispose());
+        this.disposables.length = 0;
+    }
+}
+
+function errorMessage(error: unknown): string {
+    return error instanceof Error ? error.message : String(error);
+}
