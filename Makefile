@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## create .venv and install the package with its dev tools
 
 run: $(STAMP) ## the main job on its built-in default
-	$(VENV)/bin/ectx demo
+	$(VENV)/bin/ectx index
 
 lint: $(STAMP) ## ruff
 	$(VENV)/bin/ruff check server tests

@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from ephemeral_context import __version__
 
@@ -22,11 +24,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
-        "-v", "--verbose", action="count", default=0, help="more log output on stderr (-vv for debug)"
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="more log output on stderr (-vv for debug)",
     )
     parser.add_argument("--log-file", help="write logs to this file instead of stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_serve_command(sub)
+    _add_status_command(sub)
+    _add_store_command(sub)
+    _add_index_command(sub)
     return parser
 
 
@@ -58,13 +67,201 @@ def _serve(args: argparse.Namespace) -> int:
     return result
 
 
+def _add_status_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    status = sub.add_parser(
+        "status",
+        help="what the store holds: entries, bytes, tokens, expired, data directory",
+        description="Show what the persist-once store holds and where it lives "
+        "($EPHEMERAL_CONTEXT_HOME, else the platform's user data directory).",
+    )
+    status.add_argument(
+        "--entries", type=int, metavar="N", default=0, help="also list the N most recent entries"
+    )
+    status.set_defaults(handler=_status)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ephemeral_context.store import Store, data_dir
+
+    with Store() as store:
+        stats = store.stats()
+        entries = store.entries()[-args.entries :] if args.entries > 0 else []
+        ttl_days = store.ttl_seconds / 86400
+    table = Table(title="Ephemeral Context store", show_header=False)
+    table.add_row("data directory", str(data_dir()))
+    table.add_row("store", str(stats.root))
+    table.add_row("entries", f"{stats.entries} ({stats.live} live, {stats.expired} expired)")
+    table.add_row("live content", f"{stats.live_bytes:,} bytes, ~{stats.live_tokens:,} tokens")
+    table.add_row("on disk", f"{stats.disk_bytes:,} bytes")
+    table.add_row("expiry", f"{ttl_days:g} days after last access")
+    console = Console()
+    console.print(table)
+    if entries:
+        listing = Table("id", "uri", "version", "bytes", "tokens", "expires")
+        for entry in reversed(entries):
+            expires = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.expires_at))
+            listing.add_row(
+                entry.id,
+                entry.uri or "",
+                "" if entry.version is None else str(entry.version),
+                f"{entry.bytes:,}",
+                f"{entry.tokens or 0:,}",
+                expires,
+            )
+        console.print(listing)
+    return 0
+
+
+def _add_store_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    store = sub.add_parser(
+        "store",
+        help="maintain or read the persist-once store",
+        description="Maintain or read the persist-once store.",
+    )
+    actions = store.add_subparsers(dest="store_command", metavar="ACTION", required=True)
+    gc = actions.add_parser(
+        "gc",
+        help="remove expired content, orphan blobs and stale temp files",
+        description="Remove the content of entries not read within the expiry time (their ids "
+        "then answer 'expired'), blobs no entry names and leftovers of interrupted writes.",
+    )
+    gc.set_defaults(handler=_store_gc)
+    get = actions.add_parser(
+        "get",
+        help="print stored content by id (whole or a character range)",
+        description="Print the text stored under ID to stdout; --offset/--limit in characters.",
+    )
+    get.add_argument("id", help="a store id (hex, as shown by `ectx index` or `ectx status`)")
+    get.add_argument("--offset", type=int, default=0, help="first character (default 0)")
+    get.add_argument("--limit", type=int, help="at most this many characters")
+    get.set_defaults(handler=_store_get)
+
+
+def _store_gc(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from ephemeral_context.store import Store
+
+    with Store() as store:
+        report = store.gc()
+        root = store.root
+    Console().print(
+        f"gc of {root}: {report.expired} expired entries' content removed, "
+        f"{report.orphans_removed} orphan blobs, {report.temp_removed} temp files, "
+        f"{report.tombstones_purged} old records purged; {report.bytes_freed:,} bytes freed",
+        soft_wrap=True,
+    )
+    return 0
+
+
+def _store_get(args: argparse.Namespace) -> int:
+    from ephemeral_context.store import Store, StoreError
+
+    with Store() as store:
+        try:
+            stored = store.get(args.id, args.offset, args.limit)
+        except StoreError as error:
+            print(f"ectx: {error}", file=sys.stderr)
+            return 1
+    sys.stdout.write(stored.text)
+    print(
+        f"[{stored.id}: characters {stored.offset}-{stored.end} of {stored.total_length}]",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _add_index_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    index = sub.add_parser(
+        "index",
+        help="load files into the mirror and the store, and show what they hold",
+        description="Read files through the document mirror into the persist-once store and "
+        "print each file's id, bytes and estimated tokens, plus the files skipped and why "
+        "(binary, too large, unreadable). Without PATH: the current repository's tracked "
+        "files (git ls-files), or the current directory outside git.",
+    )
+    index.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="files or directories to load"
+    )
+    index.add_argument(
+        "--max-bytes",
+        type=int,
+        default=1_000_000,
+        help="files larger than this are skipped (default 1000000)",
+    )
+    index.add_argument(
+        "--summary", action="store_true", help="print only the totals, not one row per file"
+    )
+    index.set_defaults(handler=_index)
+
+
+def _index(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from ephemeral_context.documents import DocumentMirror
+    from ephemeral_context.indexer import expand, index_files, repository_root
+    from ephemeral_context.store import Store
+
+    cwd = Path.cwd()
+    root = repository_root(cwd) or cwd
+    missing = [path for path in args.paths if not path.exists()]
+    if missing:
+        print(f"ectx index: no such file or directory: {missing[0]}", file=sys.stderr)
+        return 2
+    files = expand(args.paths or [root])
+    mirror = DocumentMirror(max_bytes=args.max_bytes)
+    with Store() as store, Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("indexing", total=len(files))
+        report = index_files(
+            files, mirror, store, root=root, on_file=lambda _path: progress.advance(task)
+        )
+
+    def shown(path: Path) -> str:
+        return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+    console = Console()
+    if not args.summary and report.files:
+        table = Table("file", "id", "bytes", "tokens", "new", title=f"Indexed under {root}")
+        for item in report.files:
+            new = "yes" if item.new else ""
+            table.add_row(
+                shown(item.path),
+                item.entry.id,
+                f"{item.entry.bytes:,}",
+                f"{item.entry.tokens:,}",
+                new,
+            )
+        console.print(table)
+    if report.skipped:
+        skipped = Table("skipped", "reason", title="Not mirrored")
+        for path, why in report.skipped:
+            skipped.add_row(
+                shown(path), why.reason.value + (f": {why.detail}" if why.detail else "")
+            )
+        console.print(skipped)
+    console.print(
+        f"{len(report.files)} files, {report.bytes:,} bytes, ~{report.tokens:,} tokens "
+        f"({report.new} new in the store, {len(report.files) - report.new} already there); "
+        f"{len(report.skipped)} skipped. Store: {report.store_dir}",
+        soft_wrap=True,
+    )
+    return 0
+
+
 def _configure_logging(verbose: int, log_file: str | None) -> None:
     """Logs go to stderr or a file, never stdout: stdout is the LSP channel under `serve`."""
     level = logging.WARNING - 10 * min(verbose, 2)
     handler: logging.Handler = (
         logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
     )
-    logging.basicConfig(level=level, handlers=[handler], format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=level, handlers=[handler], format="%(levelname)s %(name)s: %(message)s"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,124 @@
+"""Load a set of files into the document mirror and the persist-once store (`ectx index`).
+
+The default set is the current repository's tracked files (`git ls-files`), so what gets
+loaded is what the project itself considers source; outside a repository, a directory walk
+that skips hidden and generated directories. Files the mirror will not hold (binary, too
+large, unreadable) are reported with their reason, never fatal.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ephemeral_context.documents import Document, DocumentMirror, Unmirrored, path_to_uri
+from ephemeral_context.store import Store, StoredEntry
+from ephemeral_context.tokens import estimate_tokens
+
+# Directories a walk outside git skips: virtual envs, caches, dependencies, build output.
+SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "dist", "build", "target", "venv"})
+TOKEN_KINDS = {".md": "prose", ".rst": "prose", ".txt": "prose", ".json": "json"}
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedFile:
+    path: Path
+    document: Document
+    entry: StoredEntry
+    new: bool
+
+
+@dataclass(slots=True)
+class IndexReport:
+    """What one `index` run loaded, and what it skipped and why."""
+
+    root: Path
+    store_dir: Path
+    files: list[IndexedFile] = field(default_factory=list)
+    skipped: list[tuple[Path, Unmirrored]] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> int:
+        return sum(item.entry.bytes for item in self.files)
+
+    @property
+    def tokens(self) -> int:
+        return sum(item.entry.tokens or 0 for item in self.files)
+
+    @property
+    def new(self) -> int:
+        return sum(item.new for item in self.files)
+
+
+def repository_root(start: Path) -> Path | None:
+    """The git work tree containing `start`, or None outside git (or without git)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=start,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    return Path(done.stdout.strip()) if done.returncode == 0 else None
+
+
+def tracked_files(directory: Path) -> list[Path]:
+    """Files under `directory`: git's tracked ones inside a repository, else a filtered walk."""
+    if repository_root(directory) is not None:
+        done = subprocess.run(
+            ["git", "ls-files", "-z", "--", "."],
+            cwd=directory,
+            capture_output=True,
+            check=True,
+        )
+        names = [os.fsdecode(name) for name in done.stdout.split(b"\0") if name]
+        return sorted((directory / name).resolve() for name in names)
+    found = []
+    for folder, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+        found += [Path(folder, name).resolve() for name in files]
+    return sorted(found)
+
+
+def expand(paths: Iterable[Path]) -> list[Path]:
+    """Files named directly stay; directories become their tracked files."""
+    result: list[Path] = []
+    for path in paths:
+        result += tracked_files(path) if path.is_dir() else [path.resolve()]
+    return list(dict.fromkeys(result))
+
+
+def index_files(
+    files: list[Path],
+    mirror: DocumentMirror,
+    store: Store,
+    *,
+    root: Path,
+    on_file: Callable[[Path], None] | None = None,
+) -> IndexReport:
+    """Read each file through the mirror and keep its text once in the store."""
+    known = {entry.id for entry in store.entries()}
+    report = IndexReport(root=root, store_dir=store.root)
+    for path in files:
+        result = mirror.get(path_to_uri(path))
+        if isinstance(result, Unmirrored):
+            report.skipped.append((path, result))
+        else:
+            kind = TOKEN_KINDS.get(path.suffix.lower(), "code")
+            entry = store.put(
+                result.text,
+                uri=result.uri,
+                version=result.version,
+                tokens=estimate_tokens(result.text, kind),
+            )
+            report.files.append(IndexedFile(path, result, entry, entry.id not in known))
+            known.add(entry.id)
+        if on_file is not None:
+            on_file(path)
+    return report

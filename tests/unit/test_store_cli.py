@@ -1,0 +1,96 @@
+"""`ectx index`, `ectx status` and `ectx store gc|get`, run as a user runs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ephemeral_context.cli import main
+from ephemeral_context.store import Store
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A small git repository with text, binary, oversize and untracked files."""
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "mod.py").write_text("def f():\n    return 'é'\n")
+    (repo / "README.md").write_bytes(b"# Title\r\n\r\nWindows line ends\r\n")
+    (repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
+    (repo / "big.txt").write_text("x" * 5000)
+    (repo / "untracked.txt").write_text("not in git")
+    git(repo, "init", "-q")
+    git(repo, "add", "pkg/mod.py", "README.md", "logo.png", "big.txt")
+    return repo
+
+
+def test_index_defaults_to_the_repository_tracked_files(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(repo / "pkg")
+    assert main(["index", "--max-bytes", "4096"]) == 0
+    out = capsys.readouterr().out
+    assert "pkg/mod.py" in out and "README.md" in out and "untracked" not in out
+    assert "logo.png" in out and "binary" in out
+    assert "big.txt" in out and "too-large" in out
+    assert "2 files" in out and "2 new in the store" in out and "2 skipped" in out
+    with Store() as store:
+        stored = {entry.uri: entry for entry in store.entries()}
+    readme = stored[(repo / "README.md").as_uri()]
+    assert readme.id in out
+    with Store() as store:
+        assert store.get(readme.id).text == "# Title\r\n\r\nWindows line ends\r\n"
+    assert main(["index", "--summary", str(repo / "pkg")]) == 0
+    again = capsys.readouterr().out
+    assert "1 files" in again and "0 new in the store, 1 already there" in again
+
+
+def test_index_outside_git_walks_the_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "a.txt").write_text("alpha")
+    (tmp_path / "plain" / ".hidden").mkdir()
+    (tmp_path / "plain" / ".hidden" / "b.txt").write_text("beta")
+    monkeypatch.chdir(tmp_path / "plain")
+    assert main(["index"]) == 0
+    out = capsys.readouterr().out
+    assert "a.txt" in out and "b.txt" not in out and "1 files" in out
+
+
+def test_index_rejects_a_missing_path(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["index", "/no/such/path"]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_status_gc_and_get(capsys: pytest.CaptureFixture[str]) -> None:
+    with Store() as store:
+        entry = store.put("stored once\n", uri="file:///x.txt")
+    assert main(["status", "--entries", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "1 (1 live, 0 expired)" in out and entry.id in out and "7 days" in out
+    assert main(["store", "gc"]) == 0
+    assert "0 expired entries" in capsys.readouterr().out
+    assert main(["store", "get", entry.id, "--offset", "7"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "once\n" and "characters 7-12 of 12" in captured.err
+    assert main(["store", "get", "../../etc/passwd"]) == 1
+    assert "not a store id" in capsys.readouterr().err
+
+
+def test_ectx_runs_as_a_module(repo: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ephemeral_context", "index", "--summary"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "3 files" in done.stdout and "1 skipped" in done.stdout
