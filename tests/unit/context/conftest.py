@@ -1,0 +1,27 @@
+"""An engine over a real on-disk store, with a clock the test moves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from context_helpers import Clock
+from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.store import Store
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(tmp_path / "store") as s:
+        yield s
+
+
+@pytest.fixture
+def engine(store: Store, clock: Clock) -> ContextEngine:
+    return ContextEngine(store, EngineConfig(), clock=clock)

@@ -1,0 +1,101 @@
+"""Request shape: breakpoints, one copy of each file, deltas instead of rewrites while warm."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from context_helpers import Clock, Driver, source
+from ephemeral_context.cache_sim import request_from_messages_api
+from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.context.layout import choose_anchor
+from ephemeral_context.store import Store
+
+
+def _texts(kwargs: dict[str, Any]) -> list[str]:
+    out = [b["text"] for b in kwargs.get("system", [])]
+    for message in kwargs["messages"]:
+        for block in message["content"]:
+            if block["type"] == "text":
+                out.append(block["text"])
+            elif block["type"] == "tool_result":
+                out.append(block["content"])
+            elif block["type"] == "tool_use":
+                out.append(json.dumps(block["input"]))
+    return out
+
+
+def _breakpoints(kwargs: dict[str, Any]) -> int:
+    blocks = list(kwargs.get("system", []))
+    for message in kwargs["messages"]:
+        blocks.extend(message["content"])
+    return sum(1 for b in blocks if "cache_control" in b)
+
+
+def test_anchor_only_when_the_lookback_cannot_reach_the_last_hit() -> None:
+    assert choose_anchor(30, 25) is None
+    assert choose_anchor(30, 10) == 10
+    assert choose_anchor(30, None) is None
+
+
+def test_never_more_than_four_breakpoints(engine: ContextEngine, clock: Clock) -> None:
+    d = Driver(engine)
+    engine.add_user_text("c", "Refactor the package")
+    for step in range(120):
+        d.call()
+        if step % 7 == 0:
+            d.read(f"/src/m{step % 5}.py", source(40, f"v{step}_"))
+        else:
+            for _ in range(step % 4 + 1):  # parallel tool calls: many blocks per turn
+                d.bash(f"output {step}\n" * 50)
+        clock.advance(3600 * 2 if step % 40 == 39 else 20)
+    for kwargs in d.requests:
+        assert _breakpoints(kwargs) <= 4
+        request_from_messages_api(kwargs)  # the API's cache_control rules hold
+
+
+def test_no_file_content_twice_in_one_request(engine: ContextEngine, clock: Clock) -> None:
+    d = Driver(engine)
+    text = source(60)
+    changed = text.replace("x + 7\n", "x - 7\n")
+    engine.add_user_text("c", "Look at a.py")
+    d.call()
+    d.read("/a.py", text)
+    d.call()
+    assert d.read("/a.py", text).startswith("unchanged since [[file:")
+    d.call()
+    assert "diff against what you saw" in d.read("/a.py", changed)
+    clock.advance(7200)  # cold: the segment takes the current version
+    d.call()
+    d.read("/a.py", changed)
+    d.call()
+    head = changed[:400]
+    for kwargs in d.requests:
+        assert sum(t.count(head) for t in _texts(kwargs)) <= 1
+
+
+def test_an_early_edit_in_a_long_thread_costs_a_delta_while_warm(
+    store: Store, clock: Clock
+) -> None:
+    engine = ContextEngine(store, EngineConfig(eviction=False), clock=clock)
+    d = Driver(engine)
+    text = source(150)
+    engine.add_user_text("c", "Fix f7")
+    d.call()
+    d.read("/a.py", text)
+    for step in range(40):
+        d.call()
+        d.bash(f"test run {step}: 1 failed\n" * 20)
+        clock.advance(15)
+    d.call()
+    edited = text.replace("x + 7\n", "x - 7\n")
+    tool_id = d.tool("edit_file", {"path": "/a.py", "old": "x + 7", "new": "x - 7"})
+    engine.add_tool_result("c", tool_id, "ok", kind="edit", uri="file:///a.py", content=edited)
+    clock.advance(15)
+    before = d.call()
+    assert d.read("/a.py", edited).startswith("unchanged since")  # the model made this edit
+    clock.advance(15)
+    after = d.call()
+    total = after.total_input_tokens
+    assert after.cache_read_input_tokens >= before.total_input_tokens - 50
+    assert after.cache_creation_input_tokens + after.input_tokens < 0.05 * total

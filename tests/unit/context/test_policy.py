@@ -1,0 +1,81 @@
+"""The cost model as pure functions: the seed's worked examples and the decisions built on them."""
+
+from __future__ import annotations
+
+import pytest
+from ephemeral_context.context import policy
+from ephemeral_context.context.policy import Boundary, Candidate
+
+
+def test_seed_worked_examples_at_five_minute_prices() -> None:
+    """s=2000, X=1500: M=50 evicts, M=5 keeps, break-even near M=9.4."""
+    assert policy.eviction_pays(2000, 50, 1500)
+    assert not policy.eviction_pays(2000, 5, 1500)
+    assert policy.break_even_calls(2000, 1500) == pytest.approx(9.375)
+    assert not policy.eviction_pays(2000, 9.3, 1500)
+    assert policy.eviction_pays(2000, 9.5, 1500)
+
+
+def test_one_hour_writes_raise_the_break_even() -> None:
+    assert policy.break_even_calls(2000, 1500, ttl="1h") == pytest.approx(15.0)
+
+
+def test_remaining_calls_is_the_age_so_far() -> None:
+    assert policy.remaining_calls(0) == 1.0
+    assert policy.remaining_calls(40) == 40.0
+
+
+def test_reuse_probabilities_follow_the_session_history() -> None:
+    assert policy.reuse_probability(0, 0) == 0.5
+    assert policy.reuse_probability(0, 8) == pytest.approx(0.1)
+    # Files re-used after long idles make a long idle a weak signal, and vice versa.
+    assert policy.idle_reuse_probability(10, [12, 15, 30], []) == pytest.approx(0.8)
+    assert policy.idle_reuse_probability(10, [1, 2], [20, 30, 40]) == pytest.approx(0.2)
+
+
+def test_ttl_stays_five_minutes_until_a_long_gap_is_seen() -> None:
+    assert policy.choose_ttl([], 0) == "5m"
+    assert policy.choose_ttl([5.0] * 30, 30) == "5m"
+    assert policy.choose_ttl([5.0] * 29 + [1200.0], 30) == "1h"
+    # Gaps longer than an hour are cold under either TTL: no reason to pay for 1h.
+    assert policy.choose_ttl([5.0] * 29 + [7200.0], 30) == "5m"
+
+
+def test_plan_on_a_cold_cache_evicts_everything_worth_it() -> None:
+    candidates = [Candidate(2, 1000, 3000, 0.1), Candidate(5, 9000, 10, 0.9)]
+    plan = policy.plan_eviction(candidates, [Boundary(0, 500)], warm_end=0, m=5)
+    assert plan.evict == (2,)
+    assert plan.tokens_reprocessed == 0
+    assert plan.tokens_freed == 3000
+
+
+def test_plan_while_warm_pays_only_when_the_gate_says_so() -> None:
+    # s=2000 at offset 10_000, prompt warm to 13_500: X = 3_500 - 2_000 = 1_500.
+    item = [Candidate(3, 10_000, 2000, 0.0)]
+    bounds = [Boundary(0, 1000), Boundary(3, 10_000)]
+    assert policy.plan_eviction(item, bounds, warm_end=13_500, m=5).evict == ()
+    plan = policy.plan_eviction(item, bounds, warm_end=13_500, m=50)
+    assert plan.evict == (3,)
+    assert plan.cut == 3
+    assert plan.tokens_reprocessed == 1500
+
+
+def test_plan_picks_the_cut_with_the_best_net_benefit() -> None:
+    """Evicting an old item too would rewrite far more than it saves: cut after it."""
+    items = [Candidate(1, 1_000, 100, 0.0), Candidate(9, 50_000, 5_000, 0.0)]
+    bounds = [Boundary(0, 0), Boundary(9, 50_000)]
+    plan = policy.plan_eviction(items, bounds, warm_end=56_000, m=30)
+    assert plan.evict == (9,)
+
+
+def test_read_form_reference_diff_or_full() -> None:
+    def count(s: str) -> int:
+        return len(s) // 4
+
+    text = "".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(100))
+    assert policy.read_form(text, text, "a.py", count) == ("reference", "")
+    form, body = policy.read_form(text, text.replace("x + 7\n", "x - 7\n"), "a.py", count)
+    assert form == "diff"
+    assert "-    return x + 7" in body and "+    return x - 7" in body
+    assert policy.read_form(None, text, "a.py", count) == ("full", text)
+    assert policy.read_form("short\n", text, "a.py", count)[0] == "full"
