@@ -1,0 +1,128 @@
+"""Engine behaviour a user sees: references, notes, limits, hydration and its errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from context_helpers import Clock, Driver, source
+from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.context.ledger import LedgerLimits
+from ephemeral_context.store import Store, StoreError, UnknownId
+
+
+@dataclass
+class _Point:
+    row: int
+    column: int = 0
+
+
+@dataclass
+class _Edit:
+    start_point: _Point
+
+
+@dataclass
+class _Change:
+    uri: str
+    old_version: int
+    new_version: int
+    byte_edits: tuple[_Edit, ...]
+
+
+def test_external_change_becomes_one_note_before_the_next_call(engine: ContextEngine) -> None:
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    d.call()
+    d.read("/a.py", source(10))
+    engine.note_document_change(_Change("file:///a.py", 3, 4, (_Edit(_Point(4)),)))
+    engine.note_document_change(_Change("file:///a.py", 4, 5, (_Edit(_Point(6)),)))
+    engine.note_document_change(_Change("file:///unseen.py", 1, 2, ()))
+    d.call()
+    notes = [t for t in repr(d.requests[-1]).split("'text': ")[1:] if "outside this" in t]
+    assert len(notes) == 1 and "a.py" in notes[0] and "v4 -> v5" in notes[0]
+    assert "unseen.py" not in repr(d.requests[-1])
+
+
+def test_hydrate_gives_the_current_version_and_clear_errors(engine: ContextEngine) -> None:
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    d.call()
+    first = source(10)
+    d.read("/a.py", first)
+    old_id = next(i.id for i in engine.items() if i.uri == "file:///a.py")
+    d.call()
+    d.read("/a.py", source(12))
+    assert engine.read_session_file(old_id).text == first
+    assert engine.hydrate(old_id).text == source(12)
+    part = engine.hydrate(old_id, offset=4, limit=10)
+    assert part.text == source(12)[4:14] and part.total_length == len(source(12))
+    with pytest.raises(UnknownId):
+        engine.read_session_file("deadbeef")
+    with pytest.raises(StoreError) as info:
+        engine.hydrate("not an id!")
+    assert str(info.value)
+
+
+def test_cold_cache_consolidation_evicts_consumed_output_reversibly(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    d = Driver(engine)
+    engine.add_user_text("c", "run the tests")
+    for step in range(30):
+        d.call()
+        d.bash(f"FAILED test_{step}\n" * 300)
+        clock.advance(20)
+    assert all(not e.cold for e in engine.events)  # warm: only what the gate allowed
+    clock.advance(2 * 3600)
+    d.call()
+    event = engine.events[-1]
+    assert event.cold and event.tokens_reprocessed == 0 and event.tokens_freed > 0
+    evicted = [i for i in engine.items() if i.state == "evicted"]
+    assert len(evicted) == 29  # every consumed output; the unanswered last one stays
+    assert "FAILED test_0" in engine.read_session_file(evicted[0].id).text
+    last = repr(d.requests[-1])
+    assert "FAILED test_0\\n" not in last and "FAILED test_29\\n" in last
+
+
+def test_limits_demote_least_recently_used_files_pinned_exempt(store: Store, clock: Clock) -> None:
+    engine = ContextEngine(store, EngineConfig(limits=LedgerLimits(max_files=2)), clock=clock)
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    engine.pin("file:///pinned.py", source(5, "p"))
+    for name in ("a", "b", "c"):
+        d.call()
+        d.read(f"/{name}.py", source(5, name))
+    states = {i.uri: i for i in engine.items() if i.kind == "file"}
+    assert states["file:///pinned.py"].state == "full" and states["file:///pinned.py"].pinned
+    assert states["file:///a.py"].state == "reference"
+    assert states["file:///c.py"].state == "full"
+
+
+def test_binary_and_oversize_files_become_references(store: Store, clock: Clock) -> None:
+    engine = ContextEngine(
+        store, EngineConfig(limits=LedgerLimits(max_file_bytes=1000)), clock=clock
+    )
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    d.call()
+    assert "binary content" in d.read("/img.bin", "PNG\0\0\0data")
+    assert "over the per-file limit" in d.read("/big.py", source(100))
+
+
+def test_status_reports_savings_against_the_recorded_style_baseline(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    text = source(80)
+    for _ in range(10):
+        d.call()
+        d.read("/a.py", text)
+        clock.advance(10)
+    d.call()
+    status = engine.status()
+    assert status.saved_tokens > 0 and status.saved_usd > 0
+    assert 0 < status.cache_hit_rate <= 1
+    assert status.context_tokens > 0
+    assert repr(d.requests[-1]).count("def f79(x)") == 1  # ten reads, one copy
