@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install the package with its dev tools
 
-run: $(STAMP) ## the main job on its built-in default
-	$(VENV)/bin/ectx index
+run: $(STAMP) ## replay the bundled demo session under every strategy and print the table
+	$(VENV)/bin/ectx replay --demo
 
 lint: $(STAMP) ## ruff
 	$(VENV)/bin/ruff check server tests

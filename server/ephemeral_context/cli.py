@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_status_command(sub)
     _add_store_command(sub)
     _add_index_command(sub)
+    _add_replay_command(sub)
     return parser
 
 
@@ -251,6 +252,45 @@ def _index(args: argparse.Namespace) -> int:
         soft_wrap=True,
     )
     return 0
+
+
+def _add_replay_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    replay = sub.add_parser(
+        "replay",
+        help="replay Claude Code transcripts under several context strategies, side by side",
+        description="Replay Claude Code session transcripts through the prompt-cache model "
+        "under each strategy and compare context size, billed input, dollars, cache hits and "
+        "what stays retrievable. With no PATH: your recent ~/.claude/projects sessions if "
+        "any, else the bundled demo session.",
+    )
+    replay.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="session file or folder"
+    )
+    replay.add_argument("--json", action="store_true", help="print the report as JSON")
+    replay.add_argument("--plot", type=Path, metavar="FILE.png", help="write a plot")
+    replay.add_argument("--demo", action="store_true", help="replay the bundled demo session")
+    replay.add_argument(
+        "--limit", type=int, default=10, metavar="N", help="recent sessions to take (default 10)"
+    )
+    replay.add_argument(
+        "--fit-tokens",
+        action="store_true",
+        help="fit the token-estimate constants to the usage the transcripts record",
+    )
+    replay.set_defaults(handler=_replay)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from ephemeral_context.replay.command import run
+
+    return run(
+        args.paths,
+        as_json=args.json,
+        plot_path=args.plot,
+        demo=args.demo,
+        fit_tokens=args.fit_tokens,
+        limit=args.limit,
+    )
 
 
 def _configure_logging(verbose: int, log_file: str | None) -> None:

@@ -160,7 +160,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.message}"
 
 
 @dataclass

@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ephemeral_context import cache_sim
 from ephemeral_context.cache_sim import PromptCache, Request, Usage
@@ -48,6 +48,13 @@ class Layout(Protocol):
     def lost_tokens(self) -> int:
         """Tokens of content shown earlier and now gone for good (not retrievable)."""
         ...
+
+
+@runtime_checkable
+class Closing(Protocol):
+    """A layout that holds resources (a store, a temporary folder) releases them in close()."""
+
+    def close(self) -> None: ...
 
 
 class Strategy(Protocol):
@@ -158,6 +165,8 @@ def simulate(name: str, session: Session, layout: Layout) -> StrategyResult:
         )
     result.shown_tokens = shown_tokens
     result.lost_tokens = layout.lost_tokens
+    if isinstance(layout, Closing):
+        layout.close()
     return result
 
 

@@ -1,0 +1,112 @@
+"""Fit tokens.py's constants to the input totals real transcripts record.
+
+Between two consecutive calls of one thread on one model, the recorded input total grows by
+exactly the tokens of what was added: the previous response and the new user message. So
+each such step is one equation: recorded growth = sum over added blocks of (characters of
+the block's kind / chars-per-token of that kind) + a fixed cost per block. Least squares
+over every step of every transcript gives the constants; `ectx replay --fit-tokens PATH...`
+runs it, and docs/cost-model.md records the result and its error. Steps are used instead of
+whole calls because the unrecorded prefix (tools, system prompt) cancels out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ephemeral_context.replay.flow import Call, Session
+from ephemeral_context.replay.reader import read_session
+from ephemeral_context.tokens import KINDS
+
+FEATURES = (*KINDS, "blocks")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One call-to-call step: characters added per kind, blocks added, recorded growth."""
+
+    path: str
+    chars: tuple[float, ...]
+    tokens: int
+
+
+@dataclass(frozen=True)
+class TokenFit:
+    """Fitted constants and how well they explain the steps they were fitted on."""
+
+    chars_per_token: dict[str, float]
+    block_overhead: float
+    steps: int
+    median_step_error: float
+    """Median absolute error per step, in tokens."""
+    total_error: dict[str, float]
+    """Per transcript: (sum of predicted growth) / (sum of recorded growth) - 1."""
+
+
+def steps(session: Session) -> list[Step]:
+    """The call-to-call steps of one session (same thread, same model, both recorded)."""
+    out: list[Step] = []
+    last: dict[str, Call] = {}
+    for call in session.calls:
+        previous = last.get(call.thread)
+        last[call.thread] = call
+        if previous is None or previous.model != call.model:
+            continue
+        if previous.usage is None or call.usage is None:
+            continue
+        added = session.threads[call.thread].messages[previous.n_messages : call.n_messages]
+        chars = dict.fromkeys(FEATURES, 0.0)
+        for message in added:
+            for block in message.blocks:
+                if block.kind in chars:
+                    chars[block.kind] += len(block.text)
+                    chars["blocks"] += 1
+        growth = call.usage.total_input - previous.usage.total_input
+        out.append(Step(session.path, tuple(chars[f] for f in FEATURES), growth))
+    return out
+
+
+def fit(all_steps: Sequence[Step]) -> TokenFit:
+    """Least-squares constants for the given steps."""
+    import numpy as np
+
+    if len(all_steps) < len(FEATURES):
+        raise ValueError(f"need at least {len(FEATURES)} call-to-call steps, got {len(all_steps)}")
+    features = np.array([s.chars for s in all_steps], dtype=float)
+    growth = np.array([s.tokens for s in all_steps], dtype=float)
+    used = features.any(axis=0)
+    coefficients = np.zeros(len(FEATURES))
+    coefficients[used] = np.linalg.lstsq(features[:, used], growth, rcond=None)[0]
+    predicted = features @ coefficients
+    totals: dict[str, float] = {}
+    for path in dict.fromkeys(s.path for s in all_steps):
+        mask = np.array([s.path == path for s in all_steps])
+        recorded = float(growth[mask].sum())
+        totals[Path(path).name] = float(predicted[mask].sum()) / recorded - 1 if recorded else 0.0
+    ratios = {
+        kind: round(1 / float(c), 2) if c > 0 else float("inf")
+        for kind, c in zip(KINDS, coefficients, strict=False)
+    }
+    return TokenFit(
+        chars_per_token=ratios,
+        block_overhead=round(float(coefficients[-1]), 1),
+        steps=len(all_steps),
+        median_step_error=float(np.median(np.abs(predicted - growth))),
+        total_error=totals,
+    )
+
+
+def fit_paths(paths: Sequence[Path]) -> TokenFit:
+    """Read the transcripts and fit the constants on all their steps together."""
+    return fit([step for path in paths for step in steps(read_session(path))])
+
+
+def describe(result: TokenFit) -> str:
+    """The fit as text, in the form docs/cost-model.md quotes it."""
+    lines = [f"steps: {result.steps}", "chars per token:"]
+    lines += [f"  {kind}: {ratio}" for kind, ratio in result.chars_per_token.items()]
+    lines.append(f"per-block overhead: {result.block_overhead} tokens")
+    lines.append(f"median absolute error per step: {result.median_step_error:.0f} tokens")
+    lines += [f"  {name}: summed growth {error:+.1%}" for name, error in result.total_error.items()]
+    return "\n".join(lines)

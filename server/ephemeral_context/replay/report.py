@@ -1,0 +1,210 @@
+"""Replay many transcripts under every strategy and say how they compare.
+
+`replay(paths)` reads each transcript (files, or folders searched for *.jsonl), runs every
+strategy on it, checks the `recorded` strategy against the usage the transcript recorded,
+and returns a `Report`. An unreadable file, or one with no calls, is noted and the others
+still replay. `to_json` gives the documented JSON shape; `render` prints the side-by-side
+table with rich.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ephemeral_context.replay.flow import Problem, RecordedUsage, Session
+from ephemeral_context.replay.reader import TranscriptError, read_session
+from ephemeral_context.replay.simulate import Fidelity, Strategy, StrategyResult, fidelity
+from ephemeral_context.replay.strategies import STRATEGIES
+
+BASELINE = "recorded"
+
+
+@dataclass
+class SessionReport:
+    """One transcript: its calls, what it recorded, and each strategy's replay."""
+
+    path: str
+    session: Session
+    recorded_usage: RecordedUsage | None
+    fidelity: Fidelity | None
+    strategies: dict[str, StrategyResult]
+
+    @property
+    def calls(self) -> int:
+        return len(self.session.calls)
+
+
+@dataclass
+class Report:
+    """All transcripts replayed, plus what could not be."""
+
+    sessions: list[SessionReport] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def discover(paths: Iterable[Path]) -> list[Path]:
+    """Transcript files named directly, or found under the named folders (sorted)."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
+        else:
+            found.append(path)
+    return found
+
+
+def recorded_total(session: Session) -> RecordedUsage | None:
+    """The sum of the recorded usage of every call, when every call has one."""
+    if not session.recorded:
+        return None
+    usages = [call.usage for call in session.calls if call.usage is not None]
+    return RecordedUsage(
+        input_tokens=sum(u.input_tokens for u in usages),
+        cache_creation_input_tokens=sum(u.cache_creation_input_tokens for u in usages),
+        cache_read_input_tokens=sum(u.cache_read_input_tokens for u in usages),
+        ephemeral_5m_input_tokens=sum(u.ephemeral_5m_input_tokens for u in usages),
+        ephemeral_1h_input_tokens=sum(u.ephemeral_1h_input_tokens for u in usages),
+        output_tokens=sum(u.output_tokens for u in usages),
+    )
+
+
+def replay_session(
+    session: Session, strategies: Mapping[str, Strategy] = STRATEGIES
+) -> SessionReport:
+    """Every strategy on one session, and the fidelity of the `recorded` one."""
+    results = {name: strategy.replay(session) for name, strategy in strategies.items()}
+    baseline = results.get(BASELINE)
+    return SessionReport(
+        path=session.path,
+        session=session,
+        recorded_usage=recorded_total(session),
+        fidelity=fidelity(session, baseline) if baseline is not None else None,
+        strategies=results,
+    )
+
+
+def replay(
+    paths: Sequence[Path],
+    strategies: Mapping[str, Strategy] = STRATEGIES,
+    advance: Callable[[Path], None] | None = None,
+) -> Report:
+    """Replay each transcript; `advance` is called after each file (for a progress bar)."""
+    report = Report()
+    for path in paths:
+        try:
+            session = read_session(path)
+        except TranscriptError as error:
+            report.errors.append(str(error))
+        else:
+            report.problems.extend(session.problems)
+            if session.calls:
+                report.sessions.append(replay_session(session, strategies))
+        if advance is not None:
+            advance(path)
+    return report
+
+
+def _strategy_json(result: StrategyResult) -> dict[str, Any]:
+    return {
+        "peak_context": result.peak_context,
+        "total_context": result.total_context,
+        "billed_input": round(result.billed_input, 1),
+        "cost_usd": round(result.cost_usd, 4),
+        "cache_hit_rate": round(result.cache_hit_rate, 4),
+        "retrievable": round(result.retrievable, 4),
+    }
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    """The report in the documented JSON shape (errors are signed fractions)."""
+    sessions = []
+    for item in report.sessions:
+        usage = item.recorded_usage
+        sessions.append(
+            {
+                "path": item.path,
+                "calls": item.calls,
+                "model": item.session.model,
+                "recorded_usage": None
+                if usage is None
+                else {
+                    "input_tokens": usage.input_tokens,
+                    "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+                    "cache_read_input_tokens": usage.cache_read_input_tokens,
+                    "billed_input": round(usage.billed_input, 1),
+                },
+                "fidelity": None
+                if item.fidelity is None
+                else {
+                    "billed_input_error": round(item.fidelity.billed_input_error, 4),
+                    "median_call_error": round(item.fidelity.median_call_error, 4),
+                },
+                "strategies": {name: _strategy_json(r) for name, r in item.strategies.items()},
+            }
+        )
+    return {"sessions": sessions}
+
+
+def _k(tokens: float) -> str:
+    if tokens >= 1_000_000:
+        return f"{tokens / 1_000_000:.2f}M"
+    if tokens >= 1_000:
+        return f"{tokens / 1_000:.1f}K"
+    return f"{tokens:.0f}"
+
+
+def _table(title: str, results: Mapping[str, Sequence[StrategyResult]], calls: int) -> Table:
+    table = Table(title=title, title_justify="left")
+    for header in ("strategy", "calls", "peak ctx", "total ctx", "billed input", "vs recorded"):
+        if header == "strategy":
+            table.add_column(header, no_wrap=True)
+        else:
+            table.add_column(header, justify="right")
+    for header in ("cost $", "cache hits", "retrievable"):
+        table.add_column(header, justify="right")
+    base = sum(r.billed_input for r in results.get(BASELINE, ()))
+    for name, runs in results.items():
+        billed = sum(r.billed_input for r in runs)
+        hits = sum(r.usage.cache_read_input_tokens for r in runs)
+        total = sum(r.usage.total_input_tokens for r in runs)
+        shown = sum(r.shown_tokens for r in runs)
+        lost = sum(r.lost_tokens for r in runs)
+        table.add_row(
+            name,
+            str(calls),
+            _k(max((r.peak_context for r in runs), default=0)),
+            _k(sum(r.total_context for r in runs)),
+            _k(billed),
+            f"{billed / base - 1:+.1%}" if base else "-",
+            f"{sum(r.cost_usd for r in runs):.2f}",
+            f"{hits / total:.1%}" if total else "-",
+            f"{1 - lost / shown:.1%}" if shown else "100.0%",
+        )
+    return table
+
+
+def render(report: Report, console: Console, per_session_limit: int = 6) -> None:
+    """The side-by-side tables: one per session (up to a limit), then the totals."""
+    for item in report.sessions[:per_session_limit]:
+        title = f"{Path(item.path).name}  ({item.session.model}, {item.calls} calls)"
+        console.print(_table(title, {n: [r] for n, r in item.strategies.items()}, item.calls))
+        if item.recorded_usage is not None and item.fidelity is not None:
+            console.print(
+                f"  recorded billed input {_k(item.recorded_usage.billed_input)}; "
+                f"model error {item.fidelity.billed_input_error:+.1%} in total, "
+                f"median per call {item.fidelity.median_call_error:+.1%}"
+            )
+        else:
+            console.print("  no recorded usage in this transcript: fidelity not checked")
+    if len(report.sessions) > 1:
+        names = list(report.sessions[0].strategies)
+        totals = {n: [s.strategies[n] for s in report.sessions] for n in names}
+        calls = sum(s.calls for s in report.sessions)
+        console.print(_table(f"All {len(report.sessions)} sessions", totals, calls))

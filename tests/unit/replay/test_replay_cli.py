@@ -1,0 +1,141 @@
+"""`ectx replay` as a user runs it: demo, JSON shape, plot, own sessions, bad files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ephemeral_context.cli import main
+from ephemeral_context.replay.demo import DEMO_SESSION
+from ephemeral_context.replay.strategies import STRATEGIES
+
+from tests.conftest import REPO_ROOT, TRACES_DIR
+from tests.unit.replay.demo_session import build
+
+STRATEGY_KEYS = {
+    "peak_context",
+    "total_context",
+    "billed_input",
+    "cost_usd",
+    "cache_hit_rate",
+    "retrievable",
+}
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+    assert main(["replay", "--json", *argv]) == 0
+    out = capsys.readouterr().out
+    result: dict[str, object] = json.loads(out)
+    return result
+
+
+def test_bundled_demo_is_what_the_generator_writes() -> None:
+    assert DEMO_SESSION.read_text(encoding="utf-8") == build().text()
+
+
+def test_demo_json_has_the_documented_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    report = run_json(capsys, "--demo")
+    assert list(report) == ["sessions"]
+    (session,) = report["sessions"]  # type: ignore[misc]
+    assert list(session) == [
+        "path",
+        "calls",
+        "model",
+        "recorded_usage",
+        "fidelity",
+        "strategies",
+    ]
+    assert session["path"] == str(DEMO_SESSION)
+    assert session["calls"] == 17
+    assert session["recorded_usage"] is None  # nobody was billed for the demo
+    assert session["fidelity"] is None
+    assert list(session["strategies"]) == list(STRATEGIES)
+    for figures in session["strategies"].values():
+        assert set(figures) == STRATEGY_KEYS
+        assert 0 < figures["peak_context"] <= figures["total_context"]
+        assert 0 <= figures["cache_hit_rate"] <= 1
+        assert 0 <= figures["retrievable"] <= 1
+
+
+def test_real_transcript_json_carries_recorded_usage_and_fidelity(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = TRACES_DIR / "DRMacIver__claude-reliability__python-to-rust-port.jsonl"
+    (session,) = run_json(capsys, str(path))["sessions"]  # type: ignore[misc]
+    assert session["recorded_usage"] == {
+        "input_tokens": 38,
+        "cache_creation_input_tokens": 22988,
+        "cache_read_input_tokens": 1114040,
+        "billed_input": pytest.approx(38 + 1.25 * 22988 + 0.1 * 1114040, abs=0.1),
+    }
+    assert abs(session["fidelity"]["billed_input_error"]) < 0.10
+    assert session["model"] == "claude-opus-4-5-20251101"
+
+
+def test_plot_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "plots" / "replay.png"
+    assert main(["replay", "--demo", "--plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    printed = capsys.readouterr()
+    assert "recorded" in printed.out
+    assert "plot written to" in printed.err
+
+
+def test_no_path_and_no_own_sessions_replays_the_demo(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (session,) = run_json(capsys)["sessions"]  # type: ignore[misc]
+    assert session["path"] == str(DEMO_SESSION)
+
+
+def test_no_path_replays_own_sessions_under_home(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = isolated_home / ".claude" / "projects" / "-home-dev-shop"
+    project.mkdir(parents=True)
+    own = project / "0f1e2d3c.jsonl"
+    shutil.copy(TRACES_DIR / "DRMacIver__claude-reliability__python-to-rust-port.jsonl", own)
+    (session,) = run_json(capsys)["sessions"]  # type: ignore[misc]
+    assert session["path"] == str(own)
+    assert session["calls"] == 39
+
+
+def test_a_bad_file_is_reported_and_the_others_still_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shutil.copy(DEMO_SESSION, folder / "a.jsonl")
+    (folder / "b.jsonl").write_bytes(b"\xff\xfe not json at all\n{}\n")
+    (folder / "c.jsonl").mkdir()  # a folder named like a transcript is searched, not read
+    missing = tmp_path / "missing.jsonl"
+    assert main(["replay", "--json", str(folder), str(missing)]) == 0
+    captured = capsys.readouterr()
+    assert [s["path"] for s in json.loads(captured.out)["sessions"]] == [str(folder / "a.jsonl")]
+    assert f"{missing}: cannot read" in captured.err
+    assert f"{folder / 'b.jsonl'}:1: not JSON" in captured.err
+
+
+def test_nothing_replayable_is_exit_status_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["replay", str(tmp_path / "nope.jsonl")]) == 1
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_the_installed_command_runs_in_a_subprocess(isolated_home: Path) -> None:
+    """The real entry point, in its own process, with the temporary HOME."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ephemeral_context", "replay", "--demo", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["sessions"][0]["calls"] == 17
