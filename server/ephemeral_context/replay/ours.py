@@ -73,6 +73,11 @@ class OursLayout:
         """Nothing shown is lost: every evicted block stays in the store under its id."""
         return 0
 
+    def close(self) -> None:
+        """Release the temporary store (simulate() calls this after the last call)."""
+        self.store.close()
+        self._dir.cleanup()
+
     def rehydrated_tokens(self) -> int:
         """Tokens appended again because a later call used evicted content."""
         return sum(self.engine.conversation(conv).rehydrated_tokens for conv in self._fed)
