@@ -1,0 +1,39 @@
+; Go definitions for synopses. Written for Ephemeral Context; capture names follow
+; grammars/README.md. Later patterns refine earlier ones for the same name (type -> struct).
+
+; Package-level constants.
+(source_file
+  (const_declaration
+    (const_spec name: (identifier) @name.definition.constant) @definition.constant))
+
+; Named types; structs and interfaces get their own kind.
+(type_spec name: (type_identifier) @name.definition.type) @definition.type
+
+(type_spec
+  name: (type_identifier) @name.definition.struct
+  type: (struct_type) @body.definition.struct) @definition.struct
+
+(type_spec
+  name: (type_identifier) @name.definition.interface
+  type: (interface_type) @body.definition.interface) @definition.interface
+
+; Interface methods.
+(method_elem name: (field_identifier) @name.definition.method) @definition.method
+
+; Functions.
+(function_declaration
+  name: (identifier) @name.definition.function
+  body: (block) @body.definition.function) @definition.function
+
+; Methods belong to their receiver's type, pointer or not, generic or not.
+(method_declaration
+  receiver: (parameter_list
+    (parameter_declaration
+      type: [
+        (type_identifier) @scope.definition.method
+        (pointer_type (type_identifier) @scope.definition.method)
+        (generic_type type: (type_identifier) @scope.definition.method)
+        (pointer_type (generic_type type: (type_identifier) @scope.definition.method))
+      ]))
+  name: (field_identifier) @name.definition.method
+  body: (block) @body.definition.method) @definition.method

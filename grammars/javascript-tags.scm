@@ -1,0 +1,57 @@
+; JavaScript definitions for synopses. Written for Ephemeral Context; capture names follow
+; grammars/README.md. typescript-tags.scm inherits these patterns, so they use only node
+; types both grammars share. Later patterns refine earlier ones for the same name.
+
+; Top-level UPPER_CASE bindings are constants.
+(program
+  (lexical_declaration
+    (variable_declarator name: (identifier) @name.definition.constant) @definition.constant)
+  (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))
+
+(program
+  (export_statement
+    declaration: (lexical_declaration
+      (variable_declarator name: (identifier) @name.definition.constant))) @definition.constant
+  (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))
+
+; Classes, declared or as named class expressions; `export` belongs to the definition.
+[
+  (class_declaration name: (_) @name.definition.class body: (_) @body.definition.class)
+  (class name: (_) @name.definition.class body: (_) @body.definition.class)
+] @definition.class
+
+(export_statement
+  declaration: (class_declaration
+    name: (_) @name.definition.class
+    body: (_) @body.definition.class)) @definition.class
+
+; Functions and generators, declared or as named function expressions.
+[
+  (function_declaration name: (identifier) @name.definition.function body: (_) @body.definition.function)
+  (generator_function_declaration name: (identifier) @name.definition.function body: (_) @body.definition.function)
+  (function_expression name: (identifier) @name.definition.function body: (_) @body.definition.function)
+] @definition.function
+
+(export_statement
+  declaration: [
+    (function_declaration name: (identifier) @name.definition.function body: (_) @body.definition.function)
+    (generator_function_declaration name: (identifier) @name.definition.function body: (_) @body.definition.function)
+  ]) @definition.function
+
+; Variables bound to arrow functions or function expressions are functions.
+(variable_declarator
+  name: (identifier) @name.definition.function
+  value: [
+    (arrow_function body: (_) @body.definition.function)
+    (function_expression body: (_) @body.definition.function)
+  ]) @definition.function
+
+; Methods in class bodies; `constructor` is the constructor.
+(method_definition
+  name: (_) @name.definition.method
+  body: (_) @body.definition.method) @definition.method
+
+(method_definition
+  name: (_) @name.definition.constructor
+  body: (_) @body.definition.constructor
+  (#eq? @name.definition.constructor "constructor")) @definition.constructor

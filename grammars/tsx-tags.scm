@@ -1,0 +1,2 @@
+; inherits: typescript
+; TSX uses the TypeScript patterns unchanged (the grammars differ only in JSX).

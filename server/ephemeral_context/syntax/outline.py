@@ -1,0 +1,345 @@
+"""A file's definitions as data: tags-query matches -> Definitions -> nested, named Symbols.
+
+Only capture-name prefixes are interpreted here (see grammars/README.md):
+`@definition.<kind>` is the whole definition, `@name.definition.<kind>` its name,
+`@body.definition.<kind>` where its signature ends, `@scope.definition.<kind>` the owner of a
+definition written outside it (a Go method's receiver type). When several patterns capture
+definitions with the same name node, they describe one definition: the widest span wins and
+the kind comes from the pattern written last in the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import tree_sitter as ts
+
+from ephemeral_context.syntax.binding import Budget, BudgetExceeded, parse_bounded, run_matches
+from ephemeral_context.syntax.languages import detect_language, load_language, spec_for
+from ephemeral_context.syntax.queries import compiled_query
+from ephemeral_context.tokens import estimate_tokens
+
+_SQUASH = re.compile(r"\s+")
+_OPEN_SPACE = re.compile(r"([(\[]) ")
+_CLOSE_SPACE = re.compile(r",? ([)\]])")
+_PREFIX_LIMIT = 80
+_SIGNATURE_LIMIT = 160
+_BINARY_SAMPLE = 8192
+
+
+Captures = dict[str, list[ts.Node]]
+
+
+class _Candidate(NamedTuple):
+    pattern: int
+    kind: str
+    node: ts.Node
+    name: ts.Node
+    captures: Captures
+
+
+class SymbolId(NamedTuple):
+    """What stays the same for a definition across edits: kind, qualified name, overload number."""
+
+    kind: str
+    qualname: str
+    ordinal: int
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """One definition as the query found it, before nesting gives it a qualified name."""
+
+    kind: str
+    name: str
+    scope: str | None
+    start_byte: int
+    end_byte: int
+    start_line: int
+    end_line: int
+    signature: str
+    name_at: int
+
+    def shifted(self, bytes_by: int, lines_by: int) -> Definition:
+        """The same definition after an edit wholly before it moved it."""
+        return Definition(
+            self.kind, self.name, self.scope, self.start_byte + bytes_by, self.end_byte + bytes_by,
+            self.start_line + lines_by, self.end_line + lines_by, self.signature, self.name_at,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    """A definition with its place in the file: lines are 1-based and inclusive, bytes half-open.
+
+    `signature` is the declaration header (decorators, keywords, name, parameters, return
+    type) on one line; `name_at` is where the name starts inside it.
+    """
+
+    name: str
+    qualname: str
+    kind: str
+    start_line: int
+    end_line: int
+    signature: str
+    start_byte: int
+    end_byte: int
+    depth: int
+    ordinal: int
+    name_at: int
+
+    @property
+    def identity(self) -> SymbolId:
+        return SymbolId(self.kind, self.qualname, self.ordinal)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "qualname": self.qualname,
+            "kind": self.kind,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "signature": self.signature,
+        }
+
+
+@dataclass(frozen=True)
+class Outline:
+    """What `outline_text` knows about one text: its definitions, or why it has none."""
+
+    path: str
+    language: str | None
+    lines: int
+    tokens: int
+    symbols: tuple[Symbol, ...]
+    has_errors: bool = False
+    fallback: str | None = None
+    preview: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "language": self.language,
+            "lines": self.lines,
+            "symbols": [symbol.to_json() for symbol in self.symbols],
+        }
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds that keep one file from stalling the server."""
+
+    max_bytes: int = 4_000_000
+    budget: Budget = field(default_factory=Budget)
+    preview_lines: int = 10
+
+
+def count_lines(text: str) -> int:
+    """Editor line count: a trailing newline does not open a new line."""
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def binary_reason(text: str) -> str | None:
+    """Why `text` looks like binary data rather than source, if it does."""
+    sample = text[:_BINARY_SAMPLE]
+    if "\x00" in sample:
+        return "binary file (contains NUL bytes)"
+    if sample and sample.count("\ufffd") > len(sample) // 10:
+        return "binary file (not valid UTF-8)"
+    return None
+
+
+def new_parser(language: str) -> ts.Parser:
+    return ts.Parser(load_language(language))
+
+
+def _squash(raw: bytes) -> str:
+    return _SQUASH.sub(" ", raw.decode("utf-8", errors="replace"))
+
+
+def _tidy(header: str) -> str:
+    """Undo the spaces that squashing a multi-line parameter list leaves inside brackets."""
+    return _CLOSE_SPACE.sub(r"\1", _OPEN_SPACE.sub(r"\1", header))
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _signature(
+    source: bytes, node: ts.Node, name: ts.Node, body: ts.Node | None
+) -> tuple[str, int]:
+    """The header of a definition on one line, and where its name starts in it."""
+    line_start = source.rfind(b"\n", node.start_byte, name.start_byte) + 1
+    head_start = max(node.start_byte, line_start)
+    if body is not None and body.start_byte >= name.end_byte:
+        head_end = body.start_byte
+    else:
+        newline = source.find(b"\n", name.end_byte, node.end_byte)
+        head_end = node.end_byte if newline == -1 else newline
+    prefix = _clip(_squash(source[node.start_byte : head_start]).strip(), _PREFIX_LIMIT)
+    before = _squash(source[head_start : name.start_byte]).lstrip()
+    after = _tidy(_squash(source[name.end_byte : head_end])).rstrip().rstrip("{:;=,").rstrip()
+    head = before + _squash(source[name.start_byte : name.end_byte]).strip()
+    lead = f"{prefix} " if prefix else ""
+    return lead + head + _clip(after, _SIGNATURE_LIMIT), len(lead) + len(before)
+
+
+def _end_line(source: bytes, node: ts.Node, name: ts.Node, comments: tuple[bytes, ...]) -> int:
+    """1-based last line, without a final newline or trailing comment lines the node swallowed.
+
+    Grammars attach comments after the last statement to the enclosing block (Python), but
+    they introduce whatever follows, so they are not part of the definition.
+    """
+    end_row, end_column = node.end_point
+    end = node.end_byte
+    if end_column == 0 and end_row > node.start_point[0]:
+        end_row -= 1
+        end -= 1
+    if not comments:
+        return end_row + 1
+    while end_row > name.end_point[0]:
+        line_start = source.rfind(b"\n", 0, end) + 1
+        line = source[line_start:end].strip()
+        if line and not line.startswith(comments):
+            break
+        end_row, end = end_row - 1, line_start - 1
+    return end_row + 1
+
+
+def find_definitions(
+    tree: ts.Tree,
+    source: bytes,
+    language: str,
+    byte_range: tuple[int, int] | None = None,
+) -> list[Definition]:
+    """Definitions the tags query finds, sorted by position (outermost first on ties)."""
+    chosen: dict[tuple[int, int], _Candidate] = {}
+    for pattern, captures in run_matches(compiled_query(language), tree.root_node, byte_range):
+        kind = next((c[11:] for c in captures if c.startswith("definition.")), None)
+        names = captures.get(f"name.definition.{kind}")
+        if kind is None or not names:
+            continue
+        found = _Candidate(pattern, kind, captures[f"definition.{kind}"][0], names[0], captures)
+        key = (found.name.start_byte, found.name.end_byte)
+        seen = chosen.get(key)
+        if seen is not None:
+            later = found if found.pattern > seen.pattern else seen
+            widest = max(seen.node, found.node, key=lambda n: n.end_byte - n.start_byte)
+            found = later._replace(node=widest)
+        chosen[key] = found
+    comments = tuple(prefix.encode() for prefix in spec_for(language).doc_prefixes)
+    return sorted(
+        (_definition(source, candidate, comments) for candidate in chosen.values()),
+        key=lambda d: (d.start_byte, -d.end_byte, d.name),
+    )
+
+
+def _definition(source: bytes, candidate: _Candidate, comments: tuple[bytes, ...]) -> Definition:
+    kind, node, name, captures = candidate.kind, candidate.node, candidate.name, candidate.captures
+    bodies = captures.get(f"body.definition.{kind}")
+    scopes = captures.get(f"scope.definition.{kind}")
+    signature, name_at = _signature(source, node, name, bodies[0] if bodies else None)
+    return Definition(
+        kind=kind,
+        name=_squash(source[name.start_byte : name.end_byte]).strip(),
+        scope=_squash(source[scopes[0].start_byte : scopes[0].end_byte]) if scopes else None,
+        start_byte=node.start_byte,
+        end_byte=node.end_byte,
+        start_line=node.start_point[0] + 1,
+        end_line=_end_line(source, node, name, comments),
+        signature=signature,
+        name_at=name_at,
+    )
+
+
+def nest(definitions: Iterable[Definition]) -> tuple[Symbol, ...]:
+    """Give each definition its depth, qualified name and overload ordinal (1-based)."""
+    stack: list[Symbol] = []
+    ordinals: dict[tuple[str, str], int] = {}
+    symbols = []
+    for d in definitions:
+        while stack and not (
+            d.start_byte >= stack[-1].start_byte and d.end_byte <= stack[-1].end_byte
+        ):
+            stack.pop()
+        owner = stack[-1].qualname if stack else d.scope
+        qualname = f"{owner}.{d.name}" if owner else d.name
+        ordinal = ordinals[(d.kind, qualname)] = ordinals.get((d.kind, qualname), 0) + 1
+        symbol = Symbol(
+            d.name, qualname, d.kind, d.start_line, d.end_line, d.signature,
+            d.start_byte, d.end_byte, len(stack), ordinal, d.name_at,
+        )  # fmt: skip
+        symbols.append(symbol)
+        stack.append(symbol)
+    return tuple(symbols)
+
+
+def make_outline(
+    path: str,
+    language: str | None,
+    text: str,
+    definitions: Sequence[Definition] = (),
+    *,
+    has_errors: bool = False,
+    fallback: str | None = None,
+    limits: Limits | None = None,
+) -> Outline:
+    """Assemble an Outline; a fallback keeps the first lines so the reader still sees something."""
+    preview: tuple[str, ...] = ()
+    if fallback is not None and not fallback.startswith("binary"):
+        count = (limits or Limits()).preview_lines
+        preview = tuple(_clip(line, 200) for line in text[:20_000].splitlines()[:count])
+    return Outline(
+        path=path,
+        language=language,
+        lines=count_lines(text),
+        tokens=estimate_tokens(text),
+        symbols=nest(definitions),
+        has_errors=has_errors,
+        fallback=fallback,
+        preview=preview,
+    )
+
+
+def fallback_reason(text: str, source: bytes, language: str | None, limits: Limits) -> str | None:
+    """Why this text gets no tree: binary, no grammar, or too large; None when it can be parsed."""
+    reason = binary_reason(text)
+    if reason is None and language is None:
+        reason = "no grammar for this file type"
+    if reason is None and len(source) > limits.max_bytes:
+        reason = f"file too large to outline ({len(source)} bytes > {limits.max_bytes})"
+    return reason
+
+
+def analyse(
+    text: str, path: str, language: str | None, limits: Limits, parser: ts.Parser | None = None
+) -> tuple[ts.Tree | None, list[Definition], Outline]:
+    """Parse from scratch: the tree (None on fallback), its definitions and the outline."""
+    source = text.encode("utf-8", errors="surrogatepass")
+    reason = fallback_reason(text, source, language, limits)
+    tree: ts.Tree | None = None
+    definitions: list[Definition] = []
+    if reason is None and language is not None:
+        try:
+            tree = parse_bounded(parser or new_parser(language), source, limits.budget)
+            definitions = find_definitions(tree, source, language)
+        except BudgetExceeded as error:
+            tree, reason = None, str(error)
+    has_errors = tree is not None and tree.root_node.has_error
+    outline = make_outline(
+        path, language, text, definitions, has_errors=has_errors, fallback=reason, limits=limits
+    )
+    return tree, definitions, outline
+
+
+def outline_text(
+    text: str, path: str, language_id: str | None = None, limits: Limits | None = None
+) -> Outline:
+    """The outline of one file's text; never raises for bad input, falls back with a reason."""
+    return analyse(text, path, detect_language(path, language_id), limits or Limits())[2]

@@ -1,0 +1,66 @@
+"""Finding, reading and compiling the grammars/<language>-tags.scm query files.
+
+Queries are data: this module only knows where the files live and compiles each one once per
+process. What the captures mean is decided in outline.py from capture-name prefixes.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+
+import tree_sitter as ts
+
+from ephemeral_context.syntax.languages import load_language
+
+KINDS = frozenset(
+    {
+        "class", "interface", "struct", "union", "enum", "trait", "impl", "module",
+        "function", "method", "constructor", "macro", "type", "constant",
+        "heading", "key", "table",
+    }
+)  # fmt: skip
+ROLES = ("definition.", "name.definition.", "body.definition.", "scope.definition.")
+_INHERITS = "; inherits:"
+_REPO_GRAMMARS = Path(__file__).resolve().parents[3] / "grammars"
+
+
+def grammars_dir() -> Traversable:
+    """Where the .scm files are: inside the wheel, else the repo's grammars/ (editable install)."""
+    packaged = resources.files("ephemeral_context").joinpath("grammars")
+    return packaged if packaged.is_dir() else _REPO_GRAMMARS
+
+
+@functools.cache
+def query_source(language: str, purpose: str = "tags") -> str:
+    """The text of grammars/<language>-<purpose>.scm, after the files it inherits.
+
+    A first line `; inherits: javascript` puts javascript-<purpose>.scm in front, so a
+    grammar that extends another (TypeScript, TSX) shares its patterns instead of copying them.
+    """
+    text = grammars_dir().joinpath(f"{language}-{purpose}.scm").read_text(encoding="utf-8")
+    first_line = text.partition("\n")[0]
+    if not first_line.startswith(_INHERITS):
+        return text
+    parents = [name.strip() for name in first_line.removeprefix(_INHERITS).split(",")]
+    return "\n".join([*(query_source(parent, purpose) for parent in parents), text])
+
+
+class QueryFileError(ValueError):
+    """A grammars/*.scm file uses a capture name outside the vocabulary in grammars/README.md."""
+
+
+@functools.cache
+def compiled_query(language: str, purpose: str = "tags") -> ts.Query:
+    """The query compiled against its grammar, checked and cached for the life of the process."""
+    query = ts.Query(load_language(language), query_source(language, purpose))
+    for index in range(query.capture_count):
+        name = query.capture_name(index)
+        if name.startswith("_"):
+            continue
+        role = next((role for role in ROLES if name.startswith(role)), None)
+        if role is None or name.removeprefix(role) not in KINDS:
+            raise QueryFileError(f"{language}-{purpose}.scm: capture @{name} is not allowed")
+    return query

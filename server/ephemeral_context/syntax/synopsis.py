@@ -1,0 +1,65 @@
+"""The synopsis: an Outline rendered as the few lines the model reads instead of the file.
+
+One header line (path, language, lines, estimated tokens), then one line per definition,
+indented by nesting: `  12-40 method Foo.bar(self, x: int) -> str`. The same Outline always
+renders to the same text.
+"""
+
+from __future__ import annotations
+
+from ephemeral_context.syntax.outline import Outline, Symbol
+
+# Declaration keywords that only repeat the kind shown in front of the name.
+_KIND_KEYWORDS: dict[str, frozenset[str]] = {
+    "function": frozenset({"def", "function", "func", "fn", "sub"}),
+    "method": frozenset({"def", "function", "func", "fn"}),
+    "constructor": frozenset({"def", "function"}),
+    "class": frozenset({"class", "record"}),
+    "struct": frozenset({"struct"}),
+    "union": frozenset({"union"}),
+    "enum": frozenset({"enum"}),
+    "interface": frozenset({"interface"}),
+    "trait": frozenset({"trait"}),
+    "type": frozenset({"type"}),
+    "module": frozenset({"mod", "module", "namespace"}),
+    "impl": frozenset({"impl"}),
+    "constant": frozenset({"const", "let", "var"}),
+}
+_QUOTES = ("'", '"')
+MAX_LINES = 2000
+
+
+def header(outline: Outline) -> str:
+    """`path (language, N lines, ~T tokens[, notes])`."""
+    notes = [outline.language or "text", f"{outline.lines} lines", f"~{outline.tokens} tokens"]
+    if outline.has_errors:
+        notes.append("has syntax errors")
+    if outline.fallback:
+        notes.append(f"no outline: {outline.fallback}")
+    return f"{outline.path} ({', '.join(notes)})"
+
+
+def symbol_line(symbol: Symbol) -> str:
+    """`start-end kind Qualified.name(params) -> result`, indented two spaces per level."""
+    before = symbol.signature[: symbol.name_at]
+    after = symbol.signature[symbol.name_at + len(symbol.name) :]
+    if before[-1:] in _QUOTES and after[:1] == before[-1:]:  # a quoted key: "name": value
+        before, after = before[:-1], after[1:]
+    noise = _KIND_KEYWORDS.get(symbol.kind, frozenset())
+    kept = " ".join(word for word in before.split() if word not in noise)
+    lines = f"{symbol.start_line}-{symbol.end_line}"
+    joiner = " " if before[-1:].isspace() else ""  # keep `[table]` and `self.name` together
+    shown = f"{kept}{joiner}{symbol.qualname}" if kept else symbol.qualname
+    return f"{'  ' * (symbol.depth + 1)}{lines} {symbol.kind} {shown}{after}"
+
+
+def render_synopsis(outline: Outline, max_lines: int = MAX_LINES) -> str:
+    """The whole synopsis text; very long outlines end with a count of what was left out."""
+    lines = [header(outline)]
+    lines.extend(symbol_line(symbol) for symbol in outline.symbols[:max_lines])
+    if len(outline.symbols) > max_lines:
+        lines.append(f"  … {len(outline.symbols) - max_lines} more definitions")
+    if outline.preview:
+        lines.append(f"  first {len(outline.preview)} lines:")
+        lines.extend(f"  {number:>5}| {text}" for number, text in enumerate(outline.preview, 1))
+    return "\n".join(lines) + "\n"

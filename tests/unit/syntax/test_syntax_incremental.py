@@ -1,0 +1,184 @@
+"""Incremental updates equal a fresh parse, whatever the edits; identities say what changed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from ephemeral_context.syntax import IncrementalSyntax, SymbolId, outline_text
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "syntax" / "samples"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A tree-sitter edit built the way documents.py builds its ByteEdit."""
+
+    start_byte: int
+    old_end_byte: int
+    new_end_byte: int
+    start_point: tuple[int, int]
+    old_end_point: tuple[int, int]
+    new_end_point: tuple[int, int]
+
+
+def _point(data: bytes, offset: int) -> tuple[int, int]:
+    row = data.count(b"\n", 0, offset)
+    return row, offset - (data.rfind(b"\n", 0, offset) + 1)
+
+
+def splice(text: str, start: int, end: int, insert: str) -> tuple[str, Edit]:
+    """Replace text[start:end] (code points) and describe it in bytes and points."""
+    old = text.encode()
+    start_byte, old_end_byte = len(text[:start].encode()), len(text[:end].encode())
+    new_text = text[:start] + insert + text[end:]
+    new = new_text.encode()
+    new_end_byte = start_byte + len(insert.encode())
+    edit = Edit(
+        start_byte, old_end_byte, new_end_byte,
+        _point(old, start_byte), _point(old, old_end_byte), _point(new, new_end_byte),
+    )  # fmt: skip
+    return new_text, edit
+
+
+SNIPPETS = [
+    "x", "\n", "    ", "def ", "class ", "(", ")", ":", "\n    def f(self):\n        pass\n",
+    "@property\n", "#", '"""', "{", "}", "function g() {}\n", "=>", ";", "é", "return 1\n",
+    "\n\nclass Z:\n    pass\n", "async ", "const K = 1;\n", "fn h() {}\n", "}\n",
+]  # fmt: skip
+
+edits_strategy = st.lists(
+    st.tuples(
+        st.floats(0, 1), st.floats(0, 1), st.one_of(st.sampled_from(SNIPPETS), st.text(max_size=6))
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _apply_random(text: str, raw: list[tuple[float, float, str]]) -> tuple[str, list[Edit]]:
+    edits = []
+    for at, length, insert in raw:
+        start = int(at * len(text))
+        end = min(len(text), start + int(length * 40))
+        text, edit = splice(text, start, end, insert)
+        edits.append(edit)
+    return text, edits
+
+
+@pytest.mark.parametrize("name", ["inventory.py", "store.ts", "shapes.rs", "cache.rb", "guide.md"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches=st.lists(edits_strategy, min_size=1, max_size=3))
+def test_incremental_equals_fresh_parse(
+    name: str, batches: list[list[tuple[float, float, str]]]
+) -> None:
+    text = (SAMPLES / name).read_text(encoding="utf-8")
+    syntax = IncrementalSyntax(text, name)
+    for raw in batches:  # each batch is one didChange with several edits in order
+        text, edits = _apply_random(text, raw)
+        syntax.apply(edits, text)
+    fresh = IncrementalSyntax(text, name)
+    assert syntax.outline == outline_text(text, name)
+    assert syntax.sexp() == fresh.sexp()
+
+
+def test_one_method_edit_reports_only_that_method() -> None:
+    text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
+    syntax = IncrementalSyntax(text, "inventory.py")
+    at = text.index("raise OutOfStock(sku)")
+    text, edit = splice(text, at, at, "assert count > 0\n            ")
+    changes = syntax.apply([edit], text)
+    assert changes.added == () and changes.removed == ()
+    assert set(changes.changed) == {
+        SymbolId("class", "Inventory", 1),
+        SymbolId("method", "Inventory.reserve", 1),
+    }
+
+
+def test_rename_is_a_removal_and_an_addition_and_moves_nothing_else() -> None:
+    text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
+    syntax = IncrementalSyntax(text, "inventory.py")
+    before = {s.identity: s for s in syntax.outline.symbols}
+    at = text.index("def load(") + len("def ")
+    text, edit = splice(text, at, at + len("load"), "load_file")
+    changes = syntax.apply([edit], text)
+    assert changes.removed == (SymbolId("function", "load", 1),)
+    assert changes.added == (SymbolId("function", "load_file", 1),)
+    after = {s.identity: s for s in changes.outline.symbols}
+    assert after[SymbolId("class", "Inventory", 1)] == before[SymbolId("class", "Inventory", 1)]
+
+
+def test_inserted_lines_shift_later_symbols_without_changing_them() -> None:
+    text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
+    syntax = IncrementalSyntax(text, "inventory.py")
+    old = {s.identity: s for s in syntax.outline.symbols}
+    text, edit = splice(text, 0, 0, "# one\n# two\n")
+    changes = syntax.apply([edit], text)
+    assert not changes.any
+    new = {s.identity: s for s in changes.outline.symbols}
+    load = SymbolId("function", "load", 1)
+    assert new[load].start_line == old[load].start_line + 2
+
+
+def test_overloads_keep_their_ordinals() -> None:
+    text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
+    syntax = IncrementalSyntax(text, "inventory.py")
+    gets = [s.identity for s in syntax.outline.symbols if s.qualname == "Inventory.get"]
+    assert [identity.ordinal for identity in gets] == [1, 2, 3]
+    at = text.index("default: Item) -> Item: ...")
+    text, edit = splice(text, at, at + len("default: Item"), "default: Item, strict: bool")
+    changes = syntax.apply([edit], text)
+    assert changes.changed == (SymbolId("method", "Inventory.get", 2),) or set(changes.changed) == {
+        SymbolId("class", "Inventory", 1),
+        SymbolId("method", "Inventory.get", 2),
+    }
+
+
+def _valid_edit(data: st.DataObject, text: str, name: str) -> tuple[str, Edit]:
+    """An edit that usually keeps the file valid, so the incremental path is the one tested."""
+    symbols = outline_text(text, name).symbols
+    lines = text.split("\n")
+    choice = data.draw(st.sampled_from(["ident", "comment", "delete", "duplicate", "digit"]))
+    if choice in ("delete", "duplicate") and symbols:
+        symbol = data.draw(st.sampled_from(symbols))
+        start = sum(len(line) + 1 for line in lines[: symbol.start_line - 1])
+        end = sum(len(line) + 1 for line in lines[: symbol.end_line])
+        if choice == "delete":
+            return splice(text, start, min(end, len(text)), "")
+        block = text[start:end] if text[start:end].endswith("\n") else text[start:end] + "\n"
+        return splice(text, min(end, len(text)), min(end, len(text)), block)
+    if choice == "comment":
+        row = data.draw(st.integers(0, max(0, len(lines) - 1)))
+        indent = lines[row][: len(lines[row]) - len(lines[row].lstrip())]
+        at = sum(len(line) + 1 for line in lines[:row])
+        marker = "#" if name.endswith((".py", ".rb")) else "//" if not name.endswith(".md") else ""
+        return splice(text, at, at, f"{indent}{marker} note\n")
+    wanted = str.isdigit if choice == "digit" else str.isalpha
+    spots = [i for i, char in enumerate(text) if wanted(char)]
+    at = data.draw(st.sampled_from(spots)) if spots else 0
+    insert = data.draw(st.sampled_from("0123456789" if choice == "digit" else "abcxyz"))
+    return splice(text, at, at + data.draw(st.integers(0, 1)), insert)
+
+
+VALID_EDIT_SAMPLES = [
+    "inventory.py", "router.js", "store.ts", "queue.go", "shapes.rs", "Library.java", "matrix.cpp",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", VALID_EDIT_SAMPLES)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_valid_edits_take_the_incremental_path_and_equal_fresh_parse(
+    name: str, data: st.DataObject
+) -> None:
+    text = (SAMPLES / name).read_text(encoding="utf-8")
+    syntax = IncrementalSyntax(text, name)
+    for _ in range(data.draw(st.integers(1, 5))):
+        text, edit = _valid_edit(data, text, name)
+        changes = syntax.apply([edit], text)
+        assert changes.incremental == (not changes.outline.has_errors)
+        assert changes.outline == outline_text(text, name)
+        assert syntax.sexp() == IncrementalSyntax(text, name).sexp()
