@@ -69,13 +69,15 @@ from ephemeral_context.context.ledger import (
     binary_reason,
 )
 from ephemeral_context.context.skills import SkillMeta, parse_skill, trigger_fired
-from ephemeral_context.tokens import estimate_block_tokens
+from ephemeral_context.tokens import BLOCK_OVERHEAD_TOKENS, estimate_block_tokens
 
 log = logging.getLogger(__name__)
 
 TokenCounter = Callable[[str, str], int]
 ResultKind = Literal["file", "edit", "tool_result", "skill", "memory"]
-EVICTABLE_KINDS = frozenset({"file", "tool_result", "write_input", "skill", "memory"})
+EVICTABLE_KINDS = frozenset({"file", "tool_result", "write_input", "tool_input", "skill", "memory"})
+INPUT_EVICTION_MIN_TOKENS = 2 * BLOCK_OVERHEAD_TOKENS
+"""A tool_use input smaller than this cannot shrink below its placeholder plus framing."""
 WRITE_TOOLS = frozenset({"Write", "write_file"})
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "edit_file"})
 
@@ -363,15 +365,23 @@ class ContextEngine:
                     c.files[uri].in_segment = True
                 self._touch(c, uri)
             else:
-                text = _edit_text(tool_input)
+                input_uri = _uri(path) if isinstance(path, str) else None
+                item_id = None
+                if count > INPUT_EVICTION_MIN_TOKENS:
+                    stored = json.dumps(tool_input, ensure_ascii=False, indent=1)
+                    entry = self.store.put(stored, tokens=count)
+                    item_id = entry.id
+                    self.ledger.record(
+                        LedgerItem(
+                            id=entry.id, kind=ItemKind.TOOL_RESULT, key=f"{conv}:input:{entry.id}",
+                            tokens=count, size_bytes=len(stored.encode()), content_hash=entry.id,
+                            last_use=c.calls, changed_at=c.calls, label=f"{name} input",
+                        )
+                    )  # fmt: skip
                 self._append(
-                    c,
-                    "assistant",
-                    block,
-                    count,
-                    text=text,
-                    uri=_uri(path) if isinstance(path, str) else None,
-                )
+                    c, "assistant", block, count, kind="tool_input" if item_id else "text",
+                    item_id=item_id, text=_input_text(tool_input), uri=input_uri,
+                )  # fmt: skip
                 if isinstance(path, str):
                     self._touch(c, _uri(path))
 
@@ -432,12 +442,8 @@ class ContextEngine:
                     )
                     view.call = c.calls
             self._touch(c, uri)
-            self._append(
-                c, "user", _result_block(tool_use_id, text, is_error), given, uri=uri, text=text
-            )
-            return text
         item_id: str | None = None
-        if not is_error and text:
+        if not is_error and given > INPUT_EVICTION_MIN_TOKENS:
             entry = self.store.put(text, tokens=given)
             item_id = entry.id
             item_kind = (
@@ -472,9 +478,10 @@ class ContextEngine:
             "user",
             _result_block(tool_use_id, text, is_error),
             given,
-            kind=kind if item_id else "text",
+            kind=("tool_result" if kind == "edit" else kind) if item_id else "text",
             item_id=item_id,
             text=text,
+            uri=uri if kind == "edit" else None,
         )
         if kind == "skill" and item_id:
             c.skills[index] = _SkillState(
@@ -962,7 +969,7 @@ class ContextEngine:
                     c.thread_tokens - state.tokens_at_load,
                 ):
                     continue
-            freed = tb.tokens - self._count(self._placeholder_text(c, tb), "prose")
+            freed = tb.tokens - self._evicted_form(c, index)[1]
             if freed <= 0:
                 continue
             if tb.uri is not None:
@@ -986,11 +993,15 @@ class ContextEngine:
             open_idles.append(c.calls - calls[-1])
         return gaps, open_idles
 
-    def _placeholder_text(self, c: _Conversation, tb: ThreadBlock) -> str:
+    @staticmethod
+    def _placeholder_text(c: _Conversation, tb: ThreadBlock) -> str:
+        """What stays where evicted content was: what it was, its size, how to get it back."""
         item = tb.item_id or "?"
         if tb.kind == "skill":
             return f"[[skill:{item}]] skill used; body evicted. read_session_file('{item}')."
-        if tb.uri is not None:
+        if tb.kind == "tool_input":
+            return f"[[input:{item}]] {tb.original_tokens} tokens; read_session_file('{item}')"
+        if tb.uri is not None and tb.kind in ("file", "write_input"):
             return (
                 f"[[file:{item}]] {_label(tb.uri)} ({tb.original_tokens} tokens) evicted; "
                 f"read_session_file('{item}') or read_symbol shows it again."
@@ -1000,7 +1011,8 @@ class ContextEngine:
             f"read_session_file('{item}') restores it."
         )
 
-    def _evict_block(self, c: _Conversation, index: int, reason: str = "") -> str:
+    def _evicted_form(self, c: _Conversation, index: int) -> tuple[dict[str, Any], int]:
+        """The block that replaces thread block `index` on eviction, and its tokens."""
         tb = c.thread[index]
         text = self._placeholder_text(c, tb)
         if tb.kind == "skill" and index in c.skills:
@@ -1010,19 +1022,22 @@ class ContextEngine:
                 f"(read_session_file('{tb.item_id}') reloads it). {meta.description}",
                 meta.placeholder_budget,
             )
-        tb.original = tb.block
         block = dict(tb.block)
         if block.get("type") == "tool_result":
             block["content"] = text
-        elif block.get("type") == "tool_use":
-            tool_input = dict(block.get("input") or {})
-            tool_input["content"] = text
-            block["input"] = tool_input
-        else:
-            block = {"type": "text", "text": text}
+            return block, self._count(text, "tool_output")
+        if block.get("type") == "tool_use":
+            block["input"] = _shrink_input(block.get("input") or {}, text)
+            return block, self._block_tokens(block)
+        return {"type": "text", "text": text}, self._count(text, "prose")
+
+    def _evict_block(self, c: _Conversation, index: int, reason: str = "") -> str:
+        tb = c.thread[index]
+        block, tokens = self._evicted_form(c, index)
+        tb.original = tb.block
         tb.block = block
         tb.key = content_key(block)
-        tb.tokens = self._count(text, "prose")
+        tb.tokens = tokens
         tb.evicted = True
         c.evicted_total += tb.original_tokens - tb.tokens
         c.evicted_by_kind[tb.kind] = c.evicted_by_kind.get(tb.kind, 0) + 1
@@ -1276,13 +1291,40 @@ def _result_block(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]
     return block
 
 
-def _edit_text(tool_input: Mapping[str, Any]) -> str:
-    """The new text an Edit/MultiEdit carries (visible to the model in its own tool_use)."""
-    parts = [str(tool_input.get("new_string", ""))]
-    for edit in tool_input.get("edits") or ():
-        if isinstance(edit, Mapping):
-            parts.append(str(edit.get("new_string", "")))
-    return "\n".join(p for p in parts if p)
+def _input_text(tool_input: Mapping[str, Any]) -> str:
+    """Every string a tool_use input carries (what the model can quote from it later)."""
+    parts: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            parts.append(value)
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(tool_input)
+    return "\n".join(parts)
+
+
+SHRINK_KEEP_CHARS = 120
+"""Input fields up to this long (paths, short commands) stay; longer ones become the reference."""
+
+
+def _shrink_input(tool_input: Mapping[str, Any], reference: str) -> dict[str, Any]:
+    """A tool_use input with its long fields replaced by one reference to the stored input."""
+    out: dict[str, Any] = {}
+    replaced = False
+    for key, value in tool_input.items():
+        size = len(value) if isinstance(value, str) else len(json.dumps(value, ensure_ascii=False))
+        if size <= SHRINK_KEEP_CHARS:
+            out[key] = value
+        elif not replaced:
+            out[key] = reference
+            replaced = True
+    return out
 
 
 def _uri(path: str) -> str:
