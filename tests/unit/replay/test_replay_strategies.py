@@ -1,0 +1,142 @@
+"""Each strategy on small hand-written sessions, against usage worked out by hand.
+
+The sessions carry no usage, so every thread's prefix is the default 15,000 tokens (P) and
+no cache is warm at the start. Block sizes come from the session itself (the estimate is
+tokens.py's business); what is checked here is where each token is billed. The model is
+Sonnet 4.5 (minimum cacheable prefix 1,024 tokens), calls are seconds apart (cache warm).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ephemeral_context.replay.flow import Session
+from ephemeral_context.replay.reader import DEFAULT_PREFIX_TOKENS, read_session
+from ephemeral_context.replay.simulate import StrategyResult
+from ephemeral_context.replay.strategies import (
+    AIDER_FILE_NOTE,
+    CLEARED_PLACEHOLDER,
+    FILE_REFERENCE,
+    STRATEGIES,
+    UNCHANGED_STUB,
+)
+from ephemeral_context.tokens import estimate_block_tokens
+
+from tests.unit.replay.builder import Transcript, cat_n, text, tool_use
+
+P = DEFAULT_PREFIX_TOKENS["main"]
+APP = "\n".join(f"def handler_{i}(request):\n    return respond(request, {i})" for i in range(60))
+
+
+def usage_of(result: StrategyResult) -> list[tuple[int, int, int]]:
+    """(input, cache write, cache read) per call."""
+    return [
+        (c.usage.input_tokens, c.usage.cache_creation_input_tokens, c.usage.cache_read_input_tokens)
+        for c in result.calls
+    ]
+
+
+def tokens(session: Session) -> list[int]:
+    """Token size of every message block of the main thread, in order."""
+    (thread,) = session.threads.values()
+    return [b.tokens for m in thread.messages for b in m.blocks]
+
+
+@pytest.fixture
+def reread(tmp_path: Path) -> Session:
+    """Read app.py, read it again unchanged, answer."""
+    t = Transcript()
+    t.user("Why does handler_7 return the wrong value?")
+    t.assistant([tool_use("t1", "Read", file_path="/w/app.py")])
+    t.tool_result("t1", cat_n(APP))
+    t.assistant([tool_use("t2", "Read", file_path="/w/app.py")])
+    t.tool_result("t2", cat_n(APP))
+    t.assistant([text("It returns 7 by design.")])
+    return read_session(t.write(tmp_path / "reread.jsonl"))
+
+
+def test_recorded(reread: Session) -> None:
+    u1, a1, r1, a2, r2 = tokens(reread)
+    result = STRATEGIES["recorded"].replay(reread)
+    assert usage_of(result) == [
+        (0, P + u1, 0),  # cold: prefix and message written
+        (0, a1 + r1, P + u1),  # the last breakpoint of call 1 is read back
+        (0, a2 + r2, P + u1 + a1 + r1),
+    ]
+    assert result.peak_context == P + u1 + a1 + r1 + a2 + r2
+    assert result.billed_input == pytest.approx(
+        1.25 * (P + u1 + a1 + r1 + a2 + r2) + 0.1 * (2 * (P + u1) + a1 + r1)
+    )
+    assert result.retrievable == 1.0
+
+
+def test_cc_dedup_replaces_the_unchanged_reread_with_the_stub(reread: Session) -> None:
+    u1, a1, r1, a2, _ = tokens(reread)
+    stub = estimate_block_tokens(UNCHANGED_STUB, "prose")
+    result = STRATEGIES["cc-dedup"].replay(reread)
+    assert usage_of(result)[2] == (0, a2 + stub, P + u1 + a1 + r1)
+    assert result.peak_context == P + u1 + a1 + r1 + a2 + stub
+    assert result.retrievable == 1.0
+
+
+def test_seed_inplace_puts_the_file_before_the_conversation(reread: Session) -> None:
+    u1, a1, _r1, a2, _ = tokens(reread)
+    ref = estimate_block_tokens(FILE_REFERENCE.format(path="/w/app.py"), "prose")
+    file = estimate_block_tokens(APP, "code")
+    result = STRATEGIES["seed-inplace"].replay(reread)
+    assert usage_of(result) == [
+        (0, P + u1, 0),
+        # the file block lands between the prefix and the conversation: all after P re-written
+        (0, file + u1 + a1 + ref, P),
+        (0, a2 + ref, P + file + u1 + a1 + ref),
+    ]
+
+
+def test_aider_sends_files_after_the_history_with_a_breakpoint_there(reread: Session) -> None:
+    u1, a1, _, a2, _ = tokens(reread)
+    note = estimate_block_tokens(AIDER_FILE_NOTE.format(path="/w/app.py"), "prose")
+    file = estimate_block_tokens(APP, "code")
+    result = STRATEGIES["aider"].replay(reread)
+    assert usage_of(result) == [
+        (u1, P, 0),  # no chat files yet: only the system prompt is cached
+        (u1 + a1 + note, file, P),  # the current turn comes after the last breakpoint
+        (u1 + a1 + note + a2 + note, 0, P + file),
+    ]
+
+
+@pytest.fixture
+def big_outputs(tmp_path: Path) -> Session:
+    """Five commands with ~30K-token outputs: the context passes 100K at the fourth call."""
+    t = Transcript()
+    t.user("Run the five slow suites and summarise.")
+    for i in range(1, 6):
+        t.assistant([tool_use(f"b{i}", "Bash", command=f"make suite-{i}")])
+        t.tool_result(f"b{i}", f"suite {i} line of output\n" * 3300)
+    t.assistant([text("All five pass.")])
+    return read_session(t.write(tmp_path / "big.jsonl"))
+
+
+def test_clear_tool_uses_clears_old_results_and_breaks_the_cache(big_outputs: Session) -> None:
+    sizes = tokens(big_outputs)
+    u1, uses, results = sizes[0], sizes[1::2], sizes[2::2]
+    assert 25_000 < results[0] < 35_000
+    placeholder = estimate_block_tokens(CLEARED_PLACEHOLDER, "prose")
+    recorded = STRATEGIES["recorded"].replay(big_outputs)
+    result = STRATEGIES["clear-tool-uses"].replay(big_outputs)
+    # Calls 1-4 stay under the trigger or keep all three tool uses: as recorded.
+    assert usage_of(result)[:4] == usage_of(recorded)[:4]
+    a, r = uses, results
+    # Call 5 is over 100K: the first result is cleared, so the cache breaks right after u1
+    # (the latest breakpoint position still equal to an earlier one within the lookback).
+    written = a[0] + placeholder + a[1] + r[1] + a[2] + r[2] + a[3] + r[3]
+    assert usage_of(result)[4] == (0, written, P + u1)
+    # Call 6 clears the second result too; nothing after u1 was ever written with this
+    # content, so everything after u1 is written again.
+    after_u1 = a[0] + 2 * placeholder + a[1] + a[2] + r[2] + a[3] + r[3] + a[4] + r[4]
+    assert usage_of(result)[5] == (0, after_u1, P + u1)
+    context_6 = P + u1 + sum(a) + 2 * placeholder + r[2] + r[3] + r[4]
+    assert result.calls[5].context_tokens == context_6
+    shown = u1 + sum(a) + sum(r) + placeholder
+    assert result.retrievable == pytest.approx(1 - (r[0] + r[1]) / shown)
+    assert result.peak_context < recorded.peak_context

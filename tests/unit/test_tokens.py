@@ -1,0 +1,67 @@
+"""tokens.py: the offline estimate, its fitted constants, and the count_tokens path."""
+
+from __future__ import annotations
+
+import anthropic
+import pytest
+from ephemeral_context import tokens
+from ephemeral_context.replay.calibrate import fit_paths
+from ephemeral_context.tokens import (
+    BLOCK_OVERHEAD_TOKENS,
+    CHARS_PER_TOKEN,
+    KINDS,
+    count_tokens,
+    estimate_block_tokens,
+    estimate_tokens,
+)
+
+from tests.conftest import TRACES_DIR
+from tests.fakes import FakeMessagesAPI
+
+CODE = "def add(a: int, b: int) -> int:\n    return a + b\n" * 20
+
+
+def test_estimate_is_characters_over_the_kind_ratio() -> None:
+    assert estimate_tokens("", "prose") == 0
+    for kind in KINDS:
+        assert estimate_tokens("x" * 1000, kind) == -(-1000 // CHARS_PER_TOKEN[kind])
+    assert estimate_tokens(CODE, "no-such-kind") == estimate_tokens(CODE, "code")
+    # denser kinds cost more tokens for the same characters
+    assert estimate_tokens(CODE, "tool_output") > estimate_tokens(CODE, "code")
+    assert estimate_tokens(CODE, "code") > estimate_tokens(CODE, "prose")
+
+
+def test_block_estimate_adds_the_fixed_block_cost() -> None:
+    assert estimate_block_tokens("", "json") == BLOCK_OVERHEAD_TOKENS
+    assert estimate_block_tokens(CODE, "code") == estimate_tokens(CODE, "code") + 33
+
+
+def test_constants_are_the_fit_on_the_real_transcripts() -> None:
+    """Re-running the fit on shared/traces gives the constants tokens.py ships."""
+    fit = fit_paths(sorted(TRACES_DIR.glob("*.jsonl")))
+    assert fit.steps == 348
+    for kind in KINDS:
+        assert fit.chars_per_token[kind] == pytest.approx(CHARS_PER_TOKEN[kind], abs=0.02)
+    assert fit.block_overhead == pytest.approx(BLOCK_OVERHEAD_TOKENS, abs=1)
+    assert all(abs(error) < 0.10 for error in fit.total_error.values())
+
+
+def test_count_tokens_without_a_key_is_a_clear_error() -> None:
+    with pytest.raises(RuntimeError, match="ANTHROPIC_API_KEY"):
+        count_tokens("hello", "claude-sonnet-4-5")
+
+
+def test_count_tokens_asks_the_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the anthropic SDK, against the local Messages API (no real key exists here)."""
+    with FakeMessagesAPI() as api:
+        client = anthropic.Anthropic(api_key="test-key", base_url=api.base_url)
+        assert count_tokens(CODE, "claude-sonnet-4-5", client) == estimate_tokens(CODE, "prose")
+        # From the environment, as a user with a key would run it.
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        assert tokens.count_tokens("hello there", "claude-sonnet-4-5") == estimate_tokens(
+            "hello there", "prose"
+        )
+        paths = [r.path for r in api.requests]
+        assert paths == ["/v1/messages/count_tokens"] * 2
+        assert api.requests[0].body["messages"] == [{"role": "user", "content": CODE}]
