@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.fakes import FakeMessagesAPI
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TRACES_DIR = REPO_ROOT.parent / "shared" / "traces"
@@ -20,6 +23,21 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     yield home
+
+
+@pytest.fixture
+def fake_messages_api() -> Iterator[Callable[..., FakeMessagesAPI]]:
+    """Start scripted local Messages APIs (tests/fakes: no API key exists here); all stop after."""
+    started: list[FakeMessagesAPI] = []
+
+    def start(script: Any = (), **options: Any) -> FakeMessagesAPI:
+        api = FakeMessagesAPI(script, **options).start()
+        started.append(api)
+        return api
+
+    yield start
+    for api in started:
+        api.stop()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,0 +1,693 @@
+"""A local Messages API for tests: real HTTP on 127.0.0.1, answers from a script.
+
+No Anthropic API key exists on this machine, so every test that talks to "Claude" talks to
+this server instead. It speaks the wire protocol the anthropic SDK expects: POST
+/v1/messages (JSON, or Server-Sent Events when `stream` is true, with the same event
+sequence as the API) and POST /v1/messages/count_tokens; it accepts `x-api-key` and
+`Authorization: Bearer` and any `anthropic-version`. What it says comes from a script, one
+turn per request: text, tool_use blocks, a refusal, or an injected error (429/529/500 with
+retry-after, 401, 404, 400). Usage is computed by ephemeral_context.cache_sim, so cache
+reads and writes follow the documented cache rules. Every request is recorded (headers and
+JSON body) so tests can inspect exactly what was sent.
+
+In-process:
+
+    with FakeMessagesAPI(["hello", {"tool_use": [{"name": "read_file", "input": {...}}]}]) as api:
+        client = anthropic.Anthropic(api_key="test", base_url=api.base_url)
+        ...
+        api.requests[0].body["messages"]
+
+As a subprocess (editor end-to-end tests), from the repository root:
+
+    python -m tests.fakes.messages_api --script script.json --port 0 --record requests.jsonl
+
+prints its base URL on the first line of stdout, then serves until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import secrets
+import sys
+import threading
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from ephemeral_context.cache_sim import (
+    CacheControlError,
+    PromptCache,
+    Request,
+    UnknownModelError,
+    Usage,
+    model_info,
+    request_from_messages_api,
+    resolve_breakpoints,
+    usage_to_dict,
+)
+from ephemeral_context.tokens import estimate_tokens
+
+# ---------------------------------------------------------------------------------------------
+# The script
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCall:
+    """One tool_use block the scripted model emits."""
+
+    name: str
+    input: Mapping[str, Any]
+    id: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Reply:
+    """A successful turn: optional text, then tool calls; stop_reason follows from them."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    stop_reason: str | None = None
+
+    def resolved_stop_reason(self) -> str:
+        if self.stop_reason:
+            return self.stop_reason
+        return "tool_use" if self.tool_calls else "end_turn"
+
+
+@dataclass(slots=True, frozen=True)
+class ApiError:
+    """An injected error, shaped as the API shapes it.
+
+    With `mid_stream`, a streaming request gets HTTP 200, message_start, then an `error`
+    event (as the API does for overload during a stream); a non-streaming one gets `status`.
+    """
+
+    status: int
+    type: str
+    message: str
+    retry_after: float | None = None
+    mid_stream: bool = False
+
+
+Turn = Reply | ApiError
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    """What a client sent, and what the fake answered."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    status: int = 0
+    usage: dict[str, Any] | None = None
+    time: float = 0.0
+
+
+TurnSource = Turn | Callable[[RecordedRequest], Turn]
+"""A turn, or a function that chooses the turn from the request it answers."""
+
+
+def rate_limited(retry_after: float = 0.01) -> ApiError:
+    return ApiError(
+        429,
+        "rate_limit_error",
+        "Number of request tokens has exceeded your per-minute rate limit",
+        retry_after,
+    )
+
+
+def overloaded(retry_after: float | None = 0.01, *, mid_stream: bool = False) -> ApiError:
+    return ApiError(529, "overloaded_error", "Overloaded", retry_after, mid_stream)
+
+
+def server_error(retry_after: float | None = 0.01) -> ApiError:
+    return ApiError(500, "api_error", "Internal server error", retry_after)
+
+
+def invalid_api_key() -> ApiError:
+    return ApiError(401, "authentication_error", "invalid x-api-key")
+
+
+def unknown_model(model: str) -> ApiError:
+    return ApiError(404, "not_found_error", f"model: {model}")
+
+
+def refused(message: str = "The request was refused by the content policy.") -> ApiError:
+    return ApiError(400, "invalid_request_error", message)
+
+
+def parse_turn(item: Any) -> Turn:
+    """A turn from its JSON form (the --script file) or a plain string (text).
+
+    Forms: "text"; {"text": ...}; {"tool_use": [{"name", "input", "id"?}], "text"?: ...};
+    {"refusal": "text"} (stop_reason "refusal"); {"stop_reason": ...} alongside text;
+    {"error": {"status", "type", "message", "retry_after"?, "mid_stream"?}}.
+    """
+    if isinstance(item, (Reply, ApiError)):
+        return item
+    if isinstance(item, str):
+        return Reply(text=item)
+    if not isinstance(item, Mapping):
+        raise ValueError(f"a script turn must be a string or an object, got {item!r}")
+    if "error" in item:
+        err = item["error"]
+        if not isinstance(err, Mapping) or not isinstance(err.get("status"), int):
+            raise ValueError(f"an error turn needs an integer 'status': {item!r}")
+        default_type = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            404: "not_found_error",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }.get(err["status"], "api_error")
+        retry = err.get("retry_after")
+        return ApiError(
+            status=err["status"],
+            type=str(err.get("type", default_type)),
+            message=str(err.get("message", default_type)),
+            retry_after=float(retry) if retry is not None else None,
+            mid_stream=bool(err.get("mid_stream", False)),
+        )
+    if "refusal" in item:
+        return Reply(text=str(item["refusal"]), stop_reason="refusal")
+    calls: list[ToolCall] = []
+    for call in item.get("tool_use") or []:
+        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+            raise ValueError(f"a tool_use entry needs a 'name': {call!r}")
+        tool_input = call.get("input", {})
+        if not isinstance(tool_input, Mapping):
+            raise ValueError(f"tool_use input must be an object: {call!r}")
+        calls.append(ToolCall(call["name"], dict(tool_input), call.get("id")))
+    if not calls and "text" not in item:
+        raise ValueError(f"a turn needs 'text', 'tool_use', 'refusal' or 'error': {item!r}")
+    return Reply(str(item.get("text", "")), tuple(calls), item.get("stop_reason"))
+
+
+def load_script(path: Path) -> list[Turn]:
+    """Turns from a JSON file holding a list (or {"turns": [...]})."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(data, Mapping):
+        data = data.get("turns")
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: the script must be a JSON list of turns")
+    return [parse_turn(item) for item in data]
+
+
+# ---------------------------------------------------------------------------------------------
+# Responses
+
+
+class _Reject(Exception):
+    def __init__(self, error: ApiError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_fake{secrets.token_hex(10)}"
+
+
+def _content_blocks(reply: Reply) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if reply.text or not reply.tool_calls:
+        blocks.append({"type": "text", "text": reply.text})
+    for call in reply.tool_calls:
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call.id or _new_id("toolu"),
+                "name": call.name,
+                "input": dict(call.input),
+            }
+        )
+    return blocks
+
+
+def _output_tokens(blocks: Sequence[Mapping[str, Any]]) -> int:
+    total = 0
+    for block in blocks:
+        if block["type"] == "text":
+            total += estimate_tokens(block["text"], "prose")
+        else:
+            total += estimate_tokens(block["name"] + json.dumps(block["input"]), "json")
+    return max(total, 1)
+
+
+def _chunks(text: str, size: int) -> Iterator[str]:
+    for start in range(0, len(text), size):
+        yield text[start : start + size]
+
+
+def _error_body(error: ApiError, request_id: str) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "error": {"type": error.type, "message": error.message},
+        "request_id": request_id,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The server
+
+
+class FakeMessagesAPI:
+    """A scripted Messages API on 127.0.0.1; a context manager that serves in a thread."""
+
+    def __init__(
+        self,
+        script: Sequence[TurnSource | str | Mapping[str, Any]] = (),
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        api_keys: Collection[str] | None = None,
+        clock: Callable[[], float] = time.time,
+        record_path: Path | None = None,
+        chunk_size: int = 12,
+    ) -> None:
+        self._script: list[TurnSource] = [t if callable(t) else parse_turn(t) for t in script]
+        self._api_keys = frozenset(api_keys) if api_keys is not None else None
+        self._clock = clock
+        self._record_path = record_path
+        self._chunk_size = max(1, chunk_size)
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._caches: dict[str, PromptCache] = {}
+        self._server = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> Self:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._server.serve_forever,
+                args=(0.02,),
+                name="fake-messages-api",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread (the subprocess form)."""
+        self._server.serve_forever()
+
+    # --- what tests look at
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, in order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def message_requests(self) -> list[RecordedRequest]:
+        """Only the POST /v1/messages requests."""
+        return [r for r in self.requests if r.path == "/v1/messages"]
+
+    @property
+    def remaining_turns(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    def add_turns(self, *turns: TurnSource | str | Mapping[str, Any]) -> None:
+        with self._lock:
+            self._script.extend(t if callable(t) else parse_turn(t) for t in turns)
+
+    # --- request handling (called from handler threads)
+
+    def _record(self, record: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(record)
+            if self._record_path is not None:
+                line = {
+                    "method": record.method,
+                    "path": record.path,
+                    "headers": _redacted(record.headers),
+                    "body": record.body,
+                    "status": record.status,
+                    "usage": record.usage,
+                    "time": record.time,
+                }
+                with self._record_path.open("a", encoding="utf-8") as out:
+                    out.write(json.dumps(line) + "\n")
+
+    def _check_auth(self, headers: Mapping[str, str]) -> None:
+        key = headers.get("x-api-key")
+        auth = headers.get("authorization", "")
+        if key is None and auth.lower().startswith("bearer "):
+            key = auth[7:].strip()
+        if not key:
+            raise _Reject(ApiError(401, "authentication_error", "x-api-key header is required"))
+        if self._api_keys is not None and key not in self._api_keys:
+            raise _Reject(invalid_api_key())
+
+    def _parse_body(self, record: RecordedRequest, *, need_max_tokens: bool) -> Mapping[str, Any]:
+        body = record.body
+        if not isinstance(body, Mapping):
+            raise _Reject(
+                ApiError(400, "invalid_request_error", "request body must be a JSON object")
+            )
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise _Reject(ApiError(400, "invalid_request_error", "model: Field required"))
+        if not isinstance(body.get("messages"), list):
+            raise _Reject(ApiError(400, "invalid_request_error", "messages: Field required"))
+        if need_max_tokens and not isinstance(body.get("max_tokens"), int):
+            raise _Reject(ApiError(400, "invalid_request_error", "max_tokens: Field required"))
+        try:
+            model_info(model)
+        except UnknownModelError:
+            raise _Reject(unknown_model(model)) from None
+        return body
+
+    def _cache_request(self, body: Mapping[str, Any]) -> Request:
+        """The cache's view of the body, refused (400) as the API refuses bad cache_control."""
+        try:
+            request = request_from_messages_api(body)
+            resolve_breakpoints(request.blocks(), request.auto_cache_ttl)
+        except CacheControlError as exc:
+            raise _Reject(ApiError(400, "invalid_request_error", str(exc))) from None
+        return request
+
+    def _usage(self, model: str, request: Request, now: float) -> Usage:
+        with self._lock:
+            cache = self._caches.get(model)
+            if cache is None:
+                cache = self._caches[model] = PromptCache(model)
+            return cache.call(request, now)
+
+    def _next_turn(self, record: RecordedRequest) -> Turn:
+        with self._lock:
+            if not self._script:
+                source: TurnSource = ApiError(
+                    500,
+                    "api_error",
+                    "fake Messages API: the script has no turn left for this request",
+                )
+            else:
+                source = self._script.pop(0)
+        return parse_turn(source(record) if callable(source) else source)
+
+    def _count_tokens(self, record: RecordedRequest) -> dict[str, Any]:
+        self._check_auth(record.headers)
+        body = self._parse_body(record, need_max_tokens=False)
+        return {"input_tokens": self._cache_request(body).total_tokens}
+
+
+def _redacted(headers: Mapping[str, str]) -> dict[str, str]:
+    out = dict(headers)
+    for name in ("x-api-key", "authorization"):
+        if name in out:
+            out[name] = "<redacted …" + out[name][-4:] + ">"
+    return out
+
+
+def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "FakeMessagesAPI/1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read records
+            return
+
+        def do_GET(self) -> None:
+            self._start_record("GET", None)
+            self._send_error(ApiError(404, "not_found_error", f"Not found: {self.path}"))
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body: Any = json.loads(raw) if raw else None
+            except json.JSONDecodeError:
+                body = raw.decode("utf-8", "replace")
+            record = self._start_record("POST", body)
+            path = self.path.split("?", 1)[0]
+            try:
+                if path == "/v1/messages":
+                    self._messages(record)
+                elif path == "/v1/messages/count_tokens":
+                    self._send_json(200, api._count_tokens(record))
+                elif isinstance(body, str):
+                    raise _Reject(ApiError(400, "invalid_request_error", "body is not valid JSON"))
+                else:
+                    raise _Reject(ApiError(404, "not_found_error", f"Not found: {path}"))
+            except _Reject as rejected:
+                self._send_error(rejected.error)
+            except Exception as exc:  # a bug in the fake must not hang the client under test
+                print(f"fake Messages API: {exc!r}", file=sys.stderr)
+                self._send_error(ApiError(500, "api_error", f"fake Messages API failed: {exc!r}"))
+
+        # --- helpers
+
+        def _start_record(self, method: str, body: Any) -> RecordedRequest:
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            self._record = RecordedRequest(
+                method, self.path.split("?", 1)[0], headers, body, time=api._clock()
+            )
+            self._request_id = _new_id("req")
+            return self._record
+
+        def _send_json(
+            self, status: int, payload: Mapping[str, Any], extra: Mapping[str, str] | None = None
+        ) -> None:
+            data = json.dumps(payload).encode()
+            self._record.status = status
+            api._record(self._record)  # before answering: a client that got its answer sees it
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.send_header("request-id", self._request_id)
+            for name, value in (extra or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _send_error(self, error: ApiError) -> None:
+            extra = {}
+            if error.retry_after is not None:
+                extra["retry-after"] = f"{error.retry_after:g}"
+            self._send_json(error.status, _error_body(error, self._request_id), extra)
+
+        def _messages(self, record: RecordedRequest) -> None:
+            api._check_auth(record.headers)
+            if isinstance(record.body, str):
+                raise _Reject(ApiError(400, "invalid_request_error", "body is not valid JSON"))
+            body = api._parse_body(record, need_max_tokens=True)
+            cache_request = api._cache_request(body)
+            turn = api._next_turn(record)
+            stream = bool(body.get("stream"))
+            if isinstance(turn, ApiError) and not (turn.mid_stream and stream):
+                raise _Reject(turn)
+            # The cache is written once the response begins, so only answered requests count.
+            usage = api._usage(str(body["model"]), cache_request, record.time)
+            message_id = _new_id("msg")
+            usage_json = {**usage_to_dict(usage), "service_tier": "standard"}
+            record.usage = usage_json
+            if isinstance(turn, ApiError):
+                self._stream(message_id, str(body["model"]), usage_json, None, turn)
+                return
+            blocks = _content_blocks(turn)
+            output_tokens = _output_tokens(blocks)
+            if stream:
+                self._stream(
+                    message_id, str(body["model"]), usage_json, (turn, blocks, output_tokens), None
+                )
+                return
+            self._send_json(
+                200,
+                {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": body["model"],
+                    "content": blocks,
+                    "stop_reason": turn.resolved_stop_reason(),
+                    "stop_sequence": None,
+                    "usage": {**usage_json, "output_tokens": output_tokens},
+                },
+            )
+
+        def _stream(
+            self,
+            message_id: str,
+            model: str,
+            usage_json: dict[str, Any],
+            reply: tuple[Reply, list[dict[str, Any]], int] | None,
+            error: ApiError | None,
+        ) -> None:
+            self._record.status = 200
+            api._record(self._record)
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream; charset=utf-8")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("transfer-encoding", "chunked")
+            self.send_header("request-id", self._request_id)
+            self.end_headers()
+            self._event(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": message_id,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {**usage_json, "output_tokens": 1},
+                    },
+                },
+            )
+            self._event("ping", {"type": "ping"})
+            if error is not None:
+                self._event("error", _error_body(error, self._request_id))
+                self._end_chunks()
+                return
+            assert reply is not None
+            turn, blocks, output_tokens = reply
+            for index, block in enumerate(blocks):
+                if block["type"] == "text":
+                    self._event(
+                        "content_block_start",
+                        {
+                            "type": "content_block_start",
+                            "index": index,
+                            "content_block": {"type": "text", "text": ""},
+                        },
+                    )
+                    for piece in _chunks(block["text"], api._chunk_size):
+                        self._event(
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": index,
+                                "delta": {"type": "text_delta", "text": piece},
+                            },
+                        )
+                else:
+                    start = {
+                        "type": "tool_use",
+                        "id": block["id"],
+                        "name": block["name"],
+                        "input": {},
+                    }
+                    self._event(
+                        "content_block_start",
+                        {"type": "content_block_start", "index": index, "content_block": start},
+                    )
+                    for piece in itertools.chain(
+                        [""], _chunks(json.dumps(block["input"]), api._chunk_size)
+                    ):
+                        self._event(
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": index,
+                                "delta": {"type": "input_json_delta", "partial_json": piece},
+                            },
+                        )
+                self._event("content_block_stop", {"type": "content_block_stop", "index": index})
+            self._event(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": turn.resolved_stop_reason(), "stop_sequence": None},
+                    "usage": {**_delta_usage(usage_json), "output_tokens": output_tokens},
+                },
+            )
+            self._event("message_stop", {"type": "message_stop"})
+            self._end_chunks()
+
+        def _event(self, name: str, data: Mapping[str, Any]) -> None:
+            payload = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+            self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+            self.wfile.flush()
+
+        def _end_chunks(self) -> None:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+def _delta_usage(usage_json: Mapping[str, Any]) -> dict[str, Any]:
+    """message_delta repeats the cumulative input counts, without the per-TTL breakdown."""
+    return {
+        k: usage_json[k]
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Subprocess entry point
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.fakes.messages_api",
+        description="A scripted local Messages API for tests.",
+    )
+    parser.add_argument("--script", type=Path, help="JSON list of turns (see parse_turn)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--record", type=Path, help="append every request as a JSON line here")
+    parser.add_argument(
+        "--api-key", action="append", dest="api_keys", help="accept only these keys"
+    )
+    args = parser.parse_args(argv)
+    try:
+        script = load_script(args.script) if args.script else []
+    except (OSError, ValueError) as exc:
+        print(f"fake Messages API: {exc}", file=sys.stderr)
+        return 2
+    api = FakeMessagesAPI(
+        script, host=args.host, port=args.port, api_keys=args.api_keys, record_path=args.record
+    )
+    print(api.base_url, flush=True)
+    try:
+        api.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        api.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,447 @@
+"""The local Messages API (tests/fakes) is test infrastructure, so it is tested itself.
+
+Every test goes through real HTTP on 127.0.0.1, mostly with the real anthropic SDK, so
+what passes here is what the agent loop will see.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+from ephemeral_context.cache_sim import request_from_messages_api
+
+from tests.conftest import REPO_ROOT
+from tests.fakes import (
+    FakeMessagesAPI,
+    RecordedRequest,
+    Reply,
+    invalid_api_key,
+    overloaded,
+    rate_limited,
+    refused,
+    server_error,
+    unknown_model,
+)
+
+MODEL = "claude-sonnet-4-6"  # not on the SDK's deprecation list (warnings are errors here)
+Start = Callable[..., FakeMessagesAPI]
+HI = [{"role": "user", "content": "hi"}]
+
+
+def client(api: FakeMessagesAPI, **options: Any) -> anthropic.Anthropic:
+    return anthropic.Anthropic(api_key="sk-test-0000", base_url=api.base_url, **options)
+
+
+def post(url: str, body: Any, headers: dict[str, str]) -> tuple[int, bytes]:
+    """A raw POST, so the wire format is checked without the SDK in between."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(
+        url, data=data, headers={"content-type": "application/json", **headers}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def sse_events(raw: bytes) -> list[tuple[str, dict[str, Any]]]:
+    events = []
+    for chunk in raw.decode().split("\n\n"):
+        if not chunk.strip():
+            continue
+        fields = dict(line.split(": ", 1) for line in chunk.splitlines())
+        events.append((fields["event"], json.loads(fields["data"])))
+    return events
+
+
+# ---------------------------------------------------------------------------------------------
+# Round trips through the SDK
+
+
+def test_create_round_trip_through_base_url(fake_messages_api: Start) -> None:
+    api = fake_messages_api(["Hello from the script."])
+    message = client(api, max_retries=0).messages.create(model=MODEL, max_tokens=64, messages=HI)
+    assert [b.type for b in message.content] == ["text"]
+    assert message.content[0].text == "Hello from the script."  # type: ignore[union-attr]
+    assert message.stop_reason == "end_turn"
+    assert message.model == MODEL
+    assert message.usage.output_tokens > 0
+    sent = api.message_requests[0]
+    assert sent.body == {"model": MODEL, "max_tokens": 64, "messages": HI}
+    assert sent.headers["authorization"] == "Bearer sk-test-0000"
+    assert "anthropic-version" in sent.headers
+    assert api.remaining_turns == 0
+
+
+def test_sdk_finds_the_fake_through_anthropic_base_url(
+    fake_messages_api: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = fake_messages_api(["from the environment"])
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-env-1111")
+    message = anthropic.Anthropic(max_retries=0).messages.create(
+        model=MODEL, max_tokens=8, messages=HI
+    )
+    assert message.content[0].text == "from the environment"  # type: ignore[union-attr]
+    assert api.requests[0].headers["authorization"].endswith("sk-env-1111")
+
+
+def test_both_auth_headers_and_any_version_are_accepted(fake_messages_api: Start) -> None:
+    api = fake_messages_api(["one", "two"])
+    body = {"model": MODEL, "max_tokens": 8, "messages": HI}
+    url = api.base_url + "/v1/messages"
+    status, _ = post(url, body, {"x-api-key": "k1", "anthropic-version": "2023-06-01"})
+    assert status == 200
+    status, _ = post(url, body, {"authorization": "Bearer k2", "anthropic-version": "2026-10-21"})
+    assert status == 200
+    status, raw = post(url, body, {"anthropic-version": "2023-06-01"})
+    assert status == 401
+    assert json.loads(raw)["error"]["type"] == "authentication_error"
+
+
+def test_stream_text_arrives_in_pieces(fake_messages_api: Start) -> None:
+    text = "Streaming works when the text arrives in several deltas."
+    api = fake_messages_api([text])
+    with client(api).messages.stream(model=MODEL, max_tokens=64, messages=HI) as stream:
+        pieces = list(stream.text_stream)
+        final = stream.get_final_message()
+    assert len(pieces) > 1
+    assert "".join(pieces) == text
+    assert final.stop_reason == "end_turn"
+    assert api.requests[0].body["stream"] is True
+
+
+def test_sse_event_sequence_matches_the_api(fake_messages_api: Start) -> None:
+    api = fake_messages_api(
+        [
+            {
+                "text": "Let me read it.",
+                "tool_use": [{"name": "read_file", "input": {"path": "a.py"}}],
+            }
+        ]
+    )
+    status, raw = post(
+        api.base_url + "/v1/messages",
+        {"model": MODEL, "max_tokens": 64, "messages": HI, "stream": True},
+        {"x-api-key": "k", "anthropic-version": "2023-06-01"},
+    )
+    assert status == 200
+    events = sse_events(raw)
+    assert all(name == data["type"] for name, data in events)
+    names = [name for name, _ in events]
+    compact = [n for i, n in enumerate(names) if i == 0 or n != names[i - 1]]
+    assert compact == [
+        "message_start", "ping",
+        "content_block_start", "content_block_delta", "content_block_stop",
+        "content_block_start", "content_block_delta", "content_block_stop",
+        "message_delta", "message_stop",
+    ]  # fmt: skip
+    start = events[0][1]["message"]
+    assert start["content"] == [] and start["stop_reason"] is None
+    assert {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"} <= set(
+        start["usage"]
+    )
+    tool_start = next(d for n, d in events if n == "content_block_start" and d["index"] == 1)
+    assert tool_start["content_block"]["input"] == {}
+    partial = "".join(
+        d["delta"]["partial_json"]
+        for n, d in events
+        if n == "content_block_delta" and d["index"] == 1
+    )
+    assert json.loads(partial) == {"path": "a.py"}
+    delta = next(d for n, d in events if n == "message_delta")
+    assert delta["delta"]["stop_reason"] == "tool_use"
+    assert delta["usage"]["output_tokens"] > 0
+
+
+def test_tool_use_streams_through_the_sdk(fake_messages_api: Start) -> None:
+    tool_input = {"path": "src/app.py", "offset": 10, "limit": 40, "note": "x" * 50}
+    api = fake_messages_api(
+        [{"tool_use": [{"name": "read_file", "input": tool_input, "id": "toolu_1"}]}]
+    )
+    with client(api).messages.stream(model=MODEL, max_tokens=64, messages=HI) as stream:
+        kinds = {event.type for event in stream}
+        final = stream.get_final_message()
+    assert "input_json" in kinds
+    assert final.stop_reason == "tool_use"
+    block = final.content[-1]
+    assert block.type == "tool_use" and block.id == "toolu_1" and block.name == "read_file"
+    assert block.input == tool_input
+
+
+async def test_async_client_create_and_stream(fake_messages_api: Start) -> None:
+    api = fake_messages_api(["async create", "async stream"])
+    async_client = anthropic.AsyncAnthropic(api_key="sk-test", base_url=api.base_url)
+    created = await async_client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+    assert created.content[0].text == "async create"  # type: ignore[union-attr]
+    async with async_client.messages.stream(model=MODEL, max_tokens=8, messages=HI) as stream:
+        text = "".join([piece async for piece in stream.text_stream])
+    assert text == "async stream"
+    await async_client.close()
+
+
+def test_turn_can_be_a_function_of_the_request(fake_messages_api: Start) -> None:
+    def echo(request: RecordedRequest) -> Reply:
+        return Reply(text="you said: " + request.body["messages"][-1]["content"])
+
+    api = fake_messages_api([echo])
+    message = client(api).messages.create(
+        model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "ping"}]
+    )
+    assert message.content[0].text == "you said: ping"  # type: ignore[union-attr]
+
+
+def test_refusal_turn_sets_stop_reason(fake_messages_api: Start) -> None:
+    api = fake_messages_api([{"refusal": "I can't help with that."}])
+    message = client(api).messages.create(model=MODEL, max_tokens=8, messages=HI)
+    assert message.stop_reason == "refusal"
+
+
+# ---------------------------------------------------------------------------------------------
+# Usage from cache_sim
+
+
+def cached_body(question: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "model": MODEL,
+        "max_tokens": 16,
+        "system": [
+            {
+                "type": "text",
+                "text": "Project rules. " * 400,
+                "cache_control": {"type": "ephemeral"},
+            }
+        ],
+        "messages": [{"role": "user", "content": question}],
+        **extra,
+    }
+
+
+def test_repeated_prefix_with_cache_control_reads_from_cache(fake_messages_api: Start) -> None:
+    api = fake_messages_api(["first", "second"])
+    sdk = client(api)
+    first = sdk.messages.create(**cached_body("What is rule 1?"))
+    second = sdk.messages.create(**cached_body("And rule 2?"))
+    system_tokens = request_from_messages_api(cached_body("x")).system[0].tokens
+    assert system_tokens >= 1024
+    assert first.usage.cache_creation_input_tokens == system_tokens
+    assert first.usage.cache_read_input_tokens == 0
+    assert second.usage.cache_read_input_tokens == system_tokens
+    assert second.usage.cache_creation_input_tokens == 0
+    assert (
+        second.usage.input_tokens
+        == request_from_messages_api(cached_body("And rule 2?")).messages[0].tokens
+    )
+    assert api.requests[1].usage is not None
+    assert api.requests[1].usage["cache_read_input_tokens"] == system_tokens
+
+
+def test_streamed_usage_reports_cache_reads_too(fake_messages_api: Start) -> None:
+    api = fake_messages_api(["a", "b"])
+    sdk = client(api)
+    sdk.messages.create(**cached_body("q1"))
+    with sdk.messages.stream(**cached_body("q2")) as stream:
+        final = stream.get_final_message()
+    assert final.usage.cache_read_input_tokens and final.usage.cache_read_input_tokens >= 1024
+
+
+def test_cache_expires_on_the_servers_clock(fake_messages_api: Start) -> None:
+    now = [1000.0]
+    api = fake_messages_api(["a", "b", "c"], clock=lambda: now[0])
+    sdk = client(api)
+    sdk.messages.create(**cached_body("q"))
+    now[0] += 200
+    assert sdk.messages.create(**cached_body("q")).usage.cache_read_input_tokens
+    now[0] += 301
+    late = sdk.messages.create(**cached_body("q"))
+    assert late.usage.cache_read_input_tokens == 0
+    assert late.usage.cache_creation_input_tokens
+
+
+def test_automatic_top_level_cache_control(fake_messages_api: Start) -> None:
+    api = fake_messages_api(["a", "b"])
+    sdk = client(api)
+    history = [{"role": "user", "content": "long question " * 400}]
+    first = sdk.messages.create(
+        model=MODEL, max_tokens=8, messages=history, cache_control={"type": "ephemeral"}
+    )
+    history += [{"role": "assistant", "content": "answer"}, {"role": "user", "content": "more"}]
+    second = sdk.messages.create(
+        model=MODEL, max_tokens=8, messages=history, cache_control={"type": "ephemeral"}
+    )
+    assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens > 0
+
+
+def test_count_tokens_matches_the_cache_models_view(fake_messages_api: Start) -> None:
+    api = fake_messages_api()
+    body = cached_body("how many?")
+    del body["max_tokens"]
+    counted = client(api).messages.count_tokens(**body)
+    assert counted.input_tokens == request_from_messages_api(body).total_tokens
+    assert api.requests[0].path == "/v1/messages/count_tokens"
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors surface as the SDK's exception types
+
+
+@pytest.mark.parametrize(
+    ("turn", "exception"),
+    [
+        (rate_limited(), anthropic.RateLimitError),
+        (overloaded(), anthropic.OverloadedError),
+        (server_error(), anthropic.InternalServerError),
+        (invalid_api_key(), anthropic.AuthenticationError),
+        (unknown_model("claude-nope"), anthropic.NotFoundError),
+        (refused(), anthropic.BadRequestError),
+        ({"error": {"status": 403}}, anthropic.PermissionDeniedError),
+    ],
+)
+def test_injected_errors_raise_sdk_exceptions(
+    fake_messages_api: Start, turn: Any, exception: type[Exception]
+) -> None:
+    api = fake_messages_api([turn])
+    with pytest.raises(exception) as caught:
+        client(api, max_retries=0).messages.create(model=MODEL, max_tokens=8, messages=HI)
+    assert isinstance(caught.value, anthropic.APIStatusError)
+    assert caught.value.request_id and caught.value.request_id.startswith("req_")
+
+
+def test_retry_after_is_sent_and_the_sdk_retries(fake_messages_api: Start) -> None:
+    api = fake_messages_api([rate_limited(0.01), overloaded(0.01), "finally"])
+    message = client(api, max_retries=2).messages.create(model=MODEL, max_tokens=8, messages=HI)
+    assert message.content[0].text == "finally"  # type: ignore[union-attr]
+    assert [r.status for r in api.requests] == [429, 529, 200]
+    assert [r.headers["x-stainless-retry-count"] for r in api.requests] == ["0", "1", "2"]
+
+
+def test_configured_keys_reject_others_and_unknown_models_get_404(fake_messages_api: Start) -> None:
+    api = fake_messages_api(["ok"], api_keys={"sk-good"})
+    bad = anthropic.Anthropic(api_key="sk-bad", base_url=api.base_url, max_retries=0)
+    with pytest.raises(anthropic.AuthenticationError):
+        bad.messages.create(model=MODEL, max_tokens=8, messages=HI)
+    good = anthropic.Anthropic(api_key="sk-good", base_url=api.base_url, max_retries=0)
+    with pytest.raises(anthropic.NotFoundError, match="gpt-4o"):
+        good.messages.create(model="gpt-4o", max_tokens=8, messages=HI)
+    assert good.messages.create(model=MODEL, max_tokens=8, messages=HI).content
+    assert api.remaining_turns == 0
+
+
+def test_error_event_in_the_middle_of_a_stream(fake_messages_api: Start) -> None:
+    api = fake_messages_api([overloaded(mid_stream=True)])
+    stream = client(api, max_retries=0).messages.stream(model=MODEL, max_tokens=8, messages=HI)
+    with pytest.raises(anthropic.APIStatusError, match="overloaded_error"), stream as events:
+        events.get_final_message()
+    assert api.requests[0].status == 200
+
+
+def test_bad_cache_control_is_a_400_and_keeps_the_turn(fake_messages_api: Start) -> None:
+    api = fake_messages_api(["kept"])
+    marked = [
+        {"type": "text", "text": f"part {i}", "cache_control": {"type": "ephemeral"}}
+        for i in range(5)
+    ]
+    sdk = client(api, max_retries=0)
+    with pytest.raises(anthropic.BadRequestError, match="maximum of 4"):
+        sdk.messages.create(
+            model=MODEL, max_tokens=8, messages=[{"role": "user", "content": marked}]
+        )
+    assert api.remaining_turns == 1
+    assert sdk.messages.create(model=MODEL, max_tokens=8, messages=HI).content
+
+
+def test_an_exhausted_script_is_a_clear_non_retried_error(fake_messages_api: Start) -> None:
+    api = fake_messages_api([])
+    with pytest.raises(anthropic.InternalServerError, match="no turn left"):
+        client(api, max_retries=0).messages.create(model=MODEL, max_tokens=8, messages=HI)
+
+
+def test_malformed_bodies_get_400_not_a_crash(fake_messages_api: Start) -> None:
+    api = fake_messages_api(["still serving"])
+    url = api.base_url + "/v1/messages"
+    auth = {"x-api-key": "k"}
+    assert post(url, b"{not json", auth)[0] == 400
+    assert post(url, {"model": MODEL, "max_tokens": 8}, auth)[0] == 400
+    assert post(url, {"messages": HI, "max_tokens": 8}, auth)[0] == 400
+    assert post(api.base_url + "/v1/elsewhere", {}, auth)[0] == 404
+    assert post(url, {"model": MODEL, "max_tokens": 8, "messages": HI}, auth)[0] == 200
+
+
+# ---------------------------------------------------------------------------------------------
+# As a subprocess
+
+
+@pytest.fixture
+def fake_process(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            ["from a subprocess", {"tool_use": [{"name": "outline", "input": {"path": "x"}}]}]
+        )
+    )
+    record = tmp_path / "requests.jsonl"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.fakes.messages_api",
+            "--script",
+            str(script),
+            "--port",
+            "0",
+            "--record",
+            str(record),
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    url = process.stdout.readline().strip()
+    try:
+        yield url, record
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        process.stdout.close()
+
+
+def test_subprocess_prints_its_url_and_records_requests(fake_process: tuple[str, Path]) -> None:
+    url, record = fake_process
+    assert url.startswith("http://127.0.0.1:")
+    sdk = anthropic.Anthropic(api_key="sk-secret-9876", base_url=url, max_retries=0)
+    assert (
+        sdk.messages.create(model=MODEL, max_tokens=8, messages=HI).content[0].text
+        == "from a subprocess"
+    )  # type: ignore[union-attr]
+    with sdk.messages.stream(model=MODEL, max_tokens=8, messages=HI) as stream:
+        assert stream.get_final_message().stop_reason == "tool_use"
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [line["body"]["messages"] for line in lines] == [HI, HI]
+    assert lines[1]["body"]["stream"] is True
+    assert "sk-secret-9876" not in record.read_text()  # keys are redacted in the file
+    assert lines[0]["headers"]["authorization"].endswith("9876>")
+
+
+def test_subprocess_refuses_a_bad_script(tmp_path: Path) -> None:
+    script = tmp_path / "bad.json"
+    script.write_text('{"turns": [{"nothing": 1}]}')
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.fakes.messages_api", "--script", str(script)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "a turn needs" in done.stderr
