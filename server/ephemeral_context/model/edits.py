@@ -32,7 +32,7 @@ class EditPlan:
 
 @dataclass(frozen=True)
 class EditOutcome:
-    """What happened to an edit; `message` is what the model reads."""
+    """What happened to an edit; `message` is a short phrase the tool prefixes with the path."""
 
     applied: bool
     message: str
@@ -100,7 +100,7 @@ class DiskEditApplier:
         try:
             text = path.read_bytes().decode("utf-8") if path.exists() else None
         except (OSError, UnicodeDecodeError) as exc:
-            return EditOutcome(False, f"cannot read {path.name}: {exc}")
+            return EditOutcome(False, f"cannot read: {exc}")
         try:
             plan = plan_edit(text, old, new)
         except EditError as exc:
@@ -108,6 +108,5 @@ class DiskEditApplier:
         try:
             write_atomically(path, plan.new_text)
         except OSError as exc:
-            return EditOutcome(False, f"cannot write {path.name}: {exc}")
-        verb = "created" if text is None else "edited"
-        return EditOutcome(True, f"{verb} {path.name}", plan.new_text)
+            return EditOutcome(False, f"cannot write: {exc}")
+        return EditOutcome(True, "created" if text is None else "edited", plan.new_text)

@@ -16,11 +16,17 @@ import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.context.skills import parse_skill
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
 from ephemeral_context.model.edits import DiskEditApplier, EditApplier, write_atomically
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace, find_secret
+from ephemeral_context.store import StoreError
+from ephemeral_context.syntax.outline import Outline, outline_text
+from ephemeral_context.syntax.symbols import LookupStatus, address, find_symbol
+from ephemeral_context.syntax.synopsis import render_synopsis
 
 SEARCH_MAX_MATCHES = 200
 SEARCH_MAX_FILES = 20_000
@@ -31,28 +37,47 @@ SKIPPED_DIRS = frozenset(
 )  # fmt: skip
 
 
-class SessionReader(Protocol):
-    """What the context engine answers for tools that read through the ledger."""
+@dataclass(frozen=True)
+class SkillFolder:
+    """Skills as `<root>/<name>/SKILL.md` (or `<root>/<name>.md`), read afresh on each use.
 
-    def read_session_file(self, item_id: str, offset: int = 0, limit: int | None = None) -> str: ...
+    The frontmatter (context/skills.py parses it) gives the name and description the tool
+    lists; the whole file, frontmatter included, is what `invoke_skill` returns, so the
+    engine can read its eviction rules.
+    """
 
-    def read_symbol(self, uri: str, symbol: str) -> str: ...
+    root: Path
 
+    def _files(self) -> dict[str, tuple[Path, str]]:
+        found: dict[str, tuple[Path, str]] = {}
+        if not self.root.is_dir():
+            return found
+        candidates = sorted(self.root.glob("*/SKILL.md")) + sorted(self.root.glob("*.md"))
+        for path in candidates:
+            default = path.parent.name if path.name == "SKILL.md" else path.stem
+            try:
+                meta = parse_skill(path.read_text(encoding="utf-8"), default_name=default)
+            except (OSError, UnicodeDecodeError):
+                continue
+            found.setdefault(meta.name, (path, meta.description))
+        return found
 
-class SkillSource(Protocol):
-    """Where `invoke_skill` finds skill bodies (SKILL.md files with frontmatter)."""
+    def names(self) -> list[tuple[str, str]]:
+        """(name, description) of every skill, sorted by name."""
+        return sorted((name, description) for name, (_, description) in self._files().items())
 
-    def names(self) -> list[tuple[str, str]]: ...
-
-    def body(self, name: str) -> str: ...
+    def body(self, name: str) -> str:
+        return self._files()[name][0].read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
 class ToolResult:
     """A handler's answer before the context engine shapes it for the model.
 
-    For a file read, `document` is the whole current version and `text` the requested
-    range; the engine uses the document's hash to send a reference instead of a repeat.
+    For a file read, `document` is the current version and `text` the requested range
+    (`whole` when it is all of it); the engine answers a repeat with a reference. For an
+    edit, `content` is the whole file afterwards, so the engine knows what the model
+    now sees without sending it.
     """
 
     text: str
@@ -61,6 +86,11 @@ class ToolResult:
     uri: str | None = None
     document: Document | None = None
     first_line: int = 1
+    content: str | None = None
+
+    @property
+    def whole(self) -> bool:
+        return self.document is None or self.text == self.document.text
 
 
 class ToolInputError(ValueError):
@@ -75,10 +105,9 @@ class ToolEnv:
     mirror: DocumentMirror
     secrets: SecretPolicy = field(default_factory=SecretPolicy)
     applier: EditApplier = field(default_factory=DiskEditApplier)
-    reader: SessionReader | None = None
-    skills: SkillSource | None = None
+    engine: ContextEngine | None = None
+    skills: SkillFolder | None = None
     memory_root: Path | None = None
-    outline: Callable[[Document], str] | None = None
 
 
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -196,7 +225,10 @@ def tool_schemas(env: ToolEnv) -> list[dict[str, Any]]:
     if env.skills is not None:
         listed = env.skills.names()
         if listed:
-            catalogue = "\n".join(f"- {name}: {description}" for name, description in listed)
+            catalogue = "\n".join(
+                f"- {name}: {description}" if description else f"- {name}"
+                for name, description in listed
+            )
             tools.append(
                 {
                     "name": "invoke_skill",
@@ -271,21 +303,32 @@ async def _read_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     return ToolResult(text, kind="file", uri=doc.uri, document=doc, first_line=offset)
 
 
+def _outline_of(doc: Document, display: str) -> Outline:
+    return outline_text(doc.text, display, doc.language_id)
+
+
 async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     real, display = _guarded_path(env, _text(args, "path"))
     symbol = _text(args, "symbol")
     doc = _document(env, real, display)
-    if env.reader is None:
-        return _error("read_symbol is not available in this session; use read_file")
-    return ToolResult(env.reader.read_symbol(doc.uri, symbol), kind="symbol", uri=doc.uri)
+    outline = _outline_of(doc, display)
+    lookup = find_symbol(doc.text, outline, symbol)
+    if lookup.found is not None:
+        found = lookup.found
+        header = f"{display}::{symbol} (lines {found.start_line}-{found.end_line})\n"
+        return ToolResult(header + found.text + "\n", kind="symbol", uri=doc.uri)
+    if lookup.status is LookupStatus.AMBIGUOUS:
+        names = ", ".join(f"{address(s, outline)} (line {s.start_line})" for s in lookup.candidates)
+        return _error(f"{symbol!r} is ambiguous in {display}: {names}")
+    hint = f"; did you mean {', '.join(lookup.suggestions)}?" if lookup.suggestions else ""
+    why = f" ({outline.fallback})" if outline.fallback else ""
+    return _error(f"no symbol {symbol!r} in {display}{why}{hint}; try outline")
 
 
 async def _outline(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     real, display = _guarded_path(env, _text(args, "path"))
     doc = _document(env, real, display)
-    if env.outline is None:
-        return _error("outline is not available in this session; use read_file")
-    return ToolResult(env.outline(doc), kind="outline", uri=doc.uri)
+    return ToolResult(render_synopsis(_outline_of(doc, display)), kind="outline", uri=doc.uri)
 
 
 async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
@@ -293,9 +336,14 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
     item_id = item_id.rsplit(":", 1)[-1]
     offset = _int(args, "offset", 0) or 0
     limit = _int(args, "limit", 1)
-    if env.reader is None:
+    if env.engine is None:
         return _error("read_session_file is not available in this session")
-    return ToolResult(env.reader.read_session_file(item_id, offset, limit), kind="session_file")
+    hydrated = env.engine.read_session_file(item_id, offset, limit)
+    end = offset + len(hydrated.text)
+    if offset == 0 and end >= hydrated.total_length:
+        return ToolResult(hydrated.text, kind="session_file")
+    note = f"[{item_id}: characters {offset}-{end} of {hydrated.total_length}]\n"
+    return ToolResult(note + hydrated.text, kind="session_file")
 
 
 async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
@@ -304,8 +352,13 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     if real.exists() and not real.is_file():
         return _error(f"{display} is not a regular file")
     outcome = await env.applier.apply(real, old, new)
-    text = outcome.message if outcome.applied else f"{display}: {outcome.message}"
-    return ToolResult(text, is_error=not outcome.applied, kind="edit", uri=path_to_uri(real))
+    return ToolResult(
+        f"{display}: {outcome.message}",
+        is_error=not outcome.applied,
+        kind="edit",
+        uri=path_to_uri(real),
+        content=outcome.new_text,
+    )
 
 
 # -- search --------------------------------------------------------------------------------
@@ -509,6 +562,8 @@ async def run_tool(env: ToolEnv, name: str, args: object) -> ToolResult:
     except AccessDenied as exc:
         return _error(str(exc))
     except ToolInputError as exc:
+        return _error(f"{name}: {exc}")
+    except StoreError as exc:
         return _error(f"{name}: {exc}")
     except (LookupError, ValueError) as exc:
         return _error(f"{name}: {exc}")

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
 from ephemeral_context.model.edits import DiskEditApplier, EditError, plan_edit
 from ephemeral_context.model.secrets import Workspace
 from ephemeral_context.model.tools import (
     SEARCH_MAX_MATCHES,
+    SkillFolder,
     ToolEnv,
     run_tool,
     tool_schemas,
 )
+from ephemeral_context.store import Store
 
 PRIVATE_KEY = (
     "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n"
@@ -35,12 +39,71 @@ def root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(tmp_path / "store") as opened:
+        yield opened
+
+
+@pytest.fixture
 def env(root: Path, tmp_path: Path) -> ToolEnv:
     return ToolEnv(
         workspace=Workspace.of([root]),
         mirror=DocumentMirror(),
         memory_root=tmp_path / "data" / "memories",
     )
+
+
+async def test_read_symbol_and_outline(env: ToolEnv, root: Path) -> None:
+    (root / "src" / "shapes.py").write_text(
+        "class Square:\n    def area(self):\n        return 4\n\n\n"
+        "class Circle:\n    def area(self):\n        return 3\n"
+    )
+    found = await run_tool(env, "read_symbol", {"path": "src/shapes.py", "symbol": "Circle.area"})
+    assert not found.is_error, found.text
+    assert (
+        found.text
+        == "src/shapes.py::Circle.area (lines 7-8)\n    def area(self):\n        return 3\n"
+    )
+    ambiguous = await run_tool(env, "read_symbol", {"path": "src/shapes.py", "symbol": "area"})
+    assert (
+        ambiguous.is_error and "Square.area" in ambiguous.text and "Circle.area" in ambiguous.text
+    )
+    typo = await run_tool(env, "read_symbol", {"path": "src/shapes.py", "symbol": "Circel"})
+    assert typo.is_error and "Circle" in typo.text
+    outline = await run_tool(env, "outline", {"path": "src/shapes.py"})
+    assert not outline.is_error
+    assert "class Square" in outline.text and "method Circle.area" in outline.text
+
+
+async def test_read_session_file_through_the_engine(env: ToolEnv, store: Store) -> None:
+    env.engine = ContextEngine(store)
+    entry = store.put("0123456789" * 10)
+    whole = await run_tool(env, "read_session_file", {"id": entry.id})
+    assert whole.text == "0123456789" * 10
+    part = await run_tool(
+        env, "read_session_file", {"id": f"[[file:{entry.id}]]", "offset": 5, "limit": 10}
+    )
+    assert part.text == f"[{entry.id}: characters 5-15 of 100]\n5678901234"
+    unknown = await run_tool(env, "read_session_file", {"id": "deadbeefdeadbeef"})
+    assert unknown.is_error and "deadbeef" in unknown.text
+
+
+async def test_skills_from_a_folder(env: ToolEnv, tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    (skills / "release").mkdir(parents=True)
+    (skills / "release" / "SKILL.md").write_text(
+        "---\nname: release\ndescription: how to cut a release\nephemeral: true\n---\nTag it.\n"
+    )
+    (skills / "style.md").write_text("Use four spaces.\n")
+    env.skills = SkillFolder(skills)
+    schema = next(t for t in tool_schemas(env) if t["name"] == "invoke_skill")
+    assert "- release: how to cut a release" in schema["description"]
+    assert "- style" in schema["description"]
+    body = await run_tool(env, "invoke_skill", {"name": "release"})
+    assert body.kind == "skill" and body.text.endswith("Tag it.\n")
+    assert body.text.startswith("---\nname: release")
+    missing = await run_tool(env, "invoke_skill", {"name": "deploy"})
+    assert missing.is_error and "release, style" in missing.text
 
 
 async def test_read_file_returns_the_whole_current_version(env: ToolEnv, root: Path) -> None:
@@ -225,7 +288,9 @@ async def test_bad_input_is_an_error_result_not_a_crash(env: ToolEnv) -> None:
         ("no_such_tool", {}),
         ("memory", {"command": "explode", "path": "x"}),
         ("memory", {"command": "view", "path": "/memories/none.md"}),
-        ("read_symbol", {"path": "src/app.py", "symbol": "run"}),
+        ("read_symbol", {"path": "src/app.py", "symbol": "nope"}),
+        ("read_symbol", {"path": ".env", "symbol": "x"}),
+        ("outline", {"path": "../x.py"}),
         ("read_session_file", {"id": "abc"}),
         ("invoke_skill", {"name": "x"}),
     ]

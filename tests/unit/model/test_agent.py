@@ -1,0 +1,342 @@
+"""The agent loop end to end: real SDK, real HTTP to the local Messages API, real engine,
+store, document mirror and files. The fake computes usage with cache_sim, so cache reads
+in the recorded usage are what the documented cache rules give for what we sent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.documents import DocumentMirror
+from ephemeral_context.model.agent import AgentEvents, AgentSettings, run_agent
+from ephemeral_context.model.client import ClientSettings, ModelClient, ModelError
+from ephemeral_context.model.secrets import Workspace
+from ephemeral_context.model.tools import SkillFolder, ToolEnv
+from ephemeral_context.store import Store
+
+from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, overloaded, unknown_model
+
+MODEL = "claude-sonnet-4-6"
+PRIVATE_KEY = "-----BEGIN " + "EC PRIVATE KEY-----\nMHcCAQEEIBLAH\n-----END EC PRIVATE KEY-----\n"
+
+
+def big_module() -> str:
+    """A file large enough (> 1024 tokens with the prefix) for the prompt cache to apply."""
+    parts = ["import math\n\n\ndef target():\n    return 'old'\n"]
+    parts += [f"\n\ndef helper_{n}(x):\n    return math.sqrt(x) + {n}\n" for n in range(120)]
+    return "".join(parts)
+
+
+@dataclass
+class Session:
+    root: Path
+    api: FakeMessagesAPI
+    engine: ContextEngine
+    client: ModelClient
+    env: ToolEnv
+    memory: Path
+
+    async def ask(self, prompt: str, **kwargs: Any) -> Any:
+        return await run_agent(
+            prompt,
+            engine=self.engine,
+            conversation="c-1",
+            client=self.client,
+            env=self.env,
+            settings=AgentSettings(model=MODEL, max_steps=kwargs.pop("max_steps", 10)),
+            **kwargs,
+        )
+
+    async def bodies(self, count: int) -> list[dict[str, Any]]:
+        """The JSON of the first `count` model requests (waits for the fake to record them)."""
+        for _ in range(2000):
+            if len(self.api.message_requests) >= count:
+                break
+            await asyncio.sleep(0.005)
+        return [r.body for r in self.api.message_requests[:count]]
+
+
+@pytest.fixture
+def api() -> Iterator[FakeMessagesAPI]:
+    with FakeMessagesAPI() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def session(tmp_path: Path, api: FakeMessagesAPI) -> AsyncIterator[Session]:
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text(big_module())
+    (root / ".env").write_text("DB_PASSWORD=correct-horse\n")
+    (root / "keys.py").write_text("KEY = '''\n" + PRIVATE_KEY + "'''\n")
+    skills = tmp_path / "skills"
+    (skills / "review").mkdir(parents=True)
+    (skills / "review" / "SKILL.md").write_text(
+        "---\nname: review\ndescription: review checklist\nephemeral: true\n---\n"
+        "Check tests first.\n"
+    )
+    memory = tmp_path / "data" / "memories"
+    with Store(tmp_path / "store") as store:
+        client = ModelClient(ClientSettings(api_key="sk-ant-test-key", base_url=api.base_url))
+        env = ToolEnv(
+            workspace=Workspace.of([root]),
+            mirror=DocumentMirror(),
+            skills=SkillFolder(skills),
+            memory_root=memory,
+        )
+        yield Session(root, api, ContextEngine(store), client, env, memory)
+        await client.close()
+
+
+def read(path: str) -> dict[str, Any]:
+    return {"tool_use": [{"name": "read_file", "input": {"path": path}}]}
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        block
+        for message in body["messages"]
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+
+
+def breakpoints(body: dict[str, Any]) -> int:
+    return json.dumps(body).count('"cache_control"')
+
+
+async def test_read_twice_edit_read_again(session: Session) -> None:
+    original = (session.root / "src" / "app.py").read_text()
+    edit = {"path": "src/app.py", "old_string": "return 'old'", "new_string": "return 'new'"}
+    session.api.add_turns(
+        read("src/app.py"),
+        read("src/app.py"),
+        {"text": "Changing it.", "tool_use": [{"name": "edit_file", "input": edit}]},
+        read("src/app.py"),
+        "Done: target() now returns 'new'.",
+    )
+    streamed: list[str] = []
+    result = await session.ask(
+        "Make target return 'new'", events=AgentEvents(on_text=streamed.append)
+    )
+    assert result.stop_reason == "end_turn"
+    assert result.calls == 5
+    assert result.text == "Done: target() now returns 'new'."
+    assert "".join(streamed) == "Changing it.Done: target() now returns 'new'."
+    # the default applier wrote the edit to disk
+    assert (session.root / "src" / "app.py").read_text() == original.replace("'old'", "'new'")
+    assert [(e.applied, e.uri is not None) for e in result.edits] == [(True, True)]
+
+    bodies = await session.bodies(5)
+    last = json.dumps(bodies[-1])
+    # the file's content went to the model exactly once, in the first read's result
+    assert last.count(json.dumps(original)[1:-1]) == 1
+    results = tool_results(bodies[-1])
+    assert results[0]["content"] == original
+    assert "unchanged since [[file:" in results[1]["content"]
+    assert results[2]["content"] == "src/app.py: edited"
+    assert "unchanged since [[file:" in results[3]["content"]
+    # the edited version was never sent as a whole: the model's own edit carries it
+    assert json.dumps(original.replace("'old'", "'new'"))[1:-1] not in last
+    # at most four breakpoints per request, and the later calls read from the cache
+    assert all(breakpoints(body) <= 4 for body in bodies)
+    usage = [r.usage for r in session.api.message_requests]
+    assert all(u is not None for u in usage)
+    assert usage[0]["cache_read_input_tokens"] == 0
+    assert all(u["cache_read_input_tokens"] > 0 for u in usage[2:])
+    assert result.usage["cache_read_input_tokens"] == sum(
+        u["cache_read_input_tokens"] for u in usage
+    )
+    status = session.engine.status("c-1")
+    assert status.cache_hit_rate > 0.5
+    assert status.last_call is not None
+
+
+async def test_secrets_are_withheld_and_never_sent(session: Session) -> None:
+    session.api.add_turns(
+        {
+            "tool_use": [
+                {"name": "read_file", "input": {"path": ".env"}},
+                {"name": "read_file", "input": {"path": "keys.py"}},
+                {"name": "search", "input": {"pattern": "PASSWORD|PRIVATE"}},
+            ]
+        },
+        "I cannot read those files.",
+    )
+    seen: list[tuple[str, str, bool]] = []
+    result = await session.ask(
+        "Show me the secrets",
+        events=AgentEvents(on_tool_result=lambda n, t, e: seen.append((n, t, e))),
+    )
+    assert result.stop_reason == "end_turn"
+    body = json.dumps((await session.bodies(2))[1])
+    assert "correct-horse" not in body
+    assert "MHcCAQEEIBLAH" not in body
+    results = tool_results((await session.bodies(2))[1])
+    assert results[0]["is_error"] is True and "secret pattern '.env'" in results[0]["content"]
+    assert results[1]["is_error"] is True and "private-key block" in results[1]["content"]
+    assert "withheld: looks like a private-key block" in results[2]["content"]
+    assert [error for _, _, error in seen] == [True, True, False]
+
+
+async def test_path_escapes_are_refused(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "outside.txt").write_text("top secret outside\n")
+    (session.root / "link.txt").symlink_to(tmp_path / "outside.txt")
+    session.api.add_turns(
+        {
+            "tool_use": [
+                {"name": "read_file", "input": {"path": "../outside.txt"}},
+                {"name": "read_file", "input": {"path": "link.txt"}},
+                {
+                    "name": "edit_file",
+                    "input": {"path": "link.txt", "old_string": "top", "new_string": "x"},
+                },
+            ]
+        },
+        "Refused.",
+    )
+    await session.ask("Read outside")
+    body = (await session.bodies(2))[1]
+    assert "top secret outside" not in json.dumps(body)
+    assert all(
+        r["is_error"] and "outside the workspace" in r["content"] for r in tool_results(body)
+    )
+    assert (tmp_path / "outside.txt").read_text() == "top secret outside\n"
+
+
+async def test_skills_and_memory_go_through_the_ledger(session: Session) -> None:
+    notes = "".join(f"- note {n}: the build uses make, tests use pytest\n" for n in range(40))
+    session.api.add_turns(
+        {
+            "tool_use": [
+                {"name": "invoke_skill", "input": {"name": "review"}},
+                {
+                    "name": "memory",
+                    "input": {"command": "create", "path": "/memories/n.md", "file_text": notes},
+                },
+                {"name": "memory", "input": {"command": "view", "path": "/memories/n.md"}},
+            ]
+        },
+        "Noted.",
+    )
+    result = await session.ask("Review and remember")
+    assert result.stop_reason == "end_turn"
+    assert (session.memory / "n.md").read_text() == notes
+    kinds = [item.kind for item in session.engine.items()]
+    assert kinds.count("skill") == 1 and kinds.count("memory") == 1  # evictable items
+    request = (await session.bodies(1))[0]
+    names = [tool["name"] for tool in request["tools"]]
+    assert "invoke_skill" in names and "memory" in names
+
+
+async def test_retries_inside_the_loop_are_counted(session: Session) -> None:
+    session.api.add_turns(overloaded(0.0), overloaded(0.0, mid_stream=True), "ok")
+    result = await session.ask("hi")
+    assert result.text == "ok"
+    assert result.retries == 2
+    assert result.calls == 1
+
+
+async def test_model_errors_surface_and_the_next_ask_works(session: Session) -> None:
+    session.api.add_turns(unknown_model(MODEL))
+    with pytest.raises(ModelError) as caught:
+        await session.ask("hi")
+    assert caught.value.kind == "unknown_model"
+    session.api.add_turns("second try")
+    result = await session.ask("again")
+    assert result.text == "second try"
+
+
+async def test_refusal_ends_the_loop(session: Session) -> None:
+    session.api.add_turns({"refusal": ""})
+    result = await session.ask("something bad")
+    assert result.stop_reason == "refusal"
+    assert "declined" in result.text
+
+
+async def test_max_steps_bounds_the_loop(session: Session) -> None:
+    session.api.add_turns(*[read("src/app.py")] * 3)
+    result = await session.ask("loop forever", max_steps=3)
+    assert result.stop_reason == "max_steps"
+    assert result.calls == 3
+    assert session.api.remaining_turns == 0
+
+
+async def test_cancel_mid_stream(session: Session) -> None:
+    long_answer = "word " * 40_000
+    session.api.add_turns(long_answer)
+    cancel = asyncio.Event()
+    pieces: list[str] = []
+
+    def on_text(text: str) -> None:
+        pieces.append(text)
+        if len(pieces) == 3:
+            cancel.set()
+
+    result = await session.ask("talk", events=AgentEvents(on_text=on_text), cancel=cancel)
+    assert result.stop_reason == "cancelled"
+    assert 3 <= len("".join(pieces)) < len(long_answer)
+    # the conversation stays usable
+    session.api.add_turns("short")
+    assert (await session.ask("again")).text == "short"
+
+
+async def test_cancel_while_waiting_and_between_tools(session: Session) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def hold(_: RecordedRequest) -> str:
+        started.set()
+        release.wait(10)
+        return "late"
+
+    session.api.add_turns(hold)
+    cancel = asyncio.Event()
+    task = asyncio.create_task(session.ask("wait", cancel=cancel))
+    try:
+        await asyncio.to_thread(started.wait, 10)
+        cancel.set()
+        result = await task
+    finally:
+        release.set()
+    assert result.stop_reason == "cancelled"
+    assert result.calls == 0
+
+
+async def test_task_cancel_during_tools_keeps_the_thread_valid(session: Session) -> None:
+    class SlowApplier:
+        def __init__(self) -> None:
+            self.entered = asyncio.Event()
+
+        async def apply(self, path: Path, old: str, new: str) -> Any:
+            self.entered.set()
+            await asyncio.Event().wait()
+
+    applier = SlowApplier()
+    session.env.applier = applier
+    edit = {"path": "src/app.py", "old_string": "'old'", "new_string": "'new'"}
+    session.api.add_turns(
+        {
+            "tool_use": [
+                {"name": "edit_file", "input": edit},
+                {"name": "outline", "input": {"path": "src/app.py"}},
+            ]
+        }
+    )
+    task = asyncio.create_task(session.ask("edit"))
+    await applier.entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    session.api.add_turns("fine")
+    assert (await session.ask("next")).text == "fine"
+    body = (await session.bodies(2))[1]
+    results = tool_results(body)
+    assert len(results) == 2 and all("cancelled" in r["content"] for r in results)

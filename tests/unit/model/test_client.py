@@ -1,0 +1,280 @@
+"""The model client against the local Messages API: the real SDK speaking real HTTP.
+
+Only `sleep` is replaced (a recorder that does not wait), so retry tests count the delays
+the client chose without spending them; the requests themselves really happen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+from ephemeral_context.model.client import (
+    ClientSettings,
+    ModelClient,
+    ModelError,
+    RetryNotice,
+    RetryPolicy,
+    parse_retry_after,
+)
+
+from tests.fakes.messages_api import (
+    ApiError,
+    FakeMessagesAPI,
+    RecordedRequest,
+    invalid_api_key,
+    overloaded,
+    rate_limited,
+    refused,
+    server_error,
+    unknown_model,
+)
+
+MODEL = "claude-sonnet-4-6"
+KEY = "sk-ant-test-" + "k" * 24
+
+
+def request(text: str = "hello") -> dict[str, Any]:
+    return {"model": MODEL, "max_tokens": 256, "messages": [{"role": "user", "content": text}]}
+
+
+async def recorded(api: FakeMessagesAPI, count: int) -> list[RecordedRequest]:
+    """The fake records a request just after answering it: wait until `count` are in."""
+    for _ in range(2000):
+        if len(api.message_requests) >= count:
+            break
+        await asyncio.sleep(0.005)
+    return api.message_requests
+
+
+class Sleeps:
+    """Records each backoff delay instead of waiting it out."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+@pytest.fixture
+def api() -> Iterator[FakeMessagesAPI]:
+    with FakeMessagesAPI() as fake:
+        yield fake
+
+
+Factory = Callable[..., ModelClient]
+
+
+@pytest.fixture
+async def make_client(api: FakeMessagesAPI) -> AsyncIterator[Factory]:
+    """Clients on the fake API, closed after the test (no socket left behind)."""
+    made: list[ModelClient] = []
+
+    def factory(sleeps: Sleeps | None = None, **settings: Any) -> ModelClient:
+        settings.setdefault("base_url", api.base_url)
+        client = ModelClient(
+            ClientSettings(api_key=KEY, **settings), sleep=sleeps or Sleeps(), rng=random.Random(7)
+        )
+        made.append(client)
+        return client
+
+    yield factory
+    for client in made:
+        await client.close()
+
+
+async def test_streams_text_deltas_and_returns_the_message(
+    api: FakeMessagesAPI, make_client: Factory
+) -> None:
+    api.add_turns("The quick brown fox jumps over the lazy dog.")
+    client = make_client()
+    pieces: list[str] = []
+    message = await client.stream(request(), on_text=pieces.append)
+    assert len(pieces) > 1
+    assert "".join(pieces) == "The quick brown fox jumps over the lazy dog."
+    assert message.stop_reason == "end_turn"
+    assert message.usage.input_tokens > 0
+    sent = (await recorded(api, 1))[0]
+    assert sent.body["stream"] is True
+    assert KEY in (sent.headers.get("x-api-key"), sent.headers.get("authorization", "")[7:])
+    await client.close()
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (rate_limited(0.01), "429 rate_limit_error"),
+        (overloaded(0.01), "529 overloaded_error"),
+        (server_error(None), "500 api_error"),
+        (overloaded(None, mid_stream=True), "200 overloaded_error"),
+    ],
+)
+async def test_retries_then_succeeds(
+    api: FakeMessagesAPI, make_client: Factory, error: ApiError, reason: str
+) -> None:
+    api.add_turns(error, error, "finally")
+    sleeps = Sleeps()
+    notices: list[RetryNotice] = []
+    client = make_client(sleeps)
+    message = await client.stream(request(), on_retry=notices.append)
+    assert message.content[0].type == "text" and message.content[0].text == "finally"
+    assert client.retries == 2
+    assert len(await recorded(api, 3)) == 3
+    assert [n.attempt for n in notices] == [1, 2]
+    assert all(n.reason == reason for n in notices)
+    if error.retry_after is not None:
+        assert sleeps.delays == [error.retry_after, error.retry_after]
+    else:  # exponential backoff with jitter: attempt n waits within [b*2^(n-1)/2, b*2^(n-1)]
+        assert 0.25 <= sleeps.delays[0] <= 0.5
+        assert 0.5 <= sleeps.delays[1] <= 1.0
+
+
+async def test_gives_up_after_the_attempt_bound(api: FakeMessagesAPI, make_client: Factory) -> None:
+    api.add_turns(*[overloaded(None)] * 3)
+    sleeps = Sleeps()
+    client = make_client(sleeps, retry=RetryPolicy(max_attempts=3))
+    with pytest.raises(ModelError) as caught:
+        await client.stream(request())
+    assert caught.value.kind == "overloaded"
+    assert "gave up after 3 attempts" in str(caught.value)
+    assert len(await recorded(api, 3)) == 3
+    assert len(sleeps.delays) == 2
+    assert sleeps.delays[1] > sleeps.delays[0] * 0.9
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "words"),
+    [
+        (invalid_api_key(), "invalid_key", "rejected the API key"),
+        (unknown_model("claude-nope"), "unknown_model", "Unknown model"),
+        (refused("prompt is too long"), "refused", "refused the request"),
+        (ApiError(403, "permission_error", "not allowed"), "permission", "403"),
+    ],
+)
+async def test_client_errors_fail_at_once_with_clear_messages(
+    api: FakeMessagesAPI, make_client: Factory, error: ApiError, kind: str, words: str
+) -> None:
+    api.add_turns(error)
+    client = make_client()
+    with pytest.raises(ModelError) as caught:
+        await client.stream(request())
+    assert caught.value.kind == kind
+    assert words in str(caught.value)
+    assert client.retries == 0
+    assert len(await recorded(api, 1)) == 1
+
+
+async def test_unknown_model_is_named(api: FakeMessagesAPI, make_client: Factory) -> None:
+    client = make_client()
+    with pytest.raises(ModelError) as caught:
+        await client.stream({**request(), "model": "claude-does-not-exist"})
+    assert caught.value.kind == "unknown_model"
+    assert "'claude-does-not-exist'" in str(caught.value)
+
+
+async def test_the_key_is_never_in_messages_or_logs(
+    api: FakeMessagesAPI, make_client: Factory, caplog: pytest.LogCaptureFixture
+) -> None:
+    echoing = ApiError(401, "authentication_error", f"invalid x-api-key {KEY}")
+    api.add_turns(overloaded(0.0), echoing)
+    client = make_client()
+    with caplog.at_level(logging.DEBUG), pytest.raises(ModelError) as caught:
+        await client.stream(request())
+    assert KEY not in str(caught.value)
+    assert KEY not in caplog.text
+    assert "retrying" in caplog.text
+
+
+def test_missing_key_is_a_clear_error() -> None:
+    with pytest.raises(ModelError) as caught:
+        ModelClient(ClientSettings(base_url="http://127.0.0.1:9"))
+    assert caught.value.kind == "missing_key"
+    assert "ANTHROPIC_API_KEY" in str(caught.value)
+
+
+async def test_key_from_the_environment(
+    api: FakeMessagesAPI, make_client: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+    api.add_turns("ok")
+    client = ModelClient(sleep=Sleeps())
+    await client.stream(request())
+    await client.close()
+    assert KEY in (await recorded(api, 1))[0].headers.get("authorization", "")
+
+
+async def test_timeout_is_retried_then_reported(api: FakeMessagesAPI, make_client: Factory) -> None:
+    release = threading.Event()
+
+    def stall(_: RecordedRequest) -> str:
+        release.wait(10)
+        return "too late"
+
+    api.add_turns(stall, stall)
+    client = make_client(timeout=0.3, retry=RetryPolicy(max_attempts=2))
+    try:
+        with pytest.raises(ModelError) as caught:
+            await client.stream(request())
+    finally:
+        release.set()
+    assert caught.value.kind == "timeout"
+    assert "0.3s" in str(caught.value)
+    assert client.retries == 1
+
+
+async def test_connection_refused_is_reported(api: FakeMessagesAPI, make_client: Factory) -> None:
+    url = api.base_url
+    api.stop()
+    client = make_client(base_url=url, retry=RetryPolicy(max_attempts=2))
+    with pytest.raises(ModelError) as caught:
+        await client.stream(request())
+    assert caught.value.kind == "connection"
+    assert "Cannot reach" in str(caught.value)
+
+
+async def test_cancelling_the_task_stops_the_call(
+    api: FakeMessagesAPI, make_client: Factory
+) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def hold(_: RecordedRequest) -> str:
+        started.set()
+        release.wait(10)
+        return "never read"
+
+    api.add_turns(hold)
+    client = make_client()
+    task = asyncio.create_task(client.stream(request()))
+    try:
+        await asyncio.to_thread(started.wait, 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    finally:
+        release.set()
+    assert client.retries == 0
+
+
+def test_parse_retry_after_forms() -> None:
+    assert parse_retry_after({"retry-after": "3"}) == 3.0
+    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "3"}) == 0.25
+    assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    assert parse_retry_after({}) is None
+
+
+def test_retry_after_is_capped_and_backoff_grows() -> None:
+    policy = RetryPolicy(base_delay=1.0, max_delay=8.0, max_retry_after=60.0)
+    rng = random.Random(1)
+    assert policy.delay(1, 600.0, rng) == 60.0
+    ceilings = [1.0, 2.0, 4.0, 8.0, 8.0]
+    for attempt, ceiling in enumerate(ceilings, start=1):
+        delay = policy.delay(attempt, None, rng)
+        assert ceiling / 2 <= delay <= ceiling
