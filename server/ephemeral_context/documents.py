@@ -19,6 +19,8 @@ This module does not import pygls or lsprotocol; the LSP layer converts its type
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import logging
 import os
 import re
@@ -26,10 +28,10 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import AnyStr, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +53,8 @@ _Offsets = npt.NDArray[np.int64]
 _RACY_WINDOW_NS = 2_000_000_000
 # Inserting more than this many characters rebuilds the line table in one vectorised scan.
 _REBUILD_ABOVE = 4096
+# Documents are held as pieces of this many code points, so an edit copies one piece.
+_PIECE = 16_384
 _BREAK_CHAR = re.compile("[\r\n]")
 
 
@@ -223,19 +227,67 @@ def _cp_to_units(line: str, cp: int, encoding: PositionEncoding) -> int:
     return len(head) + sum(1 for char in head if ord(char) > 0xFFFF)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class Document:
-    """One version of one document: text, UTF-8 bytes, hash and position conversions."""
+    """One version of one document: text, UTF-8 bytes, hash and position conversions.
 
-    uri: str
-    version: int
-    text: str
-    data: bytes
-    hash: str
-    language_id: str | None
-    source: DocumentSource
-    encoding: PositionEncoding
-    lines: LineIndex = field(repr=False)
+    The text is held as pieces of at most `_PIECE` code points (with their UTF-8 bytes), so an
+    edit copies one piece instead of the whole document, and the hash streams over the
+    pieces. `text` and `data` join the pieces on first use and keep the result.
+    """
+
+    __slots__ = (
+        "_data",
+        "_piece_byte_starts",
+        "_piece_bytes",
+        "_piece_cp_starts",
+        "_pieces",
+        "_text",
+        "encoding",
+        "hash",
+        "language_id",
+        "length",
+        "lines",
+        "size",
+        "source",
+        "uri",
+        "version",
+    )
+
+    def __init__(
+        self,
+        uri: str,
+        version: int,
+        pieces: list[str],
+        piece_bytes: list[bytes],
+        *,
+        language_id: str | None,
+        source: DocumentSource,
+        encoding: PositionEncoding,
+        lines: LineIndex,
+        digest: str | None = None,
+    ) -> None:
+        self.uri = uri
+        self.version = version
+        self.language_id = language_id
+        self.source: DocumentSource = source
+        self.encoding: PositionEncoding = encoding
+        self.lines = lines
+        self._pieces = pieces
+        self._piece_bytes = piece_bytes
+        self._piece_cp_starts = [0, *itertools.accumulate(map(len, pieces))]
+        self._piece_byte_starts = [0, *itertools.accumulate(map(len, piece_bytes))]
+        self.length = self._piece_cp_starts[-1]
+        """Length in code points."""
+        self.size = self._piece_byte_starts[-1]
+        """Length in UTF-8 bytes."""
+        self._text: str | None = pieces[0] if len(pieces) == 1 else None
+        self._data: bytes | None = piece_bytes[0] if len(piece_bytes) == 1 else None
+        if digest is None:
+            hasher = xxhash.xxh3_64()
+            for chunk in piece_bytes:
+                hasher.update(chunk)
+            digest = hasher.hexdigest()
+        self.hash: str = digest
 
     @classmethod
     def create(
@@ -250,8 +302,60 @@ class Document:
         data: bytes | None = None,
     ) -> Document:
         raw = _utf8(text) if data is None else data
-        lines = LineIndex.build(text, raw)
-        return cls(uri, version, text, raw, content_hash(raw), language_id, source, encoding, lines)
+        pieces = _split(text)
+        if len(pieces) == 1:
+            piece_bytes = [raw]
+        elif len(raw) == len(text):  # ASCII: the same boundaries in bytes
+            piece_bytes = [raw[i : i + _PIECE] for i in range(0, len(raw), _PIECE)]
+        else:
+            piece_bytes = [_utf8(piece) for piece in pieces]
+        document = cls(
+            uri,
+            version,
+            pieces,
+            piece_bytes,
+            language_id=language_id,
+            source=source,
+            encoding=encoding,
+            lines=LineIndex.build(text, raw),
+            digest=content_hash(raw),
+        )
+        document._text, document._data = text, raw
+        return document
+
+    def __repr__(self) -> str:
+        return f"Document({self.uri!r}, version={self.version}, hash={self.hash!r})"
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = "".join(self._pieces)
+        return self._text
+
+    @property
+    def data(self) -> bytes:
+        """The UTF-8 bytes (what tree-sitter parses)."""
+        if self._data is None:
+            self._data = b"".join(self._piece_bytes)
+        return self._data
+
+    def read_bytes_at(self, byte: int, point: Point | None = None) -> bytes:
+        """The bytes from `byte` to the end of its piece: a `Parser.parse` read callback."""
+        if byte >= self.size:
+            return b""
+        index = bisect.bisect_right(self._piece_byte_starts, byte) - 1
+        return self._piece_bytes[index][byte - self._piece_byte_starts[index] :]
+
+    def _slice(self, begin: int, end: int) -> str:
+        """text[begin:end] without joining the whole text."""
+        if self._text is not None:
+            return self._text[begin:end]
+        return _slice_pieces(self._pieces, self._piece_cp_starts, begin, end, "")
+
+    def _byte_slice(self, begin: int, end: int) -> bytes:
+        if self._data is not None:
+            return self._data[begin:end]
+        return _slice_pieces(self._piece_bytes, self._piece_byte_starts, begin, end, b"")
 
     @property
     def path(self) -> Path | None:
@@ -265,21 +369,21 @@ class Document:
         """The text of one line, without its terminator unless asked."""
         starts = self.lines.cp_starts
         begin = int(starts[line])
-        end = int(starts[line + 1]) if line + 1 < len(starts) else len(self.text)
-        chunk = self.text[begin:end]
+        end = int(starts[line + 1]) if line + 1 < len(starts) else self.length
+        chunk = self._slice(begin, end)
         return chunk if keep_end else chunk.rstrip("\r\n")
 
     def offset_at(self, position: Position) -> int:
         """Client position -> code point offset, clamped to the document like LSP says."""
         if position.line >= self.line_count:
-            return len(self.text)
+            return self.length
         line = max(position.line, 0)
         column = _units_to_cp(self.line_text(line), max(position.character, 0), self.encoding)
         return int(self.lines.cp_starts[line]) + column
 
     def position_at(self, offset: int) -> Position:
         """Code point offset -> client position."""
-        offset = min(max(offset, 0), len(self.text))
+        offset = min(max(offset, 0), self.length)
         line = self.lines.line_of_cp(offset)
         column = offset - int(self.lines.cp_starts[line])
         return Position(line, _cp_to_units(self.line_text(line), column, self.encoding))
@@ -288,21 +392,22 @@ class Document:
         """Code point offset -> UTF-8 byte offset."""
         line = self.lines.line_of_cp(offset)
         begin = int(self.lines.cp_starts[line])
-        return int(self.lines.byte_starts[line]) + len(_utf8(self.text[begin:offset]))
+        return int(self.lines.byte_starts[line]) + len(_utf8(self._slice(begin, offset)))
 
     def offset_of_byte(self, byte: int) -> int:
         """UTF-8 byte offset -> code point offset (a byte inside a character rounds down)."""
-        byte = min(max(byte, 0), len(self.data))
+        byte = min(max(byte, 0), self.size)
         line = self.lines.line_of_byte(byte)
         begin = int(self.lines.byte_starts[line])
-        head = self.data[begin:byte].decode("utf-8", "ignore")
+        head = self._byte_slice(begin, byte).decode("utf-8", "ignore")
         return int(self.lines.cp_starts[line]) + len(head)
 
     def point_at_byte(self, byte: int) -> Point:
         """UTF-8 byte offset -> tree-sitter point (rows counted by '\\n' only)."""
         if self.lines.has_lone_cr:
-            row = self.data.count(b"\n", 0, byte)
-            return row, byte - (self.data.rfind(b"\n", 0, byte) + 1)
+            data = self.data
+            row = data.count(b"\n", 0, byte)
+            return row, byte - (data.rfind(b"\n", 0, byte) + 1)
         line = self.lines.line_of_byte(byte)
         return line, byte - int(self.lines.byte_starts[line])
 
@@ -313,9 +418,10 @@ class Document:
         """tree-sitter point -> client position, for ranges of symbols found in the tree."""
         row, column = point
         if self.lines.has_lone_cr:
+            data = self.data
             line_start = 0
             for _ in range(row):
-                found = self.data.find(b"\n", line_start)
+                found = data.find(b"\n", line_start)
                 if found < 0:
                     break
                 line_start = found + 1
@@ -327,27 +433,41 @@ class Document:
     def apply(self, edit: TextEdit, version: int) -> tuple[Document, ByteEdit]:
         """This document with one edit applied, and the edit in tree-sitter's terms."""
         if edit.range is None:
-            start, end = 0, len(self.text)
+            start, end = 0, self.length
         else:
             start = self.offset_at(edit.range.start)
             end = max(self.offset_at(edit.range.end), start)
         start_byte, end_byte = self.byte_at(start), self.byte_at(end)
-        inserted = _utf8(edit.text)
-        text = self.text[:start] + edit.text + self.text[end:]
-        data = self.data[:start_byte] + inserted + self.data[end_byte:]
-        lines = self._splice_lines(text, data, start, end, len(edit.text), start_byte, end_byte)
+        starts = self._piece_cp_starts
+        first = min(bisect.bisect_right(starts, start) - 1, len(self._pieces) - 1)
+        last = min(bisect.bisect_right(starts, end) - 1, len(self._pieces) - 1)
+        middle = (
+            self._pieces[first][: start - starts[first]]
+            + edit.text
+            + self._pieces[last][end - starts[last] :]
+        )
+        fresh = _split(middle)
+        pieces = [*self._pieces[:first], *fresh, *self._pieces[last + 1 :]]
+        piece_bytes = [
+            *self._piece_bytes[:first],
+            *map(_utf8, fresh),
+            *self._piece_bytes[last + 1 :],
+        ]
+        if len(pieces) > 1 and not all(pieces):
+            pieces = [piece for piece in pieces if piece]
+            piece_bytes = [chunk for chunk in piece_bytes if chunk]
         new = Document(
             self.uri,
             version,
-            text,
-            data,
-            content_hash(data),
-            self.language_id,
-            self.source,
-            self.encoding,
-            lines,
+            pieces,
+            piece_bytes,
+            language_id=self.language_id,
+            source=self.source,
+            encoding=self.encoding,
+            lines=self.lines,
         )
-        new_end_byte = start_byte + len(inserted)
+        new.lines = new._splice_lines(self, start, end, len(edit.text), start_byte, end_byte)
+        new_end_byte = start_byte + len(_utf8(edit.text))
         byte_edit = ByteEdit(
             start_byte=start_byte,
             old_end_byte=end_byte,
@@ -360,42 +480,43 @@ class Document:
 
     def _splice_lines(
         self,
-        text: str,
-        data: bytes,
+        old_document: Document,
         start: int,
         end: int,
         inserted_len: int,
         start_byte: int,
         end_byte: int,
     ) -> LineIndex:
-        """The new line table: keep starts before the edit, rescan the edit, shift the rest.
+        """This version's line table from the old one: keep, rescan the edit, shift the rest.
 
         Whether a line starts at q depends on text[q-1] and text[q] only, so old starts below
         `start` and above `end` are unchanged (the latter shifted); only q in
         [start, start + inserted_len] of the new text needs looking at.
         """
         if inserted_len > _REBUILD_ABOVE:
-            return LineIndex.build(text, data)
-        old = self.lines
+            return LineIndex.build(self.text, self.data)
+        old = old_document.lines
         keep_before = int(np.searchsorted(old.cp_starts, max(start, 1), side="left"))
         keep_after = int(np.searchsorted(old.cp_starts, end + 1, side="left"))
-        cp_delta = inserted_len - (end - start)
-        byte_delta = len(data) - len(self.data)
+        cp_delta = self.length - old_document.length
+        byte_delta = self.size - old_document.size
         scan_from = max(start, 1)
-        window = text[scan_from - 1 : start + inserted_len]
+        # text[scan_from - 1 : start + inserted_len + 1]: the characters around each candidate.
+        window = self._slice(scan_from - 1, start + inserted_len + 1)
         new_cp: list[int] = []
         new_byte: list[int] = []
         lone = old.has_lone_cr
         if "\n" in window or "\r" in window:
             last_q, last_byte = start, start_byte
-            for match in _BREAK_CHAR.finditer(window):
+            for match in _BREAK_CHAR.finditer(window, 0, start + inserted_len - scan_from + 1):
                 q = scan_from + match.start()
-                if _is_line_start(text, q):
-                    last_byte += len(_utf8(text[last_q:q]))
+                local = q - scan_from + 1
+                if _is_line_start(window, local):
+                    last_byte += len(_utf8(self._slice(last_q, q)))
                     last_q = q
                     new_cp.append(q)
                     new_byte.append(last_byte)
-                    lone = lone or text[q - 1] == "\r"
+                    lone = lone or window[local - 1] == "\r"
         cp_starts = np.concatenate(
             (
                 old.cp_starts[:keep_before],
@@ -411,6 +532,28 @@ class Document:
             )
         )
         return LineIndex(cp_starts, byte_starts, lone)
+
+
+def _split(text: str) -> list[str]:
+    """Pieces of at most _PIECE code points (one piece, possibly empty, for short texts)."""
+    if len(text) <= 2 * _PIECE:
+        return [text]
+    return [text[i : i + _PIECE] for i in range(0, len(text), _PIECE)]
+
+
+def _slice_pieces(
+    pieces: Sequence[AnyStr], starts: list[int], begin: int, end: int, empty: AnyStr
+) -> AnyStr:
+    """pieces joined, then [begin:end], touching only the pieces in the range."""
+    if begin >= end:
+        return empty
+    index = max(bisect.bisect_right(starts, begin) - 1, 0)
+    parts = []
+    while index < len(pieces) and starts[index] < end:
+        offset = starts[index]
+        parts.append(pieces[index][max(begin - offset, 0) : end - offset])
+        index += 1
+    return empty.join(parts)
 
 
 def uri_to_path(uri: str) -> Path | None:
@@ -540,12 +683,9 @@ class DocumentMirror:
             for edit in edits:
                 document, byte_edit = document.apply(edit, version)
                 byte_edits.append(byte_edit)
-            if len(document.data) > self.max_bytes or "\0" in document.text:
-                reason = (
-                    UnmirroredReason.TOO_LARGE
-                    if len(document.data) > self.max_bytes
-                    else UnmirroredReason.BINARY
-                )
+            too_large = document.size > self.max_bytes
+            if too_large or any("\0" in edit.text for edit in edits):
+                reason = UnmirroredReason.TOO_LARGE if too_large else UnmirroredReason.BINARY
                 self._open[key] = Unmirrored(key, reason, f"after the edit to version {version}")
                 self._emit_removed(key, current, "edit")
                 return None
@@ -705,14 +845,13 @@ def _binary_problem(data: bytes, max_bytes: int) -> tuple[UnmirroredReason, str]
 
 def _replace_all(old: Document, new: Document) -> tuple[ByteEdit, ...]:
     """A whole-text replacement as one tree-sitter edit (the tree is then reparsed fully)."""
-    end = len(old.data)
     return (
         ByteEdit(
             start_byte=0,
-            old_end_byte=end,
-            new_end_byte=len(new.data),
+            old_end_byte=old.size,
+            new_end_byte=new.size,
             start_point=(0, 0),
-            old_end_point=old.point_at_byte(end),
-            new_end_point=new.point_at_byte(len(new.data)),
+            old_end_point=old.point_at_byte(old.size),
+            new_end_point=new.point_at_byte(new.size),
         ),
     )

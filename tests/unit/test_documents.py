@@ -7,9 +7,11 @@ import os
 import re
 from dataclasses import asdict
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 import tree_sitter_python
+from ephemeral_context import documents
 from ephemeral_context.documents import (
     ByteEdit,
     Document,
@@ -22,6 +24,7 @@ from ephemeral_context.documents import (
     TextEdit,
     Unmirrored,
     UnmirroredReason,
+    content_hash,
     normalize_uri,
     path_to_uri,
 )
@@ -81,7 +84,24 @@ def apply_bytes(data: bytes, edit: ByteEdit, inserted: bytes) -> bytes:
     return data[: edit.start_byte] + inserted + data[edit.old_end_byte :]
 
 
+def iter_bytes(document: Document) -> list[bytes]:
+    """The pieces as tree-sitter's read callback hands them out."""
+    chunks, byte = [], 0
+    while chunk := document.read_bytes_at(byte):
+        chunks.append(chunk)
+        byte += len(chunk)
+    return chunks
+
+
 def check_document(document: Document, reference: str) -> None:
+    # Positions first, before .text/.data join the pieces and cache the result.
+    for offset in range(len(reference) + 1):
+        if legal_offset(reference, offset) == offset:
+            assert document.position_at(offset) == ref_position(
+                reference, offset, document.encoding
+            )
+    assert document.hash == content_hash(reference.encode("utf-8"))
+    assert (document.length, document.size) == (len(reference), len(reference.encode()))
     assert document.text == reference
     assert document.data == reference.encode("utf-8")
     fresh = LineIndex.build(reference, reference.encode("utf-8"))
@@ -114,10 +134,21 @@ def edit_scripts(draw: st.DrawFn) -> tuple[str, list[list[tuple[int, int, str]]]
     return text, changes
 
 
+@pytest.mark.parametrize("piece", [None, 3], ids=["one-piece", "3-char-pieces"])
 @pytest.mark.parametrize("encoding", ENCODINGS)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(script=edit_scripts())
 def test_random_edits_match_reference(
+    encoding: PositionEncoding,
+    piece: int | None,
+    script: tuple[str, list[list[tuple[int, int, str]]]],
+) -> None:
+    """Edits in client units equal the reference; tiny pieces exercise the piece list."""
+    with patch.object(documents, "_PIECE", piece or documents._PIECE):
+        run_script(encoding, script)
+
+
+def run_script(
     encoding: PositionEncoding, script: tuple[str, list[list[tuple[int, int, str]]]]
 ) -> None:
     text, changes = script
@@ -147,6 +178,7 @@ def test_random_edits_match_reference(
         document = mirror.get("untitled:Untitled-1")
         assert isinstance(document, Document)
         check_document(document, reference)
+        assert b"".join(iter_bytes(document)) == reference.encode("utf-8")
         # The byte edits replay the change on the UTF-8 bytes, points included.
         data = before
         for byte_edit, inserted in zip(change.byte_edits, inserted_bytes, strict=True):
@@ -301,7 +333,7 @@ def test_byte_edits_drive_tree_sitter_incremental_parsing() -> None:
         tree.edit(**asdict(edit))
     document = mirror.get("untitled:t.py")
     assert isinstance(document, Document)
-    incremental = parser.parse(document.data, tree)
+    incremental = parser.parse(document.read_bytes_at, tree)
     assert str(incremental.root_node) == str(parser.parse(document.data).root_node)
     assert b"class Renamed" in document.data
 
