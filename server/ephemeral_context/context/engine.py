@@ -69,6 +69,7 @@ from ephemeral_context.context.ledger import (
     binary_reason,
 )
 from ephemeral_context.context.skills import SkillMeta, parse_skill, trigger_fired
+from ephemeral_context.syntax import Symbol, address, find_symbol, outline_text
 from ephemeral_context.tokens import BLOCK_OVERHEAD_TOKENS, estimate_block_tokens
 
 log = logging.getLogger(__name__)
@@ -724,7 +725,7 @@ class ContextEngine:
                 (tb for tb in reversed(c.thread) if tb.evicted and needle in tb.text), None
             )
             if source is not None:
-                appended += self._rehydrate(c, source)
+                appended += self._rehydrate(c, source, needle)
             elif file_hidden and uri is not None:
                 appended += self._rehydrate_current(c, uri)
                 file_hidden = False
@@ -741,24 +742,25 @@ class ContextEngine:
             return True
         return any(not tb.evicted and needle in tb.text for tb in c.thread)
 
-    def _rehydrate(self, c: _Conversation, tb: ThreadBlock) -> int:
+    def _rehydrate(self, c: _Conversation, tb: ThreadBlock, needle: str = "") -> int:
+        """Append evicted content again: the one definition holding `needle` when the
+        block is a file and a definition holds it (read_symbol), else the whole block."""
         item = tb.item_id or "?"
-        text = f"[read_session_file('{item}')]\n{tb.text}"
+        part = _enclosing_symbol(tb.text, _label(tb.uri), needle) if tb.uri and needle else None
+        if part is not None and tb.kind in ("file", "write_input", "consolidated"):
+            qualname, body = part
+            text = f"[read_symbol('{_label(tb.uri or '')}', '{qualname}')]\n{body}"
+            shown = body
+        else:
+            text, shown = f"[read_session_file('{item}')]\n{tb.text}", tb.text
         tokens = self._count(text, "code")
         index = self._append(
-            c,
-            "user",
-            {"type": "text", "text": text},
-            tokens,
-            kind="rehydration",
-            item_id=tb.item_id,
-            uri=tb.uri,
-            text=tb.text,
-        )
-        if tb.uri:
-            view = c.files.get(tb.uri)
-            if view is not None:
-                view.blocks.append(index)
+            c, "user", {"type": "text", "text": text}, tokens, kind="rehydration",
+            item_id=tb.item_id, uri=tb.uri, text=shown,
+        )  # fmt: skip
+        view = c.files.get(tb.uri) if tb.uri else None
+        if view is not None and shown is tb.text:
+            view.blocks.append(index)
         c.rehydrated[tb.kind] = c.rehydrated.get(tb.kind, 0) + 1
         c.rehydrated_tokens += tokens
         return tokens
@@ -866,7 +868,14 @@ class ContextEngine:
     def _ttl(self, c: _Conversation) -> Ttl:
         if self.config.cache_ttl != "auto":
             return self.config.cache_ttl
-        return policy.choose_ttl(c.gaps, c.calls)
+        return policy.choose_ttl(c.gaps, c.calls, horizon=self._horizon(c))
+
+    def _horizon(self, c: _Conversation) -> float:
+        """Calls until this conversation's context would fill its budget, at the growth so
+        far of what it was shown (before any eviction)."""
+        shown = sum(b.tokens for b in c.baseline)
+        current = c.last_built.total_tokens if c.last_built else shown
+        return policy.calls_until_full(self.config.context_budget, current, shown / max(1, c.calls))
 
     @staticmethod
     def _expire(c: _Conversation, now: float) -> None:
@@ -930,7 +939,7 @@ class ContextEngine:
         segment_warm = any(p >= -1 for p, _ in warm) and (-1 in c.entries or not c.segment)
         thread_start = prefix + sum(e.tokens for e in c.segment)
         warm_end = max((end for _, end in warm), default=0)
-        m = policy.remaining_calls(c.calls)
+        m = policy.remaining_calls(c.calls, self._horizon(c))
         candidates = self._candidates(c, thread_start)
         boundaries = [policy.Boundary(0, thread_start)] + [
             policy.Boundary(p + 1, end) for p, end in warm if p >= 0
@@ -1325,6 +1334,31 @@ def _shrink_input(tool_input: Mapping[str, Any], reference: str) -> dict[str, An
             out[key] = reference
             replaced = True
     return out
+
+
+def _enclosing_symbol(text: str, path: str, needle: str) -> tuple[str, str] | None:
+    """The innermost definition of `text` that contains all of `needle`: (name, source)."""
+    start = text.find(needle)
+    if start < 0:
+        return None
+    outline = outline_text(text, path)
+    first = text.count("\n", 0, start) + 1
+    last = first + needle.count("\n")
+    best: Symbol | None = None
+    for symbol in outline.symbols:
+        if (
+            symbol.start_line <= first
+            and last <= symbol.end_line
+            and (
+                best is None
+                or symbol.end_line - symbol.start_line < best.end_line - best.start_line
+            )
+        ):
+            best = symbol
+    if best is None:
+        return None
+    found = find_symbol(text, outline, address(best, outline))
+    return (address(best, outline), found.found.text) if found.found is not None else None
 
 
 def _uri(path: str) -> str:

@@ -16,6 +16,7 @@ principles, never values fitted to a transcript (docs/cost-model.md derives each
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -54,13 +55,27 @@ def break_even_calls(s: float, x: float, rates: Rates = RATES, ttl: Ttl = "5m") 
     return rates.write(ttl) * x / (rates.read * s)
 
 
-def remaining_calls(calls_so_far: int) -> float:
-    """Expected further calls in a session of unknown length that has lasted `calls_so_far`.
+def remaining_calls(calls_so_far: int, horizon: float = math.inf) -> float:
+    """Expected further calls that content added now stays in the context.
 
-    With no prior on the length, the median remaining life of a process observed at a
-    random moment of its life equals its age (the Copernican / Lindy estimate).
+    With no prior on a session's length, a session observed at age `t` has further life `R`
+    with P(R > r) = t / (t + r) (Gott's delta-t argument: the moment we look is uniformly
+    placed in its life). Its mean diverges, but content cannot outlive the context: a
+    compaction (or the end of the budget) comes `horizon` calls from now at the latest, so
+    the expectation is E[min(R, horizon)] = t * ln(1 + horizon / t). Without a finite
+    horizon the median, `t`, is used.
     """
-    return float(max(1, calls_so_far))
+    t = float(max(1, calls_so_far))
+    if not math.isfinite(horizon):
+        return t
+    return max(1.0, t * math.log1p(max(0.0, horizon) / t))
+
+
+def calls_until_full(budget: int, context: int, growth_per_call: float) -> float:
+    """Calls until the context reaches its budget at the growth seen so far (the horizon)."""
+    if growth_per_call <= 0:
+        return math.inf
+    return max(0.0, budget - context) / growth_per_call
 
 
 def reuse_probability(reused: int, not_reused: int) -> float:
@@ -83,7 +98,9 @@ def idle_reuse_probability(
     return (ended + 1) / (ended + still_open + 2)
 
 
-def choose_ttl(idle_gaps: Sequence[float], calls_so_far: int, rates: Rates = RATES) -> Ttl:
+def choose_ttl(
+    idle_gaps: Sequence[float], calls_so_far: int, rates: Rates = RATES, horizon: float = math.inf
+) -> Ttl:
     """5 minutes or 1 hour for a breakpoint, from the idle gaps seen so far.
 
     A token written under a 1-hour breakpoint costs `write_1h - write_5m` more, once; every
@@ -95,7 +112,7 @@ def choose_ttl(idle_gaps: Sequence[float], calls_so_far: int, rates: Rates = RAT
     gaps = [g for g in idle_gaps if short < g <= long]
     if not gaps:
         return "5m"
-    expected = len(gaps) / max(1, len(idle_gaps)) * remaining_calls(calls_so_far)
+    expected = len(gaps) / max(1, len(idle_gaps)) * remaining_calls(calls_so_far, horizon)
     saved = expected * (rates.write_5m - rates.read)
     return "1h" if saved > rates.write_1h - rates.write_5m else "5m"
 

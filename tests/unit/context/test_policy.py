@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from ephemeral_context.context import policy
 from ephemeral_context.context.policy import Boundary, Candidate
@@ -20,9 +22,13 @@ def test_one_hour_writes_raise_the_break_even() -> None:
     assert policy.break_even_calls(2000, 1500, ttl="1h") == pytest.approx(15.0)
 
 
-def test_remaining_calls_is_the_age_so_far() -> None:
+def test_remaining_calls_is_capped_by_the_compaction_horizon() -> None:
     assert policy.remaining_calls(0) == 1.0
-    assert policy.remaining_calls(40) == 40.0
+    assert policy.remaining_calls(40) == 40.0  # no horizon: the median, the age so far
+    assert policy.remaining_calls(40, horizon=40) == pytest.approx(40 * math.log(2))
+    assert policy.remaining_calls(40, horizon=0) == 1.0
+    assert policy.calls_until_full(150_000, 50_000, 1000) == 100
+    assert policy.calls_until_full(150_000, 50_000, 0) == math.inf
 
 
 def test_reuse_probabilities_follow_the_session_history() -> None:
