@@ -20,10 +20,12 @@ This module does not import pygls or lsprotocol; the LSP layer converts its type
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import logging
 import os
 import re
+import stat as stat_module
 import threading
 import time
 import urllib.parse
@@ -569,6 +571,7 @@ def path_to_uri(path: str | os.PathLike[str]) -> str:
     return Path(os.path.abspath(path)).as_uri()
 
 
+@functools.lru_cache(maxsize=8192)
 def normalize_uri(uri: str) -> str:
     """One key per file: file: URIs are re-encoded canonically, other URIs kept as given."""
     path = uri_to_path(uri)
@@ -762,7 +765,7 @@ class DocumentMirror:
             return self._drop_disk(key, UnmirroredReason.NOT_FOUND, "no such file")
         except OSError as error:
             return self._drop_disk(key, UnmirroredReason.UNREADABLE, error.strerror or str(error))
-        if not path.is_file():
+        if not stat_module.S_ISREG(stat.st_mode):
             return self._drop_disk(key, UnmirroredReason.NOT_A_FILE, "not a regular file")
         if stat.st_size > self.max_bytes:
             return self._drop_disk(
@@ -781,20 +784,20 @@ class DocumentMirror:
         except OSError as error:
             return self._drop_disk(key, UnmirroredReason.UNREADABLE, error.strerror or str(error))
         self._stale.discard(key)
-        problem = _binary_problem(data, self.max_bytes)
-        if problem is not None:
-            return self._drop_disk(key, *problem)
         trust = time.time_ns() - stat.st_mtime_ns > _RACY_WINDOW_NS
         digest = content_hash(data)
         if cached is not None and cached.document.hash == digest:
             self._disk[key] = _DiskEntry(cached.document, stat.st_mtime_ns, stat.st_size, trust)
             return cached.document
+        text = _decode(data, self.max_bytes)
+        if not isinstance(text, str):
+            return self._drop_disk(key, *text)
         version = self._disk_versions.get(key, -1) + 1
         self._disk_versions[key] = version
         document = Document.create(
             key,
             version,
-            data.decode("utf-8"),
+            text,
             language_id=None,
             source="disk",
             encoding=self.position_encoding,
@@ -831,16 +834,16 @@ class DocumentMirror:
             return held
 
 
-def _binary_problem(data: bytes, max_bytes: int) -> tuple[UnmirroredReason, str] | None:
+def _decode(data: bytes, max_bytes: int) -> str | tuple[UnmirroredReason, str]:
+    """The text of a file's bytes, or why it is not text the mirror holds."""
     if len(data) > max_bytes:
         return UnmirroredReason.TOO_LARGE, f"{len(data)} bytes, limit {max_bytes}"
     if b"\0" in data:
         return UnmirroredReason.BINARY, "contains NUL bytes"
     try:
-        data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
         return UnmirroredReason.BINARY, f"not UTF-8 at byte {error.start}"
-    return None
 
 
 def _replace_all(old: Document, new: Document) -> tuple[ByteEdit, ...]:
