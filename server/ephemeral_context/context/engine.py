@@ -985,11 +985,13 @@ class ContextEngine:
                 uses = c.touches.get(tb.uri, [])
                 idle = c.calls - (uses[-1] if uses else tb.call)
                 reuse = policy.idle_reuse_probability(idle, gaps, open_idles)
+                wait = policy.expected_wait(idle, gaps)
             else:
                 reuse = policy.reuse_probability(
                     c.rehydrated.get(tb.kind, 0), c.evicted_by_kind.get(tb.kind, 0)
                 )
-            out.append(policy.Candidate(index, thread_start + c.offsets[index], freed, reuse))
+                wait = None
+            out.append(policy.Candidate(index, thread_start + c.offsets[index], freed, reuse, wait))
         return out
 
     @staticmethod

@@ -98,6 +98,16 @@ def idle_reuse_probability(
     return (ended + 1) / (ended + still_open + 2)
 
 
+def expected_wait(idle: int, retouch_gaps: Sequence[int]) -> float | None:
+    """Mean calls until the next use of a file idle for `idle` calls, if it is used again.
+
+    The mean residual of the re-use gaps seen so far that lasted at least `idle` calls;
+    None when no such gap was seen (then nothing is known about when).
+    """
+    longer = [g - idle for g in retouch_gaps if g >= idle]
+    return max(1.0, sum(longer) / len(longer)) if longer else None
+
+
 def choose_ttl(
     idle_gaps: Sequence[float], calls_so_far: int, rates: Rates = RATES, horizon: float = math.inf
 ) -> Ttl:
@@ -130,6 +140,8 @@ class Candidate:
     offset: int
     freed: int
     reuse: float
+    wait: float | None = None
+    """Expected calls until the re-use, if it comes (None: unknown, counts as never)."""
 
 
 @dataclass(frozen=True)
@@ -155,8 +167,10 @@ NO_EVICTION = EvictionPlan((), 0, 0, 0, 0.0)
 
 
 def candidate_value(c: Candidate, m: float, rates: Rates, ttl: Ttl) -> float:
-    """Reads saved over `m` calls minus the expected cost of appending it again."""
-    return rates.read * c.freed * m - c.reuse * rates.write(ttl) * c.freed
+    """Reads saved until the content is needed again (or over `m` calls if it never is),
+    minus the expected cost of appending it again."""
+    reads = m if c.wait is None else (1 - c.reuse) * m + c.reuse * min(c.wait, m)
+    return rates.read * c.freed * reads - c.reuse * rates.write(ttl) * c.freed
 
 
 def plan_eviction(

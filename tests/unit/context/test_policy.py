@@ -39,6 +39,16 @@ def test_reuse_probabilities_follow_the_session_history() -> None:
     assert policy.idle_reuse_probability(10, [1, 2], [20, 30, 40]) == pytest.approx(0.2)
 
 
+def test_a_file_used_every_call_is_not_worth_evicting() -> None:
+    gaps = [1] * 20
+    reuse = policy.idle_reuse_probability(1, gaps, [1])
+    wait = policy.expected_wait(1, gaps)
+    busy = Candidate(0, 0, 2000, reuse, wait)
+    assert policy.candidate_value(busy, 100, policy.RATES, "5m") < 0
+    idle = Candidate(0, 0, 2000, policy.idle_reuse_probability(30, gaps, [30, 40]), None)
+    assert policy.candidate_value(idle, 100, policy.RATES, "5m") > 0
+
+
 def test_ttl_stays_five_minutes_until_a_long_gap_is_seen() -> None:
     assert policy.choose_ttl([], 0) == "5m"
     assert policy.choose_ttl([5.0] * 30, 30) == "5m"
