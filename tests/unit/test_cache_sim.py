@@ -23,6 +23,8 @@ from ephemeral_context.cache_sim import (
     resolve_breakpoints,
     usage_to_dict,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 SONNET = "claude-sonnet-4-5-20250929"  # minimum cacheable length 1024
 
@@ -389,3 +391,85 @@ def test_cost_in_dollars_uses_the_documented_multipliers() -> None:
 
 def test_usage_adds_up() -> None:
     assert Usage(1, 2, 3, 2, 0) + Usage(10, 20, 30, 5, 15) == Usage(11, 22, 33, 7, 15)
+
+
+# ---------------------------------------------------------------------------------------------
+# The documented four-breakpoint example, and properties that hold for any request
+
+
+def test_four_breakpoints_tools_instructions_documents_conversation_doc_example() -> None:
+    """Tools, instructions, RAG documents and the last message each carry a breakpoint.
+
+    The documentation: after one more user message (the fourth breakpoint moved onto it),
+    the writes are the previous assistant turn plus the new user message, and the reads
+    are everything cached before.
+    """
+    tools = [Block(1, 300), Block(2, 300, "5m")]
+    instructions = Block(3, 800, "5m")
+    documents = Block(4, 5000, "5m")
+    turn1 = [Block(10, 40, "5m")]
+    cache = PromptCache(SONNET)
+    first = cache.call(Request(tools, [instructions, documents], turn1), now=0)
+    assert first == Usage(0, 6440, 0, 6440, 0)
+    turn2 = [Block(10, 40), Block(11, 250), Block(12, 30, "5m")]
+    second = cache.call(Request(tools, [instructions, documents], turn2), now=60)
+    assert second == Usage(0, 280, 6440, 280, 0)
+
+
+block_lists = st.lists(st.integers(min_value=0, max_value=600), min_size=1, max_size=45)
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> Request:
+    sizes = draw(block_lists)
+    marks = sorted(draw(st.sets(st.integers(0, len(sizes) - 1), max_size=4)))
+    one_hour = draw(st.integers(0, len(marks)))
+    ttls: dict[int, Ttl] = {p: ("1h" if i < one_hour else "5m") for i, p in enumerate(marks)}
+    shared = draw(st.integers(0, len(sizes)))  # a prefix shared with other drawn requests
+    return Request(
+        messages=[
+            Block(
+                key=i if i < shared else 10_000 + draw(st.integers(0, 3)) * 100 + i,
+                tokens=t,
+                cache_ttl=ttls.get(i),
+            )
+            for i, t in enumerate(sizes)
+        ]
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(requests(), st.floats(0, 4000)), min_size=1, max_size=8))
+def test_usage_always_adds_up(calls: list[tuple[Request, float]]) -> None:
+    cache = PromptCache(SONNET)
+    now = 0.0
+    for request, gap in calls:
+        now += gap
+        usage = cache.call(request, now)
+        assert usage.total_input_tokens == request.total_tokens
+        assert usage.cache_creation_input_tokens == (
+            usage.ephemeral_5m_input_tokens + usage.ephemeral_1h_input_tokens
+        )
+        assert (
+            min(
+                usage.input_tokens,
+                usage.ephemeral_5m_input_tokens,
+                usage.ephemeral_1h_input_tokens,
+                usage.cache_read_input_tokens,
+            )
+            >= 0
+        )
+
+
+@settings(max_examples=150, deadline=None)
+@given(requests(), st.floats(0, 299))
+def test_the_same_request_again_within_the_ttl_reads_what_it_wrote(
+    request: Request, gap: float
+) -> None:
+    cache = PromptCache(SONNET)
+    first = cache.call(request, 0.0)
+    again = cache.call(request, gap)
+    assert again.cache_creation_input_tokens == 0
+    assert again.cache_read_input_tokens == first.cache_read_input_tokens + (
+        first.cache_creation_input_tokens
+    )
