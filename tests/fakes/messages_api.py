@@ -6,7 +6,9 @@ this server instead. It speaks the wire protocol the anthropic SDK expects: POST
 sequence as the API) and POST /v1/messages/count_tokens; it accepts `x-api-key` and
 `Authorization: Bearer` and any `anthropic-version`. What it says comes from a script, one
 turn per request: text, tool_use blocks, a refusal, or an injected error (429/529/500 with
-retry-after, 401, 404, 400). Usage is computed by ephemeral_context.cache_sim, so cache
+retry-after, 401, 404, 400). An answer longer than `max_tokens` is cut (stop_reason
+"max_tokens"), and `max_tokens: 0` is the documented cache pre-warm (no content). Usage is
+computed by ephemeral_context.cache_sim, so cache
 reads and writes follow the documented cache rules. Every request is recorded (headers and
 JSON body) so tests can inspect exactly what was sent.
 
@@ -239,7 +241,24 @@ def _output_tokens(blocks: Sequence[Mapping[str, Any]]) -> int:
             total += estimate_tokens(block["text"], "prose")
         else:
             total += estimate_tokens(block["name"] + json.dumps(block["input"]), "json")
-    return max(total, 1)
+    return total
+
+
+def _answer(reply: Reply, max_tokens: int) -> tuple[Reply, list[dict[str, Any]]]:
+    """The content the turn produces within `max_tokens`, cut short as the API cuts it.
+
+    `max_tokens: 0` is the documented cache pre-warm: no content, stop_reason max_tokens.
+    """
+    if max_tokens == 0:
+        return Reply(stop_reason="max_tokens"), []
+    blocks = _content_blocks(reply)
+    if _output_tokens(blocks) <= max_tokens:
+        return reply, blocks
+    text = reply.text
+    while text and estimate_tokens(text, "prose") > max_tokens:
+        text = text[: max(0, min(len(text) - 1, max_tokens * 3))]
+    cut = Reply(text=text, stop_reason="max_tokens")
+    return cut, _content_blocks(cut)
 
 
 def _chunks(text: str, size: int) -> Iterator[str]:
@@ -386,8 +405,14 @@ class FakeMessagesAPI:
             raise _Reject(ApiError(400, "invalid_request_error", "model: Field required"))
         if not isinstance(body.get("messages"), list):
             raise _Reject(ApiError(400, "invalid_request_error", "messages: Field required"))
-        if need_max_tokens and not isinstance(body.get("max_tokens"), int):
-            raise _Reject(ApiError(400, "invalid_request_error", "max_tokens: Field required"))
+        if need_max_tokens:
+            max_tokens = body.get("max_tokens")
+            if not isinstance(max_tokens, int) or max_tokens < 0:
+                raise _Reject(ApiError(400, "invalid_request_error", "max_tokens: Field required"))
+            if max_tokens == 0 and body.get("stream"):
+                raise _Reject(
+                    ApiError(400, "invalid_request_error", "max_tokens: 0 cannot be streamed")
+                )
         try:
             model_info(model)
         except UnknownModelError:
@@ -522,7 +547,7 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             if isinstance(turn, ApiError):
                 self._stream(message_id, str(body["model"]), usage_json, None, turn)
                 return
-            blocks = _content_blocks(turn)
+            turn, blocks = _answer(turn, int(body["max_tokens"]))
             output_tokens = _output_tokens(blocks)
             if stream:
                 self._stream(

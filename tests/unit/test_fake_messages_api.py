@@ -445,3 +445,38 @@ def test_subprocess_refuses_a_bad_script(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "a turn needs" in done.stderr
+
+
+def test_max_tokens_cuts_the_answer_and_zero_prewarms(fake_messages_api: Start) -> None:
+    long_text = "word " * 200
+    api = fake_messages_api(
+        [
+            long_text,
+            {"text": "x", "tool_use": [{"name": "big", "input": {"a": "y" * 400}}]},
+            "unused",
+        ]
+    )
+    sdk = client(api)
+    cut = sdk.messages.create(model=MODEL, max_tokens=10, messages=HI)
+    assert cut.stop_reason == "max_tokens"
+    assert cut.usage.output_tokens <= 10
+    assert long_text.startswith(cut.content[0].text)  # type: ignore[union-attr]
+    with sdk.messages.stream(model=MODEL, max_tokens=10, messages=HI) as stream:
+        streamed = stream.get_final_message()
+    assert streamed.stop_reason == "max_tokens"
+    assert [b.type for b in streamed.content] == ["text"]  # the tool call did not fit
+    warm = sdk.messages.create(**cached_body("warm", max_tokens=0))
+    assert warm.content == [] and warm.stop_reason == "max_tokens"
+    assert warm.usage.output_tokens == 0 and warm.usage.cache_creation_input_tokens >= 1024
+    prewarm_stream = sdk.messages.stream(**cached_body("warm", max_tokens=0))
+    with pytest.raises(anthropic.BadRequestError, match="max_tokens"), prewarm_stream:
+        pass
+
+
+def test_a_streamed_request_can_be_refused_before_the_stream(fake_messages_api: Start) -> None:
+    api = fake_messages_api([rate_limited()])
+    stream = client(api, max_retries=0).messages.stream(model=MODEL, max_tokens=8, messages=HI)
+    with pytest.raises(anthropic.RateLimitError), stream:
+        pass
+    assert api.requests[0].status == 429
+    assert api.requests[0].headers.get("anthropic-version")
