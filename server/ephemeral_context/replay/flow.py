@@ -134,6 +134,8 @@ class Thread:
     prefix_tokens: int = 0
     hidden_tokens: int = 0
     warm_tokens: int = 0
+    task: str | None = None
+    """For a sub-agent started in the same file: the id of the Task tool use that started it."""
 
 
 @dataclass(frozen=True)

@@ -586,8 +586,24 @@ def _build_session(reading: _Reading) -> Session:
     if not session.calls:
         reading.problem(0, "no API calls in this transcript")
     session.threads = {k: t for k, t in session.threads.items() if t.messages}
+    _link_tasks(session)
     _infer_prefixes(session)
     return session
+
+
+def _link_tasks(session: Session) -> None:
+    """Tie each sub-agent thread to the Task call whose prompt opened it (same file only)."""
+    tasks: dict[str, str] = {}
+    for thread in session.threads.values():
+        for message in thread.messages:
+            for block in message.blocks:
+                if block.tool == "Task" and block.type == "tool_use" and block.tool_input:
+                    prompt = block.tool_input.get("prompt")
+                    if isinstance(prompt, str) and block.tool_use_id:
+                        tasks.setdefault(prompt, block.tool_use_id)
+    for thread in session.threads.values():
+        if thread.prefix_key == "agent" and thread.messages and thread.messages[0].blocks:
+            thread.task = tasks.get(thread.messages[0].blocks[0].text)
 
 
 DEFAULT_PREFIX_TOKENS = {"main": 15_000, "agent": 9_500}

@@ -232,3 +232,23 @@ def test_stream_json_form(tmp_path: Path) -> None:
     assert [len(session.request(c)) for c in session.calls] == [1, 3]
     assert session.calls[1].usage is not None
     assert session.calls[1].usage.cache_read_input_tokens == 12503
+
+
+def test_subagent_file_without_tool_use_results_parses_read_text() -> None:
+    """agent-*.jsonl files carry no toolUseResult: Read views come from the cat -n text."""
+    session = read_session(TRACES_DIR / "randlee__claude-history__subagents__agent-aabf2dd.jsonl")
+    (thread,) = session.threads.values()
+    assert thread.prefix_key == "agent"
+    views = [b.file_view for m in thread.messages for b in m.blocks if b.file_view is not None]
+    assert len(views) >= 15
+    for view in views:
+        assert "\u2192" not in view.content.split("\n")[0]
+        assert "<system-reminder>" not in view.content
+        assert view.num_lines == view.content.count("\n") + 1
+
+
+def test_inline_subagents_are_tied_to_their_task_calls() -> None:
+    session = read_session(TRACES_DIR / "d-kimuson__claude-code-viewer__fe5e1c67.jsonl")
+    agents = [t for t in session.threads.values() if t.prefix_key == "agent"]
+    assert all(t.task is not None and t.task.startswith("toolu_") for t in agents)
+    assert len({t.task for t in agents}) == 5

@@ -1,0 +1,75 @@
+"""FileTracker: what a session knows of each file after reads, edits, writes and outside changes."""
+
+from __future__ import annotations
+
+from ephemeral_context.replay.files import FileTracker
+from ephemeral_context.replay.flow import Block, FileChange, FileView
+
+
+def read(path: str, content: str, start: int = 1, total: int | None = None) -> Block:
+    lines = content.count("\n") + 1
+    view = FileView(path, content, start, lines, total)
+    return Block(hash((path, content, start)), "tool_result", content, 10, file_view=view)
+
+
+def change(
+    path: str,
+    replacements: tuple[tuple[str, str], ...] = (),
+    content: str | None = None,
+    original: str | None = None,
+) -> Block:
+    made = FileChange(path, replacements, content, original)
+    return Block(hash((path, str(made))), "tool_result", "ok", 5, file_change=made)
+
+
+def test_rereading_the_same_text_changes_nothing() -> None:
+    files = FileTracker()
+    first = files.apply(read("/a.py", "x = 1\ny = 2"))
+    assert first is not None and (first.how, first.changed) == ("read", True)
+    key = files.key("/a.py")
+    again = files.apply(read("/a.py", "x = 1\ny = 2"))
+    assert again is not None and (again.how, again.changed) == ("read", False)
+    assert files.key("/a.py") == key
+
+
+def test_partial_reads_add_up_and_a_reread_inside_them_is_unchanged() -> None:
+    files = FileTracker()
+    files.apply(read("/a.py", "one\ntwo", start=1, total=4))
+    update = files.apply(read("/a.py", "three\nfour", start=3, total=4))
+    assert update is not None and update.changed and update.replaced_tokens == 0
+    assert files.files["/a.py"].text == "one\ntwo\nthree\nfour"
+    inside = files.apply(read("/a.py", "two\nthree", start=2, total=4))
+    assert inside is not None and not inside.changed
+
+
+def test_the_models_edits_apply_to_the_known_text_and_lose_nothing() -> None:
+    files = FileTracker()
+    files.apply(read("/a.py", "def f():\n    return 1"))
+    update = files.apply(change("/a.py", replacements=(("return 1", "return 2"),)))
+    assert update is not None and (update.how, update.replaced_tokens) == ("edit", 0)
+    assert files.files["/a.py"].text == "def f():\n    return 2"
+    # A reread of the edited text is not news.
+    again = files.apply(read("/a.py", "def f():\n    return 2"))
+    assert again is not None and not again.changed
+
+
+def test_an_edit_with_the_recorded_original_knows_the_whole_file() -> None:
+    files = FileTracker()
+    files.apply(read("/a.py", "b = 2", start=2, total=3))
+    files.apply(change("/a.py", replacements=(("b = 2", "b = 3"),), original="a = 1\nb = 2\nc = 3"))
+    assert files.files["/a.py"].text == "a = 1\nb = 3\nc = 3"
+
+
+def test_a_write_over_known_text_and_an_outside_change_lose_the_old_version() -> None:
+    files = FileTracker()
+    files.apply(read("/a.py", "old text"))
+    old = files.tokens("/a.py")
+    write = files.apply(change("/a.py", content="new text"))
+    assert write is not None and (write.how, write.replaced_tokens) == ("write", old)
+    outside = files.apply(read("/a.py", "formatted text"))
+    assert outside is not None and outside.how == "external" and outside.replaced_tokens > 0
+    assert files.files["/a.py"].text == "formatted text"
+
+
+def test_blocks_without_file_meaning_are_ignored() -> None:
+    assert FileTracker().apply(Block(1, "text", "hello", 3)) is None
