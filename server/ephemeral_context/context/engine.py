@@ -959,8 +959,24 @@ class ContextEngine:
             )
         if not c.entries or not segment_warm:
             self._rebuild_segment(c)
+        total = thread_start + c.thread_tokens
+        if total > self.config.context_budget:
+            chosen = set(plan.evict)
+            rest = [
+                k for k in self._candidates(c, thread_start, gated=False) if k.index not in chosen
+            ]
+            over = policy.fit_budget(rest, total, self.config.context_budget)
+            if over:
+                ids = tuple(self._evict_block(c, i, "over the context budget") for i in over)
+                self._after_change(c, min(over))
+                freed = sum(k.freed for k in rest if k.index in set(over))
+                self._report(c, ids, freed, 0, cold, "over the context budget")
 
-    def _candidates(self, c: _Conversation, thread_start: int) -> list[policy.Candidate]:
+    def _candidates(
+        self, c: _Conversation, thread_start: int, gated: bool = True
+    ) -> list[policy.Candidate]:
+        """Consumed, unpinned, evictable blocks; `gated=False` also takes skills whose
+        frontmatter trigger has not fired (never protected ones)."""
         out: list[policy.Candidate] = []
         gaps, open_idles = self._file_gaps(c)
         for index, tb in enumerate(c.thread):
@@ -969,7 +985,7 @@ class ContextEngine:
             item = self.ledger.get(tb.item_id) if tb.item_id else None
             if item is not None and (item.pinned or not item.evictable):
                 continue
-            if tb.kind == "skill":
+            if tb.kind == "skill" and gated:
                 state = c.skills.get(index)
                 if state is None or not trigger_fired(
                     state.meta,

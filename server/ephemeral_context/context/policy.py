@@ -214,6 +214,22 @@ def plan_eviction(
     return best
 
 
+def fit_budget(candidates: Sequence[Candidate], total: int, budget: int) -> tuple[int, ...]:
+    """Oldest candidates to evict when the prompt would exceed the context budget.
+
+    Not a cost decision: a request over the model's context window fails outright, so the
+    least recently added consumed content goes first until the prompt fits (or nothing
+    evictable is left).
+    """
+    chosen: list[int] = []
+    for c in sorted(candidates, key=lambda c: c.offset):
+        if total <= budget:
+            break
+        chosen.append(c.index)
+        total -= c.freed
+    return tuple(chosen)
+
+
 ReadForm = Literal["reference", "diff", "full"]
 
 

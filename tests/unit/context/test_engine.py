@@ -126,3 +126,17 @@ def test_status_reports_savings_against_the_recorded_style_baseline(
     assert 0 < status.cache_hit_rate <= 1
     assert status.context_tokens > 0
     assert repr(d.requests[-1]).count("def f79(x)") == 1  # ten reads, one copy
+
+
+def test_requests_stay_within_the_context_budget(store: Store, clock: Clock) -> None:
+    engine = ContextEngine(store, EngineConfig(context_budget=20_000), clock=clock)
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    for step in range(40):
+        d.call()
+        d.bash(f"line {step} of a long log\n" * 150)
+        clock.advance(5)
+    d.call()
+    built = engine.last_request("c")
+    assert built is not None and built.total_tokens <= 20_000
+    assert any(e.reason == "over the context budget" for e in engine.events)
