@@ -258,7 +258,7 @@ def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -
         return
     thread = record.get("parent_tool_use_id")
     thread_key = f"task:{thread}" if isinstance(thread, str) else "main"
-    uuid = f"{thread_key}#{line}"
+    uuid = f"{thread_key}@{line}"
     parent = reading.links.get(f"last:{thread_key}")
     reading.links[uuid] = parent
     reading.links[f"last:{thread_key}"] = uuid
@@ -528,17 +528,27 @@ def _same(a: Message, b: Message) -> bool:
     return a.line == b.line and len(a.blocks) == len(b.blocks)
 
 
-def _place(messages: list[Message], root: str, sidechain: bool, session: Session) -> str:
-    """The thread these messages extend (its id), starting a new one for a new root or a fork."""
-    candidates = [t for t in session.threads.values() if t.id.split("#")[0] == root]
-    for thread in candidates:
-        known = thread.messages
+def _place(
+    messages: list[Message],
+    root: str,
+    sidechain: bool,
+    session: Session,
+    forks: dict[str, list[str]],
+) -> str:
+    """The thread these messages extend (its id), starting a new one for a new root or a fork.
+
+    `forks` lists, per root, the ids of the threads grown from it so far.
+    """
+    grown = forks.setdefault(root, [])
+    for thread_id in grown:
+        known = session.threads[thread_id].messages
         shared = min(len(known), len(messages))
         if all(_same(known[i], messages[i]) for i in range(shared)):
             if len(messages) > len(known):
                 known.extend(messages[len(known) :])
-            return thread.id
-    thread_id = root if not candidates else f"{root}#{len(candidates)}"
+            return thread_id
+    thread_id = root if not grown else f"{root}#{len(grown)}"
+    grown.append(thread_id)
     session.threads[thread_id] = Thread(
         id=thread_id, prefix_key="agent" if sidechain else "main", messages=list(messages)
     )
@@ -554,6 +564,7 @@ def _build_session(reading: _Reading) -> Session:
             first_lines.setdefault(entry.message_id, entry)
             lines_of.setdefault(entry.message_id, []).append(entry)
     pending: list[tuple[float, float, str, int, Message, _Entry]] = []
+    forks: dict[str, list[str]] = {}
     for message_id, head in first_lines.items():
         chain, root = _chain(head.uuid, reading)
         # The walk starts at the response's own first line (its link may point at a line that
@@ -563,7 +574,7 @@ def _build_session(reading: _Reading) -> Session:
         if not messages or messages[-1].role != "user":
             reading.problem(head.line, "a response with no request before it; skipped")
             continue
-        thread_id = _place(messages, root, head.sidechain, session)
+        thread_id = _place(messages, root, head.sidechain, session, forks)
         response_blocks = tuple(b for e in lines_of[message_id] for b in _blocks(e, reading))
         response = Message("assistant", response_blocks, head.timestamp, head.line)
         started = max(chain[-1].timestamp, 0.0) if chain else head.timestamp

@@ -252,3 +252,26 @@ def test_inline_subagents_are_tied_to_their_task_calls() -> None:
     agents = [t for t in session.threads.values() if t.prefix_key == "agent"]
     assert all(t.task is not None and t.task.startswith("toolu_") for t in agents)
     assert len({t.task for t in agents}) == 5
+
+
+def test_a_resent_edited_message_forks_a_thread(tmp_path: Path) -> None:
+    """The user edits their last prompt and re-sends: two branches from one root."""
+    t = Transcript()
+    t.user("write hello.py")
+    t.assistant([text("Which greeting?")], usage={"write": 5000})
+    branch = t.parent
+    t.user("say hello")
+    t.assistant([text("Done.")], usage={"read": 5000, "write": 20})
+    t.parent = branch
+    t.user("say hi instead")
+    t.assistant([text("Done, with hi.")], usage={"read": 5000, "write": 22})
+    session = read_session(t.write(tmp_path / "fork.jsonl"))
+    assert len(session.threads) == 2
+    first, second = session.threads.values()
+    assert second.id == f"{first.id}#1"
+    assert [m.blocks[0].text for m in session.request(session.calls[2])] == [
+        "write hello.py",
+        "Which greeting?",
+        "say hi instead",
+    ]
+    assert session.calls[1].thread == first.id and session.calls[2].thread == second.id
