@@ -487,6 +487,41 @@ def request_from_messages_api(
             prefix = f"{role}\x00first\x00" if j == 0 else f"{role}\x00"
             messages.append(_content_block(block, prefix, count, f"messages[{m}].content[{j}]"))
 
+    _salt(system or messages, {"speed": body.get("speed")})
+    output_config = body.get("output_config")
+    _salt(
+        messages,
+        {
+            "tool_choice": body.get("tool_choice"),
+            "thinking": body.get("thinking"),
+            "effort": output_config.get("effort") if isinstance(output_config, Mapping) else None,
+            "images": any(_has_image(m.get("content")) for m in body.get("messages") or []),
+        },
+    )
     top = body.get("cache_control")
     auto_ttl = _cache_ttl(body) if top is not None else None
     return Request(tools=tools, system=system, messages=messages, auto_cache_ttl=auto_ttl)
+
+
+def _salt(blocks: list[Block], settings: Mapping[str, Any]) -> None:
+    """Fold request settings the API renders into the prompt into the first block's key.
+
+    "What invalidates the cache": tool_choice, images anywhere, thinking parameters and
+    effort change the message blocks; the speed setting changes system and messages.
+    Unset settings leave keys as they are, so plain requests hash the same as before.
+    """
+    if not blocks or not any(settings.values()):
+        return
+    first = blocks[0]
+    salted = _text_key(_canonical({k: v for k, v in settings.items() if v}))
+    blocks[0] = Block(hash((salted, first.key)), first.tokens, first.cache_ttl, first.auto_target)
+
+
+def _has_image(content: Any) -> bool:
+    if not isinstance(content, list):
+        return False
+    return any(
+        isinstance(item, Mapping)
+        and (item.get("type") == "image" or _has_image(item.get("content")))
+        for item in content
+    )

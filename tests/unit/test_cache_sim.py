@@ -473,3 +473,41 @@ def test_the_same_request_again_within_the_ttl_reads_what_it_wrote(
     assert again.cache_read_input_tokens == first.cache_read_input_tokens + (
         first.cache_creation_input_tokens
     )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"tool_choice": {"type": "any"}},
+        {"thinking": {"type": "enabled", "budget_tokens": 2048}},
+        {"output_config": {"effort": "low"}},
+    ],
+)
+def test_settings_rendered_into_the_prompt_invalidate_messages_not_system(
+    change: dict[str, Any],
+) -> None:
+    """ "What invalidates the cache": tool_choice, thinking and effort hit message blocks."""
+    system = [{"type": "text", "text": "s" * 2000, "cache_control": {"type": "ephemeral"}}]
+    messages = [
+        {"role": "user", "content": [
+            {"type": "text", "text": "m" * 1000, "cache_control": {"type": "ephemeral"}}
+        ]}
+    ]  # fmt: skip
+    cache = PromptCache(SONNET)
+    plain = request_from_messages_api(body(messages, system=system), count=chars)
+    assert cache.call(plain, 0).cache_creation_input_tokens == 3000
+    assert cache.call(plain, 1).cache_read_input_tokens == 3000
+    changed = request_from_messages_api(body(messages, system=system, **change), count=chars)
+    assert changed.system == plain.system
+    assert cache.call(changed, 2) == Usage(0, 1000, 2000, 1000, 0)
+
+
+def test_an_image_anywhere_changes_the_message_prefix() -> None:
+    text = {"type": "text", "text": "m" * 1500, "cache_control": {"type": "ephemeral"}}
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA"}}
+    first = request_from_messages_api(body([{"role": "user", "content": [text]}]), count=chars)
+    later = request_from_messages_api(
+        body([{"role": "user", "content": [text]}, {"role": "user", "content": [image]}]),
+        count=chars,
+    )
+    assert first.messages[0].key != later.messages[0].key
