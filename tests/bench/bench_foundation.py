@@ -142,7 +142,8 @@ def hashing_versus_reading(size: int) -> dict[str, float]:
 
 
 def run() -> str:
-    lines = []
+    load = os.getloadavg()[0]
+    lines = [f"Load average when the run started: {load:.1f} (the 2 cores are shared).", ""]
     cases = [
         ("ASCII, LF", ten_thousand_lines(), 0),
         ("non-ASCII (é), CRLF", ten_thousand_lines("\r\n", "é"), 0),
