@@ -26,7 +26,7 @@ from typing import Any
 
 import xxhash
 
-from ephemeral_context.cache_sim import IMAGE_TOKENS
+from ephemeral_context.cache_sim import IMAGE_TOKENS, UnknownModelError, model_info
 from ephemeral_context.replay.flow import (
     Block,
     Call,
@@ -89,6 +89,9 @@ KNOWN_TOOLS = frozenset(
 """Claude Code's built-in tools; MCP tools (mcp__*) are known by their prefix."""
 
 FILE_CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write"})
+
+SYNTHETIC_MODEL = "<synthetic>"
+"""The model Claude Code names on messages it makes itself, without an API call."""
 
 _CAT_N_LINE = re.compile(r"^ *(\d+)\u2192(.*)$")
 _SYSTEM_REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
@@ -229,6 +232,8 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
     if not isinstance(message, Mapping) or "content" not in message:
         reading.problem(line, f"{kind} record without message content; skipped")
         return
+    if kind == "assistant" and message.get("model") == SYNTHETIC_MODEL:
+        return  # made by Claude Code itself (an error notice): neither a call nor sent
     previous = reading.entries[-1].timestamp if reading.entries else 0.0
     entry = _Entry(
         line=line,
@@ -596,6 +601,11 @@ def _build_session(reading: _Reading) -> Session:
         )
     if not session.calls:
         reading.problem(0, "no API calls in this transcript")
+    for model in session.models:
+        try:
+            model_info(model)
+        except UnknownModelError:
+            reading.problem(0, f"no list price for model {model!r}: its calls cost $0 here")
     session.threads = {k: t for k, t in session.threads.items() if t.messages}
     _link_tasks(session)
     _infer_prefixes(session)

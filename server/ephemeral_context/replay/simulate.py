@@ -112,8 +112,11 @@ class StrategyResult:
 
     @property
     def cost_usd(self) -> float:
-        """Dollars at list price, each call at its own model's prices (output estimated)."""
-        return sum(cache_sim.cost_usd(c.usage, c.output_tokens, c.model) for c in self.calls)
+        """Dollars at list price, each call at its own model's prices (output estimated).
+
+        A call on a model without a list price costs nothing here (the reader reports it).
+        """
+        return sum(_cost(c) for c in self.calls)
 
     @property
     def cache_hit_rate(self) -> float:
@@ -128,6 +131,13 @@ class StrategyResult:
         if not self.shown_tokens:
             return 1.0
         return max(0.0, 1.0 - self.lost_tokens / self.shown_tokens)
+
+
+def _cost(call: CallResult) -> float:
+    try:
+        return cache_sim.cost_usd(call.usage, call.output_tokens, call.model)
+    except cache_sim.UnknownModelError:
+        return 0.0
 
 
 def simulate(name: str, session: Session, layout: Layout) -> StrategyResult:

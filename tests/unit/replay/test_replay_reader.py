@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from ephemeral_context.replay.reader import TranscriptError, read_session
+from ephemeral_context.replay.strategies import STRATEGIES
 
 from tests.conftest import TRACES_DIR
 from tests.unit.replay.builder import Transcript, cat_n, text, tool_use
@@ -275,3 +276,21 @@ def test_a_resent_edited_message_forks_a_thread(tmp_path: Path) -> None:
         "say hi instead",
     ]
     assert session.calls[1].thread == first.id and session.calls[2].thread == second.id
+
+
+def test_synthetic_messages_are_not_calls_and_unknown_models_cost_nothing(
+    tmp_path: Path,
+) -> None:
+    t = Transcript(model="acme-large-2")
+    t.user("hi")
+    t.assistant([text("API Error: overloaded")], usage={}, model="<synthetic>")
+    t.user("hi again")
+    t.assistant([text("hello")], usage={"write": 3000})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert len(session.calls) == 1
+    request = session.request(session.calls[0])
+    assert [b.text for m in request for b in m.blocks] == ["hi", "hi again"]
+    assert [p.message for p in session.problems] == [
+        "no list price for model 'acme-large-2': its calls cost $0 here"
+    ]
+    assert STRATEGIES["recorded"].replay(session).cost_usd == 0.0
