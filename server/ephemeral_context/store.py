@@ -118,8 +118,8 @@ class ExpiredId(StoreError):
     def __init__(self, entry_id: str, expired_at: float, uri: str | None) -> None:
         source = f"re-read {uri}" if uri else "produce it again"
         super().__init__(
-            f"stored content {entry_id} expired at {_when(expired_at)} (not read since then "
-            f"for the store's time to live); {source} to get its current text"
+            f"stored content {entry_id} expired at {_when(expired_at)}: it went unread for "
+            f"longer than the store keeps content; {source} to get its current text"
         )
         self.entry_id = entry_id
         self.expired_at = expired_at
