@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-file", help="write logs to this file instead of stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_serve_command(sub)
+    _add_ask_command(sub)
     _add_status_command(sub)
     _add_store_command(sub)
     _add_index_command(sub)
@@ -66,6 +67,42 @@ def _serve(args: argparse.Namespace) -> int:
 
     result: int = serve(SERVER, tcp=args.tcp, max_message_bytes=args.max_message_bytes)
     return result
+
+
+def _add_ask_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from ephemeral_context.model.agent import DEFAULT_MODEL
+
+    ask = sub.add_parser(
+        "ask", help="ask Claude about a workspace; the answer streams to stdout, edits go to disk"
+    )
+    ask.add_argument("prompt", help="what to ask")
+    ask.add_argument("--workspace", default=".", help="the folder the model may read and edit")
+    ask.add_argument("--model", default=DEFAULT_MODEL, help=f"model id (default {DEFAULT_MODEL})")
+    ask.add_argument(
+        "--allow-secret",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="send this secret-looking file anyway (repeatable; a path or a glob)",
+    )
+    ask.add_argument("--skills", metavar="DIR", help="folder of SKILL.md skills")
+    ask.add_argument("--max-steps", type=int, default=20, help="model calls at most (default 20)")
+    ask.set_defaults(handler=_ask)
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from ephemeral_context.model.terminal import run_ask
+
+    return run_ask(
+        args.prompt,
+        args.workspace,
+        args.model,
+        allow_secret=args.allow_secret,
+        skills=args.skills,
+        max_steps=args.max_steps,
+        out=sys.stdout,
+        err=sys.stderr,
+    )
 
 
 def _add_status_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -19,8 +19,9 @@ from typing import Any
 
 from anthropic.types import Message
 
+from ephemeral_context.cache_sim import UnknownModelError
 from ephemeral_context.context.engine import ContextEngine, ResultKind
-from ephemeral_context.model.client import ModelClient, RetryNotice, TextCallback
+from ephemeral_context.model.client import ModelClient, ModelError, RetryNotice, TextCallback
 from ephemeral_context.model.tools import ToolEnv, ToolResult, run_tool, tool_schemas
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,9 @@ DEFAULT_SYSTEM = (
     "withheld because they may hold secrets; do not try to work around that. Keep edits "
     "minimal and say what you changed."
 )
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+"""The model an ask uses unless configured (claude-sonnet-4-5 is deprecated, EOL 2026-11-30)."""
 
 CANCELLED_RESULT = "[cancelled by the user before this tool ran]"
 
@@ -73,9 +77,8 @@ def record_result(engine: ContextEngine, conversation: str, use_id: str, result:
 class AgentSettings:
     """Per-ask knobs; the server fills them from its configuration."""
 
-    model: str = "claude-sonnet-4-6"
+    model: str = DEFAULT_MODEL
     max_steps: int = 20
-    max_tokens: int = 8192
     system: str = DEFAULT_SYSTEM
 
 
@@ -194,10 +197,16 @@ async def run_agent(
             if cancel is not None and cancel.is_set():
                 result.stop_reason = "cancelled"
                 break
-            request = engine.build_request(
-                conversation, settings.model, settings.system, tool_schemas(env)
-            )
-            request.setdefault("max_tokens", settings.max_tokens)
+            try:
+                request = engine.build_request(
+                    conversation, settings.model, settings.system, tool_schemas(env)
+                )
+            except UnknownModelError as exc:
+                raise ModelError(
+                    "unknown_model",
+                    f"Unknown model {settings.model!r}: not a Claude model this version knows "
+                    f"({exc}). Check the model setting.",
+                ) from None
             message = await _until_cancelled(
                 asyncio.ensure_future(client.stream(request, events.on_text, events.on_retry)),
                 cancel,

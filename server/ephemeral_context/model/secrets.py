@@ -59,6 +59,10 @@ CONTENT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+def _is_glob(pattern: str) -> bool:
+    return any(char in pattern for char in "*?[")
+
+
 class AccessDenied(Exception):
     """A path the model asked for is outside the workspace or unusable; the message says why."""
 
@@ -134,14 +138,29 @@ class SecretPolicy:
 
     patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS
     allowed: set[Path] = field(default_factory=set)
+    allowed_globs: Sequence[str] = ()
+
+    @classmethod
+    def configured(cls, extra_patterns: Sequence[str], allow: Sequence[str]) -> SecretPolicy:
+        """The built-in patterns plus the user's, and the user's opt-ins (paths or globs)."""
+        paths = {Path(a).expanduser().resolve() for a in allow if not _is_glob(a)}
+        globs = tuple(a for a in allow if _is_glob(a))
+        return cls((*DEFAULT_SECRET_PATTERNS, *extra_patterns), paths, globs)
 
     def allow(self, real: Path) -> None:
         """The user's opt-in for one file (by its resolved path)."""
         self.allowed.add(real.resolve())
 
+    def opted_in(self, real: Path) -> bool:
+        """Whether the user allowed this file by path or by glob."""
+        if real in self.allowed:
+            return True
+        posix = PurePosixPath(real.as_posix())
+        return any(posix.match(glob) for glob in self.allowed_globs)
+
     def path_reason(self, real: Path) -> str | None:
         """Why this path is withheld by name alone (pattern or .git internals), or None."""
-        if real in self.allowed:
+        if self.opted_in(real):
             return None
         if ".git" in real.parts[:-1] or real.name == ".git":
             return f"{real.name} is inside .git/ (repository internals are never sent)"
@@ -155,7 +174,7 @@ class SecretPolicy:
 
     def content_reason(self, real: Path, text: str) -> str | None:
         """Why this text is withheld (a private key or token inside), or None."""
-        if real in self.allowed:
+        if self.opted_in(real):
             return None
         finding = find_secret(text)
         if finding is None:

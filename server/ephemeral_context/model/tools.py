@@ -420,7 +420,7 @@ async def _search(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         for number, line in enumerate(text.splitlines(), start=1):
             if not regex.search(line):
                 continue
-            if real not in env.secrets.allowed and (finding := find_secret(line)) is not None:
+            if not env.secrets.opted_in(real) and (finding := find_secret(line)) is not None:
                 withheld.append(f"{display}:{number}: [withheld: looks like {finding.kind}]")
                 continue
             shown = line if len(line) <= SEARCH_MAX_LINE else line[:SEARCH_MAX_LINE] + " …"

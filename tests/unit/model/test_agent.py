@@ -91,7 +91,9 @@ async def session(tmp_path: Path, api: FakeMessagesAPI) -> AsyncIterator[Session
             skills=SkillFolder(skills),
             memory_root=memory,
         )
-        yield Session(root, api, ContextEngine(store), client, env, memory)
+        engine = ContextEngine(store)
+        env.mirror.subscribe(engine.note_document_change)
+        yield Session(root, api, engine, client, env, memory)
         await client.close()
 
 

@@ -1,0 +1,141 @@
+"""`ectx ask`: the agent loop in a terminal, for one prompt against one workspace folder.
+
+The answer streams to stdout as it arrives; tool calls, retries and the closing summary go
+to stderr, so `ectx ask ... > answer.md` keeps only the answer. Edits are written to disk.
+Ctrl-C cancels the running call and exits with 130.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.documents import DocumentMirror
+from ephemeral_context.model.agent import AgentEvents, AgentResult
+from ephemeral_context.model.client import ModelError, RetryNotice
+from ephemeral_context.model.session import AskSession
+from ephemeral_context.store import Store
+
+EXIT_MODEL_ERROR = 1
+EXIT_CANCELLED = 130
+
+
+def _describe_call(name: str, args: Mapping[str, Any]) -> str:
+    """`read_file src/app.py` style: the tool and its most telling argument."""
+    for key in ("path", "pattern", "name", "id", "command"):
+        if isinstance(args.get(key), str):
+            return f"{name} {args[key]}"
+    return name
+
+
+def _summary(result: AgentResult) -> str:
+    usage = result.usage
+    edits = sum(1 for e in result.edits if e.applied)
+    return (
+        f"[{result.stop_reason}: {result.calls} model calls, "
+        f"{usage.get('cache_read_input_tokens', 0)} tokens read from cache, "
+        f"{usage.get('cache_creation_input_tokens', 0)} written, "
+        f"{usage.get('input_tokens', 0)} uncached, {usage.get('output_tokens', 0)} out; "
+        f"{edits} edit(s); {result.retries} retries]"
+    )
+
+
+async def _ask(
+    prompt: str,
+    workspace: Path,
+    model: str,
+    *,
+    allow_secret: Sequence[str],
+    skills: str | None,
+    max_steps: int,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    mirror = DocumentMirror()
+    with Store() as store:
+        engine = ContextEngine(store)
+        mirror.subscribe(engine.note_document_change)
+        session = AskSession.create(
+            engine=engine,
+            mirror=mirror,
+            folders=[workspace],
+            model=model,
+            max_steps=max_steps,
+            allow_secret_files=allow_secret,
+            skills_directory=skills,
+        )
+
+        wrote, after_tool = False, False
+
+        def text(delta: str) -> None:
+            nonlocal wrote, after_tool
+            if wrote and after_tool:  # a new turn of the answer starts on a new line
+                out.write("\n")
+            wrote, after_tool = True, False
+            out.write(delta)
+            out.flush()
+
+        def tool(name: str, args: Mapping[str, Any]) -> None:
+            nonlocal after_tool
+            after_tool = True
+            err.write(f"→ {_describe_call(name, args)}\n")
+
+        def retry(notice: RetryNotice) -> None:
+            err.write(f"\n[{notice.reason}; retrying in {notice.delay:.1f}s]\n")
+
+        events = AgentEvents(on_text=text, on_tool_use=tool, on_retry=retry)
+        try:
+            result = await session.ask(prompt, f"cli-{uuid.uuid4().hex[:8]}", events)
+        except ModelError as exc:
+            err.write(f"ectx ask: {exc}\n")
+            return EXIT_MODEL_ERROR
+        finally:
+            await session.close()
+    out.write("\n")
+    err.write(_summary(result) + "\n")
+    return 0
+
+
+def run_ask(
+    prompt: str,
+    workspace: str,
+    model: str,
+    *,
+    allow_secret: Sequence[str] = (),
+    skills: str | None = None,
+    max_steps: int = 20,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Exit code: 0 answered, 1 the API failed (the message says why), 2 bad arguments,
+    130 cancelled."""
+    root = Path(workspace).expanduser()
+    if not root.is_dir():
+        err.write(f"ectx ask: {workspace} is not a folder\n")
+        return 2
+    if not prompt.strip():
+        err.write("ectx ask: the prompt is empty\n")
+        return 2
+    if max_steps < 1:
+        err.write("ectx ask: --max-steps must be at least 1\n")
+        return 2
+    try:
+        return asyncio.run(
+            _ask(
+                prompt,
+                root,
+                model,
+                allow_secret=allow_secret,
+                skills=skills,
+                max_steps=max_steps,
+                out=out,
+                err=err,
+            )
+        )
+    except KeyboardInterrupt:
+        err.write("\n[cancelled]\n")
+        return EXIT_CANCELLED

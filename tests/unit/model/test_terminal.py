@@ -1,0 +1,141 @@
+"""`ectx ask` as a user runs it: a real subprocess, talking HTTP to the local Messages API."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ephemeral_context.cli import main
+
+from tests.fakes.messages_api import FakeMessagesAPI
+
+KEY = "sk-ant-cli-test-" + "q" * 20
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "app.py").write_text('def target():\n    return "old"\n')
+    return root
+
+
+def ectx(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ephemeral_context", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def api() -> Iterator[FakeMessagesAPI]:
+    with FakeMessagesAPI(api_keys={KEY}) as fake:
+        yield fake
+
+
+def environment(api: FakeMessagesAPI, key: str | None = KEY) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["ANTHROPIC_BASE_URL"] = api.base_url
+    if key is not None:
+        env["ANTHROPIC_API_KEY"] = key
+    return env
+
+
+def test_ask_streams_the_answer_and_edits_the_file(api: FakeMessagesAPI, project: Path) -> None:
+    edit = {"path": "app.py", "old_string": '"old"', "new_string": '"new"'}
+    api.add_turns(
+        {"tool_use": [{"name": "read_file", "input": {"path": "app.py"}}]},
+        {"text": "Editing.", "tool_use": [{"name": "edit_file", "input": edit}]},
+        "Done.",
+    )
+    run = ectx("ask", "make it new", "--workspace", str(project), env=environment(api))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "Editing.\nDone.\n"
+    assert "→ read_file app.py" in run.stderr and "→ edit_file app.py" in run.stderr
+    assert "[end_turn: 3 model calls" in run.stderr and "1 edit(s)" in run.stderr
+    assert (project / "app.py").read_text() == 'def target():\n    return "new"\n'
+
+
+def in_process(
+    args: list[str],
+    api: FakeMessagesAPI,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    key: str | None = KEY,
+) -> tuple[int, str, str]:
+    """The same `ectx` entry point without the start-up cost of a new interpreter."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+    if key is not None:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_missing_key_is_a_clear_error(
+    api: FakeMessagesAPI,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = in_process(
+        ["ask", "hi", "--workspace", str(project)], api, monkeypatch, capsys, None
+    )
+    assert code == 1
+    assert "No Anthropic API key" in err and "ANTHROPIC_API_KEY" in err
+    assert api.message_requests == []
+
+
+def test_invalid_key_is_rejected_without_echoing_it(
+    api: FakeMessagesAPI,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    wrong = "sk-ant-wrong-" + "w" * 20
+    code, out, err = in_process(
+        ["ask", "hi", "--workspace", str(project)], api, monkeypatch, capsys, wrong
+    )
+    assert code == 1
+    assert "rejected the API key" in err
+    assert wrong not in err + out
+
+
+def test_unknown_model_is_named(
+    api: FakeMessagesAPI,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["ask", "hi", "--workspace", str(project), "--model", "gpt-4"]
+    code, _, err = in_process(args, api, monkeypatch, capsys)
+    assert code == 1
+    assert "Unknown model 'gpt-4'" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["ask", "hi", "--workspace", "/no/such/folder"], "is not a folder"),
+        (["ask", "   ", "--workspace", "."], "prompt is empty"),
+        (["ask", "hi", "--max-steps", "0"], "at least 1"),
+    ],
+)
+def test_bad_arguments(
+    api: FakeMessagesAPI,
+    args: list[str],
+    words: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = in_process(args, api, monkeypatch, capsys)
+    assert code == 2
+    assert words in err
