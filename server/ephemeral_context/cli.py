@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_command(sub)
     _add_index_command(sub)
     _add_replay_command(sub)
+    _add_outline_command(sub)
     return parser
 
 
@@ -327,6 +328,31 @@ def _replay(args: argparse.Namespace) -> int:
         demo=args.demo,
         fit_tokens=args.fit_tokens,
         limit=args.limit,
+    )
+
+
+def _add_outline_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    outline = sub.add_parser(
+        "outline",
+        help="a file's synopsis (one line per definition), or one symbol's text",
+        description="Print the synopsis of PATH: a header (path, language, lines, estimated "
+        "tokens) and one line per definition with its line range, kind, qualified name and "
+        "signature. PATH::Qualified.name prints that definition's text instead (Name#2 for "
+        "the second of several same-named definitions).",
+    )
+    outline.add_argument("reference", metavar="PATH[::SYMBOL]", help="a file, or file::Symbol")
+    outline.add_argument("--json", action="store_true", help="print JSON instead of text")
+    outline.add_argument(
+        "--language", metavar="LANGUAGE_ID", help="LSP language id, when the file name says nothing"
+    )
+    outline.set_defaults(handler=_outline)
+
+
+def _outline(args: argparse.Namespace) -> int:
+    from ephemeral_context.syntax.command import run_outline
+
+    return run_outline(
+        args.reference, as_json=args.json, language_id=args.language, out=sys.stdout, err=sys.stderr
     )
 
 

@@ -49,9 +49,12 @@ class SymbolId(NamedTuple):
     ordinal: int
 
 
-@dataclass(frozen=True, slots=True)
-class Definition:
-    """One definition as the query found it, before nesting gives it a qualified name."""
+class Definition(NamedTuple):
+    """One definition as the query found it, before nesting gives it a qualified name.
+
+    A NamedTuple rather than a dataclass: every edit re-creates the ones after it, and
+    tuples are several times cheaper to build.
+    """
 
     kind: str
     name: str
@@ -71,12 +74,12 @@ class Definition:
         )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class Symbol:
+class Symbol(NamedTuple):
     """A definition with its place in the file: lines are 1-based and inclusive, bytes half-open.
 
     `signature` is the declaration header (decorators, keywords, name, parameters, return
-    type) on one line; `name_at` is where the name starts inside it.
+    type) on one line; `name_at` is where the name starts inside it. A NamedTuple for the
+    same reason as Definition: the outline is rebuilt on every edit.
     """
 
     name: str

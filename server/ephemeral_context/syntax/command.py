@@ -1,0 +1,81 @@
+"""`ectx outline PATH[::Symbol] [--json]`: a file's synopsis, or one symbol's text.
+
+Exit status: 0 printed what was asked, 1 the symbol is ambiguous or unknown (the candidates
+or closest names are printed), 2 the file cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TextIO
+
+from ephemeral_context.syntax.outline import Outline, outline_text
+from ephemeral_context.syntax.symbols import (
+    LookupStatus,
+    SymbolLookup,
+    address,
+    find_symbol,
+    split_reference,
+)
+from ephemeral_context.syntax.synopsis import render_synopsis, symbol_line
+
+
+def run_outline(
+    reference: str, *, as_json: bool, language_id: str | None, out: TextIO, err: TextIO
+) -> int:
+    """Print the synopsis of `reference`'s file, or the symbol it names after `::`."""
+    path, symbol = (reference, None) if Path(reference).is_file() else split_reference(reference)
+    try:
+        text = Path(path).read_bytes().decode("utf-8", errors="replace")
+    except OSError as error:
+        print(f"ectx outline: cannot read {path}: {error.strerror or error}", file=err)
+        return 2
+    outline = outline_text(text, path, language_id)
+    if symbol is None:
+        out.write(
+            json.dumps(outline.to_json(), indent=2) + "\n" if as_json else render_synopsis(outline)
+        )
+        return 0
+    lookup = find_symbol(text, outline, symbol)
+    if as_json:
+        out.write(json.dumps(_lookup_json(path, outline, lookup), indent=2) + "\n")
+    else:
+        _print_lookup(path, outline, lookup, out, err)
+    return 0 if lookup.status is LookupStatus.FOUND else 1
+
+
+def _print_lookup(
+    path: str, outline: Outline, lookup: SymbolLookup, out: TextIO, err: TextIO
+) -> None:
+    if lookup.found is not None:
+        found = lookup.found
+        symbol = found.symbol
+        out.write(f"{path}:{found.start_line}-{found.end_line} {symbol.kind} {symbol.qualname}\n")
+        out.write(found.text + "\n")
+    elif lookup.status is LookupStatus.AMBIGUOUS:
+        count = len(lookup.candidates)
+        print(f"ectx outline: {lookup.query!r} matches {count} definitions in {path}:", file=err)
+        for candidate in lookup.candidates:
+            out.write(f"{path}::{address(candidate, outline)}  {symbol_line(candidate).strip()}\n")
+    else:
+        closest = ", ".join(lookup.suggestions) or "none"
+        print(
+            f"ectx outline: no definition {lookup.query!r} in {path}; closest: {closest}", file=err
+        )
+
+
+def _lookup_json(path: str, outline: Outline, lookup: SymbolLookup) -> dict[str, object]:
+    result: dict[str, object] = {"path": path, "query": lookup.query, "status": str(lookup.status)}
+    if lookup.found is not None:
+        result.update(
+            symbol=lookup.found.symbol.to_json(),
+            start_line=lookup.found.start_line,
+            end_line=lookup.found.end_line,
+            text=lookup.found.text,
+        )
+    result["candidates"] = [
+        {**c.to_json(), "address": address(c, outline)} for c in lookup.candidates
+    ]
+    result["suggestions"] = list(lookup.suggestions)
+    return result

@@ -1,0 +1,94 @@
+"""Bad input never hangs or crashes: partial outlines, or a fallback that says why."""
+
+from __future__ import annotations
+
+from ephemeral_context.syntax import IncrementalSyntax, Limits, outline_text, render_synopsis
+from ephemeral_context.syntax.binding import Budget
+
+
+def test_syntax_error_keeps_the_valid_parts() -> None:
+    text = (
+        "def good(a):\n    return a\n\n"
+        "def broken(:\n    pass\n\n"
+        "class Fine:\n    def method(self) -> int:\n        return 1\n"
+    )
+    outline = outline_text(text, "broken.py")
+    assert outline.has_errors
+    names = {s.qualname for s in outline.symbols}
+    assert {"good", "Fine", "Fine.method"} <= names
+    assert "has syntax errors" in render_synopsis(outline).splitlines()[0]
+
+
+def test_minified_single_line_javascript() -> None:
+    body = ";".join(f"function f{i}(a,b){{return a+b*{i}}}" for i in range(3000))
+    text = f"var A=1;{body};class K{{m(){{return 1}}}}"
+    outline = outline_text(text, "bundle.min.js")
+    assert outline.lines == 1 and outline.fallback is None
+    assert len(outline.symbols) == 3002
+    assert outline.symbols[0].start_line == outline.symbols[-1].end_line == 1
+    synopsis = render_synopsis(outline)
+    assert "more definitions" in synopsis
+    assert len(synopsis.splitlines()) <= 2002
+
+
+def test_ten_megabyte_file_falls_back_quickly() -> None:
+    text = "x = 1\n" * (10 * 1024 * 1024 // 6)
+    outline = outline_text(text, "huge.py")
+    assert outline.fallback is not None and "too large" in outline.fallback
+    assert outline.symbols == ()
+    assert outline.preview[:2] == ("x = 1", "x = 1")
+    assert outline.lines == text.count("\n")
+
+
+def test_parse_budget_gives_a_reason_instead_of_hanging() -> None:
+    text = "def f(x):\n    return [" + "(" * 200 + "x" + ")" * 200 + "]\n"
+    text *= 2000
+    outline = outline_text(text, "slow.py", limits=Limits(budget=Budget(seconds=0.0)))
+    assert outline.fallback is not None and "parsing took longer" in outline.fallback
+
+
+def test_deep_nesting() -> None:
+    depth = 3000
+    text = "x = " + "[" * depth + "]" * depth + "\n"
+    text += "".join("    " * i + f"def f{i}():\n" for i in range(60)) + "    " * 60 + "pass\n"
+    outline = outline_text(text, "deep.py")
+    assert len(outline.symbols) == 60
+    assert outline.symbols[-1].depth == 59
+    assert outline.symbols[-1].qualname.count(".") == 59
+    render_synopsis(outline)
+
+
+def test_binary_file() -> None:
+    text = "\x7fELF\x02\x01\x01\x00\x00\x00" + "\x00" * 100
+    outline = outline_text(text, "a.out.py")
+    assert outline.fallback == "binary file (contains NUL bytes)"
+    assert outline.preview == ()
+    assert "binary file" in render_synopsis(outline)
+
+
+def test_invalid_utf8_decoded_with_replacements_counts_as_binary() -> None:
+    raw = bytes(range(128, 256)) * 20
+    outline = outline_text(raw.decode("utf-8", errors="replace"), "image.py")
+    assert outline.fallback == "binary file (not valid UTF-8)"
+
+
+def test_unknown_file_type_gets_first_lines() -> None:
+    text = "".join(f"line {i}\n" for i in range(50))
+    outline = outline_text(text, "notes.unknownext")
+    assert outline.language is None and outline.fallback == "no grammar for this file type"
+    assert outline.preview == tuple(f"line {i}" for i in range(10))
+
+
+def test_empty_file() -> None:
+    outline = outline_text("", "empty.py")
+    assert outline.lines == 0 and outline.symbols == () and outline.fallback is None
+
+
+def test_incremental_document_survives_turning_binary_and_back() -> None:
+    syntax = IncrementalSyntax("def f():\n    pass\n", "a.py")
+    changes = syntax.apply([], "\x00\x01binary")
+    assert changes.removed and syntax.tree is None
+    assert changes.outline.fallback is not None
+    changes = syntax.apply([], "def g():\n    pass\n")
+    assert [s.qualname for s in changes.outline.symbols] == ["g"]
+    assert syntax.tree is not None

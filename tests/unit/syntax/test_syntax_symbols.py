@@ -1,0 +1,85 @@
+"""Symbol-level hydration: references resolve to exact text, candidates, or close names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ephemeral_context.syntax import (
+    LookupStatus,
+    address,
+    find_symbol,
+    outline_text,
+    split_reference,
+)
+
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "syntax" / "samples"
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.iterdir()))
+def test_every_symbol_round_trips_through_its_address(sample: str) -> None:
+    text = (SAMPLES / sample).read_text(encoding="utf-8")
+    outline = outline_text(text, sample)
+    lines = text.split("\n")
+    for symbol in outline.symbols:
+        lookup = find_symbol(text, outline, address(symbol, outline))
+        assert lookup.status is LookupStatus.FOUND, (sample, symbol.qualname, lookup)
+        assert lookup.found is not None and lookup.found.symbol == symbol
+        found = lookup.found
+        assert found.text == "\n".join(lines[found.start_line - 1 : found.end_line])
+        assert found.end_line == symbol.end_line and found.start_line <= symbol.start_line
+        assert symbol.name in found.text
+
+
+def test_decorators_and_doc_comments_come_with_the_text() -> None:
+    text = (SAMPLES / "router.js").read_text(encoding="utf-8")
+    lookup = find_symbol(text, outline_text(text, "router.js"), "segments")
+    assert lookup.found is not None
+    assert lookup.found.text.startswith("/**\n * Splits a path")
+    assert lookup.found.text.rstrip().endswith("}")
+    text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
+    lookup = find_symbol(text, outline_text(text, "inventory.py"), "Item.empty")
+    assert lookup.found is not None
+    assert lookup.found.text.lstrip().startswith("@property")
+    assert (lookup.found.start_line, lookup.found.end_line) == (23, 25)
+
+
+def test_overloads_are_ambiguous_until_numbered() -> None:
+    text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
+    outline = outline_text(text, "inventory.py")
+    lookup = find_symbol(text, outline, "Inventory.get")
+    assert lookup.status is LookupStatus.AMBIGUOUS
+    assert [c.start_line for c in lookup.candidates] == [34, 36, 38]
+    third = find_symbol(text, outline, "Inventory.get#3")
+    assert third.found is not None and "default or Item(sku)" in third.found.text
+    assert find_symbol(text, outline, "Inventory.get#4").status is LookupStatus.UNKNOWN
+
+
+def test_short_and_nested_names_resolve() -> None:
+    text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
+    outline = outline_text(text, "inventory.py")
+    nested = find_symbol(text, outline, "Inventory.reserve.remaining")
+    assert nested.found is not None and nested.found.start_line == 47
+    short = find_symbol(text, outline, "needs_reorder")
+    assert short.found is not None
+    assert short.found.symbol.qualname == "Inventory.Policy.needs_reorder"
+
+
+def test_short_name_defined_twice_lists_candidates() -> None:
+    text = (SAMPLES / "shapes.rs").read_text(encoding="utf-8")
+    lookup = find_symbol(text, outline_text(text, "shapes.rs"), "area")
+    assert lookup.status is LookupStatus.AMBIGUOUS
+    assert {c.qualname for c in lookup.candidates} == {"Shape.area", "Circle.area", "Polygon.area"}
+
+
+def test_unknown_name_suggests_the_closest() -> None:
+    text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
+    lookup = find_symbol(text, outline_text(text, "inventory.py"), "Inventory.reserv")
+    assert lookup.status is LookupStatus.UNKNOWN
+    assert lookup.suggestions[0] == "Inventory.reserve"
+
+
+def test_split_reference() -> None:
+    assert split_reference("src/a.py::Foo.bar") == ("src/a.py", "Foo.bar")
+    assert split_reference("src/a.py") == ("src/a.py", None)
+    assert split_reference("a.cpp::ns::f") == ("a.cpp", "ns::f")
