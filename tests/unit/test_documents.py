@@ -143,8 +143,15 @@ def test_random_edits_match_reference(
     piece: int | None,
     script: tuple[str, list[list[tuple[int, int, str]]]],
 ) -> None:
-    """Edits in client units equal the reference; tiny pieces exercise the piece list."""
-    with patch.object(documents, "_PIECE", piece or documents._PIECE):
+    """Edits in client units equal the reference.
+
+    The second variant shrinks pieces to 3 characters and rebuilds the line table for any
+    insertion over 2 characters, so both the piece list and the full rescan get exercised.
+    """
+    with (
+        patch.object(documents, "_PIECE", piece or documents._PIECE),
+        patch.object(documents, "_REBUILD_ABOVE", 2 if piece else documents._REBUILD_ABOVE),
+    ):
         run_script(encoding, script)
 
 
