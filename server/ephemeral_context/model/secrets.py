@@ -141,10 +141,21 @@ class SecretPolicy:
     allowed_globs: Sequence[str] = ()
 
     @classmethod
-    def configured(cls, extra_patterns: Sequence[str], allow: Sequence[str]) -> SecretPolicy:
-        """The built-in patterns plus the user's, and the user's opt-ins (paths or globs)."""
-        paths = {Path(a).expanduser().resolve() for a in allow if not _is_glob(a)}
-        globs = tuple(a for a in allow if _is_glob(a))
+    def configured(
+        cls, extra_patterns: Sequence[str], allow: Sequence[str], base: Path | None = None
+    ) -> SecretPolicy:
+        """The built-in patterns plus the user's, and the user's opt-ins: paths (relative
+        ones taken from `base`, the first workspace folder) or globs (matched from the end
+        of the path, so `config/*.env` works in any folder)."""
+        paths: set[Path] = set()
+        for entry in allow:
+            if _is_glob(entry):
+                continue
+            path = Path(entry).expanduser()
+            if not path.is_absolute() and base is not None:
+                path = base / path
+            paths.add(path.resolve())
+        globs = tuple(entry for entry in allow if _is_glob(entry))
         return cls((*DEFAULT_SECRET_PATTERNS, *extra_patterns), paths, globs)
 
     def allow(self, real: Path) -> None:

@@ -50,10 +50,13 @@ class AskSession:
         api_base_url: str | None = None,
     ) -> AskSession:
         """Everything from plain settings (the server's Options or the CLI's flags)."""
+        workspace = Workspace.of(folders)
         env = ToolEnv(
-            workspace=Workspace.of(folders),
+            workspace=workspace,
             mirror=mirror,
-            secrets=SecretPolicy.configured(secret_patterns, allow_secret_files),
+            secrets=SecretPolicy.configured(
+                secret_patterns, allow_secret_files, base=workspace.roots[0]
+            ),
             applier=applier or DiskEditApplier(),
             engine=engine,
             skills=SkillFolder(Path(skills_directory).expanduser()) if skills_directory else None,

@@ -176,3 +176,13 @@ def test_extra_patterns_from_configuration(tmp_path: Path) -> None:
     assert policy.path_reason(tmp_path / "db.secret") is not None
     assert policy.path_reason(tmp_path / "vault" / "prod.yaml") is not None
     assert policy.path_reason(tmp_path / "prod.yaml") is None
+
+
+def test_configured_opt_ins_by_relative_path_and_glob(tmp_path: Path) -> None:
+    policy = SecretPolicy.configured(["*.vault"], ["deploy/.env", "config/*.pem"], base=tmp_path)
+    assert policy.path_reason(tmp_path / "deploy" / ".env") is None
+    assert policy.path_reason(tmp_path / ".env") is not None
+    assert policy.path_reason(tmp_path / "a" / "config" / "tls.pem") is None
+    assert policy.path_reason(tmp_path / "tls.pem") is not None
+    assert policy.path_reason(tmp_path / "x.vault") is not None
+    assert policy.content_reason(tmp_path / "a" / "config" / "tls.pem", PRIVATE_KEY) is None
