@@ -21,7 +21,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.replay.ours import OursLayout
+from ephemeral_context.replay.plot import plot
+from ephemeral_context.replay.report import discover, replay
+from ephemeral_context.replay.simulate import simulate
 from ephemeral_context.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACES = ROOT.parent / "shared" / "traces"
+PLOT = ROOT / "docs" / "replay-traces.png"
 
 FILES = 50
 FILE_BYTES = 100_000
@@ -103,6 +111,51 @@ def run_once(trace: bool = False) -> tuple[list[float], int, int]:
         return timings, held, built.total_tokens if built else 0
 
 
+def _pct(value: float, reference: float) -> str:
+    return f"{value / reference - 1:+.1%}" if reference else "n/a"
+
+
+def replay_section() -> str:
+    """`ours` against every strategy on the real transcripts, and the issue's targets."""
+    report = replay(discover([TRACES]))
+    plot(report, PLOT)
+    rows = [
+        "| transcript | calls | recorded billed | ours billed | ours-lossless billed | "
+        "lowest billed | recorded peak | ours peak | ours retrievable | ours re-hydrated |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    billed: list[float] = []
+    peaks: list[float] = []
+    lossless: list[float] = []
+    for session in report.sessions:
+        res = session.strategies
+        rec, ours, free = res["recorded"], res["ours"], res["ours-lossless"]
+        layout = OursLayout(session.session)
+        simulate("ours", session.session, layout)
+        lowest = min(res, key=lambda name: res[name].billed_input)
+        billed.append(ours.billed_input / rec.billed_input - 1)
+        peaks.append(ours.peak_context / rec.peak_context - 1)
+        lossless.append(free.billed_input / rec.billed_input - 1)
+        rows.append(
+            f"| {Path(session.path).name[:44]} | {session.calls} | {rec.billed_input:,.0f} | "
+            f"{ours.billed_input:,.0f} ({_pct(ours.billed_input, rec.billed_input)}) | "
+            f"{free.billed_input:,.0f} ({_pct(free.billed_input, rec.billed_input)}) | "
+            f"{lowest} | {rec.peak_context:,} | {ours.peak_context:,} "
+            f"({_pct(ours.peak_context, rec.peak_context)}) | {ours.retrievable:.2f} | "
+            f"{layout.rehydrated_tokens():,} |"
+        )
+    rows += [
+        "",
+        f"Median over the transcripts: `ours` billed input **{statistics.median(billed):+.1%}** "
+        f"(target at most -20%), peak context **{statistics.median(peaks):+.1%}** "
+        f"(target at most -30%); lossless only (eviction off): billed "
+        f"{statistics.median(lossless):+.1%}.",
+        "",
+        f"![context per call and cumulative billed input]({PLOT.name})",
+    ]
+    return "\n".join(rows)
+
+
 def run() -> str:
     medians: list[float] = []
     p95s: list[float] = []
@@ -132,6 +185,10 @@ def run() -> str:
             f"| memory the engine holds after {CALLS} calls (tracemalloc) | "
             f"{memory / 1_000_000:.1f} MB |",
             f"| tokens in the last request (budget 150,000) | {tokens:,} |",
+            "",
+            "### `ours` on the real transcripts (`ectx replay ../shared/traces`)",
+            "",
+            replay_section(),
         ]
     )
 
