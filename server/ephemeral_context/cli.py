@@ -265,7 +265,7 @@ def _index(args: argparse.Namespace) -> int:
 
     console = Console()
     if not args.summary and report.files:
-        table = Table("file", "id", "bytes", "tokens", "new", title=f"Indexed under {root}")
+        table = Table("file", "id", "bytes", "tokens", "defs", "new", title=f"Indexed under {root}")
         for item in report.files:
             new = "yes" if item.new else ""
             table.add_row(
@@ -273,6 +273,7 @@ def _index(args: argparse.Namespace) -> int:
                 item.entry.id,
                 f"{item.entry.bytes:,}",
                 f"{item.entry.tokens:,}",
+                str(item.definitions),
                 new,
             )
         console.print(table)

@@ -1,5 +1,8 @@
 """Load a set of files into the document mirror and the persist-once store (`ectx index`).
 
+Each file is stored with its tree-sitter synopsis (one line per definition), so an id found
+later says what the content was without reading it.
+
 The default set is the current repository's tracked files (`git ls-files`), so what gets
 loaded is what the project itself considers source; outside a repository, a directory walk
 that skips hidden and generated directories. Files the mirror will not hold (binary, too
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from ephemeral_context.documents import Document, DocumentMirror, Unmirrored, path_to_uri
 from ephemeral_context.store import Store, StoredEntry
+from ephemeral_context.syntax import outline_text, render_synopsis
 from ephemeral_context.tokens import estimate_tokens
 
 # Directories a walk outside git skips: virtual envs, caches, dependencies, build output.
@@ -29,6 +33,7 @@ class IndexedFile:
     document: Document
     entry: StoredEntry
     new: bool
+    definitions: int
 
 
 @dataclass(slots=True)
@@ -102,7 +107,7 @@ def index_files(
     root: Path,
     on_file: Callable[[Path], None] | None = None,
 ) -> IndexReport:
-    """Read each file through the mirror and keep its text once in the store."""
+    """Read each file through the mirror and keep its text once in the store, with its synopsis."""
     known = {entry.id for entry in store.entries()}
     report = IndexReport(root=root, store_dir=store.root)
     for path in files:
@@ -111,13 +116,16 @@ def index_files(
             report.skipped.append((path, result))
         else:
             kind = TOKEN_KINDS.get(path.suffix.lower(), "code")
+            outline = outline_text(result.text, str(path))
             entry = store.put(
                 result.text,
                 uri=result.uri,
                 version=result.version,
                 tokens=estimate_tokens(result.text, kind),
+                synopsis=render_synopsis(outline),
             )
-            report.files.append(IndexedFile(path, result, entry, entry.id not in known))
+            new = entry.id not in known
+            report.files.append(IndexedFile(path, result, entry, new, len(outline.symbols)))
             known.add(entry.id)
         if on_file is not None:
             on_file(path)

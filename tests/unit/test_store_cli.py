@@ -44,6 +44,8 @@ def test_index_defaults_to_the_repository_tracked_files(
         stored = {entry.uri: entry for entry in store.entries()}
     readme = stored[(repo / "README.md").as_uri()]
     assert readme.id in out
+    module = stored[(repo / "pkg" / "mod.py").as_uri()]
+    assert module.synopsis is not None and "function f()" in module.synopsis
     with Store() as store:
         assert store.get(readme.id).text == "# Title\r\n\r\nWindows line ends\r\n"
     assert main(["index", "--summary", str(repo / "pkg")]) == 0
