@@ -7,10 +7,12 @@ sequence as the API) and POST /v1/messages/count_tokens; it accepts `x-api-key` 
 `Authorization: Bearer` and any `anthropic-version`. What it says comes from a script, one
 turn per request: text, tool_use blocks, a refusal, or an injected error (429/529/500 with
 retry-after, 401, 404, 400). An answer longer than `max_tokens` is cut (stop_reason
-"max_tokens"), and `max_tokens: 0` is the documented cache pre-warm (no content). Usage is
-computed by ephemeral_context.cache_sim, so cache
-reads and writes follow the documented cache rules. Every request is recorded (headers and
-JSON body) so tests can inspect exactly what was sent.
+"max_tokens"), and `max_tokens: 0` is the documented cache pre-warm (no content). Requests
+the real API would refuse are refused the same way (400: more than 4 cache_control
+breakpoints, a tool_use without its tool_result, empty content, ...), so a client bug fails
+here as it would there. Usage is computed by ephemeral_context.cache_sim, so cache reads
+and writes follow the documented cache rules. Every request is recorded (headers and JSON
+body) so tests can inspect exactly what was sent.
 
 In-process:
 
@@ -202,6 +204,63 @@ def load_script(path: Path) -> list[Turn]:
     if not isinstance(data, list):
         raise ValueError(f"{path}: the script must be a JSON list of turns")
     return [parse_turn(item) for item in data]
+
+
+# ---------------------------------------------------------------------------------------------
+# Request checks the real API makes, so a client bug fails here as it would there
+
+
+def conversation_problem(messages: Sequence[Any]) -> str | None:
+    """What the API would reject in this message list, in its words, or None.
+
+    Checked: every message is an object with a user or assistant role; content is not empty
+    (except a final assistant prefill); no empty text blocks; each tool_use is answered by a
+    tool_result in the next message, and each tool_result answers a tool_use just before it.
+    """
+    if not messages:
+        return "messages: at least one message is required"
+    pending: set[str] = set()
+    for m, message in enumerate(messages):
+        if not isinstance(message, Mapping) or message.get("role") not in ("user", "assistant"):
+            return f"messages.{m}: each message needs a role of 'user' or 'assistant'"
+        if m == 0 and message["role"] != "user":
+            return 'messages: first message must use the "user" role'
+        content = message.get("content")
+        final_prefill = m == len(messages) - 1 and message["role"] == "assistant"
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list) or (not (blocks and content) and not final_prefill):
+            return (
+                f"messages.{m}: all messages must have non-empty content except for the "
+                "optional final assistant message"
+            )
+        answered: set[str] = set()
+        uses: set[str] = set()
+        for j, block in enumerate(blocks):
+            if not isinstance(block, Mapping):
+                return f"messages.{m}.content.{j}: a content block must be an object"
+            kind = block.get("type")
+            if kind == "text" and not block.get("text") and not final_prefill:
+                return f"messages.{m}.content.{j}: text content blocks must be non-empty"
+            if kind == "tool_result":
+                tool_use_id = str(block.get("tool_use_id"))
+                if tool_use_id not in pending:
+                    return (
+                        f"messages.{m}.content.{j}: unexpected `tool_use_id` found in "
+                        f"`tool_result` blocks: {tool_use_id}. Each `tool_result` block must "
+                        "have a corresponding `tool_use` block in the previous message."
+                    )
+                answered.add(tool_use_id)
+            elif kind == "tool_use" and message["role"] == "assistant":
+                uses.add(str(block.get("id")))
+        if pending - answered:
+            missing = ", ".join(sorted(pending - answered))
+            return (
+                f"messages.{m - 1}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {missing}. Each `tool_use` block must have a "
+                "corresponding `tool_result` block in the next message."
+            )
+        pending = uses
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -417,6 +476,9 @@ class FakeMessagesAPI:
             model_info(model)
         except UnknownModelError:
             raise _Reject(unknown_model(model)) from None
+        problem = conversation_problem(body["messages"])
+        if problem is not None:
+            raise _Reject(ApiError(400, "invalid_request_error", problem))
         return body
 
     def _cache_request(self, body: Mapping[str, Any]) -> Request:

@@ -37,8 +37,22 @@ Start = Callable[..., FakeMessagesAPI]
 HI = [{"role": "user", "content": "hi"}]
 
 
+_OPEN_CLIENTS: list[anthropic.Anthropic] = []
+
+
 def client(api: FakeMessagesAPI, **options: Any) -> anthropic.Anthropic:
-    return anthropic.Anthropic(api_key="sk-test-0000", base_url=api.base_url, **options)
+    options.setdefault("api_key", "sk-test-0000")
+    sdk = anthropic.Anthropic(base_url=api.base_url, **options)
+    _OPEN_CLIENTS.append(sdk)
+    return sdk
+
+
+@pytest.fixture(autouse=True)
+def close_clients() -> Iterator[None]:
+    """SDK clients hold pooled sockets; an unclosed one is a ResourceWarning (an error here)."""
+    yield
+    while _OPEN_CLIENTS:
+        _OPEN_CLIENTS.pop().close()
 
 
 def post(url: str, body: Any, headers: dict[str, str]) -> tuple[int, bytes]:
@@ -89,9 +103,8 @@ def test_sdk_finds_the_fake_through_anthropic_base_url(
     api = fake_messages_api(["from the environment"])
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-env-1111")
-    message = anthropic.Anthropic(max_retries=0).messages.create(
-        model=MODEL, max_tokens=8, messages=HI
-    )
+    with anthropic.Anthropic(max_retries=0) as sdk:  # base URL and key from the environment
+        message = sdk.messages.create(model=MODEL, max_tokens=8, messages=HI)
     assert message.content[0].text == "from the environment"  # type: ignore[union-attr]
     assert api.requests[0].headers["authorization"].endswith("sk-env-1111")
 
@@ -327,10 +340,10 @@ def test_retry_after_is_sent_and_the_sdk_retries(fake_messages_api: Start) -> No
 
 def test_configured_keys_reject_others_and_unknown_models_get_404(fake_messages_api: Start) -> None:
     api = fake_messages_api(["ok"], api_keys={"sk-good"})
-    bad = anthropic.Anthropic(api_key="sk-bad", base_url=api.base_url, max_retries=0)
+    bad = client(api, api_key="sk-bad", max_retries=0)
     with pytest.raises(anthropic.AuthenticationError):
         bad.messages.create(model=MODEL, max_tokens=8, messages=HI)
-    good = anthropic.Anthropic(api_key="sk-good", base_url=api.base_url, max_retries=0)
+    good = client(api, api_key="sk-good", max_retries=0)
     with pytest.raises(anthropic.NotFoundError, match="gpt-4o"):
         good.messages.create(model="gpt-4o", max_tokens=8, messages=HI)
     assert good.messages.create(model=MODEL, max_tokens=8, messages=HI).content
@@ -420,6 +433,7 @@ def test_subprocess_prints_its_url_and_records_requests(fake_process: tuple[str,
     url, record = fake_process
     assert url.startswith("http://127.0.0.1:")
     sdk = anthropic.Anthropic(api_key="sk-secret-9876", base_url=url, max_retries=0)
+    _OPEN_CLIENTS.append(sdk)
     assert (
         sdk.messages.create(model=MODEL, max_tokens=8, messages=HI).content[0].text
         == "from a subprocess"
@@ -480,3 +494,47 @@ def test_a_streamed_request_can_be_refused_before_the_stream(fake_messages_api: 
         pass
     assert api.requests[0].status == 429
     assert api.requests[0].headers.get("anthropic-version")
+
+
+def tool_turn(tool_id: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": tool_id, "name": "t", "input": {}}],
+    }
+
+
+def result(tool_id: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": "ok"}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("messages", "complaint"),
+    [
+        ([], "at least one message"),
+        ([{"role": "assistant", "content": "hi"}], "first message"),
+        ([{"role": "user", "content": ""}], "non-empty content"),
+        ([{"role": "user", "content": [{"type": "text", "text": ""}]}], "must be non-empty"),
+        ([*HI, tool_turn("toolu_a"), *HI], "without `tool_result` blocks"),
+        ([*HI, tool_turn("toolu_a"), result("toolu_b")], "unexpected `tool_use_id`"),
+        ([{"role": "system", "content": "x"}], "role"),
+    ],
+)
+def test_conversations_the_api_rejects_are_rejected(
+    fake_messages_api: Start, messages: list[dict[str, Any]], complaint: str
+) -> None:
+    api = fake_messages_api(["kept"])
+    with pytest.raises(anthropic.BadRequestError, match=complaint):
+        client(api, max_retries=0).messages.create(model=MODEL, max_tokens=8, messages=messages)  # type: ignore[arg-type]
+    assert api.remaining_turns == 1
+
+
+def test_a_well_formed_tool_loop_and_a_prefill_are_accepted(fake_messages_api: Start) -> None:
+    api = fake_messages_api(["one", "two"])
+    sdk = client(api, max_retries=0)
+    loop = [*HI, tool_turn("toolu_a"), result("toolu_a")]
+    assert sdk.messages.create(model=MODEL, max_tokens=8, messages=loop).content  # type: ignore[arg-type]
+    prefill = [*HI, {"role": "assistant", "content": "Sure,"}]
+    assert sdk.messages.create(model=MODEL, max_tokens=8, messages=prefill).content  # type: ignore[arg-type]
