@@ -1,0 +1,170 @@
+"""Translation between lsprotocol types and our own: the only module that knows both sides.
+
+Handlers call these to turn wire types into the mirror's edits and positions, and the core's
+results (context items, usage, hydrated text) into the `ephemeralContext/*` payloads of
+protocol.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from ephemeral_context.cache_sim import Usage
+from ephemeral_context.context.engine import EngineStatus, HydratedText, ItemInfo
+from ephemeral_context.documents import Position, PositionEncoding, Range, TextEdit, uri_to_path
+from ephemeral_context.lsp.protocol import (
+    AskEdit,
+    AskResult,
+    AskUsage,
+    Breakdown,
+    ContextItem,
+    HydrateResult,
+    LastCall,
+    StatusResult,
+    UsageParams,
+)
+
+if TYPE_CHECKING:  # the agent imports the anthropic SDK, which is slow to load
+    from ephemeral_context.model.agent import AgentResult
+
+_ENCODINGS: dict[str, PositionEncoding] = {
+    types.PositionEncodingKind.Utf8: "utf-8",
+    types.PositionEncodingKind.Utf16: "utf-16",
+    types.PositionEncodingKind.Utf32: "utf-32",
+}
+
+
+def position_encoding(kind: types.PositionEncodingKind | str | None) -> PositionEncoding:
+    """The mirror's name for the encoding pygls negotiated (UTF-16 when none was)."""
+    return _ENCODINGS.get(str(kind) if kind is not None else "", "utf-16")
+
+
+def to_position(position: types.Position) -> Position:
+    return Position(position.line, position.character)
+
+
+def to_range(range_: types.Range) -> Range:
+    return Range(to_position(range_.start), to_position(range_.end))
+
+
+def to_text_edits(changes: Sequence[types.TextDocumentContentChangeEvent]) -> list[TextEdit]:
+    """didChange content changes as mirror edits; a change without a range replaces all."""
+    edits: list[TextEdit] = []
+    for change in changes:
+        if isinstance(change, types.TextDocumentContentChangePartial):
+            edits.append(TextEdit(to_range(change.range), change.text))
+        else:
+            edits.append(TextEdit(None, change.text))
+    return edits
+
+
+def from_position(position: Position) -> types.Position:
+    return types.Position(line=position.line, character=position.character)
+
+
+def from_range(start: Position, end: Position) -> types.Range:
+    return types.Range(start=from_position(start), end=from_position(end))
+
+
+def folder_path(uri: str) -> str:
+    """A workspace folder URI as a path for glob patterns (clients without RelativePattern)."""
+    path = uri_to_path(uri)
+    return path.as_posix() if path is not None else uri
+
+
+def last_call(usage: Usage | None) -> LastCall | None:
+    if usage is None:
+        return None
+    return LastCall(
+        cache_read=usage.cache_read_input_tokens,
+        cache_write=usage.cache_creation_input_tokens,
+        input=usage.input_tokens,
+    )
+
+
+def usage_params(status: EngineStatus) -> UsageParams:
+    return UsageParams(
+        context_tokens=status.context_tokens,
+        budget=status.budget,
+        cache_hit_rate=round(status.cache_hit_rate, 4),
+        saved_tokens=round(status.saved_tokens),
+        saved_usd=round(status.saved_usd, 6),
+        breakdown=_breakdown(status.breakdown),
+        last_call=last_call(status.last_call),
+    )
+
+
+def _breakdown(tokens: Mapping[str, int]) -> Breakdown:
+    """The four documented states; a reference-only item costs nothing, like an evicted one."""
+    return Breakdown(
+        full=tokens.get("full", 0),
+        partial=tokens.get("partial", 0),
+        synopsis=tokens.get("synopsis", 0),
+        evicted=tokens.get("evicted", 0) + tokens.get("reference", 0),
+    )
+
+
+def status_result(
+    status: EngineStatus, model: str, open_documents: int, encoding: str
+) -> StatusResult:
+    usage = usage_params(status)
+    return StatusResult(
+        context_tokens=usage.context_tokens,
+        budget=usage.budget,
+        cache_hit_rate=usage.cache_hit_rate,
+        saved_tokens=usage.saved_tokens,
+        saved_usd=usage.saved_usd,
+        breakdown=usage.breakdown,
+        last_call=usage.last_call,
+        items=status.items,
+        model=model,
+        open_documents=open_documents,
+        position_encoding=encoding,
+    )
+
+
+def context_item(info: ItemInfo) -> ContextItem:
+    return ContextItem(
+        id=info.id,
+        kind=info.kind,
+        state=info.state,
+        tokens=info.tokens,
+        label=info.label,
+        pinned=info.pinned,
+        uri=info.uri,
+        version=info.version,
+    )
+
+
+def hydrate_result(text: HydratedText) -> HydrateResult:
+    return HydrateResult(
+        id=text.id,
+        text=text.text,
+        total_length=text.total_length,
+        offset=text.offset,
+        uri=text.uri,
+        version=text.version,
+    )
+
+
+def ask_usage(usage: Mapping[str, int]) -> AskUsage:
+    return AskUsage(
+        input_tokens=usage.get("input_tokens", 0),
+        output_tokens=usage.get("output_tokens", 0),
+        cache_read_input_tokens=usage.get("cache_read_input_tokens", 0),
+        cache_creation_input_tokens=usage.get("cache_creation_input_tokens", 0),
+    )
+
+
+def ask_result(result: AgentResult) -> AskResult:
+    return AskResult(
+        conversation_id=result.conversation,
+        text=result.text,
+        stop_reason=result.stop_reason,
+        calls=result.calls,
+        usage=ask_usage(result.usage),
+        edits=[AskEdit(uri=e.uri, applied=e.applied) for e in result.edits if e.uri],
+    )

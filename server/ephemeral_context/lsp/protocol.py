@@ -1,0 +1,353 @@
+"""The custom `ephemeralContext/*` protocol: typed messages and the protocol class that knows them.
+
+Every shape here is documented, with JSON examples, in docs/protocol.md; the VS Code
+extension is written against that page, so change both together. The lsprotocol converter
+pygls uses maps these snake_case attrs fields to camelCase keys and omits `None` values.
+
+`EphemeralContextProtocol` also closes two gaps in pygls' JSON-RPC handling: a request whose
+params fail to structure, and a message over the size limit, get a JSON-RPC error response
+instead of silence, so a client never waits forever.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Literal
+
+import attrs
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
+from pygls.protocol import LanguageServerProtocol
+
+log = logging.getLogger(__name__)
+
+STATUS = "ephemeralContext/status"
+ITEMS = "ephemeralContext/items"
+PIN = "ephemeralContext/pin"
+UNPIN = "ephemeralContext/unpin"
+DROP = "ephemeralContext/drop"
+HYDRATE = "ephemeralContext/hydrate"
+ASK = "ephemeralContext/ask"
+REPLAY = "ephemeralContext/replay"
+USAGE = "ephemeralContext/usage"
+ASK_PROGRESS = "ephemeralContext/askProgress"
+
+# Marks the stand-in body the size-limited reader hands over instead of an oversized message.
+OVERSIZED_METHOD = "$/ephemeralContext/oversizedMessage"
+
+MsgId = int | str
+_ID_TYPE: Any = MsgId
+_OPTIONAL_ID_TYPE: Any = MsgId | None
+
+
+# ----- payloads -----------------------------------------------------------------------------
+
+
+@attrs.define
+class EmptyParams:
+    """Params of requests that take none (`{}`)."""
+
+
+# Fields without defaults on purpose: the lsprotocol converter leaves out values equal to
+# their default, and a client should always see every count, zeros included.
+
+
+@attrs.define
+class Breakdown:
+    """Tokens per item state; `evicted` counts tokens kept out of the request."""
+
+    full: int
+    partial: int
+    synopsis: int
+    evicted: int
+
+
+@attrs.define
+class LastCall:
+    """Usage the last model response reported, in the API's own counts."""
+
+    cache_read: int
+    cache_write: int
+    input: int
+
+
+@attrs.define(kw_only=True)
+class UsageParams:
+    """The `ephemeralContext/usage` payload: what a status bar shows."""
+
+    context_tokens: int
+    budget: int
+    cache_hit_rate: float
+    saved_tokens: int
+    saved_usd: float
+    breakdown: Breakdown
+    last_call: LastCall | None = None
+
+
+@attrs.define(kw_only=True)
+class StatusResult(UsageParams):
+    """The usage payload plus counts and settings the status view needs."""
+
+    items: int
+    model: str
+    open_documents: int
+    position_encoding: str
+
+
+@attrs.define(kw_only=True)
+class ContextItem:
+    """One row of the Context tree view."""
+
+    id: str
+    kind: str
+    state: str
+    tokens: int
+    label: str
+    pinned: bool
+    uri: str | None = None
+    version: int | None = None
+
+
+@attrs.define
+class ItemsResult:
+    items: list[ContextItem]
+
+
+@attrs.define
+class PinParams:
+    uri: str
+    symbol: str | None = None
+
+
+@attrs.define
+class PinResult:
+    item: ContextItem
+
+
+@attrs.define
+class DropParams:
+    """Exactly one of `uri` and `id`."""
+
+    uri: str | None = None
+    id: str | None = None
+
+
+@attrs.define
+class DropResult:
+    dropped: list[str]
+
+
+@attrs.define
+class HydrateParams:
+    id: str
+    offset: int = 0
+    limit: int | None = None
+
+
+@attrs.define(kw_only=True)
+class HydrateResult:
+    id: str
+    text: str
+    total_length: int
+    offset: int
+    uri: str | None = None
+    version: int | None = None
+
+
+@attrs.define
+class AskParams:
+    prompt: str
+    conversation_id: str | None = None
+    work_done_token: int | str | None = None
+
+
+@attrs.define
+class AskUsage:
+    """Token counts summed over an ask, named as the Messages API names them."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_input_tokens: int
+    cache_creation_input_tokens: int
+
+
+@attrs.define
+class AskEdit:
+    uri: str
+    applied: bool
+
+
+@attrs.define(kw_only=True)
+class AskResult:
+    conversation_id: str
+    text: str
+    stop_reason: str | None
+    calls: int
+    usage: AskUsage
+    edits: list[AskEdit]
+
+
+AskProgressKind = Literal["text", "toolUse", "toolResult", "edit", "usage"]
+
+
+@attrs.define(kw_only=True)
+class AskProgressParams:
+    """One streamed event of a running ask; which fields are set depends on `kind`."""
+
+    conversation_id: str
+    kind: AskProgressKind
+    text: str | None = None
+    tool: str | None = None
+    input: dict[str, Any] | None = None
+    is_error: bool | None = None
+    uri: str | None = None
+    applied: bool | None = None
+    usage: AskUsage | None = None
+
+
+@attrs.define
+class ReplayParams:
+    path: str
+
+
+# ----- JSON-RPC envelopes -------------------------------------------------------------------
+
+
+OPTIONAL_EMPTY = EmptyParams | None
+
+
+def _request(method: str, params_type: Any) -> type[Any]:
+    """A request envelope class typed for one method, shaped like lsprotocol's own."""
+    cls = attrs.make_class(
+        _class_name(method, "Request"),
+        {
+            "id": attrs.field(type=_ID_TYPE),
+            "params": (
+                attrs.field(type=params_type, default=None)
+                if params_type == OPTIONAL_EMPTY
+                else attrs.field(type=params_type)
+            ),
+            "method": attrs.field(type=str, default=method),
+            "jsonrpc": attrs.field(type=str, default="2.0"),
+        },
+    )
+    return cls
+
+
+def _response(method: str, result_type: Any) -> type[Any]:
+    return attrs.make_class(
+        _class_name(method, "Response"),
+        {
+            "id": attrs.field(type=_OPTIONAL_ID_TYPE),
+            "result": attrs.field(type=result_type),
+            "jsonrpc": attrs.field(type=str, default="2.0"),
+        },
+    )
+
+
+def _notification(method: str, params_type: Any) -> type[Any]:
+    return attrs.make_class(
+        _class_name(method, "Notification"),
+        {
+            "params": attrs.field(type=params_type),
+            "method": attrs.field(type=str, default=method),
+            "jsonrpc": attrs.field(type=str, default="2.0"),
+        },
+    )
+
+
+def _class_name(method: str, suffix: str) -> str:
+    name = method.split("/", 1)[1]
+    return name[0].upper() + name[1:] + suffix
+
+
+# method -> (params type, result type); the single table both directions are built from.
+REQUESTS: dict[str, tuple[Any, Any]] = {
+    STATUS: (OPTIONAL_EMPTY, StatusResult),
+    ITEMS: (OPTIONAL_EMPTY, ItemsResult),
+    PIN: (PinParams, PinResult),
+    UNPIN: (PinParams, PinResult),
+    DROP: (DropParams, DropResult),
+    HYDRATE: (HydrateParams, HydrateResult),
+    ASK: (AskParams, AskResult),
+    REPLAY: (ReplayParams, dict[str, Any]),
+}
+NOTIFICATIONS: dict[str, Any] = {USAGE: UsageParams, ASK_PROGRESS: AskProgressParams}
+
+MESSAGE_TYPES: dict[str, type[Any]] = {
+    **{method: _request(method, params) for method, (params, _) in REQUESTS.items()},
+    **{method: _notification(method, params) for method, params in NOTIFICATIONS.items()},
+}
+RESULT_TYPES: dict[str, type[Any]] = {
+    method: _response(method, result) for method, (_, result) in REQUESTS.items()
+}
+
+
+@attrs.define
+class RejectedRequest:
+    """A request that cannot be handled at all; it is answered with `error`."""
+
+    id: MsgId | None
+    error: JsonRpcException
+    jsonrpc: str = "2.0"
+
+
+class EphemeralContextProtocol(LanguageServerProtocol):
+    """LanguageServerProtocol that knows the custom messages and answers every broken request."""
+
+    def get_message_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
+        return MESSAGE_TYPES.get(method) or super().get_message_type(method)
+
+    def get_result_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
+        return RESULT_TYPES.get(method) or super().get_result_type(method)
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        if data.get("method") == OVERSIZED_METHOD:
+            return _oversized(data)
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            # pygls raises here and nobody answers; for a request, answer with the error.
+            if "id" in data and "method" in data and "jsonrpc" in data:
+                return RejectedRequest(id=data["id"], error=exc)
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, RejectedRequest):
+            if message.id is None:
+                self._server.window_log_message(
+                    types.LogMessageParams(types.MessageType.Warning, message.error.message)
+                )
+                return
+            self._send_response(message.id, error=message.error.to_response_error())
+            return
+        super().handle_message(message)
+
+    def report_parse_error(self, error: ValueError) -> None:
+        """Answer a body that is not JSON with ParseError and id null, as JSON-RPC requires."""
+        self._send_response(
+            None,  # type: ignore[arg-type]
+            error=JsonRpcParseError(f"message is not valid JSON: {error}").to_response_error(),
+        )
+
+
+def _oversized(data: dict[str, Any]) -> RejectedRequest:
+    params = data.get("params") or {}
+    size, limit = params.get("size"), params.get("limit")
+    method = params.get("requestMethod") or "unknown method"
+    message = f"message of {size} bytes ({method}) exceeds the limit of {limit} bytes; discarded"
+    log.warning(message)
+    return RejectedRequest(id=data.get("id"), error=JsonRpcInvalidRequest(message))
+
+
+def oversized_stand_in(msg_id: MsgId | None, method: str | None, size: int, limit: int) -> bytes:
+    """The body the size-limited reader passes on in place of a message it discarded."""
+    body: dict[str, Any] = {
+        "jsonrpc": "2.0",
+        "method": OVERSIZED_METHOD,
+        "params": {"size": size, "limit": limit, "requestMethod": method},
+    }
+    if msg_id is not None:
+        body["id"] = msg_id
+    return json.dumps(body).encode()

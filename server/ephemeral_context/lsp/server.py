@@ -1,0 +1,719 @@
+"""The language server: builds the one `SERVER` object and attaches every feature to it.
+
+Handlers are thin adapters (docs/protocol.md is their specification): they look up the
+state on the server object passed in as `ls`, call one function of the core (documents.py,
+context/, model/, replay/), convert the result with converters.py and return it. Nothing
+here prints to stdout, which is the protocol channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import sys
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServerNotInitialized
+from pygls.lsp.server import LanguageServer
+
+from ephemeral_context import __version__
+from ephemeral_context.context.engine import ContextEngine, EngineConfig, UnknownItem
+from ephemeral_context.context.ledger import LedgerLimits
+from ephemeral_context.documents import (
+    Document,
+    DocumentChange,
+    DocumentMirror,
+    Unmirrored,
+    normalize_uri,
+    path_to_uri,
+    uri_to_path,
+)
+from ephemeral_context.lsp import converters
+from ephemeral_context.lsp.apply_edit import ClientEditApplier
+from ephemeral_context.lsp.options import (
+    CONFIGURATION_SECTION,
+    Options,
+    merge_settings,
+    parse_options,
+)
+from ephemeral_context.lsp.protocol import (
+    ASK,
+    ASK_PROGRESS,
+    DROP,
+    HYDRATE,
+    ITEMS,
+    PIN,
+    REPLAY,
+    STATUS,
+    UNPIN,
+    USAGE,
+    AskParams,
+    AskProgressKind,
+    AskProgressParams,
+    AskResult,
+    DropParams,
+    DropResult,
+    EmptyParams,
+    EphemeralContextProtocol,
+    HydrateParams,
+    HydrateResult,
+    ItemsResult,
+    PinParams,
+    PinResult,
+    ReplayParams,
+    StatusResult,
+)
+from ephemeral_context.lsp.throttle import Throttle
+from ephemeral_context.lsp.transport import DEFAULT_MAX_MESSAGE_BYTES, SizeLimitedReader
+from ephemeral_context.model.edits import DiskEditApplier
+from ephemeral_context.model.secrets import (
+    DEFAULT_SECRET_PATTERNS,
+    AccessDenied,
+    SecretPolicy,
+    Workspace,
+)
+from ephemeral_context.model.tools import SkillFolder, ToolEnv
+from ephemeral_context.replay.report import discover, to_json
+from ephemeral_context.replay.report import replay as replay_report
+from ephemeral_context.store import (
+    ExpiredId,
+    InvalidId,
+    OffsetPastEnd,
+    Store,
+    StoreError,
+    UnknownId,
+    data_dir,
+)
+
+if TYPE_CHECKING:
+    from pygls.server import ServerErrors
+
+    from ephemeral_context.model.agent import AgentEvents
+    from ephemeral_context.model.client import ModelClient
+
+log = logging.getLogger(__name__)
+
+WATCHER_REGISTRATION_ID = "ephemeralContext/watchedFiles"
+REQUEST_FAILED = types.LSPErrorCodes.RequestFailed.value
+
+
+class EphemeralContextServer(LanguageServer):
+    """The server object: per-session state lives here, never in module globals."""
+
+    options: Options
+    mirror: DocumentMirror
+    usage_throttle: Throttle
+    store: Store | None
+    engine: ContextEngine | None
+    applier: ClientEditApplier
+    model_client: ModelClient | None
+
+    def __init__(self) -> None:
+        super().__init__(
+            "ephemeral-context",
+            __version__,
+            protocol_cls=EphemeralContextProtocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.options = Options()
+        self.initialization_settings: dict[str, Any] = {}
+        self.usage_throttle = Throttle(self.send_usage, self.options.usage_throttle_ms / 1000)
+        self.store = None
+        self.engine = None
+        self.model_client = None
+        self.attach_mirror(DocumentMirror())
+
+    # ----- state --------------------------------------------------------------------------
+
+    def attach_mirror(self, mirror: DocumentMirror) -> None:
+        """A new mirror (one per session, in the negotiated encoding) wired to the engine."""
+        self.mirror = mirror
+        self.applier = ClientEditApplier(self, mirror)
+        mirror.subscribe(self._on_document_change)
+
+    def _on_document_change(self, change: DocumentChange) -> None:
+        """Outside changes become notes for the model; the echo of its own edits does not."""
+        if change.new_hash is not None and change.new_hash in self.applier.own_hashes:
+            self.applier.own_hashes.discard(change.new_hash)
+            return
+        if self.engine is not None:
+            self.engine.note_document_change(change)
+
+    def apply_options(self, raw: object, origin: str) -> None:
+        """Take new settings; invalid ones fall back to the defaults and tell the user why."""
+        options, problem = parse_options(raw)
+        if problem is not None:
+            text = f"Ephemeral Context: invalid {origin}, using the defaults: {problem}"
+            log.warning(text)
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, text))
+            self.window_log_message(types.LogMessageParams(types.MessageType.Warning, text))
+        old = self.options
+        self.options = options
+        self.mirror.max_bytes = options.limits.max_file_bytes
+        self.usage_throttle.interval_s = options.usage_throttle_ms / 1000
+        if self.engine is None or (
+            options.data_directory != old.data_directory and not len(self.engine.ledger)
+        ):
+            self.open_store()
+        else:
+            if options.data_directory != old.data_directory:
+                log.warning("dataDirectory changes take effect when the server restarts")
+            self.engine.config = engine_config(options)
+        if options.api_base_url != old.api_base_url:
+            self.model_client = None
+
+    def open_store(self) -> None:
+        """The store and the engine over it, where the settings say."""
+        if self.store is not None:
+            self.store.close()
+        root = (
+            Path(self.options.data_directory).expanduser() if self.options.data_directory else None
+        )
+        self.store = Store(root / "store" if root else None)
+        self.engine = ContextEngine(self.store, engine_config(self.options))
+
+    def data_root(self) -> Path:
+        if self.options.data_directory:
+            return Path(self.options.data_directory).expanduser()
+        return data_dir()
+
+    def require_engine(self) -> ContextEngine:
+        if self.engine is None:
+            raise JsonRpcServerNotInitialized("the server has not been initialized")
+        return self.engine
+
+    def workspace_folders(self) -> Workspace:
+        """The folders the model may touch (symlinks resolved); the cwd if the client gave none."""
+        paths = [p for f in self.workspace.folders.values() if (p := uri_to_path(f.uri))]
+        root = uri_to_path(self.workspace.root_uri) if self.workspace.root_uri else None
+        if not paths and root is not None:
+            paths = [root]
+        return Workspace.of(paths or [Path.cwd()])
+
+    def secret_policy(self, workspace: Workspace) -> SecretPolicy:
+        patterns = (*DEFAULT_SECRET_PATTERNS, *self.options.secret_patterns)
+        policy = SecretPolicy(patterns=patterns)
+        for allowed in self.options.allow_secret_files:
+            path = Path(allowed).expanduser()
+            policy.allow(path if path.is_absolute() else workspace.roots[0] / path)
+        return policy
+
+    def tool_env(self) -> ToolEnv:
+        workspace = self.workspace_folders()
+        skills = self.options.skills_directory
+        return ToolEnv(
+            workspace=workspace,
+            mirror=self.mirror,
+            secrets=self.secret_policy(workspace),
+            applier=self.applier if self.client_applies_edits() else DiskEditApplier(),
+            engine=self.engine,
+            skills=SkillFolder(Path(skills).expanduser()) if skills else None,
+            memory_root=self.data_root() / "memories",
+        )
+
+    def client_applies_edits(self) -> bool:
+        capabilities = self.client_capabilities.workspace
+        return bool(capabilities and capabilities.apply_edit)
+
+    def require_model_client(self) -> ModelClient:
+        from ephemeral_context.model.client import ClientSettings, ModelClient, ModelError
+
+        if self.model_client is None:
+            try:
+                self.model_client = ModelClient(ClientSettings(base_url=self.options.api_base_url))
+            except ModelError as exc:
+                raise request_failed(exc) from exc
+        return self.model_client
+
+    # ----- notifications ------------------------------------------------------------------
+
+    def send_usage(self) -> None:
+        """The throttle's sender: computes the payload at send time, so it is never stale."""
+        if self.engine is not None:
+            self.protocol.notify(USAGE, converters.usage_params(self.engine.status()))
+
+    def report_server_error(self, error: Exception, source: ServerErrors) -> None:
+        """Answer a body that is not JSON; other out-of-band errors go to the log only."""
+        if isinstance(error, ValueError):  # json.JSONDecodeError and UnicodeDecodeError
+            log.warning("unparsable message: %s", error)
+            protocol = self.protocol
+            assert isinstance(protocol, EphemeralContextProtocol)
+            protocol.report_parse_error(error)
+            return
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+
+def engine_config(options: Options) -> EngineConfig:
+    limits = options.limits
+    return EngineConfig(
+        limits=LedgerLimits(max_file_bytes=limits.max_file_bytes),
+        context_budget=limits.context_tokens,
+        max_tokens=limits.max_output_tokens,
+        cache_ttl=options.cache_ttl,
+    )
+
+
+def request_failed(exc: Exception) -> JsonRpcException:
+    """A failure the user must act on (key, model, network), as JSON-RPC RequestFailed."""
+    kind = getattr(exc, "kind", None)  # ModelError says which failure it was
+    data = {"kind": kind} if kind is not None else None
+    return JsonRpcException(message=str(exc), code=REQUEST_FAILED, data=data)
+
+
+def invalid_params(message: str, reason: str | None = None) -> JsonRpcInvalidParams:
+    return JsonRpcInvalidParams(message=message, data={"reason": reason} if reason else None)
+
+
+SERVER = EphemeralContextServer()
+
+
+# ----- lifecycle ----------------------------------------------------------------------------
+
+
+@SERVER.feature(types.INITIALIZE)
+def initialize(ls: EphemeralContextServer, params: types.InitializeParams) -> None:
+    """Runs after pygls built the workspace and chose the encoding, before capabilities go out."""
+    encoding = converters.position_encoding(ls.workspace.position_encoding)
+    ls.initialization_settings = (
+        dict(params.initialization_options)
+        if isinstance(params.initialization_options, dict)
+        else {}
+    )
+    ls.attach_mirror(DocumentMirror(position_encoding=encoding))
+    ls.apply_options(params.initialization_options, "initializationOptions")
+
+
+@SERVER.feature(types.INITIALIZED)
+async def initialized(ls: EphemeralContextServer, params: types.InitializedParams) -> None:
+    """Pull the workspace settings and ask to hear about files changed outside the editor."""
+    await register_watchers(ls)
+    await pull_configuration(ls)
+    # The model side loads the anthropic SDK (seconds); load it now, off the event loop,
+    # rather than on the first ask.
+    await asyncio.to_thread(importlib.import_module, "ephemeral_context.model.agent")
+
+
+@SERVER.feature(types.SHUTDOWN)
+async def shutdown(ls: EphemeralContextServer, params: None) -> None:
+    """pygls cancels running requests (asks) after this; close what we opened."""
+    ls.usage_throttle.cancel()
+    if ls.model_client is not None:
+        await ls.model_client.close()
+        ls.model_client = None
+    if ls.store is not None:
+        ls.store.close()
+
+
+async def register_watchers(ls: EphemeralContextServer) -> None:
+    """Dynamic registration of didChangeWatchedFiles, when the client supports it."""
+    capabilities = ls.client_capabilities.workspace
+    watched = capabilities.did_change_watched_files if capabilities else None
+    if not (watched and watched.dynamic_registration):
+        return
+    folders = list(ls.workspace.folders.values())
+    if not folders and ls.workspace.root_uri:
+        folders = [types.WorkspaceFolder(uri=ls.workspace.root_uri, name="root")]
+    if not folders:
+        return
+    relative = bool(watched.relative_pattern_support)
+    watchers = [
+        types.FileSystemWatcher(
+            glob_pattern=(
+                types.RelativePattern(base_uri=folder.uri, pattern="**/*")
+                if relative
+                else f"{converters.folder_path(folder.uri)}/**/*"
+            )
+        )
+        for folder in folders
+    ]
+    registration = types.Registration(
+        id=WATCHER_REGISTRATION_ID,
+        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+        register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
+    )
+    try:
+        await ls.client_register_capability_async(types.RegistrationParams([registration]))
+    except Exception as exc:  # a client may refuse; watching is an optimisation
+        log.warning("client refused the file watcher registration: %s", exc)
+
+
+async def pull_configuration(ls: EphemeralContextServer) -> None:
+    """workspace/configuration wins over initializationOptions, key by key."""
+    capabilities = ls.client_capabilities.workspace
+    if not (capabilities and capabilities.configuration):
+        return
+    try:
+        answer = await ls.workspace_configuration_async(
+            types.ConfigurationParams([types.ConfigurationItem(section=CONFIGURATION_SECTION)])
+        )
+    except Exception as exc:
+        log.warning("workspace/configuration failed: %s", exc)
+        return
+    section = answer[0] if answer else None
+    if isinstance(section, dict):
+        ls.apply_options(merge_settings(ls.initialization_settings, section), "settings")
+
+
+@SERVER.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(
+    ls: EphemeralContextServer, params: types.DidChangeConfigurationParams
+) -> None:
+    """Pushed settings are used directly; a bare notification means: pull them again."""
+    settings = params.settings
+    if isinstance(settings, dict) and isinstance(settings.get(CONFIGURATION_SECTION), dict):
+        merged = merge_settings(ls.initialization_settings, settings[CONFIGURATION_SECTION])
+        ls.apply_options(merged, "settings")
+    else:
+        await pull_configuration(ls)
+
+
+@SERVER.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+async def did_change_workspace_folders(
+    ls: EphemeralContextServer, params: types.DidChangeWorkspaceFoldersParams
+) -> None:
+    """pygls already updated the folder list; watch the new set instead of the old one."""
+    try:
+        await ls.client_unregister_capability_async(
+            types.UnregistrationParams(
+                [
+                    types.Unregistration(
+                        id=WATCHER_REGISTRATION_ID,
+                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    )
+                ]
+            )
+        )
+    except Exception as exc:
+        log.info("unregistering the file watcher failed: %s", exc)
+    await register_watchers(ls)
+
+
+# ----- documents ----------------------------------------------------------------------------
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: EphemeralContextServer, params: types.DidOpenTextDocumentParams) -> None:
+    doc = params.text_document
+    ls.mirror.open(doc.uri, doc.language_id, doc.version, doc.text)
+    ls.usage_throttle.poke()
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: EphemeralContextServer, params: types.DidChangeTextDocumentParams) -> None:
+    doc = params.text_document
+    ls.mirror.change(doc.uri, doc.version, converters.to_text_edits(params.content_changes))
+    ls.usage_throttle.poke()
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: EphemeralContextServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.mirror.close(params.text_document.uri)
+    ls.usage_throttle.poke()
+
+
+@SERVER.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(
+    ls: EphemeralContextServer, params: types.DidChangeWatchedFilesParams
+) -> None:
+    """Files changed on disk: re-read on next use rather than now (most are never asked for)."""
+    for change in params.changes:
+        ls.mirror.mark_stale(change.uri)
+    ls.usage_throttle.poke()
+
+
+# ----- the ephemeralContext/* protocol and its ectx.* commands ------------------------------
+
+
+@SERVER.feature(STATUS)
+def status(ls: EphemeralContextServer, params: EmptyParams | None) -> StatusResult:
+    return status_of(ls)
+
+
+@SERVER.command("ectx.status")
+def status_command(ls: EphemeralContextServer) -> StatusResult:
+    return status_of(ls)
+
+
+def status_of(ls: EphemeralContextServer) -> StatusResult:
+    encoding = converters.position_encoding(ls.workspace.position_encoding)
+    return converters.status_result(
+        ls.require_engine().status(), ls.options.model, len(ls.mirror.open_uris()), encoding
+    )
+
+
+@SERVER.feature(ITEMS)
+def items(ls: EphemeralContextServer, params: EmptyParams | None) -> ItemsResult:
+    return items_of(ls)
+
+
+@SERVER.command("ectx.items")
+def items_command(ls: EphemeralContextServer) -> ItemsResult:
+    return items_of(ls)
+
+
+def items_of(ls: EphemeralContextServer) -> ItemsResult:
+    return ItemsResult([converters.context_item(i) for i in ls.require_engine().items()])
+
+
+@SERVER.feature(PIN)
+def pin(ls: EphemeralContextServer, params: PinParams) -> PinResult:
+    return pin_file(ls, params)
+
+
+@SERVER.command("ectx.pin")
+def pin_command(ls: EphemeralContextServer, params: PinParams) -> PinResult:
+    return pin_file(ls, params)
+
+
+def pin_file(ls: EphemeralContextServer, params: PinParams) -> PinResult:
+    """Pinning sends the current version, so the same rules as a model read apply to it."""
+    engine = ls.require_engine()
+    document = readable_document(ls, params.uri)
+    try:
+        item = engine.pin(
+            document.uri, document.text, version=document.version, symbol=params.symbol
+        )
+    except UnknownItem as exc:
+        raise invalid_params(str(exc), "unknown") from exc
+    ls.usage_throttle.poke()
+    return PinResult(converters.context_item(item))
+
+
+def readable_document(ls: EphemeralContextServer, uri: str) -> Document:
+    """The text behind `uri` if the model may see it; else InvalidParams saying why not."""
+    path = uri_to_path(uri)
+    workspace = ls.workspace_folders()
+    policy = ls.secret_policy(workspace)
+    real: Path | None = None
+    if path is not None:
+        try:
+            real = workspace.resolve(str(path))
+        except AccessDenied as exc:
+            raise invalid_params(str(exc), "outsideWorkspace") from exc
+        if (why := policy.path_reason(real)) is not None:
+            raise invalid_params(why, "secret")
+    document = ls.mirror.get(uri)
+    if isinstance(document, Unmirrored):
+        raise invalid_params(str(document), document.reason.value)
+    if real is not None and (why := policy.content_reason(real, document.text)) is not None:
+        raise invalid_params(why, "secret")
+    return document
+
+
+@SERVER.feature(UNPIN)
+def unpin(ls: EphemeralContextServer, params: PinParams) -> PinResult:
+    return unpin_file(ls, params)
+
+
+@SERVER.command("ectx.unpin")
+def unpin_command(ls: EphemeralContextServer, params: PinParams) -> PinResult:
+    return unpin_file(ls, params)
+
+
+def unpin_file(ls: EphemeralContextServer, params: PinParams) -> PinResult:
+    try:
+        item = ls.require_engine().unpin(normalize_uri(params.uri))
+    except UnknownItem as exc:
+        raise invalid_params(str(exc), "unknown") from exc
+    ls.usage_throttle.poke()
+    return PinResult(converters.context_item(item))
+
+
+@SERVER.feature(DROP)
+def drop(ls: EphemeralContextServer, params: DropParams) -> DropResult:
+    return drop_item(ls, params)
+
+
+@SERVER.command("ectx.drop")
+def drop_command(ls: EphemeralContextServer, params: DropParams) -> DropResult:
+    return drop_item(ls, params)
+
+
+def drop_item(ls: EphemeralContextServer, params: DropParams) -> DropResult:
+    if (params.uri is None) == (params.id is None):
+        raise invalid_params("give exactly one of uri and id", "invalid")
+    target = normalize_uri(params.uri) if params.uri is not None else str(params.id)
+    dropped = ls.require_engine().drop(target)
+    ls.usage_throttle.poke()
+    return DropResult(dropped)
+
+
+@SERVER.feature(HYDRATE)
+def hydrate(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResult:
+    return hydrate_id(ls, params)
+
+
+@SERVER.command("ectx.hydrate")
+def hydrate_command(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResult:
+    return hydrate_id(ls, params)
+
+
+def hydrate_id(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResult:
+    try:
+        text = ls.require_engine().hydrate(params.id, params.offset, params.limit)
+    except StoreError as exc:
+        raise invalid_params(str(exc), STORE_ERROR_REASONS.get(type(exc), "invalid")) from exc
+    return converters.hydrate_result(text)
+
+
+STORE_ERROR_REASONS: dict[type[StoreError], str] = {
+    InvalidId: "invalid",
+    UnknownId: "unknown",
+    ExpiredId: "expired",
+    OffsetPastEnd: "offsetPastEnd",
+}
+
+
+@SERVER.feature(ASK)
+async def ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
+    """Runs as a task of its own: the server keeps serving, and $/cancelRequest cancels it."""
+    return await run_ask(ls, params)
+
+
+@SERVER.command("ectx.ask")
+async def ask_command(ls: EphemeralContextServer, params: AskParams) -> AskResult:
+    return await run_ask(ls, params)
+
+
+async def run_ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
+    from ephemeral_context.model.agent import AgentSettings, run_agent
+    from ephemeral_context.model.client import ModelError
+
+    engine = ls.require_engine()
+    if not params.prompt.strip():
+        raise invalid_params("the prompt is empty", "invalid")
+    client = ls.require_model_client()
+    conversation = params.conversation_id or f"c-{uuid.uuid4().hex[:12]}"
+    env = ls.tool_env()
+    reporter = AskReporter(ls, conversation, env.workspace, params.work_done_token)
+    settings = AgentSettings(
+        model=ls.options.model,
+        max_steps=ls.options.limits.max_turns,
+    )
+    reporter.begin()
+    try:
+        result = await run_agent(
+            params.prompt,
+            engine=engine,
+            conversation=conversation,
+            client=client,
+            env=env,
+            settings=settings,
+            events=reporter.events(),
+        )
+    except ModelError as exc:
+        raise request_failed(exc) from exc
+    finally:
+        reporter.end()
+        ls.usage_throttle.poke()
+    return converters.ask_result(result)
+
+
+class AskReporter:
+    """Turns agent events into askProgress notifications (and $/progress when asked)."""
+
+    def __init__(
+        self,
+        ls: EphemeralContextServer,
+        conversation: str,
+        workspace: Workspace,
+        token: int | str | None,
+    ) -> None:
+        self.ls = ls
+        self.conversation = conversation
+        self.workspace = workspace
+        self.token = token
+        self.text = ""
+        self._edit_paths: list[str] = []
+
+    def events(self) -> AgentEvents:
+        from ephemeral_context.model.agent import AgentEvents
+
+        return AgentEvents(
+            on_text=self.on_text,
+            on_tool_use=self.on_tool_use,
+            on_tool_result=self.on_tool_result,
+            on_usage=self.on_usage,
+        )
+
+    def send(self, kind: AskProgressKind, **fields: Any) -> None:
+        params = AskProgressParams(conversation_id=self.conversation, kind=kind, **fields)
+        self.ls.protocol.notify(ASK_PROGRESS, params)
+
+    def on_text(self, delta: str) -> None:
+        self.text += delta
+        self.send("text", text=delta)
+        if self.token is not None:
+            self.ls.work_done_progress.report(
+                self.token, types.WorkDoneProgressReport(message=self.text[-200:])
+            )
+
+    def on_tool_use(self, name: str, args: Mapping[str, Any]) -> None:
+        if name == "edit_file":
+            self._edit_paths.append(str(args.get("path", "")))
+        self.send("toolUse", tool=name, input=dict(args))
+
+    def on_tool_result(self, name: str, shown: str, is_error: bool) -> None:
+        self.send("toolResult", tool=name, text=shown, is_error=is_error)
+        if name == "edit_file" and self._edit_paths:
+            path = self._edit_paths.pop(0)
+            try:
+                uri = path_to_uri(self.workspace.resolve(path))
+            except AccessDenied:
+                return
+            self.send("edit", uri=uri, applied=not is_error)
+
+    def on_usage(self, usage: Mapping[str, int]) -> None:
+        self.send("usage", usage=converters.ask_usage(usage))
+        self.ls.usage_throttle.poke()
+
+    def begin(self) -> None:
+        if self.token is not None:
+            self.ls.work_done_progress.begin(
+                self.token,
+                types.WorkDoneProgressBegin(title="Ephemeral Context: ask", cancellable=True),
+            )
+
+    def end(self) -> None:
+        if self.token is not None:
+            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd())
+
+
+@SERVER.feature(REPLAY)
+async def replay(ls: EphemeralContextServer, params: ReplayParams) -> dict[str, Any]:
+    return await replay_path(params)
+
+
+@SERVER.command("ectx.replay")
+async def replay_command(ls: EphemeralContextServer, params: ReplayParams) -> dict[str, Any]:
+    return await replay_path(params)
+
+
+async def replay_path(params: ReplayParams) -> dict[str, Any]:
+    """Replays can take seconds: a worker thread runs them while the server keeps serving."""
+    path = Path(params.path).expanduser()
+    if not path.exists():
+        raise invalid_params(f"{path}: no such file or folder", "notFound")
+    report = await asyncio.to_thread(replay_report, discover([path]))
+    if not report.sessions and report.errors:
+        raise invalid_params("; ".join(report.errors), "unreadable")
+    return to_json(report)
+
+
+def serve(
+    server: EphemeralContextServer,
+    tcp: tuple[str, int] | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> int:
+    """Run until `exit`; the exit code says whether the client sent `shutdown` first."""
+    if tcp is not None:
+        server.start_tcp(*tcp)
+    else:
+        reader = SizeLimitedReader(sys.stdin.buffer, max_message_bytes)
+        server.start_io(stdin=reader)  # type: ignore[arg-type]  # readline/read is all it uses
+    return 0 if server.protocol._shutdown else 1

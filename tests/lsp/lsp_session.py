@@ -1,0 +1,168 @@
+"""Helpers shared by the pytest-lsp tests: the server command, initialize params, and an
+`Editor` that plays the parts of a real editor pytest-lsp leaves out (registerCapability,
+applyEdit applied to its own buffers and echoed back as didChange)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.workspace import PositionCodec, TextDocument
+from pytest_lsp import LanguageClient, client_capabilities
+
+SERVER_COMMAND = [sys.executable, "-m", "ephemeral_context", "serve"]
+CLIENTS = ["neovim", "visual_studio_code"]
+
+
+def initialize_params(
+    client_name: str, workspace: Path, options: dict[str, Any] | None = None
+) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=client_capabilities(client_name),
+        root_uri=workspace.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)],
+        initialization_options=options,
+    )
+
+
+@dataclass
+class Editor:
+    """The test's editor: buffers with versions, plus everything the server asked of it."""
+
+    client: LanguageClient
+    encoding: str = "utf-16"
+    buffers: dict[str, TextDocument] = field(default_factory=dict)
+    registrations: list[types.Registration] = field(default_factory=list)
+    applied: list[types.ApplyWorkspaceEditParams] = field(default_factory=list)
+    notifications: dict[str, list[Any]] = field(default_factory=dict)
+    initialize_result: types.InitializeResult | None = None
+
+    def install(self) -> None:
+        """Register the client-side handlers; call before `initialize`."""
+        client = self.client
+
+        @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def register(params: types.RegistrationParams) -> None:
+            self.registrations.extend(params.registrations)
+
+        @client.feature(types.CLIENT_UNREGISTER_CAPABILITY)
+        def unregister(params: types.UnregistrationParams) -> None:
+            gone = {u.id for u in params.unregisterations}
+            self.registrations[:] = [r for r in self.registrations if r.id not in gone]
+
+        @client.feature(types.WORKSPACE_APPLY_EDIT)
+        def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+            self.applied.append(params)
+            return self._apply(params.edit)
+
+        for method in ("ephemeralContext/usage", "ephemeralContext/askProgress"):
+            self._record(method)
+
+    def _record(self, method: str) -> None:
+        seen = self.notifications.setdefault(method, [])
+
+        @self.client.feature(method)
+        def handler(params: Any) -> None:
+            seen.append(params)
+
+    async def initialize(
+        self, client_name: str, workspace: Path, options: dict[str, Any] | None = None
+    ) -> types.InitializeResult:
+        self.install()
+        result = await self.client.initialize_session(
+            initialize_params(client_name, workspace, options)
+        )
+        self.initialize_result = result
+        self.encoding = str(result.capabilities.position_encoding or "utf-16")
+        return result
+
+    # ----- buffers ---------------------------------------------------------------------------
+
+    def open(self, path: Path, text: str | None = None, language_id: str = "python") -> str:
+        uri = path.as_uri()
+        source = path.read_text(encoding="utf-8") if text is None else text
+        self.buffers[uri] = TextDocument(
+            uri, source, version=1, position_codec=PositionCodec(self._kind())
+        )
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri=uri, language_id=language_id, version=1, text=source)
+            )
+        )
+        return uri
+
+    def change(self, uri: str, edits: list[types.TextDocumentContentChangeEvent]) -> None:
+        buffer = self.buffers[uri]
+        for edit in edits:
+            buffer.apply_change(edit)
+        buffer.version = (buffer.version or 0) + 1
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=uri, version=buffer.version
+                ),
+                content_changes=edits,
+            )
+        )
+
+    def close(self, uri: str) -> None:
+        self.buffers.pop(uri)
+        self.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri))
+        )
+
+    def _kind(self) -> types.PositionEncodingKind:
+        return types.PositionEncodingKind(self.encoding)
+
+    def _apply(self, edit: types.WorkspaceEdit) -> types.ApplyWorkspaceEditResult:
+        """Apply like an editor: to open buffers, then tell the server with didChange."""
+        per_uri: dict[str, list[types.TextEdit]] = {}
+        for change in edit.document_changes or []:
+            if isinstance(change, types.TextDocumentEdit):
+                buffer = self.buffers.get(change.text_document.uri)
+                if buffer is None or change.text_document.version not in (None, buffer.version):
+                    return types.ApplyWorkspaceEditResult(False, "stale or unknown document")
+                per_uri.setdefault(change.text_document.uri, []).extend(
+                    e for e in change.edits if isinstance(e, types.TextEdit)
+                )
+        for uri, edits in (edit.changes or {}).items():
+            per_uri.setdefault(uri, []).extend(edits)
+        for uri, edits in per_uri.items():
+            if uri not in self.buffers:
+                return types.ApplyWorkspaceEditResult(False, f"{uri} is not open")
+            ordered = sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character))
+            self.change(
+                uri,
+                [
+                    types.TextDocumentContentChangePartial(range=e.range, text=e.new_text)
+                    for e in reversed(ordered)
+                ],
+            )
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    # ----- waiting -------------------------------------------------------------------------------
+
+    async def usage(self) -> Any:
+        """The next ephemeralContext/usage notification."""
+        return await self.client.wait_for_notification("ephemeralContext/usage")
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        return await self.client.protocol.send_request_async(method, params or {})
+
+    async def command(self, name: str, *arguments: Any) -> Any:
+        return await self.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=name, arguments=list(arguments))
+        )
+
+
+async def wait_until(predicate: Any, timeout: float = 10.0) -> None:
+    """Poll a condition driven by incoming messages (no fixed sleep decides the outcome)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("condition not met")
+        await asyncio.sleep(0.01)

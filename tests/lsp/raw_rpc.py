@@ -1,0 +1,100 @@
+"""A bare JSON-RPC peer for `ectx serve`: sends bytes no well-behaved client would send.
+
+pytest-lsp's client only sends valid messages; malformed-input tests need to write raw
+frames (bad JSON, wrong shapes, huge bodies) and read the raw answers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, BinaryIO
+
+SERVE = [sys.executable, "-m", "ephemeral_context", "serve"]
+TIMEOUT_S = 60.0
+
+
+class RawServer:
+    """One server subprocess and a thread that parses whatever it writes to stdout."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.notifications: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+        assert process.stdout is not None
+        threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
+
+    @classmethod
+    @contextmanager
+    def start(cls, *extra: str) -> Iterator[RawServer]:
+        process = subprocess.Popen(
+            [*SERVE, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None
+        )
+        try:
+            yield cls(process)
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait(timeout=TIMEOUT_S)
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    stream.close()
+
+    def _read(self, stdout: BinaryIO) -> None:
+        while True:
+            length = 0
+            while True:
+                line = stdout.readline()
+                if not line:
+                    return
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+                if line in (b"\r\n", b"\n"):
+                    break
+            self.messages.put(json.loads(stdout.read(length)))
+
+    def send_body(self, body: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.flush()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_body(json.dumps(message).encode())
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method: str, params: Any, msg_id: int | str | None = None) -> dict[str, Any]:
+        """Send a request and return its response (server requests and notifications aside)."""
+        msg_id = next(self._ids) if msg_id is None else msg_id
+        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        return self.response(msg_id)
+
+    def response(self, msg_id: int | str | None) -> dict[str, Any]:
+        while True:
+            message = self.messages.get(timeout=TIMEOUT_S)
+            if "method" in message:
+                if "id" in message:  # a server->client request: answer it politely
+                    self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+                else:
+                    self.notifications.append(message)
+                continue
+            if message.get("id") == msg_id:
+                return message
+
+    def initialize(self, root_uri: str | None = None) -> dict[str, Any]:
+        answer = self.request(
+            "initialize", {"processId": None, "capabilities": {}, "rootUri": root_uri}
+        )
+        self.notify("initialized", {})
+        return answer
+
+    def wait(self) -> int:
+        return self.process.wait(timeout=TIMEOUT_S)

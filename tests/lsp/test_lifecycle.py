@@ -1,0 +1,123 @@
+"""initialize, capabilities, configuration and shutdown of `ectx serve` over stdio."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lsp_session import Editor, wait_until
+from lsprotocol import types
+
+COMMANDS = {
+    "ectx.status",
+    "ectx.items",
+    "ectx.pin",
+    "ectx.unpin",
+    "ectx.drop",
+    "ectx.hydrate",
+    "ectx.ask",
+    "ectx.replay",
+}
+
+
+async def test_capabilities(editor: Editor) -> None:
+    """Incremental sync, every ectx.* command, and an encoding the client asked for."""
+    result = editor.initialize_result
+    assert result is not None
+    caps = result.capabilities
+    sync = caps.text_document_sync
+    assert isinstance(sync, types.TextDocumentSyncOptions)
+    assert sync.change == types.TextDocumentSyncKind.Incremental
+    assert caps.execute_command_provider is not None
+    assert set(caps.execute_command_provider.commands) == COMMANDS
+    client_caps = editor.client.capabilities
+    assert client_caps is not None
+    offered = (client_caps.general.position_encodings if client_caps.general else None) or [
+        "utf-16"
+    ]
+    assert caps.position_encoding in offered
+    assert result.server_info is not None and result.server_info.name == "ephemeral-context"
+
+
+async def test_invalid_initialization_options(raw_editor: Editor, workspace: Path) -> None:
+    """Bad options: defaults, a showMessage warning and a logMessage, and the server works."""
+    await raw_editor.initialize("visual_studio_code", workspace, {"limits": {"maxTurns": "many"}})
+    client = raw_editor.client
+    await wait_until(lambda: client.messages)
+    shown = client.messages[-1]
+    assert shown.type == types.MessageType.Warning
+    assert "max_turns" in shown.message and "defaults" in shown.message
+    assert any("defaults" in m.message for m in client.log_messages)
+    status = await raw_editor.request("ephemeralContext/status")
+    assert status.budget == 150_000
+
+
+async def test_configuration_pull_wins(raw_editor: Editor, workspace: Path) -> None:
+    """workspace/configuration is asked for after initialized and wins over the options."""
+    raw_editor.client.set_configuration(
+        {"limits": {"contextTokens": 1234}}, section="ephemeralContext"
+    )
+    await raw_editor.initialize("visual_studio_code", workspace, {"limits": {"contextTokens": 99}})
+    budgets = [(await raw_editor.request("ephemeralContext/status")).budget]
+    while budgets[-1] != 1234 and len(budgets) < 500:  # the answer to the pull is on its way
+        budgets.append((await raw_editor.request("ephemeralContext/status")).budget)
+    assert budgets[0] in (99, 1234) and budgets[-1] == 1234
+
+
+async def test_invalid_configuration_reported(raw_editor: Editor, workspace: Path) -> None:
+    raw_editor.client.set_configuration({"cacheTtl": "forever"}, section="ephemeralContext")
+    await raw_editor.initialize("visual_studio_code", workspace)
+    await wait_until(lambda: raw_editor.client.messages)
+    assert "forever" in raw_editor.client.messages[-1].message
+
+
+@pytest.mark.parametrize("client_name", ["visual_studio_code", "neovim", "neovim@v0.7.0"])
+async def test_watched_files_registration(
+    raw_editor: Editor, workspace: Path, client_name: str
+) -> None:
+    """didChangeWatchedFiles is registered for the workspace when the client can take it."""
+    await raw_editor.initialize(client_name, workspace)
+    await raw_editor.request("ephemeralContext/status")  # `initialized` has been handled
+    caps = raw_editor.client.capabilities
+    assert caps is not None and caps.workspace is not None
+    watched = caps.workspace.did_change_watched_files
+    if watched and watched.dynamic_registration:
+        assert [r.method for r in raw_editor.registrations] == [
+            types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+        ]
+        assert workspace.as_uri() in str(raw_editor.registrations[0].register_options) or str(
+            workspace
+        ) in str(raw_editor.registrations[0].register_options)
+    else:
+        assert raw_editor.registrations == []
+
+
+def test_exit_codes(tmp_path: Path) -> None:
+    """exit after shutdown ends with 0, exit without shutdown with 1 (LSP says so)."""
+    from raw_rpc import RawServer
+
+    for with_shutdown, expected in ((True, 0), (False, 1)):
+        with RawServer.start() as server:
+            server.request(
+                "initialize", {"processId": os.getpid(), "capabilities": {}, "rootUri": None}
+            )
+            server.notify("initialized", {})
+            if with_shutdown:
+                server.request("shutdown", None)
+            server.notify("exit", None)
+            assert server.wait() == expected
+
+
+def test_help_is_on_stdout_only_for_help() -> None:
+    """`ectx serve` writes nothing but protocol to stdout: here, nothing at all on EOF."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ephemeral_context", "serve"],
+        input=b"",
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout == b""
