@@ -71,7 +71,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _add_ask_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from ephemeral_context.model.agent import DEFAULT_MODEL
+    from ephemeral_context.model import DEFAULT_MODEL
 
     ask = sub.add_parser(
         "ask", help="ask Claude about a workspace; the answer streams to stdout, edits go to disk"

@@ -21,6 +21,7 @@ from anthropic.types import Message
 
 from ephemeral_context.cache_sim import UnknownModelError
 from ephemeral_context.context.engine import ContextEngine, ResultKind
+from ephemeral_context.model import DEFAULT_MODEL
 from ephemeral_context.model.client import ModelClient, ModelError, RetryNotice, TextCallback
 from ephemeral_context.model.tools import ToolEnv, ToolResult, run_tool, tool_schemas
 
@@ -33,9 +34,6 @@ DEFAULT_SYSTEM = (
     "withheld because they may hold secrets; do not try to work around that. Keep edits "
     "minimal and say what you changed."
 )
-
-DEFAULT_MODEL = "claude-sonnet-4-6"
-"""The model an ask uses unless configured (claude-sonnet-4-5 is deprecated, EOL 2026-11-30)."""
 
 CANCELLED_RESULT = "[cancelled by the user before this tool ran]"
 
