@@ -80,7 +80,7 @@ def run(
         json.dump(to_json(report), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        render(report, Console(width=max(Console().width, 110)))
+        render(report, Console(width=max(Console().width, 130)))
     if plot_path is not None and report.sessions:
         from ephemeral_context.replay.plot import plot
 

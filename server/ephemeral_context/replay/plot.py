@@ -27,6 +27,11 @@ def plot(report: Report, path: Path) -> Path:
         context_axis.plot(x, [c.context_tokens for c in calls], label=name, linewidth=1.2)
         billed = list(accumulate(c.billed_input for c in calls))
         billed_axis.plot(x, billed, label=name, linewidth=1.2)
+    start = 0
+    for session in report.sessions[:-1]:  # dotted lines where one session ends
+        start += len(session.session.calls)
+        for axis in (context_axis, billed_axis):
+            axis.axvline(start + 0.5, color="grey", linestyle=":", linewidth=0.8)
     context_axis.set_ylabel("context tokens per call")
     billed_axis.set_ylabel("cumulative billed input\n(base-token equivalents)")
     billed_axis.set_xlabel("call")
