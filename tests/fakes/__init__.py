@@ -3,9 +3,11 @@
 from tests.fakes.messages_api import (
     ApiError,
     FakeMessagesAPI,
+    FakeProcess,
     RecordedRequest,
     Reply,
     ToolCall,
+    fake_api_subprocess,
     invalid_api_key,
     overloaded,
     rate_limited,
@@ -17,9 +19,11 @@ from tests.fakes.messages_api import (
 __all__ = [
     "ApiError",
     "FakeMessagesAPI",
+    "FakeProcess",
     "RecordedRequest",
     "Reply",
     "ToolCall",
+    "fake_api_subprocess",
     "invalid_api_key",
     "overloaded",
     "rate_limited",

@@ -31,9 +31,11 @@ prints its base URL on the first line of stdout, then serves until killed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import secrets
+import subprocess
 import sys
 import threading
 import time
@@ -740,6 +742,59 @@ def _delta_usage(usage_json: Mapping[str, Any]) -> dict[str, Any]:
         k: usage_json[k]
         for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# As a subprocess
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(slots=True, frozen=True)
+class FakeProcess:
+    """A fake Messages API running in a subprocess: its URL and the file it records to."""
+
+    base_url: str
+    record: Path
+
+    def requests(self) -> list[dict[str, Any]]:
+        """The requests recorded so far (API keys redacted), oldest first."""
+        if not self.record.exists():
+            return []
+        lines = self.record.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+@contextlib.contextmanager
+def fake_api_subprocess(
+    script: Sequence[Any], workdir: Path, python: str = sys.executable
+) -> Iterator[FakeProcess]:
+    """Run the fake as `python -m tests.fakes.messages_api` for a server under test to reach.
+
+    `script` is the JSON form of the turns (see parse_turn); script.json and requests.jsonl
+    are written in `workdir`. The process is stopped on exit.
+    """
+    script_path = workdir / "script.json"
+    script_path.write_text(json.dumps(list(script)), encoding="utf-8")
+    record = workdir / "requests.jsonl"
+    command = [python, "-m", "tests.fakes.messages_api", "--script", str(script_path)]
+    process = subprocess.Popen(
+        [*command, "--port", "0", "--record", str(record)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    try:
+        url = process.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise RuntimeError(f"the fake Messages API did not start (printed {url!r})")
+        yield FakeProcess(url, record)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        process.stdout.close()
 
 
 # ---------------------------------------------------------------------------------------------

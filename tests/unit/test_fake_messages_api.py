@@ -22,8 +22,10 @@ from ephemeral_context.cache_sim import request_from_messages_api
 from tests.conftest import REPO_ROOT
 from tests.fakes import (
     FakeMessagesAPI,
+    FakeProcess,
     RecordedRequest,
     Reply,
+    fake_api_subprocess,
     invalid_api_key,
     overloaded,
     rate_limited,
@@ -395,42 +397,14 @@ def test_malformed_bodies_get_400_not_a_crash(fake_messages_api: Start) -> None:
 
 
 @pytest.fixture
-def fake_process(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    script = tmp_path / "script.json"
-    script.write_text(
-        json.dumps(
-            ["from a subprocess", {"tool_use": [{"name": "outline", "input": {"path": "x"}}]}]
-        )
-    )
-    record = tmp_path / "requests.jsonl"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.fakes.messages_api",
-            "--script",
-            str(script),
-            "--port",
-            "0",
-            "--record",
-            str(record),
-        ],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    try:
-        yield url, record
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        process.stdout.close()
+def fake_process(tmp_path: Path) -> Iterator[FakeProcess]:
+    script = ["from a subprocess", {"tool_use": [{"name": "outline", "input": {"path": "x"}}]}]
+    with fake_api_subprocess(script, tmp_path) as process:
+        yield process
 
 
-def test_subprocess_prints_its_url_and_records_requests(fake_process: tuple[str, Path]) -> None:
-    url, record = fake_process
+def test_subprocess_prints_its_url_and_records_requests(fake_process: FakeProcess) -> None:
+    url, record = fake_process.base_url, fake_process.record
     assert url.startswith("http://127.0.0.1:")
     sdk = anthropic.Anthropic(api_key="sk-secret-9876", base_url=url, max_retries=0)
     _OPEN_CLIENTS.append(sdk)
@@ -440,7 +414,7 @@ def test_subprocess_prints_its_url_and_records_requests(fake_process: tuple[str,
     )  # type: ignore[union-attr]
     with sdk.messages.stream(model=MODEL, max_tokens=8, messages=HI) as stream:
         assert stream.get_final_message().stop_reason == "tool_use"
-    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    lines = fake_process.requests()
     assert [line["body"]["messages"] for line in lines] == [HI, HI]
     assert lines[1]["body"]["stream"] is True
     assert "sk-secret-9876" not in record.read_text()  # keys are redacted in the file
