@@ -678,34 +678,38 @@ class ContextEngine:
         """An external change (documents.DocumentChange) to a file some conversation has seen.
 
         One compact note per file goes in before that conversation's next call; the model's
-        view is kept, so a later Read shows a diff against what it saw.
+        view is kept, so a later Read shows a diff against what it saw. A file gone from
+        disk drops out of the working set with a note (its versions stay hydratable).
+        Opening or closing a document in the editor changes nothing.
         """
         uri = str(getattr(change, "uri", ""))
+        reason = getattr(change, "reason", "edit")
+        old_hash, new_hash = getattr(change, "old_hash", None), getattr(change, "new_hash", None)
+        deleted = reason == "disk" and new_hash is None
+        if reason in ("open", "close") or (not deleted and old_hash == new_hash):
+            return
+        rows = {
+            int(getattr(getattr(e, "start_point", None), "row", -1)) + 1
+            for e in getattr(change, "byte_edits", ()) or ()
+        } - {0}
+        where = f", lines {min(rows)}-{max(rows)}" if rows else ""
         old_version = getattr(change, "old_version", None)
         new_version = getattr(change, "new_version", None)
-        lines = sorted(
-            {
-                int(getattr(getattr(e, "start_point", None), "row", -1)) + 1
-                for e in getattr(change, "byte_edits", ()) or ()
-            }
-            - {0}
+        what = (
+            "was deleted (or is no longer readable) and left the context"
+            if deleted
+            else f"changed outside this conversation (v{old_version} -> v{new_version}{where})"
         )
-        where = f", lines {lines[0]}-{lines[-1]}" if lines else ""
+        seen = False
         for c in self._conversations.values():
-            view = c.files.get(uri)
-            if view is None:
+            if uri not in c.files:
                 continue
-            deleted = getattr(change, "deleted", False)
-            what = (
-                "was deleted"
-                if deleted
-                else f"changed outside this conversation (v{old_version} -> v{new_version}{where})"
-            )
-            c.pending_notes[uri] = (
-                f"Note: {_label(uri)} {what}; read it again if you need the current text."
-            )
+            seen = True
+            c.pending_notes[uri] = f"Note: {_label(uri)} {what}; read it again if you need it."
             if deleted:
-                c.files.pop(uri, None)
+                c.files.pop(uri)
+        if deleted and seen:
+            self.ledger.remove_key(uri)
 
     def ensure_visible(self, conv: str, uri: str | None = None, needles: Sequence[str] = ()) -> int:
         """Make content the model is about to use visible again; returns tokens appended.

@@ -25,9 +25,12 @@ class _Edit:
 @dataclass
 class _Change:
     uri: str
-    old_version: int
-    new_version: int
+    old_version: int | None
+    new_version: int | None
     byte_edits: tuple[_Edit, ...]
+    old_hash: str | None = "old"
+    new_hash: str | None = "new"
+    reason: str = "edit"
 
 
 def test_external_change_becomes_one_note_before_the_next_call(engine: ContextEngine) -> None:
@@ -42,6 +45,22 @@ def test_external_change_becomes_one_note_before_the_next_call(engine: ContextEn
     notes = [t for t in repr(d.requests[-1]).split("'text': ")[1:] if "outside this" in t]
     assert len(notes) == 1 and "a.py" in notes[0] and "v4 -> v5" in notes[0]
     assert "unseen.py" not in repr(d.requests[-1])
+
+
+def test_a_file_deleted_on_disk_drops_out_with_a_note(engine: ContextEngine) -> None:
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    d.call()
+    d.read("/gone.py", source(10))
+    item_id = next(i.id for i in engine.items() if i.uri == "file:///gone.py")
+    engine.note_document_change(_Change("file:///gone.py", 1, None, (), "h", None, "close"))
+    d.call()
+    assert "was deleted" not in repr(d.requests[-1])  # closing a buffer is no change
+    engine.note_document_change(_Change("file:///gone.py", 1, None, (), "h", None, "disk"))
+    d.call()
+    assert "gone.py was deleted" in repr(d.requests[-1])
+    assert all(i.state == "evicted" for i in engine.items() if i.uri == "file:///gone.py")
+    assert engine.read_session_file(item_id).text == source(10)  # still hydratable
 
 
 def test_hydrate_gives_the_current_version_and_clear_errors(engine: ContextEngine) -> None:
