@@ -140,3 +140,41 @@ def test_clear_tool_uses_clears_old_results_and_breaks_the_cache(big_outputs: Se
     shown = u1 + sum(a) + sum(r) + placeholder
     assert result.retrievable == pytest.approx(1 - (r[0] + r[1]) / shown)
     assert result.peak_context < recorded.peak_context
+
+
+def test_idle_gap_and_model_switch_find_the_cache_cold(tmp_path: Path) -> None:
+    """A gap over 5 minutes expires everything; a new model has its own, empty cache."""
+    t = Transcript()
+    t.user("first question")
+    t.assistant([text("first answer")])
+    t.wait(301).user("second question, after a coffee")
+    t.assistant([text("second answer")])
+    t.wait(10).user("third question")
+    t.assistant([text("third answer")], model="claude-opus-4-5-20251101")
+    t.wait(10).user("fourth question")
+    t.assistant([text("fourth answer")], model="claude-opus-4-5-20251101")
+    session = read_session(t.write(tmp_path / "gaps.jsonl"))
+    u1, a1, u2, a2, u3, a3, u4 = tokens(session)
+    result = STRATEGIES["recorded"].replay(session)
+    assert usage_of(result) == [
+        (0, P + u1, 0),
+        (0, P + u1 + a1 + u2, 0),  # 5 min 3 s after the first call started: expired
+        (0, P + u1 + a1 + u2 + a2 + u3, 0),  # another model, another cache
+        (0, a3 + u4, P + u1 + a1 + u2 + a2 + u3),
+    ]
+    assert [c.model for c in result.calls][2:] == ["claude-opus-4-5-20251101"] * 2
+
+
+def test_first_call_reads_a_prefix_an_earlier_session_warmed(tmp_path: Path) -> None:
+    """Recorded: 9,000 read at the first call. The prefix is 9,000 and is modelled warm."""
+    t = Transcript()
+    t.user("continue where we stopped")
+    t.assistant([text("On it.")], usage={"read": 9000, "write": 500})
+    t.user("thanks")
+    t.assistant([text("Done.")], usage={"read": 9500, "write": 30})
+    session = read_session(t.write(tmp_path / "warm.jsonl"))
+    u1, a1, u2 = tokens(session)
+    hidden = 9500 - 9000 - u1  # counted by the first call beyond prefix and message
+    assert session.thread_of(session.calls[0]).hidden_tokens == hidden
+    result = STRATEGIES["recorded"].replay(session)
+    assert usage_of(result) == [(0, hidden + u1, 9000), (0, a1 + u2, 9500)]
