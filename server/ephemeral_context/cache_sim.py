@@ -405,7 +405,7 @@ def _content_block_tokens(block: Mapping[str, Any], count: TokenCounter) -> int:
         text, flat = _nested_text(block.get("content", ""))
         return count(text, "tool_output") + flat
     if kind == "thinking":
-        return count(str(block.get("thinking", "")), "prose")
+        return count(str(block.get("thinking", "")), "thinking")
     if kind == "image":
         return IMAGE_TOKENS
     if kind == "document":
