@@ -53,9 +53,10 @@ def record_result(engine: ContextEngine, conversation: str, use_id: str, result:
         return engine.add_tool_result(
             conversation,
             use_id,
-            result.text,
+            result.text + result.note,
             kind="file",
             uri=result.uri,
+            content=result.text,
             version=result.document.version,
             start_line=result.first_line,
             whole=result.whole,

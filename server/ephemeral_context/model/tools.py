@@ -11,6 +11,7 @@ result that says how to call the tool correctly; it never raises.
 from __future__ import annotations
 
 import fnmatch
+import logging
 import os
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -28,9 +29,12 @@ from ephemeral_context.syntax.outline import Outline, outline_text
 from ephemeral_context.syntax.symbols import LookupStatus, address, find_symbol
 from ephemeral_context.syntax.synopsis import render_synopsis
 
+READ_DEFAULT_LINES = 2000
 SEARCH_MAX_MATCHES = 200
 SEARCH_MAX_FILES = 20_000
 SEARCH_MAX_LINE = 300
+log = logging.getLogger(__name__)
+
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
      ".ruff_cache", ".pytest_cache", ".tox", "dist", "build", "target"}
@@ -87,6 +91,8 @@ class ToolResult:
     document: Document | None = None
     first_line: int = 1
     content: str | None = None
+    note: str = ""
+    """Said to the model after `text` (e.g. that a long file was cut); not file content."""
 
     @property
     def whole(self) -> bool:
@@ -122,7 +128,7 @@ BASE_TOOLS: tuple[dict[str, Any], ...] = (
         "description": (
             "Read a text file of the workspace. A file you have already seen comes back as "
             "a short reference or a diff against the version you saw. offset is the first "
-            "line (1-based), limit the number of lines."
+            f"line (1-based), limit the number of lines (default: up to {READ_DEFAULT_LINES})."
         ),
         "input_schema": _schema(
             {
@@ -298,9 +304,16 @@ async def _read_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     lines = doc.text.splitlines(keepends=True)
     if offset > max(len(lines), 1):
         return _error(f"offset {offset} is past the end of {display} ({len(lines)} lines)")
+    note = ""
+    if limit is None and len(lines) - (offset - 1) > READ_DEFAULT_LINES:
+        limit = READ_DEFAULT_LINES
+        note = (
+            f"\n[showing lines {offset}-{offset - 1 + limit} of {len(lines)}; "
+            "pass offset and limit for the rest, or use outline and read_symbol]"
+        )
     end = len(lines) if limit is None else min(len(lines), offset - 1 + limit)
     text = "".join(lines[offset - 1 : end]) if (offset, limit) != (1, None) else doc.text
-    return ToolResult(text, kind="file", uri=doc.uri, document=doc, first_line=offset)
+    return ToolResult(text, kind="file", uri=doc.uri, document=doc, first_line=offset, note=note)
 
 
 def _outline_of(doc: Document, display: str) -> Outline:
@@ -364,6 +377,12 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
 # -- search --------------------------------------------------------------------------------
 
 
+def _glob_matches(display: str, name: str, glob: str) -> bool:
+    """`src/*.py` against the short path, `*.py` against the name; `**/` may match nothing."""
+    patterns = {glob, glob.removeprefix("**/")}
+    return any(fnmatch.fnmatch(display, p) or fnmatch.fnmatch(name, p) for p in patterns)
+
+
 def _walk(env: ToolEnv, glob: str) -> Iterator[tuple[Path, str]]:
     """Workspace files (resolved, inside the workspace) whose short name matches `glob`."""
     for root in env.workspace.roots:
@@ -376,7 +395,7 @@ def _walk(env: ToolEnv, glob: str) -> Iterator[tuple[Path, str]]:
                 except AccessDenied:
                     continue
                 display = env.workspace.relative(real)
-                if glob and not (fnmatch.fnmatch(display, glob) or fnmatch.fnmatch(name, glob)):
+                if glob and not _glob_matches(display, name, glob):
                     continue
                 yield real, display
 
@@ -400,7 +419,7 @@ def _search_text(env: ToolEnv, real: Path) -> str | None:
 
 async def _search(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     pattern = _text(args, "pattern")
-    glob = _text(args, "path", required=False).strip().lstrip("./") or ""
+    glob = _text(args, "path", required=False).strip().removeprefix("./")
     try:
         regex = re.compile(pattern)
     except re.error as exc:
@@ -569,3 +588,6 @@ async def run_tool(env: ToolEnv, name: str, args: object) -> ToolResult:
         return _error(f"{name}: {exc}")
     except OSError as exc:
         return _error(f"{name}: {exc.strerror or exc}")
+    except Exception as exc:  # a bug must cost one tool call, not the whole ask
+        log.exception("tool %s failed", name)
+        return _error(f"{name} failed unexpectedly ({exc.__class__.__name__}: {exc})")

@@ -12,6 +12,7 @@ from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
 from ephemeral_context.model.edits import DiskEditApplier, EditError, plan_edit
 from ephemeral_context.model.secrets import Workspace
 from ephemeral_context.model.tools import (
+    READ_DEFAULT_LINES,
     SEARCH_MAX_MATCHES,
     SkillFolder,
     ToolEnv,
@@ -307,3 +308,34 @@ def test_schemas_are_stable_and_complete(env: ToolEnv) -> None:
     assert tool_schemas(env) == tool_schemas(env)
     env.memory_root = None
     assert "memory" not in [tool["name"] for tool in tool_schemas(env)]
+
+
+async def test_long_files_are_cut_with_a_note(env: ToolEnv, root: Path) -> None:
+    (root / "long.txt").write_text(
+        "".join(f"line {n}\n" for n in range(1, READ_DEFAULT_LINES + 501))
+    )
+    first = await run_tool(env, "read_file", {"path": "long.txt"})
+    assert first.text.splitlines()[-1] == f"line {READ_DEFAULT_LINES}"
+    assert f"showing lines 1-{READ_DEFAULT_LINES} of {READ_DEFAULT_LINES + 500}" in first.note
+    rest = await run_tool(env, "read_file", {"path": "long.txt", "offset": READ_DEFAULT_LINES + 1})
+    assert rest.text.splitlines()[0] == f"line {READ_DEFAULT_LINES + 1}" and not rest.note
+
+
+async def test_search_globs(env: ToolEnv, root: Path) -> None:
+    (root / ".github").mkdir()
+    (root / ".github" / "ci.yml").write_text("run: make test\n")
+    top = await run_tool(env, "search", {"pattern": "def", "path": "**/*.py"})
+    assert {line.split(":")[0] for line in top.text.splitlines()} == {"src/app.py", "src/util.py"}
+    hidden = await run_tool(env, "search", {"pattern": "make", "path": ".github/*"})
+    assert hidden.text == ".github/ci.yml:1: run: make test"
+
+
+async def test_an_unexpected_failure_costs_one_call_not_the_ask(
+    env: ToolEnv, tmp_path: Path
+) -> None:
+    store = Store(tmp_path / "closed-store")
+    entry = store.put("some text")
+    env.engine = ContextEngine(store)
+    store.close()  # every store call now fails inside sqlite
+    result = await run_tool(env, "read_session_file", {"id": entry.id})
+    assert result.is_error and "failed unexpectedly" in result.text
