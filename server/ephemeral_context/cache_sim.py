@@ -338,10 +338,6 @@ class PromptCache:
             ephemeral_1h_input_tokens=write_1h,
         )
 
-    def live_entries(self, now: float) -> int:
-        """How many entries are still alive at `now` (for reports and tests)."""
-        return sum(1 for expiry, _, _ in self.entries.values() if expiry > now)
-
 
 # ---------------------------------------------------------------------------------------------
 # From a Messages API body
