@@ -276,6 +276,8 @@ class PromptCache:
     model: str
     min_cacheable_tokens: int = 0
     entries: dict[int, tuple[float, Ttl, int]] = field(default_factory=dict)
+    prune_at: int = 4096
+    """Expired entries are swept once the dict grows past this (then twice the live count)."""
 
     def __post_init__(self) -> None:
         if not self.min_cacheable_tokens:
@@ -328,6 +330,9 @@ class PromptCache:
             if ttl == "1h":
                 one_hour_end = cumulative[position]
             last_end = cumulative[position]
+        if len(entries) > self.prune_at:
+            self.entries = {h: e for h, e in entries.items() if e[0] > now}
+            self.prune_at = max(self.prune_at, 2 * len(self.entries))
         write_1h = one_hour_end - read
         write_5m = last_end - one_hour_end
         return Usage(

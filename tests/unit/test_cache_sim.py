@@ -511,3 +511,16 @@ def test_an_image_anywhere_changes_the_message_prefix() -> None:
         count=chars,
     )
     assert first.messages[0].key != later.messages[0].key
+
+
+def test_expired_entries_are_swept_so_a_long_replay_does_not_grow_without_bound() -> None:
+    cache = PromptCache(SONNET, prune_at=50)
+    for i in range(400):  # a new prefix every 10 minutes: each entry is dead before the next
+        cache.call(Request(system=[Block(i, 2000, "5m")]), now=i * 600.0)
+    assert len(cache.entries) <= 51
+    assert (
+        cache.call(
+            Request(system=[Block(399, 2000, "5m")]), now=399 * 600.0 + 1
+        ).cache_read_input_tokens
+        == 2000
+    )
