@@ -36,6 +36,11 @@ DEFAULT_SYSTEM = (
 )
 
 CANCELLED_RESULT = "[cancelled by the user before this tool ran]"
+REFUSED_RESULT = "[not run: the response ended in a refusal]"
+TRUNCATED_RESULT = (
+    "[not run: your response hit max_tokens before this call was complete; make the call "
+    "again, with less output before it]"
+)
 
 
 ENGINE_KINDS: dict[str, ResultKind] = {
@@ -227,9 +232,13 @@ async def run_agent(
             stop = message.stop_reason or "end_turn"
             uses = [b for b in blocks if b["type"] == "tool_use"]
             if stop == "refusal":
+                _close_calls(engine, conversation, uses, REFUSED_RESULT)
                 result.stop_reason = "refusal"
                 result.text = result.text or "The model declined to answer this request."
                 break
+            if stop == "max_tokens" and uses:  # the last call's input may be cut short
+                _close_calls(engine, conversation, uses, TRUNCATED_RESULT)
+                continue
             if not uses:
                 result.stop_reason = stop
                 break
@@ -269,6 +278,14 @@ async def _run_tools(
             if events.on_tool_result is not None:
                 events.on_tool_result(name, shown, outcome.is_error)
     finally:
-        for use in uses[answered:]:
-            cancelled = ToolResult(CANCELLED_RESULT, is_error=True, kind="error")
-            record_result(engine, conversation, str(use["id"]), cancelled)
+        _close_calls(engine, conversation, uses[answered:], CANCELLED_RESULT)
+
+
+def _close_calls(
+    engine: ContextEngine, conversation: str, uses: Sequence[Mapping[str, Any]], why: str
+) -> None:
+    """Tool calls that will not run still get a result: the API refuses a thread without."""
+    for use in uses:
+        record_result(
+            engine, conversation, str(use["id"]), ToolResult(why, is_error=True, kind="error")
+        )

@@ -62,6 +62,8 @@ class RetryNotice:
     attempt: int
     delay: float
     reason: str
+    restarts_text: bool = False
+    """Text of the failed attempt was already streamed; the answer starts over."""
 
 
 @dataclass(frozen=True)
@@ -158,9 +160,18 @@ class ModelClient:
         """
         policy = self.settings.retry
         attempt = 1
+        streamed = False
+
+        def forward(text: str) -> None:
+            nonlocal streamed
+            streamed = True
+            if on_text is not None:
+                on_text(text)
+
         while True:
+            streamed = False
             try:
-                return await self._stream_once(request, on_text)
+                return await self._stream_once(request, forward)
             except anthropic.APIStatusError as exc:
                 retryable = exc.status_code in RETRYABLE_STATUS or exc.type in RETRYABLE_TYPES
                 if not retryable or attempt >= policy.max_attempts:
@@ -179,7 +190,7 @@ class ModelClient:
                 "model call attempt %d failed (%s); retrying in %.2fs", attempt, reason, delay
             )
             if on_retry is not None:
-                on_retry(RetryNotice(attempt, delay, reason))
+                on_retry(RetryNotice(attempt, delay, reason, streamed))
             self.retries += 1
             attempt += 1
             await self._sleep(delay)

@@ -85,7 +85,8 @@ async def _ask(
             err.write(f"→ {_describe_call(name, args)}\n")
 
         def retry(notice: RetryNotice) -> None:
-            err.write(f"\n[{notice.reason}; retrying in {notice.delay:.1f}s]\n")
+            again = "; the answer starts over" if notice.restarts_text else ""
+            err.write(f"\n[{notice.reason}; retrying in {notice.delay:.1f}s{again}]\n")
 
         events = AgentEvents(on_text=text, on_tool_use=tool, on_retry=retry)
         try:

@@ -265,6 +265,14 @@ async def test_refusal_ends_the_loop(session: Session) -> None:
     assert "declined" in result.text
 
 
+async def test_a_cut_off_tool_call_is_answered_and_the_loop_goes_on(session: Session) -> None:
+    session.api.add_turns({**read("src/app.py"), "stop_reason": "max_tokens"}, "ok")
+    result = await session.ask("read it")
+    assert result.text == "ok" and result.calls == 2
+    results = tool_results((await session.bodies(2))[1])
+    assert results[0]["is_error"] is True and "max_tokens" in results[0]["content"]
+
+
 async def test_max_steps_bounds_the_loop(session: Session) -> None:
     session.api.add_turns(*[read("src/app.py")] * 3)
     result = await session.ask("loop forever", max_steps=3)

@@ -128,6 +128,7 @@ async def test_retries_then_succeeds(
     assert len(await recorded(api, 3)) == 3
     assert [n.attempt for n in notices] == [1, 2]
     assert all(n.reason == reason for n in notices)
+    assert not any(n.restarts_text for n in notices)  # nothing was streamed before the errors
     if error.retry_after is not None:
         assert sleeps.delays == [error.retry_after, error.retry_after]
     else:  # exponential backoff with jitter: attempt n waits within [b*2^(n-1)/2, b*2^(n-1)]
