@@ -93,6 +93,9 @@ FILE_CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write"})
 SYNTHETIC_MODEL = "<synthetic>"
 """The model Claude Code names on messages it makes itself, without an API call."""
 
+MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
+"""What a record with fields of the wrong shape raises while it is read."""
+
 _CAT_N_LINE = re.compile(r"^ *(\d+)\u2192(.*)$")
 _SYSTEM_REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
 _TEXT_SEPARATOR = "\n"
@@ -156,7 +159,10 @@ def read_session(path: str | Path) -> Session:
         for _, r in records[:5]
     )
     for line, record in records:
-        _collect(line, record, reading, stream_json)
+        try:
+            _collect(line, record, reading, stream_json)
+        except MALFORMED as error:
+            reading.problem(line, f"malformed {record.get('type')} record ({error!r}); skipped")
     return _build_session(reading)
 
 
@@ -314,7 +320,10 @@ def _tool_result_text(content: Any) -> tuple[str, int]:
 
 
 def _file_view(path: str, text: str, result: Any) -> FileView | None:
-    """What a Read showed, from the structured result when recorded, else from the cat -n text."""
+    """What a Read showed, from the structured result when recorded, else from the cat -n text.
+
+    Raises one of MALFORMED when the structured result has fields of the wrong shape.
+    """
     if isinstance(result, Mapping) and isinstance(result.get("file"), Mapping):
         file = result["file"]
         content = file.get("content")
@@ -326,6 +335,11 @@ def _file_view(path: str, text: str, result: Any) -> FileView | None:
                 num_lines=int(file.get("numLines") or content.count("\n") + 1),
                 total_lines=int(file["totalLines"]) if file.get("totalLines") else None,
             )
+    return _file_view_from_text(path, text)
+
+
+def _file_view_from_text(path: str, text: str) -> FileView | None:
+    """A Read's view parsed from its cat -n text (sub-agent files record no toolUseResult)."""
     body = _SYSTEM_REMINDER.sub("\n", text)
     numbered = [_CAT_N_LINE.match(row) for row in body.split("\n") if row]
     rows = [m for m in numbered if m is not None]
@@ -378,7 +392,12 @@ def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading
     view = change = None
     kind = "tool_output"
     if tool == "Read" and not is_error:
-        view = _file_view(str(tool_input.get("file_path", "")), text, entry.tool_use_result)
+        path = str(tool_input.get("file_path", ""))
+        try:
+            view = _file_view(path, text, entry.tool_use_result)
+        except MALFORMED as error:
+            reading.problem(entry.line, f"malformed Read result ({error!r}); read from its text")
+            view = _file_view_from_text(path, text)
         kind = "code" if view is not None else "tool_output"
     elif tool in FILE_CHANGE_TOOLS and not is_error:
         change = _file_change(tool, tool_input, entry.tool_use_result)
@@ -423,6 +442,31 @@ def _tool_use_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -
     )
 
 
+def _content_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -> Block | None:
+    """One item of a message's content list; None when it adds nothing (or is unknown)."""
+    kind = item.get("type")
+    if kind == "text":
+        return _text_block(str(item["text"])) if item.get("text") else None
+    if kind == "thinking":
+        text = str(item.get("thinking", ""))
+        tokens = estimate_block_tokens(text, "thinking")
+        return Block(_key("thinking", text), "thinking", text, tokens, "thinking")
+    if kind == "redacted_thinking":
+        data = str(item.get("data", ""))
+        return Block(
+            _key("thinking", data), "thinking", "", estimate_block_tokens(data, "json"), "json"
+        )
+    if kind == "tool_use":
+        return _tool_use_block(item, entry, reading)
+    if kind == "tool_result":
+        return _tool_result_block(item, entry, reading)
+    if kind in ("image", "document"):
+        key = _key(str(kind), json.dumps(item, default=str)[:4096])
+        return Block(key, "image", "", IMAGE_TOKENS, "image")
+    reading.problem(entry.line, f"unknown content block type {kind!r}; skipped")
+    return None
+
+
 def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
     """The content blocks of one line, made once per line (chains share them)."""
     cached = reading.blocks.get(entry.line)
@@ -437,42 +481,13 @@ def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
         for item in content:
             if not isinstance(item, Mapping):
                 continue
-            kind = item.get("type")
-            if kind == "text":
-                if item.get("text"):
-                    blocks.append(_text_block(str(item["text"])))
-            elif kind == "thinking":
-                text = str(item.get("thinking", ""))
-                blocks.append(
-                    Block(
-                        _key("thinking", text),
-                        "thinking",
-                        text,
-                        estimate_block_tokens(text, "thinking"),
-                        "thinking",
-                    )
-                )
-            elif kind == "redacted_thinking":
-                data = str(item.get("data", ""))
-                blocks.append(
-                    Block(
-                        _key("thinking", data),
-                        "thinking",
-                        "",
-                        estimate_block_tokens(data, "json"),
-                        "json",
-                    )
-                )
-            elif kind == "tool_use":
-                blocks.append(_tool_use_block(item, entry, reading))
-            elif kind == "tool_result":
-                blocks.append(_tool_result_block(item, entry, reading))
-            elif kind in ("image", "document"):
-                blocks.append(
-                    Block(_key(kind, json.dumps(item)[:4096]), "image", "", IMAGE_TOKENS, "image")
-                )
-            else:
-                reading.problem(entry.line, f"unknown content block type {kind!r}; skipped")
+            try:
+                block = _content_block(item, entry, reading)
+            except MALFORMED as error:
+                reading.problem(entry.line, f"malformed content block ({error!r}); skipped")
+                continue
+            if block is not None:
+                blocks.append(block)
     else:
         reading.problem(entry.line, "message content is neither text nor a list; skipped")
     result = tuple(blocks)

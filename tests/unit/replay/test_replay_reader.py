@@ -294,3 +294,20 @@ def test_synthetic_messages_are_not_calls_and_unknown_models_cost_nothing(
         "no list price for model 'acme-large-2': its calls cost $0 here"
     ]
     assert STRATEGIES["recorded"].replay(session).cost_usd == 0.0
+
+
+def test_fields_of_the_wrong_shape_are_reported_not_raised(tmp_path: Path) -> None:
+    t = Transcript()
+    t.user("read it")
+    t.assistant([tool_use("t1", "Read", file_path="/a.py")], usage={"write": 4000})
+    t.tool_result("t1", cat_n("x = 1"), {"file": {"content": "x = 1", "startLine": "first"}})
+    t.assistant([text("ok")], usage={"read": 4000, "write": 50})
+    t.user("thanks")
+    t.assistant([text("welcome")], usage={"read": 4050, "write": 20})
+    t.lines[5]["message"]["usage"]["cache_creation"] = "lots"  # not an object
+    session = read_session(t.write(tmp_path / "odd.jsonl"))
+    problems = [(p.line, p.message.split(" (")[0]) for p in session.problems]
+    assert problems == [(6, "malformed assistant record"), (3, "malformed Read result")]
+    assert len(session.calls) == 2  # the malformed response is skipped, the others read
+    result = session.request(session.calls[1])[-1].blocks[0]
+    assert result.file_view is not None and result.file_view.content == "x = 1"
