@@ -8,7 +8,7 @@ import { BUDGET_WARNING_RATIO, Commands, SECTION } from './common/constants';
 import { Usage } from './common/protocol';
 import { ServerManager } from './common/server';
 import { createStatusBarItem } from './common/vscodeapi';
-import { formatServerState, formatUsage, StatusLevel, StatusText } from './model/statusText';
+import { formatServerState, formatUsage, ServerState, StatusLevel, StatusText } from './model/statusText';
 
 const BACKGROUNDS: Record<StatusLevel, ThemeColor | undefined> = {
     normal: undefined,
@@ -30,18 +30,20 @@ export class ContextStatusBar implements Disposable {
                 this.lastUsage = usage;
                 this.render(formatUsage(usage, BUDGET_WARNING_RATIO));
             }),
-            server.onState((state) => {
-                const text = formatServerState(state);
-                if (text) {
-                    this.render(text);
-                } else if (this.lastUsage) {
-                    this.render(formatUsage(this.lastUsage, BUDGET_WARNING_RATIO));
-                }
-            }),
+            server.onState((state) => this.renderState(state)),
         ];
-        const initial = formatServerState(server.state);
-        if (initial) {
-            this.render(initial);
+        this.renderState(server.state);
+    }
+
+    /** Usage is shown while the server runs and has reported; otherwise the server's state. */
+    private renderState(state: ServerState): void {
+        if (state.kind === 'running' && this.lastUsage) {
+            this.render(formatUsage(this.lastUsage, BUDGET_WARNING_RATIO));
+        } else {
+            this.render(formatServerState(state));
+        }
+        if (state.kind !== 'running') {
+            this.lastUsage = undefined;
         }
     }
 

@@ -14,7 +14,6 @@ import {
     RevealOutputChannelOn,
     ServerOptions,
     State,
-    TransportKind,
 } from 'vscode-languageclient/node';
 import { CrashBackoff } from './backoff';
 import {
@@ -153,13 +152,13 @@ export class ServerManager implements Disposable {
             return;
         }
         try {
-            if (client.state !== State.Stopped) {
+            if (client.needsStop()) {
                 await client.stop(2000);
             }
-            await client.dispose();
         } catch (error) {
             traceError(`Stopping the server failed: ${String(error)}`);
         }
+        await client.dispose().catch(() => undefined);
     }
 
     private async startClient(): Promise<void> {
@@ -217,7 +216,6 @@ export class ServerManager implements Disposable {
         const serverOptions: ServerOptions = {
             command: executable,
             args: [...pythonArgs, '-m', this.deps.info.module, 'serve'],
-            transport: TransportKind.stdio,
             options: { cwd: folder?.uri.fsPath, env },
         };
         let intentionalStop = false;

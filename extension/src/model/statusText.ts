@@ -59,13 +59,17 @@ export function formatUsage(usage: Usage, warningRatio: number): StatusText {
     return { text, tooltip: lines.join('\n'), level: budgetLevel(usage.contextTokens, usage.budget, warningRatio) };
 }
 
-/** The status bar before usage is known, or when the server is not running. */
-export function formatServerState(state: ServerState): StatusText | undefined {
+/** The status bar when the server is not running, or before its first usage report. */
+export function formatServerState(state: ServerState): StatusText {
     switch (state.kind) {
         case 'starting':
             return { text: '$(sync~spin) Context', tooltip: 'Ephemeral Context: starting the server…', level: 'normal' };
         case 'running':
-            return undefined;
+            return {
+                text: '$(layers) Context',
+                tooltip: 'Ephemeral Context: the server is running; usage appears with its first report.\n\nClick to show the Context view.',
+                level: 'normal',
+            };
         case 'noPython':
             return {
                 text: '$(error) Context: no Python',

@@ -48,11 +48,13 @@ test('the colour turns to warning near the budget and to error past it', () => {
     assert.equal(formatUsage({ ...usage, contextTokens: 140_000 }, 0.9).level, 'warning');
 });
 
-test('server states other than running replace the usage text', () => {
-    assert.equal(formatServerState({ kind: 'running' }), undefined);
-    assert.equal(formatServerState({ kind: 'noPython' })?.level, 'error');
+test('server states have their own text until usage arrives', () => {
+    assert.equal(formatServerState({ kind: 'running' }).text, '$(layers) Context');
+    assert.equal(formatServerState({ kind: 'starting' }).text, '$(sync~spin) Context');
+    assert.equal(formatServerState({ kind: 'noPython' }).level, 'error');
+    assert.equal(formatServerState({ kind: 'missingPackage' }).level, 'warning');
     const crashed = formatServerState({ kind: 'crashed', restartInMs: 4000, crashes: 3 });
-    assert.equal(crashed?.text, '$(warning) Context: restarting');
-    assert.ok(crashed?.tooltip.includes('3 in a row'));
-    assert.ok(crashed?.tooltip.includes('restarting in 4 s'));
+    assert.equal(crashed.text, '$(warning) Context: restarting');
+    assert.ok(crashed.tooltip.includes('3 in a row'));
+    assert.ok(crashed.tooltip.includes('restarting in 4 s'));
 });

@@ -1,0 +1,383 @@
+"""The VS Code extension in the real workbench: code-server 4.100.3 driven by headless Chromium.
+
+The built .vsix (``make extension`` when missing or older than its sources) is installed into
+code-server, which opens a temporary workspace whose settings point the extension at this
+repository's Python and at the local fake Messages API (tests/fakes/messages_api.py, a real
+HTTP server). extension/e2e/run.mjs then acts as a user: opens a file, adds it to the
+context and edits it, watching the status bar change each time, opens Ask Claude (which must
+explain the missing API key), sets the key, asks, and checks the streamed answer, the files
+read, the edit applied in the open editor and the Context view. This test checks what run.mjs
+observed and what the fake API recorded (the key reached the server through its environment).
+Two more runs point the extension at no Python and at a Python without the server package.
+Screenshots go to test-artifacts/ (gitignored).
+
+code-server is cached outside the checkout (``$ECTX_CODE_SERVER_DIR``, default
+``~/.cache/ectx-code-server`` of the real user: the test's own HOME is a temporary one) and
+installed from scratch by tests/e2e/install-code-server.sh when absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.e2e
+
+EXTENSION_DIR = REPO_ROOT / "extension"
+VSIX = EXTENSION_DIR / "ephemeral-context.vsix"
+ARTIFACTS = REPO_ROOT / "test-artifacts"
+PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+API_KEY = "sk-ant-e2e-dummy-key"
+
+APP_PY = '''"""A tiny app for the end-to-end test."""
+
+
+class App:
+    def run(self) -> str:
+        return "running"
+'''
+
+SCRIPT = [
+    {
+        "text": "Let me read app.py first.",
+        "tool_use": [{"name": "read_file", "input": {"path": "app.py"}}],
+    },
+    {
+        "text": "Renaming run to start.",
+        "tool_use": [
+            {
+                "name": "edit_file",
+                "input": {
+                    "path": "app.py",
+                    "old_string": "def run(self)",
+                    "new_string": "def start(self)",
+                },
+            }
+        ],
+    },
+    "Renamed App.run to App.start in app.py.",
+]
+
+
+def _code_server_dir() -> Path:
+    configured = os.environ.get("ECTX_CODE_SERVER_DIR")
+    if configured:
+        return Path(configured)
+    real_home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    return real_home / ".cache" / "ectx-code-server"
+
+
+@pytest.fixture(scope="module")
+def code_server() -> Path:
+    """The code-server launcher, installed into the cache when absent."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed: run `make e2e-deps`")
+    root = _code_server_dir()
+    env = {**os.environ, "ECTX_CODE_SERVER_DIR": str(root)}
+    subprocess.run(
+        ["bash", str(REPO_ROOT / "tests/e2e/install-code-server.sh")], check=True, env=env
+    )
+    return root / "node_modules" / ".bin" / "code-server"
+
+
+def _newest_source_mtime() -> float:
+    sources = [EXTENSION_DIR / "package.json", EXTENSION_DIR / "package-lock.json"]
+    for folder in ("src", "media"):
+        sources.extend(p for p in (EXTENSION_DIR / folder).rglob("*") if p.is_file())
+    return max(p.stat().st_mtime for p in sources)
+
+
+@pytest.fixture(scope="module")
+def vsix() -> Path:
+    """The packaged extension, rebuilt with `make extension` when missing or stale."""
+    if not VSIX.exists() or VSIX.stat().st_mtime < _newest_source_mtime():
+        subprocess.run(["make", "extension"], cwd=REPO_ROOT, check=True)
+    elif not (EXTENSION_DIR / "node_modules" / "playwright-core").exists():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=EXTENSION_DIR, check=True)
+    return VSIX
+
+
+@pytest.fixture
+def fake_api(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The local Messages API as a subprocess: (base URL, file of recorded requests)."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT), encoding="utf-8")
+    record = tmp_path / "requests.jsonl"
+    proc = subprocess.Popen(
+        [
+            str(PYTHON),
+            "-m",
+            "tests.fakes.messages_api",
+            "--script",
+            str(script),
+            "--port",
+            "0",
+            "--record",
+            str(record),
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    assert url.startswith("http://127.0.0.1:"), f"the fake API did not print its URL: {url!r}"
+    try:
+        yield url, record
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+
+
+def _write_settings(user_data: Path, overrides: dict[str, Any]) -> None:
+    settings = {
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": False,
+        "workbench.enableExperiments": False,
+        "extensions.ignoreRecommendations": True,
+        "telemetry.telemetryLevel": "off",
+        "security.workspace.trust.enabled": False,
+        "update.mode": "none",
+        "editor.minimap.enabled": False,
+        **overrides,
+    }
+    (user_data / "User").mkdir(parents=True, exist_ok=True)
+    (user_data / "User" / "settings.json").write_text(
+        json.dumps(settings, indent=2), encoding="utf-8"
+    )
+
+
+@pytest.fixture
+def launch(
+    tmp_path: Path, code_server: Path, vsix: Path
+) -> Iterator[Callable[[dict[str, Any]], dict[str, Any]]]:
+    """Starts code-server on a fresh workspace with the extension installed and these settings."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(settings: dict[str, Any]) -> dict[str, Any]:
+        workspace = tmp_path / "workspace"
+        workspace.mkdir()
+        (workspace / "app.py").write_text(APP_PY, encoding="utf-8")
+        user_data, extensions = tmp_path / "user-data", tmp_path / "extensions"
+        _write_settings(
+            user_data, {"ephemeralContext.dataDirectory": str(tmp_path / "ectx-data"), **settings}
+        )
+        base = [
+            str(code_server),
+            "--user-data-dir",
+            str(user_data),
+            "--extensions-dir",
+            str(extensions),
+        ]
+        subprocess.run(
+            [*base, "--install-extension", str(vsix)], check=True, capture_output=True, timeout=120
+        )
+        proc = subprocess.Popen(
+            [
+                *base,
+                "--bind-addr",
+                "127.0.0.1:0",
+                "--auth",
+                "none",
+                "--disable-telemetry",
+                "--disable-update-check",
+                "--disable-workspace-trust",
+                str(workspace),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        procs.append(proc)
+        url = _follow_log(proc, tmp_path / "code-server.log")
+        return {"url": url, "workspace": workspace, "user_data": user_data}
+
+    yield start
+    for proc in procs:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def _follow_log(proc: subprocess.Popen[str], log_path: Path) -> str:
+    """Copies code-server's output to a log file; returns its address once it listens."""
+    pattern = re.compile(r"HTTP server listening on (http://127\.0\.0\.1:\d+)")
+    found: list[str] = []
+    listening = threading.Event()
+
+    def copy() -> None:
+        assert proc.stdout is not None
+        with log_path.open("w") as log:
+            for line in proc.stdout:
+                log.write(line)
+                log.flush()
+                match = pattern.search(line)
+                if match and not found:
+                    found.append(match.group(1))
+                    listening.set()
+        listening.set()  # end of output: code-server exited
+
+    threading.Thread(target=copy, daemon=True).start()
+    listening.wait(timeout=120)
+    if not found:
+        raise AssertionError(f"code-server did not start:\n{log_path.read_text()}")
+    return found[0]
+
+
+def _extension_logs(user_data: Path) -> str:
+    """The extension's output channel (the server's log included), for failure messages."""
+    logs = sorted(user_data.glob("logs/**/*Ephemeral Context*.log"))
+    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-6000:]}" for p in logs)
+
+
+def _drive(workbench: dict[str, Any], tmp_path: Path, **extra: Any) -> dict[str, Any]:
+    """Runs extension/e2e/run.mjs against the workbench; returns what it observed."""
+    config = {
+        "url": workbench["url"],
+        "workspace": str(workbench["workspace"]),
+        "file": "app.py",
+        "fileMarker": "class App",
+        "artifactsDir": str(ARTIFACTS),
+        "chromium": CHROMIUM,
+        "timeoutMs": 60_000,
+        **extra,
+    }
+    config_path = tmp_path / "e2e-config.json"
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    result = subprocess.run(
+        ["node", str(EXTENSION_DIR / "e2e" / "run.mjs"), str(config_path)],
+        cwd=EXTENSION_DIR,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if result.returncode != 0:
+        pytest.fail(
+            f"{result.stderr}\n{result.stdout}\n"
+            f"extension log:\n{_extension_logs(workbench['user_data'])}",
+            pytrace=False,
+        )
+    observed: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return observed
+
+
+def test_extension_in_the_real_workbench(
+    launch: Callable[[dict[str, Any]], dict[str, Any]], fake_api: tuple[str, Path], tmp_path: Path
+) -> None:
+    """Status bar, Ask Claude with streamed answer and applied edit, Context view, no-key notice."""
+    api_url, record = fake_api
+    workbench = launch(
+        {"ephemeralContext.interpreter": [str(PYTHON)], "ephemeralContext.apiBaseUrl": api_url}
+    )
+    seen = _drive(
+        workbench,
+        tmp_path,
+        typedText="# a note typed by the end-to-end test, long enough to change the token count",
+        prompt="Rename App.run to App.start",
+        apiKey=API_KEY,
+        expectEdit="def start(self)",
+    )
+
+    # Status bar: tokens/budget, hit rate and dollars saved, changing with the edit.
+    assert re.search(r"/150k · \d+% cached · \$\d", seen["statusAtStart"]), seen["statusAtStart"]
+    assert seen["statusAfterAdd"] != seen["statusAtStart"]
+    assert seen["statusAfterEdit"] != seen["statusAfterAdd"]
+    assert "files in full" in seen["tooltip"] and "evicted" in seen["tooltip"]
+
+    # No key yet: the panel explains how to set one.
+    assert "Set API Key" in seen["noKeyNotice"]
+
+    # The streamed answer, what the model read, and its edit applied in the open editor.
+    assert "Renamed App.run to App.start in app.py." in seen["answer"]
+    assert any("app.py" in read for read in seen["reads"]), seen["reads"]
+    assert any("app.py" in edit for edit in seen["edits"]), seen["edits"]
+    assert "def start(self)" in seen["editorAfterAsk"]
+    assert "def run(self)" not in seen["editorAfterAsk"]
+    assert "3 calls" in seen["doneStatus"], seen["doneStatus"]
+
+    # The Context view lists the file.
+    assert any(row.startswith("app.py") for row in seen["contextRows"]), seen["contextRows"]
+
+    # The key set through the UI (SecretStorage) reached the server through its environment.
+    requests = [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
+    messages = [
+        r
+        for r in requests
+        if r.get("path", "").startswith("/v1/messages") and "count_tokens" not in r["path"]
+    ]
+    assert len(messages) == 3, [r.get("path") for r in requests]
+    for request in messages:
+        headers = {k.lower(): v for k, v in request["headers"].items()}
+        assert (
+            headers.get("x-api-key") == API_KEY
+            or headers.get("authorization") == f"Bearer {API_KEY}"
+        )
+
+    # The edit went to the editor buffer (undoable), not behind its back to disk.
+    assert "def run(self)" in (workbench["workspace"] / "app.py").read_text(encoding="utf-8")
+    assert (ARTIFACTS / "vscode-e2e.png").stat().st_size > 10_000
+    print(json.dumps(seen, indent=2), file=sys.stderr)
+
+
+def _python_without_the_package() -> str:
+    python = shutil.which("python3") or "/usr/bin/python3"
+    probe = subprocess.run([python, "-c", "import ephemeral_context"], capture_output=True)
+    if probe.returncode == 0:
+        pytest.skip(f"{python} has ephemeral_context installed; no bare Python to test with")
+    return python
+
+
+@pytest.mark.parametrize(
+    ("case", "status", "toast"),
+    [
+        ("no-python", "Context: no Python", "Python could not be run"),
+        (
+            "missing-package",
+            "Context: server not installed",
+            "Create a virtual environment for the server",
+        ),
+    ],
+)
+def test_a_broken_setup_is_explained_and_never_blocks_the_editor(
+    launch: Callable[[dict[str, Any]], dict[str, Any]],
+    tmp_path: Path,
+    case: str,
+    status: str,
+    toast: str,
+) -> None:
+    """No Python, or a Python without the server package: a status-bar state and a notification."""
+    interpreter = (
+        str(tmp_path / "no-such-python") if case == "no-python" else _python_without_the_package()
+    )
+    workbench = launch({"ephemeralContext.interpreter": [interpreter]})
+    seen = _drive(
+        workbench,
+        tmp_path,
+        failure={"status": status, "toast": toast, "screenshot": f"vscode-{case}.png"},
+    )
+    assert status in seen["status"]
+    assert toast in seen["toast"]
+    if case == "missing-package":
+        assert "Create Virtual Environment" in seen["toast"]
