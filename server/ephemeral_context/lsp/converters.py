@@ -14,7 +14,14 @@ from lsprotocol import types
 
 from ephemeral_context.cache_sim import Usage
 from ephemeral_context.context.engine import EngineStatus, HydratedText, ItemInfo
-from ephemeral_context.documents import Position, PositionEncoding, Range, TextEdit, uri_to_path
+from ephemeral_context.documents import (
+    Document,
+    Position,
+    PositionEncoding,
+    Range,
+    TextEdit,
+    uri_to_path,
+)
 from ephemeral_context.lsp.protocol import (
     AskEdit,
     AskResult,
@@ -167,4 +174,18 @@ def ask_result(result: AgentResult) -> AskResult:
         calls=result.calls,
         usage=ask_usage(result.usage),
         edits=[AskEdit(uri=e.uri, applied=e.applied) for e in result.edits if e.uri],
+    )
+
+
+def current_slice(
+    item_id: str, document: Document, offset: int, limit: int | None
+) -> HydrateResult:
+    end = None if limit is None else offset + limit
+    return HydrateResult(
+        id=item_id,
+        text=document.text[offset:end],
+        total_length=len(document.text),
+        offset=offset,
+        uri=document.uri,
+        version=document.version,
     )

@@ -218,7 +218,10 @@ OPTIONAL_EMPTY = EmptyParams | None
 
 
 def _request(method: str, params_type: Any) -> type[Any]:
-    """A request envelope class typed for one method, shaped like lsprotocol's own."""
+    """A request envelope class typed for one method, shaped like lsprotocol's own.
+
+    `method` and `jsonrpc` have no defaults: the converter leaves out default values.
+    """
     cls = attrs.make_class(
         _class_name(method, "Request"),
         {
@@ -228,9 +231,10 @@ def _request(method: str, params_type: Any) -> type[Any]:
                 if params_type == OPTIONAL_EMPTY
                 else attrs.field(type=params_type)
             ),
-            "method": attrs.field(type=str, default=method),
-            "jsonrpc": attrs.field(type=str, default="2.0"),
+            "method": attrs.field(type=str),
+            "jsonrpc": attrs.field(type=str),
         },
+        kw_only=True,
     )
     return cls
 
@@ -241,8 +245,9 @@ def _response(method: str, result_type: Any) -> type[Any]:
         {
             "id": attrs.field(type=_OPTIONAL_ID_TYPE),
             "result": attrs.field(type=result_type),
-            "jsonrpc": attrs.field(type=str, default="2.0"),
+            "jsonrpc": attrs.field(type=str),
         },
+        kw_only=True,
     )
 
 
@@ -251,9 +256,10 @@ def _notification(method: str, params_type: Any) -> type[Any]:
         _class_name(method, "Notification"),
         {
             "params": attrs.field(type=params_type),
-            "method": attrs.field(type=str, default=method),
-            "jsonrpc": attrs.field(type=str, default="2.0"),
+            "method": attrs.field(type=str),
+            "jsonrpc": attrs.field(type=str),
         },
+        kw_only=True,
     )
 
 
@@ -314,6 +320,17 @@ class EphemeralContextProtocol(LanguageServerProtocol):
             raise
 
     def handle_message(self, message: Any) -> None:
+        if getattr(message, "jsonrpc", None) != "2.0":
+            # A batch, a scalar, or an object without "jsonrpc": "2.0" (pygls would drop it).
+            msg_id = (
+                message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
+            )
+            if isinstance(msg_id, int | str) or msg_id is None:
+                error = JsonRpcInvalidRequest(
+                    "not a JSON-RPC 2.0 request, response or notification"
+                )
+                self._send_response(msg_id, error=error.to_response_error())  # type: ignore[arg-type]
+            return
         if isinstance(message, RejectedRequest):
             if message.id is None:
                 self._server.window_log_message(

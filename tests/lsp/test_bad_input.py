@@ -1,0 +1,165 @@
+"""Malformed JSON-RPC, unknown methods, huge messages and unknown URIs or ids: each gets a
+JSON-RPC error (or, for notifications, is logged), and the server keeps serving.
+
+These tests write raw frames (tests/lsp/raw_rpc.py): pytest-lsp only sends valid messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from raw_rpc import RawServer
+
+LIMIT = 200_000
+
+
+@pytest.fixture
+def server(workspace: Path) -> Iterator[RawServer]:
+    with RawServer.start("--max-message-bytes", str(LIMIT)) as raw:
+        answer = raw.initialize(workspace.as_uri())
+        assert "result" in answer
+        yield raw
+
+
+def still_serving(server: RawServer) -> None:
+    answer = server.request("ephemeralContext/status", {})
+    assert answer["result"]["budget"] > 0
+
+
+def error_of(answer: dict[str, object]) -> dict[str, object]:
+    error = answer.get("error")
+    assert isinstance(error, dict), answer
+    return error
+
+
+def test_not_json(server: RawServer) -> None:
+    server.send_body(b'{"jsonrpc": "2.0", "id": 1, "method": ')
+    error = error_of(server.response(None))
+    assert error["code"] == -32700
+    still_serving(server)
+
+
+def test_not_utf8(server: RawServer) -> None:
+    server.send_body(b'{"jsonrpc": "2.0", "id": 5, "method": "\xff\xfe"}')
+    assert error_of(server.response(None))["code"] == -32700
+    still_serving(server)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"id": 41, "method": "ephemeralContext/status"},  # no "jsonrpc"
+        {"jsonrpc": "1.0", "id": 41, "method": "ephemeralContext/status"},
+        [{"jsonrpc": "2.0", "id": 41, "method": "ephemeralContext/status"}],  # a batch
+        "just a string",
+    ],
+)
+def test_not_a_request(server: RawServer, body: object) -> None:
+    server.send_body(json.dumps(body).encode())
+    msg_id = 41 if isinstance(body, dict) else None
+    assert error_of(server.response(msg_id))["code"] == -32600
+    still_serving(server)
+
+
+def test_unknown_method(server: RawServer) -> None:
+    answer = server.request("ephemeralContext/noSuchThing", {})
+    assert error_of(answer)["code"] == -32601
+    server.notify("ephemeralContext/noSuchNotification", {"x": 1})  # ignored, logged
+    still_serving(server)
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("ephemeralContext/pin", {}),
+        ("ephemeralContext/pin", {"uri": 5}),
+        ("ephemeralContext/hydrate", {"id": "x", "offset": "far"}),
+        ("ephemeralContext/ask", {"conversationId": "c"}),
+        ("ephemeralContext/drop", {"uri": "file:///a", "id": "b"}),
+        ("ephemeralContext/drop", {}),
+        ("workspace/executeCommand", {"command": "ectx.pin", "arguments": [{"nope": 1}]}),
+        ("workspace/executeCommand", {"command": "ectx.nothing", "arguments": []}),
+    ],
+)
+def test_wrong_params(server: RawServer, method: str, params: object) -> None:
+    assert error_of(server.request(method, params))["code"] == -32602
+    still_serving(server)
+
+
+def test_unknown_uris_and_ids(server: RawServer, workspace: Path) -> None:
+    missing = (workspace / "no-such-file.py").as_uri()
+    error = error_of(server.request("ephemeralContext/pin", {"uri": missing}))
+    assert error["code"] == -32602 and error["data"] == {"reason": "not-found"}
+
+    outside = error_of(server.request("ephemeralContext/pin", {"uri": "file:///etc/hostname"}))
+    assert outside["data"] == {"reason": "outsideWorkspace"}
+
+    unknown = error_of(server.request("ephemeralContext/hydrate", {"id": "deadbeef"}))
+    assert unknown["code"] == -32602 and unknown["data"] == {"reason": "unknown"}
+    invalid = error_of(server.request("ephemeralContext/hydrate", {"id": "../../etc"}))
+    assert invalid["data"] == {"reason": "invalid"}
+
+    unpinned = error_of(server.request("ephemeralContext/unpin", {"uri": missing}))
+    assert unpinned["data"] == {"reason": "unknown"}
+
+    # edits and closes of documents that were never opened are ignored
+    server.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": missing, "version": 3},
+            "contentChanges": [{"text": "x"}],
+        },
+    )
+    server.notify("textDocument/didClose", {"textDocument": {"uri": missing}})
+    still_serving(server)
+
+
+def test_secret_files_are_refused(server: RawServer, workspace: Path) -> None:
+    env = workspace / ".env"
+    env.write_text("TOKEN=abc\n", encoding="utf-8")
+    error = error_of(server.request("ephemeralContext/pin", {"uri": env.as_uri()}))
+    assert error["data"] == {"reason": "secret"}
+    key = workspace / "deploy.py"
+    key.write_text(
+        "K = '''-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----'''\n"
+    )
+    error = error_of(server.request("ephemeralContext/pin", {"uri": key.as_uri()}))
+    assert error["data"] == {"reason": "secret"}
+    assert "MIIB" not in json.dumps(error)
+
+
+def test_huge_request_and_notification(server: RawServer, workspace: Path) -> None:
+    """Over the limit: the body is discarded, a request gets InvalidRequest with its id."""
+    big = "x" * (LIMIT + 10)
+    server.send(
+        {"jsonrpc": "2.0", "id": 77, "method": "ephemeralContext/pin", "params": {"uri": big}}
+    )
+    error = error_of(server.response(77))
+    assert error["code"] == -32600 and str(LIMIT) in str(error["message"])
+
+    uri = (workspace / "big.py").as_uri()
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": big}},
+    )
+    still_serving(server)
+    assert server.request("ephemeralContext/status", {})["result"]["openDocuments"] == 0
+
+
+def test_ask_without_api_key(server: RawServer) -> None:
+    """No key in the environment: RequestFailed with a message that says what to do."""
+    error = error_of(server.request("ephemeralContext/ask", {"prompt": "hello"}))
+    assert error["code"] == -32803
+    assert "ANTHROPIC_API_KEY" in str(error["message"])
+    still_serving(server)
+
+
+def test_replay_of_a_missing_file(server: RawServer, tmp_path: Path) -> None:
+    error = error_of(
+        server.request("ephemeralContext/replay", {"path": str(tmp_path / "none.jsonl")})
+    )
+    assert error["code"] == -32602
+    still_serving(server)
