@@ -69,7 +69,7 @@ from ephemeral_context.context.ledger import (
     binary_reason,
 )
 from ephemeral_context.context.skills import SkillMeta, parse_skill, trigger_fired
-from ephemeral_context.syntax import Symbol, address, find_symbol, outline_text
+from ephemeral_context.syntax import Symbol, address, find_symbol, outline_text, render_synopsis
 from ephemeral_context.tokens import BLOCK_OVERHEAD_TOKENS, estimate_block_tokens
 
 log = logging.getLogger(__name__)
@@ -198,6 +198,8 @@ class _FileView:
     call: int
     blocks: list[int] = field(default_factory=list)
     in_segment: bool = False
+    demoted: bool = False
+    """Shown as synopsis plus id in the segment (the text itself is not visible)."""
 
 
 @dataclass
@@ -962,7 +964,7 @@ class ContextEngine:
                 "cost gate" if not cold else "cold cache",
             )
         if not c.entries or not segment_warm:
-            self._rebuild_segment(c)
+            self._rebuild_segment(c, ttl)
         total = thread_start + c.thread_tokens
         if total > self.config.context_budget:
             chosen = set(plan.evict)
@@ -1002,10 +1004,7 @@ class ContextEngine:
             if freed <= 0:
                 continue
             if tb.uri is not None:
-                uses = c.touches.get(tb.uri, [])
-                idle = c.calls - (uses[-1] if uses else tb.call)
-                reuse = policy.idle_reuse_probability(idle, gaps, open_idles)
-                wait = policy.expected_wait(idle, gaps)
+                reuse, wait = self._file_reuse(c, tb.uri, tb.call, gaps, open_idles)
             else:
                 reuse = policy.reuse_probability(
                     c.rehydrated.get(tb.kind, 0), c.evicted_by_kind.get(tb.kind, 0)
@@ -1015,14 +1014,29 @@ class ContextEngine:
         return out
 
     @staticmethod
-    def _file_gaps(c: _Conversation) -> tuple[list[int], list[int]]:
+    def _file_gaps(c: _Conversation) -> tuple[list[int], dict[str, int]]:
+        """Gaps between uses of a file so far, and each file's current idle span."""
         gaps: list[int] = []
-        open_idles: list[int] = []
-        for uses in c.touches.values():
+        open_idles: dict[str, int] = {}
+        for uri, uses in c.touches.items():
             calls = sorted(set(uses))
             gaps.extend(b - a for a, b in itertools.pairwise(calls))
-            open_idles.append(c.calls - calls[-1])
+            open_idles[uri] = c.calls - calls[-1]
         return gaps, open_idles
+
+    @staticmethod
+    def _file_reuse(
+        c: _Conversation, uri: str, since: int, gaps: list[int], open_idles: dict[str, int]
+    ) -> tuple[float, float | None]:
+        """Chance the file is used again and the expected wait, from the other files' history
+        (the file's own open span is what is being predicted, so it is not evidence)."""
+        uses = c.touches.get(uri, [])
+        idle = c.calls - (uses[-1] if uses else since)
+        others = [g for other, g in open_idles.items() if other != uri]
+        return (
+            policy.idle_reuse_probability(idle, gaps, others),
+            policy.expected_wait(idle, gaps),
+        )
 
     @staticmethod
     def _placeholder_text(c: _Conversation, tb: ThreadBlock) -> str:
@@ -1107,55 +1121,69 @@ class ContextEngine:
             reason,
         )
 
-    def _rebuild_segment(self, c: _Conversation) -> None:
-        """Cold cache: the segment takes the current version of every whole file the model
-        sees; thread copies of those files become references (a free rewrite)."""
+    def _rebuild_segment(self, c: _Conversation, ttl: Ttl) -> None:
+        """Cold cache: rebuild the segment from the current version of every whole file the
+        model sees, at no extra cost (everything after the system prompt is written anyway).
+
+        Thread copies of those files become one-line references. A file the cost gate says
+        is not worth keeping whole (long untouched, likely not needed again) is demoted to
+        its synopsis plus id.
+        """
         entries: list[SegmentEntry] = []
-        moved: list[int] = []
+        moved: list[tuple[int, str]] = []
+        m = policy.remaining_calls(c.calls, self._horizon(c))
+        gaps, open_idles = self._file_gaps(c)
         for uri, view in c.files.items():
-            if not view.whole or not self._view_visible(c, view):
+            visible = self._view_visible(c, view)
+            if not view.whole or not (visible or view.demoted):
                 continue
             item = self.ledger.current(uri)
             if item is None or (item.state is ItemState.REFERENCE and item.reason):
                 continue
-            text = f'<file path="{_label(uri)}" id="{view.item_id}">\n{view.text}\n</file>'
-            entries.append(
-                SegmentEntry(
-                    view.item_id,
-                    uri,
-                    text,
-                    self._count(text, "code"),
-                    item.changed_at,
-                    content_key(text),
-                )
+            label = _label(uri)
+            text = f'<file path="{label}" id="{view.item_id}">\n{view.text}\n</file>'
+            tokens = self._count(text, "code")
+            synopsis = "" if item.pinned else render_synopsis(outline_text(view.text, label))
+            if not visible and not synopsis:
+                continue
+            short = f'<file path="{label}" id="{view.item_id}" shown="synopsis">\n{synopsis}</file>'
+            reuse, wait = self._file_reuse(c, uri, view.call, gaps, open_idles)
+            freed = tokens - self._count(short, "code")
+            keep = policy.Candidate(0, 0, freed, reuse, wait)
+            demote = bool(synopsis) and (
+                not visible
+                or (keep.freed > 0 and policy.candidate_value(keep, m, policy.RATES, ttl) > 0)
             )
-            for i in view.blocks:
-                tb = c.thread[i]
-                if not tb.evicted:
-                    moved.append(i)
-            view.in_segment = True
+            if demote:
+                text, tokens = short, self._count(short, "code")
+            entries.append(
+                SegmentEntry(view.item_id, uri, text, tokens, item.changed_at, content_key(text))
+            )
+            note = "synopsis in the file segment" if demote else "now in the file segment"
+            moved.extend((i, note) for i in view.blocks if not c.thread[i].evicted)
+            view.in_segment, view.demoted = not demote, demote
             view.blocks = []
+            item.state = ItemState.SYNOPSIS if demote else ItemState.FULL
         entries.sort(key=lambda e: (e.changed_at, e.uri))
         if [e.key for e in entries] == [e.key for e in c.segment] and not moved:
             return
-        for i in moved:
+        for i, note in moved:
             tb = c.thread[i]
-            ref = f"[[file:{tb.item_id}]] {_label(tb.uri or '')}: now in the file segment."
+            ref = f"[[file:{tb.item_id}]] {_label(tb.uri or '')}: {note}."
             tb.original = tb.block
             block = dict(tb.block)
             if block.get("type") == "tool_result":
                 block["content"] = ref
             elif block.get("type") == "tool_use":
-                block["input"] = {**dict(block.get("input") or {}), "content": ref}
+                block["input"] = _shrink_input(block.get("input") or {}, ref)
             else:
                 block = {"type": "text", "text": ref}
-            tb.block, tb.key, tb.tokens, tb.evicted = (
-                block,
-                content_key(block),
-                self._count(ref, "prose"),
-                True,
+            tb.block, tb.key, tb.evicted, tb.kind = block, content_key(block), True, "consolidated"
+            tb.tokens = (
+                self._block_tokens(block)
+                if block.get("type") == "tool_use"
+                else (self._count(ref, "prose"))
             )
-            tb.kind = "consolidated"
         c.segment = entries
         if c.thread:
             self._after_change(c, 0)

@@ -159,3 +159,28 @@ def test_requests_stay_within_the_context_budget(store: Store, clock: Clock) -> 
     built = engine.last_request("c")
     assert built is not None and built.total_tokens <= 20_000
     assert any(e.reason == "over the context budget" for e in engine.events)
+
+
+def test_a_long_untouched_file_is_demoted_to_its_synopsis_when_cold(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    for _ in range(3):  # in active use: read on consecutive calls
+        d.call()
+        d.read("/old.py", source(80, "old_"))
+    clock.advance(7200)  # first cold gap: the file moves into the segment, whole
+    d.call()
+    system = [b["text"] for b in d.requests[-1]["system"]]
+    assert any("def old_f79(x):" in t for t in system)
+    for step in range(40):  # other work; /new.py is touched every few calls
+        d.read("/new.py", source(5, f"n{step}_")) if step % 3 == 0 else d.bash("ok\n")
+        clock.advance(10)
+        d.call()
+    clock.advance(7200)  # second cold gap: /old.py is long untouched
+    d.call()
+    system = [b["text"] for b in d.requests[-1]["system"]]
+    old = [t for t in system if 'path="/old.py"' in t]
+    assert len(old) == 1 and 'shown="synopsis"' in old[0]
+    assert "old_f79" in old[0] and "return x + 79" not in old[0]
+    assert [i.state for i in engine.items() if i.uri == "file:///old.py"] == ["synopsis"]
