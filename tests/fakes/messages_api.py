@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -79,6 +79,10 @@ class Reply:
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     stop_reason: str | None = None
+    delay: float = 0.0
+    """Seconds between streamed events (JSON "delay"): lets an editor cancel mid-answer."""
+    gate: threading.Event | None = field(default=None, compare=False)
+    """In-process only: a stream stops after its first text delta until the test sets this."""
 
     def resolved_stop_reason(self) -> str:
         if self.stop_reason:
@@ -115,6 +119,10 @@ class RecordedRequest:
     status: int = 0
     usage: dict[str, Any] | None = None
     time: float = 0.0
+    completed: bool = False
+    """The whole answer was written (false when the client went away mid-stream)."""
+    done: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
+    """Set when the server has finished with this request, answered or not."""
 
 
 TurnSource = Turn | Callable[[RecordedRequest], Turn]
@@ -195,7 +203,12 @@ def parse_turn(item: Any) -> Turn:
         calls.append(ToolCall(call["name"], dict(tool_input), call.get("id")))
     if not calls and "text" not in item:
         raise ValueError(f"a turn needs 'text', 'tool_use', 'refusal' or 'error': {item!r}")
-    return Reply(str(item.get("text", "")), tuple(calls), item.get("stop_reason"))
+    return Reply(
+        str(item.get("text", "")),
+        tuple(calls),
+        item.get("stop_reason"),
+        delay=float(item.get("delay", 0.0)),
+    )
 
 
 def load_script(path: Path) -> list[Turn]:
@@ -535,8 +548,9 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             return
 
         def do_GET(self) -> None:
-            self._start_record("GET", None)
+            record = self._start_record("GET", None)
             self._send_error(ApiError(404, "not_found_error", f"Not found: {self.path}"))
+            record.done.set()
 
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
@@ -558,14 +572,19 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                     raise _Reject(ApiError(404, "not_found_error", f"Not found: {path}"))
             except _Reject as rejected:
                 self._send_error(rejected.error)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client went away (a cancelled stream)
             except Exception as exc:  # a bug in the fake must not hang the client under test
                 print(f"fake Messages API: {exc!r}", file=sys.stderr)
                 self._send_error(ApiError(500, "api_error", f"fake Messages API failed: {exc!r}"))
+            finally:
+                record.done.set()
 
         # --- helpers
 
         def _start_record(self, method: str, body: Any) -> RecordedRequest:
             headers = {k.lower(): v for k, v in self.headers.items()}
+            self._delay = 0.0
             self._record = RecordedRequest(
                 method, self.path.split("?", 1)[0], headers, body, time=api._clock()
             )
@@ -586,6 +605,7 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
+            self._record.completed = True
 
         def _send_error(self, error: ApiError) -> None:
             extra = {}
@@ -671,6 +691,7 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 return
             assert reply is not None
             turn, blocks, output_tokens = reply
+            self._delay = turn.delay
             for index, block in enumerate(blocks):
                 if block["type"] == "text":
                     self._event(
@@ -690,6 +711,8 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                                 "delta": {"type": "text_delta", "text": piece},
                             },
                         )
+                        if turn.gate is not None and not turn.gate.is_set():
+                            turn.gate.wait(timeout=60)
                 else:
                     start = {
                         "type": "tool_use",
@@ -723,8 +746,11 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             )
             self._event("message_stop", {"type": "message_stop"})
             self._end_chunks()
+            self._record.completed = True
 
         def _event(self, name: str, data: Mapping[str, Any]) -> None:
+            if self._delay:
+                time.sleep(self._delay)
             payload = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
             self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
             self.wfile.flush()

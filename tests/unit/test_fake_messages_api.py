@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -512,3 +513,27 @@ def test_a_well_formed_tool_loop_and_a_prefill_are_accepted(fake_messages_api: S
     assert sdk.messages.create(model=MODEL, max_tokens=8, messages=loop).content  # type: ignore[arg-type]
     prefill = [*HI, {"role": "assistant", "content": "Sure,"}]
     assert sdk.messages.create(model=MODEL, max_tokens=8, messages=prefill).content  # type: ignore[arg-type]
+
+
+def test_a_gated_stream_lets_a_client_cancel_mid_answer(fake_messages_api: Start) -> None:
+    gate = threading.Event()
+    api = fake_messages_api(
+        [Reply(text="first part, then much more text " * 20, gate=gate), "next"]
+    )
+    sdk = client(api, max_retries=0)
+    with sdk.messages.stream(model=MODEL, max_tokens=500, messages=HI) as stream:
+        first = next(event for event in stream if event.type == "text")
+    assert first.text  # the stream was closed here, as a cancelled request closes it
+    gate.set()
+    record = api.message_requests[0]
+    assert record.done.wait(10)
+    assert record.completed is False
+    # The server keeps serving after a client walked away.
+    assert sdk.messages.create(model=MODEL, max_tokens=8, messages=HI).content
+    assert api.message_requests[1].done.wait(10) and api.message_requests[1].completed
+
+
+def test_delay_paces_the_stream_in_script_form(fake_messages_api: Start) -> None:
+    api = fake_messages_api([{"text": "slow words", "delay": 0.01}])
+    with client(api).messages.stream(model=MODEL, max_tokens=50, messages=HI) as stream:
+        assert stream.get_final_message().content[0].text == "slow words"  # type: ignore[union-attr]
