@@ -227,6 +227,7 @@ class _Conversation:
     skills: dict[int, _SkillState] = field(default_factory=dict)
     last_assistant: int = -1
     last_cacheable: int = -1
+    prefix_key: int = 0
     touches: dict[str, list[int]] = field(default_factory=dict)
     baseline: list[Block] = field(default_factory=list)
     sim: PromptCache | None = None
@@ -753,7 +754,7 @@ class ContextEngine:
         block is a file and a definition holds it (read_symbol), else the whole block."""
         item = tb.item_id or "?"
         part = _enclosing_symbol(tb.text, _label(tb.uri), needle) if tb.uri and needle else None
-        if part is not None and tb.kind in ("file", "write_input", "consolidated"):
+        if part is not None and tb.kind in ("file", "write_input", "consolidated", "rehydration"):
             qualname, body = part
             text = f"[read_symbol('{_label(tb.uri or '')}', '{qualname}')]\n{body}"
             shown = body
@@ -831,6 +832,9 @@ class ContextEngine:
         )
         tool_blocks = self._tools_blocks(tools)
         prefix = sum(b.tokens for b in tool_blocks) + sys_tokens
+        prefix_key = hash((model, system, tuple(b.key for b in tool_blocks)))
+        if prefix_key != c.prefix_key:  # another model, system prompt or tool set: all cold
+            c.prefix_key, c.entries = prefix_key, {}
         self._expire(c, now)
         if self.config.eviction and c.calls > 0:
             self._consolidate(c, prefix, ttl)
@@ -1046,7 +1050,7 @@ class ContextEngine:
             return f"[[skill:{item}]] skill used; body evicted. read_session_file('{item}')."
         if tb.kind == "tool_input":
             return f"[[input:{item}]] {tb.original_tokens} tokens; read_session_file('{item}')"
-        if tb.uri is not None and tb.kind in ("file", "write_input"):
+        if tb.uri is not None and tb.kind in ("file", "write_input", "rehydration"):
             return (
                 f"[[file:{item}]] {_label(tb.uri)} ({tb.original_tokens} tokens) evicted; "
                 f"read_session_file('{item}') or read_symbol shows it again."
