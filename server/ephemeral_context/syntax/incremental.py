@@ -10,9 +10,8 @@ says which symbols were added, removed or changed, by `SymbolId`.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 import tree_sitter as ts
@@ -23,14 +22,16 @@ from ephemeral_context.syntax.outline import (
     Definition,
     Limits,
     Outline,
-    Symbol,
     SymbolId,
     analyse,
     fallback_reason,
     find_definitions,
     make_outline,
+    nest,
     new_parser,
+    outline_order,
 )
+from ephemeral_context.syntax.table import SymbolTable
 
 
 class ByteEditLike(Protocol):
@@ -52,13 +53,16 @@ class ByteEditLike(Protocol):
 
 @dataclass(frozen=True)
 class SymbolChanges:
-    """What one update did to the document's definitions (`incremental`: reused the old tree)."""
+    """What one update did to the document's definitions (`incremental`: reused the old tree).
 
-    outline: Outline
-    incremental: bool = False
+    The new outline is `IncrementalSyntax.outline`; it is built when first read, so an update
+    that nobody renders costs only what it changed.
+    """
+
     added: tuple[SymbolId, ...] = ()
     removed: tuple[SymbolId, ...] = ()
     changed: tuple[SymbolId, ...] = ()
+    incremental: bool = False
 
     @property
     def any(self) -> bool:
@@ -66,13 +70,8 @@ class SymbolChanges:
 
 
 Span = tuple[int, int]
-
-
-def _touches(definition: Definition, spans: Sequence[Span]) -> bool:
-    """Closed-interval overlap: an edit right at a definition's edge may extend it."""
-    return any(
-        definition.start_byte <= end and definition.end_byte >= start for start, end in spans
-    )
+# Above this many re-queried definitions one update re-reads the whole tree instead.
+_MAX_PIECEWISE = 256
 
 
 def _merge(spans: Iterable[Span]) -> list[Span]:
@@ -107,12 +106,20 @@ class IncrementalSyntax:
         self._limits = limits or Limits()
         self._parser = new_parser(self._language) if self._language else None
         self._tree: ts.Tree | None = None
-        self._definitions: list[Definition] = []
-        self._source = b""
-        self._outline = self._rebuild(text)
+        self._table = SymbolTable((), ())
+        self._text, self._source = "", b""
+        self._outline: Outline | None = None
+        self._rebuild(text)
 
     @property
     def outline(self) -> Outline:
+        """The current outline, equal to `outline_text` of the current text."""
+        if self._outline is None:
+            self._outline = make_outline(
+                self._path, self._language, self._text, self._table.symbols(),
+                has_errors=self._tree is not None and self._tree.root_node.has_error,
+                limits=self._limits,
+            )  # fmt: skip
         return self._outline
 
     @property
@@ -126,15 +133,17 @@ class IncrementalSyntax:
 
     def apply(self, edits: Sequence[ByteEditLike], text: str) -> SymbolChanges:
         """Bring tree and outline to `text`, which is the old text with `edits` applied in order."""
-        old_outline, old_source = self._outline, self._source
-        if self._tree is None or self._parser is None or not edits:
-            self._outline = self._rebuild(text)
-            return _diff(old_outline, old_source, self._outline, self._source)
         source = text.encode("utf-8", errors="surrogatepass")
-        if fallback_reason(text, source, self._language, self._limits) is not None:
-            self._outline = self._rebuild(text)
-            return _diff(old_outline, old_source, self._outline, self._source)
-        tree, definitions = self._tree, self._definitions
+        if (
+            self._tree is None
+            or self._parser is None
+            or not edits
+            or fallback_reason(text, source, self._language, self._limits) is not None
+        ):
+            return self._replace_all(text)
+        tree, table = self._tree, self._table
+        table.begin()
+        keys: set[tuple[str, str]] = set()
         spans: list[Span] = []
         for edit in edits:
             tree.edit(
@@ -143,89 +152,81 @@ class IncrementalSyntax:
             )  # fmt: skip
             spans = [_shift_span(span, edit) for span in spans]
             spans.append((edit.start_byte, edit.new_end_byte))
-            definitions = _shift_definitions(definitions, edit)
+            keys |= table.remove_touching(edit.start_byte, edit.old_end_byte)
+            table.shift(
+                edit.old_end_byte,
+                edit.new_end_byte - edit.old_end_byte,
+                edit.new_end_point[0] - edit.old_end_point[0],
+            )
         try:
             new_tree = parse_bounded(self._parser, source, self._limits.budget, old_tree=tree)
         except BudgetExceeded:
-            new_tree = None
-        if new_tree is None or new_tree.root_node.has_error:
+            return self._replace_all(text)
+        if new_tree.root_node.has_error:
             # Error recovery may differ between an incremental and a fresh parse; only the
             # fresh one is the reference, so texts with syntax errors are parsed from scratch.
-            self._outline = self._rebuild(text)
-            return _diff(old_outline, old_source, self._outline, self._source)
-        spans = _merge(
-            [*spans, *((r.start_byte, r.end_byte) for r in tree.changed_ranges(new_tree))]
-        )
-        kept = [d for d in definitions if not _touches(d, spans)]
-        fresh: dict[tuple[int, int, str, str], Definition] = {}
+            return self._replace_all(text)
+        structural = ((r.start_byte, r.end_byte) for r in tree.changed_ranges(new_tree))
+        spans = _merge([*spans, *structural])
         assert self._language is not None
+        found: dict[tuple[int, int, str, str], Definition] = {}
         for start, end in spans:
-            query_range = (max(0, start - 1), end + 1)
-            for d in find_definitions(new_tree, source, self._language, query_range):
-                if _touches(d, spans):
-                    fresh[(d.start_byte, d.end_byte, d.kind, d.name)] = d
-        self._definitions = sorted(
-            [*kept, *fresh.values()], key=lambda d: (d.start_byte, -d.end_byte, d.name)
-        )
-        self._tree, self._source = new_tree, source
-        self._outline = make_outline(
-            self._path, self._language, text, self._definitions,
-            has_errors=new_tree.root_node.has_error, limits=self._limits,
-        )  # fmt: skip
-        recomputed = {(d.start_byte, d.end_byte) for d in fresh.values()}
-        changes = _diff(old_outline, old_source, self._outline, source, recomputed)
-        return replace(changes, incremental=True)
+            keys |= table.remove_touching(start, end)
+            for d in find_definitions(new_tree, source, self._language, touching=(start, end)):
+                found[(d.start_byte, d.end_byte, d.kind, d.name)] = d
+        if len(found) > _MAX_PIECEWISE:
+            return self._replace_all(text)
+        fresh_definitions = sorted(found.values(), key=outline_order)
+        fresh = nest(fresh_definitions)
+        table.insert(fresh, [d.scope for d in fresh_definitions])
+        keys |= {(s.kind, s.qualname) for s in fresh}
+        keys |= table.adopt_orphans(fresh)
+        table.renumber(keys)
+        old_source = self._source
+        self._tree, self._text, self._source, self._outline = new_tree, text, source, None
+        return _compare(table.left, old_source, table.entered(), source, incremental=True)
 
     def sexp(self) -> str:
         """The tree as an S-expression (empty without a tree), for comparing two parses."""
         return str(self._tree.root_node) if self._tree is not None else ""
 
-    def _rebuild(self, text: str) -> Outline:
+    def _replace_all(self, text: str) -> SymbolChanges:
+        """Parse from scratch and compare every symbol with the previous outline."""
+        old_source = self._source
+        before = [(s.identity, s.start_byte, s.end_byte) for s in self.outline.symbols]
+        self._rebuild(text)
+        after = [(s.identity, s.start_byte, s.end_byte) for s in self.outline.symbols]
+        return _compare(before, old_source, after, self._source, incremental=False)
+
+    def _rebuild(self, text: str) -> None:
         """Parse from scratch; on bad input keep no tree and outline by fallback."""
-        self._tree, self._definitions, outline = analyse(
+        self._tree, definitions, self._outline = analyse(
             text, self._path, self._language, self._limits, self._parser
         )
-        self._source = text.encode("utf-8", errors="surrogatepass")
-        return outline
+        self._table = SymbolTable(self._outline.symbols, [d.scope for d in definitions])
+        self._text, self._source = text, text.encode("utf-8", errors="surrogatepass")
 
 
-def _shift_definitions(definitions: list[Definition], edit: ByteEditLike) -> list[Definition]:
-    """Definitions after `edit` move with it; those before stay; those it touches are dropped."""
-    starts = [d.start_byte for d in definitions]
-    first_after = bisect.bisect_right(starts, edit.old_end_byte)
-    bytes_by = edit.new_end_byte - edit.old_end_byte
-    lines_by = edit.new_end_point[0] - edit.old_end_point[0]
-    spans = [(edit.start_byte, edit.old_end_byte)]
-    before = [d for d in definitions[:first_after] if not _touches(d, spans)]
-    if bytes_by == 0 and lines_by == 0:
-        return [*before, *definitions[first_after:]]
-    return [*before, *(d.shifted(bytes_by, lines_by) for d in definitions[first_after:])]
-
-
-def _diff(
-    old: Outline,
+def _compare(
+    before: Iterable[tuple[SymbolId, int, int]],
     old_source: bytes,
-    new: Outline,
+    after: Iterable[tuple[SymbolId, int, int]],
     new_source: bytes,
-    recomputed: set[tuple[int, int]] | None = None,
+    *,
+    incremental: bool,
 ) -> SymbolChanges:
-    """Compare two outlines by identity; text is compared only where it may have changed."""
-    before = {s.identity: s for s in old.symbols}
-    after = {s.identity: s for s in new.symbols}
+    """Identities that left, entered, or stayed with different text (spans are byte ranges)."""
+    old = {identity: (start, end) for identity, start, end in before}
+    new = {identity: (start, end) for identity, start, end in after}
     changed = [
         identity
-        for identity, symbol in after.items()
-        if identity in before
-        and (recomputed is None or (symbol.start_byte, symbol.end_byte) in recomputed)
-        and _text(old_source, before[identity]) != _text(new_source, symbol)
+        for identity, (start, end) in new.items()
+        if identity in old
+        and old_source[old[identity][0] : old[identity][1]] != new_source[start:end]
     ]
     return SymbolChanges(
-        outline=new,
-        added=tuple(identity for identity in after if identity not in before),
-        removed=tuple(identity for identity in before if identity not in after),
+        added=tuple(identity for identity in new if identity not in old),
+        removed=tuple(identity for identity in old if identity not in new),
         changed=tuple(changed),
+        incremental=incremental,
     )
-
-
-def _text(source: bytes, symbol: Symbol) -> bytes:
-    return source[symbol.start_byte : symbol.end_byte]

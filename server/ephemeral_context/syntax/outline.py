@@ -11,7 +11,7 @@ the kind comes from the pattern written last in the file.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -219,11 +219,15 @@ def find_definitions(
     tree: ts.Tree,
     source: bytes,
     language: str,
-    byte_range: tuple[int, int] | None = None,
+    touching: tuple[int, int] | None = None,
 ) -> list[Definition]:
-    """Definitions the tags query finds, sorted by position (outermost first on ties)."""
+    """Definitions the tags query finds, sorted by position (outermost first on ties).
+
+    With `touching=(start, end)`, only definitions whose span meets that closed range.
+    """
     chosen: dict[tuple[int, int], _Candidate] = {}
-    for pattern, captures in run_matches(compiled_query(language), tree.root_node, byte_range):
+    query_range = None if touching is None else (max(0, touching[0] - 1), touching[1] + 1)
+    for pattern, captures in run_matches(compiled_query(language), tree.root_node, query_range):
         kind = next((c[11:] for c in captures if c.startswith("definition.")), None)
         names = captures.get(f"name.definition.{kind}")
         if kind is None or not names:
@@ -237,10 +241,18 @@ def find_definitions(
             found = later._replace(node=widest)
         chosen[key] = found
     comments = tuple(prefix.encode() for prefix in spec_for(language).doc_prefixes)
-    return sorted(
-        (_definition(source, candidate, comments) for candidate in chosen.values()),
-        key=lambda d: (d.start_byte, -d.end_byte, d.name),
-    )
+    candidates = list(chosen.values())
+    if touching is not None:
+        start, end = touching
+        candidates = [
+            c for c in candidates if c.node.start_byte <= end and start <= c.node.end_byte
+        ]
+    return sorted((_definition(source, c, comments) for c in candidates), key=outline_order)
+
+
+def outline_order(definition: Definition) -> tuple[int, int, str]:
+    """Position order, an enclosing definition before what it encloses."""
+    return definition.start_byte, -definition.end_byte, definition.name
 
 
 def _definition(source: bytes, candidate: _Candidate, comments: tuple[bytes, ...]) -> Definition:
@@ -287,7 +299,7 @@ def make_outline(
     path: str,
     language: str | None,
     text: str,
-    definitions: Sequence[Definition] = (),
+    symbols: tuple[Symbol, ...] = (),
     *,
     has_errors: bool = False,
     fallback: str | None = None,
@@ -303,7 +315,7 @@ def make_outline(
         language=language,
         lines=count_lines(text),
         tokens=estimate_tokens(text),
-        symbols=nest(definitions),
+        symbols=symbols,
         has_errors=has_errors,
         fallback=fallback,
         preview=preview,
@@ -336,7 +348,13 @@ def analyse(
             tree, reason = None, str(error)
     has_errors = tree is not None and tree.root_node.has_error
     outline = make_outline(
-        path, language, text, definitions, has_errors=has_errors, fallback=reason, limits=limits
+        path,
+        language,
+        text,
+        nest(definitions),
+        has_errors=has_errors,
+        fallback=reason,
+        limits=limits,
     )
     return tree, definitions, outline
 

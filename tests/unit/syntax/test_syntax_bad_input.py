@@ -88,7 +88,7 @@ def test_incremental_document_survives_turning_binary_and_back() -> None:
     syntax = IncrementalSyntax("def f():\n    pass\n", "a.py")
     changes = syntax.apply([], "\x00\x01binary")
     assert changes.removed and syntax.tree is None
-    assert changes.outline.fallback is not None
+    assert syntax.outline.fallback is not None
     changes = syntax.apply([], "def g():\n    pass\n")
-    assert [s.qualname for s in changes.outline.symbols] == ["g"]
+    assert [s.qualname for s in syntax.outline.symbols] == ["g"]
     assert syntax.tree is not None

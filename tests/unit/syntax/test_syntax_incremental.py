@@ -107,7 +107,7 @@ def test_rename_is_a_removal_and_an_addition_and_moves_nothing_else() -> None:
     changes = syntax.apply([edit], text)
     assert changes.removed == (SymbolId("function", "load", 1),)
     assert changes.added == (SymbolId("function", "load_file", 1),)
-    after = {s.identity: s for s in changes.outline.symbols}
+    after = {s.identity: s for s in syntax.outline.symbols}
     assert after[SymbolId("class", "Inventory", 1)] == before[SymbolId("class", "Inventory", 1)]
 
 
@@ -118,7 +118,7 @@ def test_inserted_lines_shift_later_symbols_without_changing_them() -> None:
     text, edit = splice(text, 0, 0, "# one\n# two\n")
     changes = syntax.apply([edit], text)
     assert not changes.any
-    new = {s.identity: s for s in changes.outline.symbols}
+    new = {s.identity: s for s in syntax.outline.symbols}
     load = SymbolId("function", "load", 1)
     assert new[load].start_line == old[load].start_line + 2
 
@@ -177,8 +177,45 @@ def test_valid_edits_take_the_incremental_path_and_equal_fresh_parse(
     text = (SAMPLES / name).read_text(encoding="utf-8")
     syntax = IncrementalSyntax(text, name)
     for _ in range(data.draw(st.integers(1, 5))):
+        before = _texts(text, name)
         text, edit = _valid_edit(data, text, name)
         changes = syntax.apply([edit], text)
-        assert changes.incremental == (not changes.outline.has_errors)
-        assert changes.outline == outline_text(text, name)
+        assert changes.incremental == (not syntax.outline.has_errors)
+        assert syntax.outline == outline_text(text, name)
         assert syntax.sexp() == IncrementalSyntax(text, name).sexp()
+        after = _texts(text, name)
+        assert set(changes.added) == after.keys() - before.keys()
+        assert set(changes.removed) == before.keys() - after.keys()
+        assert set(changes.changed) == {
+            i for i in after.keys() & before.keys() if after[i] != before[i]
+        }
+
+
+def _texts(text: str, name: str) -> dict[SymbolId, bytes]:
+    """Every symbol's text by identity, from a fresh parse: what the change report must match."""
+    data = text.encode()
+    return {s.identity: data[s.start_byte : s.end_byte] for s in outline_text(text, name).symbols}
+
+
+def test_renaming_a_class_renames_its_members() -> None:
+    text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
+    syntax = IncrementalSyntax(text, "inventory.py")
+    at = text.index("class Inventory:") + len("class ")
+    text, edit = splice(text, at, at + len("Inventory"), "Stock")
+    changes = syntax.apply([edit], text)
+    assert changes.incremental
+    assert syntax.outline == outline_text(text, "inventory.py")
+    assert SymbolId("method", "Stock.Policy.needs_reorder", 1) in changes.added
+    assert SymbolId("method", "Inventory.Policy.needs_reorder", 1) in changes.removed
+    assert SymbolId("function", "load", 1) not in changes.changed
+
+
+def test_a_new_overload_in_front_renumbers_the_others() -> None:
+    text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
+    syntax = IncrementalSyntax(text, "inventory.py")
+    at = text.index("    @overload\n    def get(self, sku: str) -> Item")
+    text, edit = splice(text, at, at, "    @overload\n    def get(self) -> Item: ...\n")
+    changes = syntax.apply([edit], text)
+    assert changes.incremental
+    assert syntax.outline == outline_text(text, "inventory.py")
+    assert changes.added == (SymbolId("method", "Inventory.get", 4),)

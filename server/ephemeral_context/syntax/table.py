@@ -1,0 +1,214 @@
+"""One document's symbols as columns, so an edit costs what it changed, not the file's size.
+
+Positions are numpy arrays: moving every symbol after an edit is one vectorised add. Rows
+stay in outline order (start ascending, end descending, name). An update removes the rows an
+edit touched, inserts the freshly queried ones and then repairs exactly the identities that
+can have moved: children whose parent was replaced ("orphans", re-qualified with their
+subtrees) and same-named rows whose overload ordinal shifted. Every identity that leaves or
+enters is recorded, with its old byte span, so the caller can diff texts without a full scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ephemeral_context.syntax.outline import Definition, Symbol, SymbolId, nest
+
+_Ints = npt.NDArray[np.int64]
+_Bools = npt.NDArray[np.bool_]
+_Objects = npt.NDArray[np.object_]
+OldIdentity = tuple[SymbolId, int, int]  # identity, start and end byte in the old text
+
+
+class SymbolTable:
+    """The rows behind an Outline's symbols, plus what the current update has changed."""
+
+    def __init__(self, symbols: Sequence[Symbol], scopes: Sequence[str | None]) -> None:
+        self.start = np.array([s.start_byte for s in symbols], dtype=np.int64)
+        self.end = np.array([s.end_byte for s in symbols], dtype=np.int64)
+        self.start_line = np.array([s.start_line for s in symbols], dtype=np.int64)
+        self.end_line = np.array([s.end_line for s in symbols], dtype=np.int64)
+        self.depth = np.array([s.depth for s in symbols], dtype=np.int64)
+        self.ordinal = np.array([s.ordinal for s in symbols], dtype=np.int64)
+        self.name_at = np.array([s.name_at for s in symbols], dtype=np.int64)
+        self.kind = _objects(s.kind for s in symbols)
+        self.name = _objects(s.name for s in symbols)
+        self.qualname = _objects(s.qualname for s in symbols)
+        self.signature = _objects(s.signature for s in symbols)
+        self.scope = _objects(scopes)
+        self.old_start = self.start.copy()
+        self.old_end = self.end.copy()
+        self.dirty = np.zeros(len(symbols), dtype=np.bool_)
+        self.orphan = np.zeros(len(symbols), dtype=np.bool_)
+        self.left: list[OldIdentity] = []
+
+    @classmethod
+    def from_definitions(cls, definitions: Sequence[Definition]) -> SymbolTable:
+        return cls(nest(definitions), [d.scope for d in definitions])
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def begin(self) -> None:
+        """Start an update: positions now are the old text's; nothing has changed yet."""
+        self.old_start = self.start.copy()
+        self.old_end = self.end.copy()
+        self.dirty[:] = False
+        self.orphan[:] = False
+        self.left = []
+
+    def symbols(self) -> tuple[Symbol, ...]:
+        columns = (
+            self.name.tolist(), self.qualname.tolist(), self.kind.tolist(),
+            self.start_line.tolist(), self.end_line.tolist(), self.signature.tolist(),
+            self.start.tolist(), self.end.tolist(), self.depth.tolist(),
+            self.ordinal.tolist(), self.name_at.tolist(),
+        )  # fmt: skip
+        return tuple(Symbol._make(row) for row in zip(*columns, strict=True))
+
+    def identity(self, row: int) -> SymbolId:
+        return SymbolId(self.kind[row], self.qualname[row], int(self.ordinal[row]))
+
+    def remove_touching(self, start: int, end: int) -> set[tuple[str, str]]:
+        """Drop rows whose span meets [start, end]; their kept children become orphans."""
+        touched = np.flatnonzero((self.start <= end) & (self.end >= start))
+        if len(touched) == 0:
+            return set()
+        doomed = np.zeros(len(self), dtype=np.bool_)
+        doomed[touched] = True
+        keys = set()
+        for row in touched.tolist():
+            below = int(np.searchsorted(self.start, self.end[row], side="left"))
+            children = np.arange(row + 1, below)
+            children = children[(self.depth[children] == self.depth[row] + 1) & ~doomed[children]]
+            self.orphan[children] = True
+            if not self.dirty[row]:
+                self.left.append(
+                    (self.identity(row), int(self.old_start[row]), int(self.old_end[row]))
+                )
+            keys.add((self.kind[row], self.qualname[row]))
+        self._delete(touched)
+        return keys
+
+    def shift(self, after: int, bytes_by: int, lines_by: int) -> None:
+        """Rows starting after byte `after` move with an edit (rows touching it are gone)."""
+        first = int(np.searchsorted(self.start, after, side="right"))
+        self.start[first:] += bytes_by
+        self.end[first:] += bytes_by
+        self.start_line[first:] += lines_by
+        self.end_line[first:] += lines_by
+
+    def insert(self, fresh: Sequence[Symbol], scopes: Sequence[str | None]) -> None:
+        """Add freshly queried symbols (qualified among themselves) at their places."""
+        for symbol, scope in zip(fresh, scopes, strict=True):
+            row = self._position(symbol)
+            values: tuple[tuple[str, object], ...] = (
+                ("start", symbol.start_byte), ("end", symbol.end_byte),
+                ("start_line", symbol.start_line), ("end_line", symbol.end_line),
+                ("depth", symbol.depth), ("ordinal", 0), ("name_at", symbol.name_at),
+                ("kind", symbol.kind), ("name", symbol.name), ("qualname", symbol.qualname),
+                ("signature", symbol.signature), ("scope", scope),
+                ("old_start", -1), ("old_end", -1), ("dirty", True), ("orphan", False),
+            )  # fmt: skip
+            for column, value in values:
+                setattr(self, column, _insert(getattr(self, column), row, value))
+
+    def adopt_orphans(self, fresh: Sequence[Symbol]) -> set[tuple[str, str]]:
+        """Re-qualify kept rows whose parent was replaced, and their subtrees."""
+        for symbol in fresh:  # top-level rows a fresh definition now encloses
+            row = self._row_of(symbol)
+            below = int(np.searchsorted(self.start, symbol.end_byte, side="left"))
+            inside = np.arange(row + 1, below)
+            self.orphan[inside[(self.depth[inside] == 0) & ~self.dirty[inside]]] = True
+        keys: set[tuple[str, str]] = set()
+        for row in np.flatnonzero(self.orphan).tolist():
+            parent = _innermost(fresh, int(self.start[row]), int(self.end[row]))
+            owner = parent.qualname if parent else self.scope[row]
+            qualname = f"{owner}.{self.name[row]}" if owner else self.name[row]
+            depth = parent.depth + 1 if parent else 0
+            if qualname == self.qualname[row] and depth == self.depth[row]:
+                continue
+            below = int(np.searchsorted(self.start, self.end[row], side="left"))
+            old_prefix, shift = self.qualname[row], depth - int(self.depth[row])
+            for member in range(row, below):
+                keys.add((self.kind[member], self.qualname[member]))
+                self._mark(member)
+                renamed = qualname + self.qualname[member][len(old_prefix) :]
+                self.qualname[member] = renamed
+                self.depth[member] += shift
+                keys.add((self.kind[member], renamed))
+        self.orphan[:] = False
+        return keys
+
+    def renumber(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Overload ordinals for every (kind, qualname) an update touched."""
+        for kind, qualname in keys:
+            rows = np.flatnonzero((self.qualname == qualname) & (self.kind == kind))
+            for ordinal, row in enumerate(rows.tolist(), start=1):
+                if self.ordinal[row] != ordinal:
+                    self._mark(row)
+                    self.ordinal[row] = ordinal
+
+    def entered(self) -> list[tuple[SymbolId, int, int]]:
+        """Identities the update created or re-identified, with their new byte spans."""
+        return [
+            (self.identity(row), int(self.start[row]), int(self.end[row]))
+            for row in np.flatnonzero(self.dirty).tolist()
+        ]
+
+    def _mark(self, row: int) -> None:
+        """Remember a kept row's old identity before it changes."""
+        if not self.dirty[row]:
+            self.left.append((self.identity(row), int(self.old_start[row]), int(self.old_end[row])))
+            self.dirty[row] = True
+
+    def _position(self, symbol: Symbol) -> int:
+        row = int(np.searchsorted(self.start, symbol.start_byte, side="left"))
+        key = (-symbol.end_byte, symbol.name)
+        while (
+            row < len(self)
+            and self.start[row] == symbol.start_byte
+            and (-int(self.end[row]), self.name[row]) < key
+        ):
+            row += 1
+        return row
+
+    def _row_of(self, symbol: Symbol) -> int:
+        row = int(np.searchsorted(self.start, symbol.start_byte, side="left"))
+        while not (
+            self.end[row] == symbol.end_byte and self.name[row] == symbol.name and self.dirty[row]
+        ):
+            row += 1
+        return row
+
+    def _delete(self, rows: npt.NDArray[np.intp]) -> None:
+        for column in _COLUMNS:
+            setattr(self, column, np.delete(getattr(self, column), rows))
+
+
+_COLUMNS = (
+    "start", "end", "start_line", "end_line", "depth", "ordinal", "name_at", "kind", "name",
+    "qualname", "signature", "scope", "old_start", "old_end", "dirty", "orphan",
+)  # fmt: skip
+
+
+def _insert(array: npt.NDArray[Any], row: int, value: object) -> npt.NDArray[Any]:
+    item = np.empty(1, dtype=array.dtype)
+    item[0] = value
+    return np.insert(array, row, item)
+
+
+def _objects(values: Iterable[object]) -> _Objects:
+    items = list(values)
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array
+
+
+def _innermost(symbols: Sequence[Symbol], start: int, end: int) -> Symbol | None:
+    enclosing = [s for s in symbols if s.start_byte <= start and end <= s.end_byte]
+    return max(enclosing, key=lambda s: s.depth, default=None)
