@@ -21,7 +21,7 @@ from typing import Any
 
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.context.skills import parse_skill
-from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
+from ephemeral_context.documents import Document, DocumentMirror, path_to_uri, uri_to_path
 from ephemeral_context.model.edits import DiskEditApplier, EditApplier, write_atomically
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace, find_secret
 from ephemeral_context.store import StoreError
@@ -352,6 +352,12 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
     if env.engine is None:
         return _error("read_session_file is not available in this session")
     hydrated = env.engine.read_session_file(item_id, offset, limit)
+    path = uri_to_path(hydrated.uri) if hydrated.uri else None
+    if (finding := find_secret(hydrated.text)) is not None and not (
+        path is not None and env.secrets.opted_in(path.resolve())
+    ):
+        reason = f"it contains what looks like {finding.kind}"
+        return _error(SecretPolicy.withheld_message(item_id, reason))
     end = offset + len(hydrated.text)
     if offset == 0 and end >= hydrated.total_length:
         return ToolResult(hydrated.text, kind="session_file")

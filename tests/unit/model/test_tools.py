@@ -85,6 +85,10 @@ async def test_read_session_file_through_the_engine(env: ToolEnv, store: Store) 
         env, "read_session_file", {"id": f"[[file:{entry.id}]]", "offset": 5, "limit": 10}
     )
     assert part.text == f"[{entry.id}: characters 5-15 of 100]\n5678901234"
+    leaked = store.put(f"token = '{GITHUB_TOKEN}'\n")
+    withheld = await run_tool(env, "read_session_file", {"id": leaked.id})
+    assert withheld.is_error and "a GitHub token" in withheld.text
+    assert GITHUB_TOKEN not in withheld.text
     unknown = await run_tool(env, "read_session_file", {"id": "deadbeefdeadbeef"})
     assert unknown.is_error and "deadbeef" in unknown.text
 
