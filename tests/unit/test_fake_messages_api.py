@@ -537,3 +537,22 @@ def test_delay_paces_the_stream_in_script_form(fake_messages_api: Start) -> None
     api = fake_messages_api([{"text": "slow words", "delay": 0.01}])
     with client(api).messages.stream(model=MODEL, max_tokens=50, messages=HI) as stream:
         assert stream.get_final_message().content[0].text == "slow words"  # type: ignore[union-attr]
+
+
+def test_concurrent_requests_each_get_their_own_turn(fake_messages_api: Start) -> None:
+    answers = [f"answer {i}" for i in range(8)]
+    api = fake_messages_api(answers)
+    sdk = client(api, max_retries=0)
+    texts: list[str] = []
+
+    def ask() -> None:
+        message = sdk.messages.create(model=MODEL, max_tokens=8, messages=HI)
+        texts.append(message.content[0].text)  # type: ignore[union-attr]
+
+    threads = [threading.Thread(target=ask) for _ in answers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(texts) == sorted(answers)
+    assert len(api.message_requests) == 8
