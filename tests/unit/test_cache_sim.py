@@ -524,3 +524,49 @@ def test_expired_entries_are_swept_so_a_long_replay_does_not_grow_without_bound(
         ).cache_read_input_tokens
         == 2000
     )
+
+
+def test_a_change_invalidates_its_level_and_everything_after_it() -> None:
+    """ "What invalidates the cache": tools -> system -> messages, each level builds on the last."""
+
+    def request(tool: str, system: str) -> Request:
+        return request_from_messages_api(
+            body(
+                [{"role": "user", "content": [
+                    {"type": "text", "text": "m" * 500, "cache_control": {"type": "ephemeral"}}
+                ]}],
+                tools=[{"name": tool, "description": "d" * 1480, "input_schema": {},
+                        "cache_control": {"type": "ephemeral"}}],
+                system=[{"type": "text", "text": system * 1000,
+                         "cache_control": {"type": "ephemeral"}}],
+            ),
+            count=chars,
+        )  # fmt: skip
+
+    cache = PromptCache(SONNET)
+    tools_tokens = request("t1", "a").tools[0].tokens
+    first = cache.call(request("t1", "a"), 0)
+    assert first.cache_creation_input_tokens == tools_tokens + 1500
+    new_system = cache.call(request("t1", "b"), 1)
+    assert new_system == Usage(0, 1500, tools_tokens, 1500, 0)
+    new_tool = cache.call(request("t2", "b"), 2)
+    assert new_tool.cache_read_input_tokens == 0
+
+
+@pytest.mark.parametrize(
+    ("model_id", "write_5m", "write_1h", "read"),
+    [  # rows of the documented price table, USD per million tokens
+        ("claude-opus-4-1", 18.75, 30.0, 1.50),
+        ("claude-opus-4-5", 6.25, 10.0, 0.50),
+        ("claude-sonnet-4-5", 3.75, 6.0, 0.30),
+        ("claude-haiku-4-5", 1.25, 2.0, 0.10),
+        ("claude-3-5-haiku", 1.0, 1.6, 0.08),
+    ],
+)
+def test_derived_cache_prices_match_the_documented_table(
+    model_id: str, write_5m: float, write_1h: float, read: float
+) -> None:
+    info = model_info(model_id)
+    assert info.write_5m_per_mtok == pytest.approx(write_5m)
+    assert info.write_1h_per_mtok == pytest.approx(write_1h)
+    assert info.read_per_mtok == pytest.approx(read)
