@@ -182,7 +182,7 @@ def _parse_lines(text: str, reading: _Reading) -> Iterator[tuple[int, dict[str, 
             reading.problem(number, "not a JSON object; skipped")
             continue
         kind = record.get("type")
-        if kind not in KNOWN_RECORD_TYPES:
+        if not isinstance(kind, str) or kind not in KNOWN_RECORD_TYPES:
             reading.problem(number, f"unknown record type {kind!r}; skipped")
             continue
         yield number, record
@@ -195,6 +195,10 @@ def _timestamp(value: Any, fallback: float) -> float:
         except ValueError:
             return fallback
     return fallback
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _usage(raw: Any) -> RecordedUsage | None:
@@ -248,8 +252,8 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
         role="assistant" if kind == "assistant" else "user",
         timestamp=_timestamp(record.get("timestamp"), previous),
         content=message.get("content"),
-        message_id=message.get("id") if kind == "assistant" else None,
-        model=message.get("model") if kind == "assistant" else None,
+        message_id=_string(message.get("id")) if kind == "assistant" else None,
+        model=_string(message.get("model")) if kind == "assistant" else None,
         usage=_usage(message.get("usage")) if kind == "assistant" else None,
         tool_use_result=record.get("toolUseResult"),
         sidechain=bool(record.get("isSidechain")),
@@ -280,8 +284,8 @@ def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -
         role="assistant" if kind == "assistant" else "user",
         timestamp=float(line),  # no times: calls one second apart keep the cache warm
         content=message.get("content"),
-        message_id=message.get("id") if kind == "assistant" else None,
-        model=message.get("model") if kind == "assistant" else None,
+        message_id=_string(message.get("id")) if kind == "assistant" else None,
+        model=_string(message.get("model")) if kind == "assistant" else None,
         usage=_usage(message.get("usage")) if kind == "assistant" else None,
         tool_use_result=record.get("tool_use_result"),
         sidechain=thread_key != "main",

@@ -311,3 +311,32 @@ def test_fields_of_the_wrong_shape_are_reported_not_raised(tmp_path: Path) -> No
     assert len(session.calls) == 2  # the malformed response is skipped, the others read
     result = session.request(session.calls[1])[-1].blocks[0]
     assert result.file_view is not None and result.file_view.content == "x = 1"
+
+
+def test_random_damage_to_a_real_transcript_never_raises(tmp_path: Path) -> None:
+    """Any field of any line replaced by a value of another type: problems, never a crash."""
+    import random
+
+    source = TRACES_DIR / "DRMacIver__claude-reliability__python-to-rust-port.jsonl"
+    lines = source.read_text(encoding="utf-8").splitlines()
+    odd_values: list[object] = [None, 7, -1, "text", [], {}, [1, "x"], {"type": 3}, 1.5, True]
+    rng = random.Random(20261130)
+
+    def damage(value: object) -> object:
+        if isinstance(value, dict) and value and rng.random() < 0.7:
+            key = rng.choice(list(value))
+            return {**value, key: damage(value[key])}
+        if isinstance(value, list) and value and rng.random() < 0.7:
+            i = rng.randrange(len(value))
+            return [*value[:i], damage(value[i]), *value[i + 1 :]]
+        return rng.choice(odd_values)
+
+    for attempt in range(150):
+        damaged = list(lines)
+        for _ in range(3):
+            i = rng.randrange(len(damaged))
+            damaged[i] = json.dumps(damage(json.loads(damaged[i])))
+        path = tmp_path / f"damaged-{attempt}.jsonl"
+        path.write_text("\n".join(damaged), encoding="utf-8")
+        session = read_session(path)
+        STRATEGIES["recorded"].replay(session)
