@@ -14,6 +14,7 @@ import fnmatch
 import logging
 import os
 import re
+import subprocess
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.context.skills import parse_skill
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri, uri_to_path
+from ephemeral_context.indexer import SKIPPED_DIRS, repository_root
 from ephemeral_context.model.edits import DiskEditApplier, EditApplier, write_atomically
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace, find_secret
 from ephemeral_context.store import StoreError
@@ -35,10 +37,9 @@ SEARCH_MAX_FILES = 20_000
 SEARCH_MAX_LINE = 300
 log = logging.getLogger(__name__)
 
-SKIPPED_DIRS = frozenset(
-    {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
-     ".ruff_cache", ".pytest_cache", ".tox", "dist", "build", "target"}
-)  # fmt: skip
+SEARCH_SKIPPED_DIRS = SKIPPED_DIRS | {
+    ".git", ".hg", ".svn", ".venv", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox"
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -389,21 +390,42 @@ def _glob_matches(display: str, name: str, glob: str) -> bool:
     return any(fnmatch.fnmatch(display, p) or fnmatch.fnmatch(name, p) for p in patterns)
 
 
+def _candidates(root: Path) -> Iterator[Path]:
+    """Files under one folder in a stable order: in a git work tree, the tracked and the
+    untracked-but-not-ignored ones (what ripgrep would search); elsewhere a walk that skips
+    VCS, virtualenv, cache and build folders."""
+    if repository_root(root) is not None:
+        try:
+            done = subprocess.run(
+                ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+                cwd=root,
+                capture_output=True,
+                check=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.SubprocessError):
+            pass
+        else:
+            names = sorted({os.fsdecode(n) for n in done.stdout.split(b"\0") if n})
+            yield from (root / name for name in names)
+            return
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SEARCH_SKIPPED_DIRS)
+        yield from (Path(folder, name) for name in sorted(files))
+
+
 def _walk(env: ToolEnv, glob: str) -> Iterator[tuple[Path, str]]:
     """Workspace files (resolved, inside the workspace) whose short name matches `glob`."""
     for root in env.workspace.roots:
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-            for name in sorted(files):
-                path = Path(folder, name)
-                try:
-                    real = env.workspace.resolve(str(path))
-                except AccessDenied:
-                    continue
-                display = env.workspace.relative(real)
-                if glob and not _glob_matches(display, name, glob):
-                    continue
-                yield real, display
+        for path in _candidates(root):
+            try:
+                real = env.workspace.resolve(str(path))
+            except AccessDenied:
+                continue
+            display = env.workspace.relative(real)
+            if glob and not _glob_matches(display, path.name, glob):
+                continue
+            yield real, display
 
 
 def _search_text(env: ToolEnv, real: Path) -> str | None:

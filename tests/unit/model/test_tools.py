@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -343,3 +344,13 @@ async def test_an_unexpected_failure_costs_one_call_not_the_ask(
     store.close()  # every store call now fails inside sqlite
     result = await run_tool(env, "read_session_file", {"id": entry.id})
     assert result.is_error and "failed unexpectedly" in result.text
+
+
+async def test_search_in_a_git_work_tree_skips_ignored_files(env: ToolEnv, root: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / ".gitignore").write_text("generated/\n")
+    (root / "generated").mkdir()
+    (root / "generated" / "big.py").write_text("needle = 1\n")
+    (root / "src" / "fresh.py").write_text("needle = 2\n")  # untracked, not ignored
+    result = await run_tool(env, "search", {"pattern": "needle"})
+    assert result.text == "src/fresh.py:1: needle = 2"
