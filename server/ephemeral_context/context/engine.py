@@ -239,7 +239,6 @@ class _Conversation:
     last_usage: Usage | None = None
     last_built: BuiltRequest | None = None
     peak_tokens: int = 0
-    evicted_total: int = 0
     rehydrated: dict[str, int] = field(default_factory=dict)
     rehydrated_tokens: int = 0
     evicted_by_kind: dict[str, int] = field(default_factory=dict)
@@ -261,6 +260,8 @@ class ContextEngine:
         self.events: list[EvictionEvent] = []
         self._conversations: dict[str, _Conversation] = {}
         self._tool_blocks: tuple[tuple[int, ...], list[Block]] = ((), [])
+        self._over_limits: set[str] = set()
+        """Files the ledger limits pushed out; their copies leave at the next request."""
 
     # ------------------------------------------------------------------ conversations
 
@@ -541,6 +542,7 @@ class ContextEngine:
     ) -> LedgerItem:
         size = len(text.encode())
         reason = binary_reason(text, size, self.config.limits)
+        self._over_limits.discard(uri)
         item = self.ledger.record(
             LedgerItem(
                 id=item_id,
@@ -557,7 +559,8 @@ class ContextEngine:
                 label=_label(uri),
             )
         )
-        self.ledger.enforce_limits()
+        for demotion in self.ledger.enforce_limits():
+            self._over_limits.add(demotion.key)
         return item
 
     def _visible_text(
@@ -969,6 +972,17 @@ class ContextEngine:
             )
         if not c.entries or not segment_warm:
             self._rebuild_segment(c, ttl)
+        limited = [
+            i
+            for i, tb in enumerate(c.thread)
+            if not tb.evicted and tb.uri in self._over_limits and tb.kind in EVICTABLE_KINDS
+        ]
+        if limited:
+            ids = tuple(self._evict_block(c, i, "over the ledger limits") for i in limited)
+            self._after_change(c, min(limited))
+            self._report(c, ids, 0, 0, cold, "over the ledger limits")
+        for uri in self._over_limits:
+            c.files.pop(uri, None)
         total = thread_start + c.thread_tokens
         if total > self.config.context_budget:
             chosen = set(plan.evict)
@@ -1088,7 +1102,6 @@ class ContextEngine:
         tb.key = content_key(block)
         tb.tokens = tokens
         tb.evicted = True
-        c.evicted_total += tb.original_tokens - tb.tokens
         c.evicted_by_kind[tb.kind] = c.evicted_by_kind.get(tb.kind, 0) + 1
         item = self.ledger.get(tb.item_id) if tb.item_id else None
         if item is not None and item.kind is not ItemKind.FILE:

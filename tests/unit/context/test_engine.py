@@ -116,6 +116,10 @@ def test_limits_demote_least_recently_used_files_pinned_exempt(store: Store, clo
     assert states["file:///pinned.py"].state == "full" and states["file:///pinned.py"].pinned
     assert states["file:///a.py"].state == "reference"
     assert states["file:///c.py"].state == "full"
+    d.call()  # the demoted file's copy leaves the context; the pinned one stays
+    last = repr(d.requests[-1])
+    assert "def af4(x)" not in last and "def pf4(x)" in last and "def cf4(x)" in last
+    assert engine.events[-1].reason == "over the ledger limits"
 
 
 def test_binary_and_oversize_files_become_references(store: Store, clock: Clock) -> None:
