@@ -62,9 +62,9 @@ class ClientEditApplier:
             ),
             new_text=plan.replacement,
         )
-        echoed = self._await_text(
-            current.uri, content_hash(plan.new_text.encode("utf-8", "surrogatepass"))
-        )
+        expected = content_hash(plan.new_text.encode("utf-8", "surrogatepass"))
+        self.own_hashes.add(expected)
+        echoed = self._await_text(current.uri, expected)
         try:
             result = await self._server.workspace_apply_edit_async(
                 types.ApplyWorkspaceEditParams(
@@ -74,9 +74,11 @@ class ClientEditApplier:
             )
         except Exception as exc:
             echoed.cancel()
+            self.own_hashes.discard(expected)
             return EditOutcome(False, f"the editor could not apply the edit: {exc}")
         if not result.applied:
             echoed.cancel()
+            self.own_hashes.discard(expected)
             reason = result.failure_reason or "no reason given"
             return EditOutcome(False, f"the editor refused the edit to {path.name}: {reason}")
         try:

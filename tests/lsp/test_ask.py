@@ -1,0 +1,199 @@
+"""ephemeralContext/ask end to end: a real `ectx serve`, the local Messages API
+(tests/fakes, real HTTP on 127.0.0.1) and a client that applies edits like an editor.
+
+The scripted model reads a file twice, edits it and reads it again. What the fake API
+recorded must show the file content once, a reference for the repeat, at most four cache
+breakpoints per request and cache reads on the later calls; the edit must reach the client
+as workspace/applyEdit and land in its buffer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsp_session import Editor, wait_until
+from lsprotocol import types
+from pygls.exceptions import JsonRpcRequestCancelled
+
+from tests.fakes.messages_api import FakeMessagesAPI, Reply
+
+PRIVATE_KEY = "-----BEGIN " + "EC PRIVATE KEY-----\nMHcCAQEEIBLAH\n-----END EC PRIVATE KEY-----\n"
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Set before the server starts (autouse runs first): the fake accepts any key."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+
+
+@pytest.fixture
+def api() -> Iterator[FakeMessagesAPI]:
+    with FakeMessagesAPI() as fake:
+        yield fake
+
+
+def big_module() -> str:
+    """Large enough (> 1024 tokens) for the prompt cache to apply."""
+    parts = ["import math\n\n\ndef target():\n    return 'old'\n"]
+    parts += [f"\n\ndef helper_{n}(x):\n    return math.sqrt(x) + {n}\n" for n in range(120)]
+    return "".join(parts)
+
+
+def read(path: str) -> dict[str, Any]:
+    return {"tool_use": [{"name": "read_file", "input": {"path": path}}]}
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        block
+        for message in body["messages"]
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+
+
+def text_of(result: dict[str, Any]) -> str:
+    content = result["content"]
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+async def start(editor: Editor, api: FakeMessagesAPI, workspace: Path, client: str) -> None:
+    await editor.initialize(
+        client, workspace, {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
+    )
+
+
+@pytest.mark.parametrize("client", ["neovim", "visual_studio_code"])
+async def test_read_twice_edit_read_again(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path, client: str
+) -> None:
+    source = workspace / "src" / "app.py"
+    source.write_text(big_module(), encoding="utf-8")
+    await start(raw_editor, api, workspace, client)
+    uri = raw_editor.open(source)
+    edit = {"path": "src/app.py", "old_string": "return 'old'", "new_string": "return 'new'"}
+    api.add_turns(
+        read("src/app.py"),
+        read("src/app.py"),
+        {"text": "Changing it.", "tool_use": [{"name": "edit_file", "input": edit}]},
+        read("src/app.py"),
+        "Done: target() now returns 'new'.",
+    )
+    result = await raw_editor.request(
+        "ephemeralContext/ask", {"prompt": "Make target return 'new'", "conversationId": "c-1"}
+    )
+
+    assert (result.conversationId, result.stopReason, result.calls) == ("c-1", "end_turn", 5)
+    assert result.text == "Done: target() now returns 'new'."
+    assert [(e.uri, e.applied) for e in result.edits] == [(uri, True)]
+
+    # the edit reached the client as workspace/applyEdit and landed in its buffer, unsaved
+    assert len(raw_editor.applied) == 1
+    assert "return 'new'" in raw_editor.buffers[uri].source
+    assert "return 'old'" in source.read_text(encoding="utf-8")
+
+    bodies = [r.body for r in api.message_requests]
+    assert len(bodies) == 5
+    marker = "def helper_119(x):"
+    # the file's content went to the model once, and stayed once in every later request
+    assert [json.dumps(b).count(marker) for b in bodies] == [0, 1, 1, 1, 1]
+    results = tool_results(bodies[-1])
+    assert marker in text_of(results[0])
+    assert "[[file:" in text_of(results[1]) and marker not in text_of(results[1])
+    assert marker not in text_of(results[3])
+    # our own edit is not reported back to the model as an outside change
+    last = json.dumps(bodies[-1])
+    i = last.find("changed outside")
+    assert i < 0, last[i - 300 : i + 200]
+    # at most four breakpoints per request, and the later calls read from the cache
+    assert all(json.dumps(b).count('"cache_control"') <= 4 for b in bodies)
+    usage = [r.usage for r in api.message_requests]
+    assert all(u is not None and u["cache_read_input_tokens"] > 0 for u in usage[2:])
+    assert result.usage.cacheReadInputTokens == sum(
+        u["cache_read_input_tokens"] for u in usage if u
+    )
+
+    # progress: streamed text, tool calls, the edit; usage notifications after the calls
+    progress = raw_editor.notifications["ephemeralContext/askProgress"]
+    kinds = [p.kind for p in progress]
+    assert "".join(p.text for p in progress if p.kind == "text") == (
+        "Changing it.Done: target() now returns 'new'."
+    )
+    assert kinds.count("toolUse") == 4 and kinds.count("usage") == 5
+    assert [(p.uri, p.applied) for p in progress if p.kind == "edit"] == [(uri, True)]
+    await wait_until(
+        lambda: any(
+            getattr(n, "lastCall", None) is not None
+            for n in raw_editor.notifications["ephemeralContext/usage"]
+        )
+    )
+    status = await raw_editor.request("ephemeralContext/status")
+    assert status.cacheHitRate > 0.5 and status.lastCall.cacheRead > 0
+
+
+async def test_secrets_are_withheld(editor: Editor, api: FakeMessagesAPI, workspace: Path) -> None:
+    """(The `editor` fixture has no apiBaseUrl: the settings push sets it.)"""
+    (workspace / ".env").write_text("DB_PASSWORD=correct-horse\n", encoding="utf-8")
+    (workspace / "keys.py").write_text("KEY = '''\n" + PRIVATE_KEY + "'''\n", encoding="utf-8")
+    editor.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"ephemeralContext": {"apiBaseUrl": api.base_url}}
+        )
+    )
+    api.add_turns(
+        {
+            "tool_use": [
+                {"name": "read_file", "input": {"path": ".env"}},
+                {"name": "read_file", "input": {"path": "keys.py"}},
+            ]
+        },
+        "I cannot read those files.",
+    )
+    result = await editor.request("ephemeralContext/ask", {"prompt": "Show me the secrets"})
+    assert result.stopReason == "end_turn" and result.conversationId
+    sent = json.dumps([r.body for r in api.message_requests])
+    assert "correct-horse" not in sent and "MHcCAQEEIBLAH" not in sent
+    results = tool_results(api.message_requests[1].body)
+    assert all(r["is_error"] and "withheld" in text_of(r) for r in results)
+    progress = editor.notifications["ephemeralContext/askProgress"]
+    assert [p.isError for p in progress if p.kind == "toolResult"] == [True, True]
+
+
+async def test_cancel_mid_answer(raw_editor: Editor, api: FakeMessagesAPI, workspace: Path) -> None:
+    """$/cancelRequest stops the ask mid-stream; the conversation works afterwards."""
+    await start(raw_editor, api, workspace, "visual_studio_code")
+    gate = threading.Event()
+    api.add_turns(Reply(text="Let me think about this at length.", gate=gate), "Second answer.")
+    protocol = raw_editor.client.protocol
+    pending = asyncio.wrap_future(
+        protocol.send_request(
+            "ephemeralContext/ask", {"prompt": "Long one", "conversationId": "c-9"}, msg_id="ask-1"
+        )
+    )
+    await wait_until(lambda: raw_editor.notifications["ephemeralContext/askProgress"])
+    protocol.notify("$/cancelRequest", types.CancelParams(id="ask-1"))
+    with pytest.raises(JsonRpcRequestCancelled):
+        await pending
+    gate.set()
+    again = await raw_editor.request(
+        "ephemeralContext/ask", {"prompt": "Short one", "conversationId": "c-9"}
+    )
+    assert again.text == "Second answer."
+    assert len(api.message_requests) == 2
+    assert "Short one" in json.dumps(api.message_requests[1].body)
+
+
+async def test_ask_through_execute_command(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    await start(raw_editor, api, workspace, "neovim")
+    api.add_turns("Hello from the command.")
+    result = await raw_editor.command("ectx.ask", {"prompt": "hi"})
+    assert result["text"] == "Hello from the command." and result["calls"] == 1
