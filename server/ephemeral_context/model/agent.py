@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,7 +150,7 @@ def content_blocks(message: Message) -> list[dict[str, Any]]:
 
 
 async def _until_cancelled(
-    work: asyncio.Future[Message] | asyncio.Task[Message], cancel: asyncio.Event | None
+    work: Coroutine[Any, Any, Message], cancel: asyncio.Event | None
 ) -> Message | None:
     """The call's result, or None if `cancel` was set first (the call is then stopped)."""
     task = asyncio.ensure_future(work)
@@ -212,8 +212,7 @@ async def run_agent(
                     f"({exc}). Check the model setting.",
                 ) from None
             message = await _until_cancelled(
-                asyncio.ensure_future(client.stream(request, events.on_text, events.on_retry)),
-                cancel,
+                client.stream(request, events.on_text, events.on_retry), cancel
             )
             if message is None:
                 result.stop_reason = "cancelled"
