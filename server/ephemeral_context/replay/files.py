@@ -41,12 +41,15 @@ class Update:
 
     `replaced_tokens` is the size of the previous text when it was overwritten and cannot be
     rebuilt from the conversation (a Write over known text, or an external change).
+    `repeat` is Claude Code's own test for its file-unchanged stub: a Read of the same lines
+    as the last Read of that file, showing the same text, with no change by the model between.
     """
 
     path: str
     how: str
     changed: bool
     replaced_tokens: int = 0
+    repeat: bool = False
 
 
 class FileTracker:
@@ -55,12 +58,19 @@ class FileTracker:
     def __init__(self) -> None:
         self.files: dict[str, FileState] = {}
         self._tokens: dict[tuple[str, int], int] = {}
+        self._last_view: dict[str, tuple[int, int, str]] = {}
 
     def apply(self, block: Block) -> Update | None:
         """Take in one tool result; None when it says nothing about a file's text."""
         if block.file_view is not None:
-            return self._read(block.file_view)
+            view = block.file_view
+            seen = (view.start_line, view.num_lines, view.content)
+            repeat = self._last_view.get(view.path) == seen
+            self._last_view[view.path] = seen
+            update = self._read(view)
+            return Update(update.path, update.how, update.changed, update.replaced_tokens, repeat)
         if block.file_change is not None:
+            self._last_view.pop(block.file_change.path, None)
             return self._change(block.file_change)
         return None
 

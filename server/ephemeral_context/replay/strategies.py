@@ -6,8 +6,8 @@ the thread's fixed prefix (tools + system prompt, with Claude Code's breakpoint 
 differ in what the messages carry:
 
 - `recorded`: what Claude Code sent; breakpoints after the system prompt and on the last message.
-- `cc-dedup`: Claude Code's file-unchanged stub for a Read of the same range of a file whose
-  text has not changed since it was last read.
+- `cc-dedup`: Claude Code's file-unchanged stub for a Read of the same lines as the last Read
+  of that file, showing the same text, with no change by the model in between.
 - `clear-tool-uses`: Anthropic's clear_tool_uses_20250919 with its defaults: once a request
   exceeds 100,000 input tokens, the results of all but the 3 most recent tool uses are
   replaced by a placeholder, on the server, before the cache is consulted.
@@ -145,11 +145,11 @@ class RecordedLayout(ThreadLayout):
 
 
 class DedupLayout(ThreadLayout):
-    """Claude Code's file-unchanged stub for a repeated Read of unchanged text."""
+    """Claude Code's file-unchanged stub: the same lines read again, unchanged, no edit between."""
 
     def rewrite(self, block: Block, tracker: FileTracker) -> Sequence[cache_sim.Block]:
         update = tracker.apply(block)
-        if update is not None and update.how == "read" and not update.changed:
+        if update is not None and update.repeat:
             return (text_block(UNCHANGED_STUB, "stub", block.key.to_bytes(8).hex()),)
         return (cache_block(block),)
 

@@ -73,3 +73,20 @@ def test_a_write_over_known_text_and_an_outside_change_lose_the_old_version() ->
 
 def test_blocks_without_file_meaning_are_ignored() -> None:
     assert FileTracker().apply(Block(1, "text", "hello", 3)) is None
+
+
+def repeat(files: FileTracker, block: Block) -> bool:
+    update = files.apply(block)
+    assert update is not None
+    return update.repeat
+
+
+def test_repeat_is_claude_codes_rule_same_lines_same_text_no_edit_between() -> None:
+    files = FileTracker()
+    assert not repeat(files, read("/a.py", "a\nb\nc", total=3))
+    assert repeat(files, read("/a.py", "a\nb\nc", total=3))
+    # Lines inside the last view are not the same Read: no stub.
+    assert not repeat(files, read("/a.py", "b", start=2, total=3))
+    files.apply(read("/a.py", "a\nb\nc", total=3))
+    files.apply(change("/a.py", replacements=(("b", "B"),)))
+    assert not repeat(files, read("/a.py", "a\nB\nc", total=3))
