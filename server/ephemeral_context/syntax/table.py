@@ -44,6 +44,7 @@ class SymbolTable:
         self.old_end = self.end.copy()
         self.dirty = np.zeros(len(symbols), dtype=np.bool_)
         self.orphan = np.zeros(len(symbols), dtype=np.bool_)
+        self.orphan_of = _objects([None] * len(symbols))
         self.left: list[OldIdentity] = []
 
     @classmethod
@@ -86,6 +87,7 @@ class SymbolTable:
             children = np.arange(row + 1, below)
             children = children[(self.depth[children] == self.depth[row] + 1) & ~doomed[children]]
             self.orphan[children] = True
+            self.orphan_of[children] = self.qualname[row]
             if not self.dirty[row]:
                 self.left.append(
                     (self.identity(row), int(self.old_start[row]), int(self.old_end[row]))
@@ -104,18 +106,29 @@ class SymbolTable:
 
     def insert(self, fresh: Sequence[Symbol], scopes: Sequence[str | None]) -> None:
         """Add freshly queried symbols (qualified among themselves) at their places."""
-        for symbol, scope in zip(fresh, scopes, strict=True):
-            row = self._position(symbol)
-            values: tuple[tuple[str, object], ...] = (
-                ("start", symbol.start_byte), ("end", symbol.end_byte),
-                ("start_line", symbol.start_line), ("end_line", symbol.end_line),
-                ("depth", symbol.depth), ("ordinal", 0), ("name_at", symbol.name_at),
-                ("kind", symbol.kind), ("name", symbol.name), ("qualname", symbol.qualname),
-                ("signature", symbol.signature), ("scope", scope),
-                ("old_start", -1), ("old_end", -1), ("dirty", True), ("orphan", False),
-            )  # fmt: skip
-            for column, value in values:
-                setattr(self, column, _insert(getattr(self, column), row, value))
+        rows = [self._position(symbol) for symbol in fresh]
+        count = len(fresh)
+        values: dict[str, npt.NDArray[Any]] = {
+            "start": np.array([s.start_byte for s in fresh], dtype=np.int64),
+            "end": np.array([s.end_byte for s in fresh], dtype=np.int64),
+            "start_line": np.array([s.start_line for s in fresh], dtype=np.int64),
+            "end_line": np.array([s.end_line for s in fresh], dtype=np.int64),
+            "depth": np.array([s.depth for s in fresh], dtype=np.int64),
+            "ordinal": np.zeros(count, dtype=np.int64),
+            "name_at": np.array([s.name_at for s in fresh], dtype=np.int64),
+            "kind": _objects(s.kind for s in fresh),
+            "name": _objects(s.name for s in fresh),
+            "qualname": _objects(s.qualname for s in fresh),
+            "signature": _objects(s.signature for s in fresh),
+            "scope": _objects(scopes),
+            "old_start": np.full(count, -1, dtype=np.int64),
+            "old_end": np.full(count, -1, dtype=np.int64),
+            "dirty": np.ones(count, dtype=np.bool_),
+            "orphan": np.zeros(count, dtype=np.bool_),
+            "orphan_of": _objects([None] * count),
+        }
+        for column in _COLUMNS:
+            setattr(self, column, np.insert(getattr(self, column), rows, values[column]))
 
     def adopt_orphans(self, fresh: Sequence[Symbol]) -> set[tuple[str, str]]:
         """Re-qualify kept rows whose parent was replaced, and their subtrees."""
@@ -124,6 +137,7 @@ class SymbolTable:
             below = int(np.searchsorted(self.start, symbol.end_byte, side="left"))
             inside = np.arange(row + 1, below)
             self.orphan[inside[(self.depth[inside] == 0) & ~self.dirty[inside]]] = True
+        self._keep_unmoved_orphans(fresh)
         keys: set[tuple[str, str]] = set()
         for row in np.flatnonzero(self.orphan).tolist():
             parent = _innermost(fresh, int(self.start[row]), int(self.end[row]))
@@ -143,6 +157,30 @@ class SymbolTable:
                 keys.add((self.kind[member], renamed))
         self.orphan[:] = False
         return keys
+
+    def _keep_unmoved_orphans(self, fresh: Sequence[Symbol]) -> None:
+        """Children whose replaced parent came back with the same name and depth stay as they are.
+
+        This is the common case (an edit inside a class body re-queries the class), and it
+        is settled per parent with array operations instead of per child.
+        """
+        orphans = np.flatnonzero(self.orphan)
+        parents = self.orphan_of[orphans]
+        for parent in set(parents.tolist()):
+            group = orphans[parents == parent]
+            starts, ends = self.start[group], self.end[group]
+            holders = [s for s in fresh if ((s.start_byte <= starts) & (ends <= s.end_byte)).any()]
+            if not holders:
+                continue
+            innermost = max(holders, key=lambda s: s.depth)
+            deepest = [s for s in holders if s.depth >= innermost.depth]
+            if (
+                len(deepest) == 1
+                and innermost.qualname == parent
+                and innermost.depth == self.depth[group[0]] - 1
+                and bool(((innermost.start_byte <= starts) & (ends <= innermost.end_byte)).all())
+            ):
+                self.orphan[group] = False
 
     def renumber(self, keys: Iterable[tuple[str, str]]) -> None:
         """Overload ordinals for every (kind, qualname) an update touched."""
@@ -192,14 +230,8 @@ class SymbolTable:
 
 _COLUMNS = (
     "start", "end", "start_line", "end_line", "depth", "ordinal", "name_at", "kind", "name",
-    "qualname", "signature", "scope", "old_start", "old_end", "dirty", "orphan",
+    "qualname", "signature", "scope", "old_start", "old_end", "dirty", "orphan", "orphan_of",
 )  # fmt: skip
-
-
-def _insert(array: npt.NDArray[Any], row: int, value: object) -> npt.NDArray[Any]:
-    item = np.empty(1, dtype=array.dtype)
-    item[0] = value
-    return np.insert(array, row, item)
 
 
 def _objects(values: Iterable[object]) -> _Objects:

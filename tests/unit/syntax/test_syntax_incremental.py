@@ -219,3 +219,17 @@ def test_a_new_overload_in_front_renumbers_the_others() -> None:
     assert changes.incremental
     assert syntax.outline == outline_text(text, "inventory.py")
     assert changes.added == (SymbolId("method", "Inventory.get", 4),)
+
+
+def test_wrapping_kept_definitions_in_a_new_namespace_requalifies_them() -> None:
+    text = (SAMPLES / "store.ts").read_text(encoding="utf-8")
+    syntax = IncrementalSyntax(text, "store.ts")
+    start = text.index("export function systemClock")
+    end = text.index("declare module")
+    text, first = splice(text, end, end, "}\n")
+    text, second = splice(text, start, start, "namespace Outer {\n")
+    changes = syntax.apply([first, second], text)
+    assert changes.incremental
+    assert syntax.outline == outline_text(text, "store.ts")
+    assert SymbolId("function", "Outer.systemClock", 1) in changes.added
+    assert SymbolId("function", "systemClock", 1) in changes.removed
