@@ -1217,39 +1217,58 @@ class ContextEngine:
         symbol: str | None = None,
         conv: str | None = None,
     ) -> ItemInfo:
-        """Keep `uri` (its current `text`) in context, exempt from eviction."""
+        """Keep `uri` (its current `text`), or one definition of it, in the context.
+
+        The pinned text is appended as one block (nothing before it is rewritten) unless the
+        model already sees exactly this text; it moves into the file segment at the next
+        consolidation. Pinned items are exempt from eviction and from the limits. An unknown
+        `symbol` raises UnknownItem with the names that come close.
+        """
+        label = _label(uri)
         entry = self.store.put(text, uri=uri, version=version, tokens=self._count(text, "code"))
+        shown = f"[pinned [[file:{entry.id}]] {label}]\n{text}"
+        if symbol is not None:
+            outline = outline_text(text, label)
+            lookup = find_symbol(text, outline, symbol)
+            if lookup.found is None:
+                names = [address(c, outline) for c in lookup.candidates] or list(lookup.suggestions)
+                hint = f"; did you mean {', '.join(names)}?" if names else ""
+                raise UnknownItem(f"no symbol {symbol!r} in {label}{hint}")
+            found = lookup.found
+            shown = (
+                f"[pinned {label}::{symbol} (lines {found.start_line}-{found.end_line}) "
+                f"of [[file:{entry.id}]]]\n{found.text}"
+            )
         targets = [self.conversation(conv)] if conv else list(self._conversations.values())
         item: LedgerItem | None = None
         for c in targets or [self.conversation("default")]:
             item = self._record_file_version(c, uri, entry.id, text, version)
-            if symbol is None and not (uri in c.files and self._view_visible(c, c.files[uri])):
-                shown = f"[pinned [[file:{entry.id}]] {_label(uri)}]\n{text}"
-                index = self._append(
-                    c,
-                    "user",
-                    {"type": "text", "text": shown},
-                    self._count(shown, "code"),
-                    kind="pinned",
-                    item_id=entry.id,
-                    uri=uri,
-                    text=text,
-                )
+            view = c.files.get(uri)
+            seen = view is not None and view.whole and view.text == text
+            if symbol is None and seen and view is not None and self._view_visible(c, view):
+                continue
+            index = self._append(
+                c, "user", {"type": "text", "text": shown}, self._count(shown, "code"),
+                kind="pinned", item_id=entry.id, uri=uri, text=text if symbol is None else shown,
+            )  # fmt: skip
+            if symbol is None:
                 c.files[uri] = _FileView(uri, entry.id, text, 1, True, c.calls, [index])
-        if item is None:
-            item = self._record_file_version(
-                self.conversation("default"), uri, entry.id, text, version
-            )
+        assert item is not None
         item.pinned = True
         if symbol is not None:
             item.state = ItemState.PARTIAL
         return _info(item)
 
     def unpin(self, uri: str) -> ItemInfo:
+        """Make `uri` evictable again (it stays in the context until the policy says)."""
         item = self.ledger.current(uri)
         if item is None:
             raise UnknownItem(f"{uri} is not in the context; pin it first")
         item.pinned = False
+        for c in self._conversations.values():
+            for tb in c.thread:
+                if tb.kind == "pinned" and tb.uri == uri:
+                    tb.kind = "file"
         return _info(item)
 
     def drop(self, target: str) -> list[str]:

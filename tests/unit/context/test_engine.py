@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 from context_helpers import Clock, Driver, source
-from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.context.engine import ContextEngine, EngineConfig, UnknownItem
 from ephemeral_context.context.ledger import LedgerLimits
 from ephemeral_context.store import Store, StoreError, UnknownId
 
@@ -188,3 +188,16 @@ def test_a_long_untouched_file_is_demoted_to_its_synopsis_when_cold(
     assert len(old) == 1 and 'shown="synopsis"' in old[0]
     assert "old_f79" in old[0] and "return x + 79" not in old[0]
     assert [i.state for i in engine.items() if i.uri == "file:///old.py"] == ["synopsis"]
+
+
+def test_pin_a_symbol_shows_only_that_definition(engine: ContextEngine) -> None:
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    info = engine.pin("file:///lib.py", source(30, "lib_"), symbol="lib_f7")
+    assert info.pinned and info.state == "partial"
+    d.call()
+    last = repr(d.requests[-1])
+    assert "lib.py::lib_f7" in last and "return x + 7" in last and "def lib_f8" not in last
+    with pytest.raises(UnknownItem, match="did you mean"):
+        engine.pin("file:///lib.py", source(30, "lib_"), symbol="lib_f7x")
+    assert not engine.unpin("file:///lib.py").pinned
