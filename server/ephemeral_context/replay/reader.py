@@ -601,7 +601,7 @@ def _build_session(reading: _Reading) -> Session:
         thread_id = _place(messages, root, head.sidechain, session, forks)
         response_blocks = tuple(b for e in lines_of[message_id] for b in _blocks(e, reading))
         response = Message("assistant", response_blocks, head.timestamp, head.line)
-        started = max(chain[-1].timestamp, 0.0) if chain else head.timestamp
+        started = chain[-1].timestamp  # the request's last line: the call starts after it
         pending.append((started, head.timestamp, thread_id, len(messages), response, head))
     pending.sort(key=lambda item: (item[0], item[1], item[5].line))
     for index, (started, finished, thread_id, n_messages, response, head) in enumerate(pending):
@@ -625,7 +625,6 @@ def _build_session(reading: _Reading) -> Session:
             model_info(model)
         except UnknownModelError:
             reading.problem(0, f"no list price for model {model!r}: its calls cost $0 here")
-    session.threads = {k: t for k, t in session.threads.items() if t.messages}
     _link_tasks(session)
     _infer_prefixes(session)
     return session
