@@ -89,6 +89,12 @@ async function failureFlow() {
         await toast.waitFor();
         return normalize(await toast.innerText());
     });
+    if (config.failure.recovered) {
+        observations.recovered = await step('the server comes back after the restarts', async () => {
+            await page.locator('.statusbar-item').filter({ hasText: config.failure.recovered }).first().waitFor({ timeout: TIMEOUT * 2 });
+            return statusText();
+        });
+    }
     await step('the editor still opens and edits files', async () => {
         await page.keyboard.press('Control+P');
         const input = page.locator('.quick-input-widget input');

@@ -46,7 +46,7 @@ export interface Usage {
     savedTokens: number;
     savedUsd: number;
     breakdown: Breakdown;
-    lastCall: LastCall | null;
+    lastCall?: LastCall | null;
 }
 
 /** Result of `ephemeralContext/status`: the usage plus counts and the model. */

@@ -284,7 +284,11 @@ export class ServerManager implements Disposable {
             `Restarting in ${Math.round(delay / 1000)} s (attempt ${this.backoff.crashes}); see the log for details.`;
         traceError(message);
         this.setState({ kind: 'crashed', restartInMs: delay, crashes: this.backoff.crashes });
-        void showWarningMessage(message, 'Show Log').then((choice) => choice && this.deps.channel.show());
+        // One notification per streak of crashes (and one when the backoff tops out); the status
+        // bar and the log carry every attempt.
+        if (this.backoff.crashes === 1 || delay === CRASH_RESTART_MAX_MS) {
+            void showWarningMessage(message, 'Show Log').then((choice) => choice && this.deps.channel.show());
+        }
         this.crashTimer = setTimeout(() => {
             this.crashTimer = undefined;
             void this.restart();
