@@ -71,12 +71,7 @@ from ephemeral_context.lsp.protocol import (
 from ephemeral_context.lsp.throttle import Throttle
 from ephemeral_context.lsp.transport import DEFAULT_MAX_MESSAGE_BYTES, SizeLimitedReader
 from ephemeral_context.model.edits import DiskEditApplier
-from ephemeral_context.model.secrets import (
-    DEFAULT_SECRET_PATTERNS,
-    AccessDenied,
-    SecretPolicy,
-    Workspace,
-)
+from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
 from ephemeral_context.model.tools import SkillFolder, ToolEnv
 from ephemeral_context.replay.report import discover, to_json
 from ephemeral_context.replay.report import replay as replay_report
@@ -196,12 +191,13 @@ class EphemeralContextServer(LanguageServer):
         return Workspace.of(paths or [Path.cwd()])
 
     def secret_policy(self, workspace: Workspace) -> SecretPolicy:
-        patterns = (*DEFAULT_SECRET_PATTERNS, *self.options.secret_patterns)
-        policy = SecretPolicy(patterns=patterns)
-        for allowed in self.options.allow_secret_files:
-            path = Path(allowed).expanduser()
-            policy.allow(path if path.is_absolute() else workspace.roots[0] / path)
-        return policy
+        """Built-in plus configured patterns; allowSecretFiles as paths (relative to the
+        first folder) or globs."""
+        return SecretPolicy.configured(
+            self.options.secret_patterns,
+            self.options.allow_secret_files,
+            base=workspace.roots[0],
+        )
 
     def tool_env(self) -> ToolEnv:
         workspace = self.workspace_folders()
