@@ -141,7 +141,15 @@ def _cost(call: CallResult) -> float:
 
 
 def simulate(name: str, session: Session, layout: Layout) -> StrategyResult:
-    """Replay `session` under one layout through the cache model."""
+    """Replay `session` under one layout through the cache model (then close the layout)."""
+    try:
+        return _drive(name, session, layout)
+    finally:
+        if isinstance(layout, Closing):
+            layout.close()
+
+
+def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
     caches: dict[str, PromptCache] = {}
     result = StrategyResult(name)
     started_threads: set[str] = set()
@@ -175,8 +183,6 @@ def simulate(name: str, session: Session, layout: Layout) -> StrategyResult:
         )
     result.shown_tokens = shown_tokens
     result.lost_tokens = layout.lost_tokens
-    if isinstance(layout, Closing):
-        layout.close()
     return result
 
 
