@@ -44,7 +44,7 @@
     ]
     body: (_) @body.definition.function)) @definition.function
 
-; Out-of-class definitions `Type::name` and members declared or defined in a class body are methods.
+; Out-of-class definitions `Type::name` are methods.
 (function_definition
   declarator: [
     (function_declarator declarator: (qualified_identifier) @name.definition.method)
@@ -62,17 +62,12 @@
     ]
     body: (_) @body.definition.method)) @definition.method
 
-(field_declaration_list
-  (function_definition
-    declarator: [
-      (function_declarator declarator: (_) @name.definition.method)
-      (pointer_declarator declarator: (function_declarator declarator: (_) @name.definition.method))
-      (reference_declarator (function_declarator declarator: (_) @name.definition.method))
-    ]
-    body: (_) @body.definition.method) @definition.method)
+; Functions defined or declared in a class or struct body are methods (decided from nesting).
+; refine: function in class -> method
+; refine: function in struct -> method
+(field_declaration declarator: (function_declarator declarator: (_) @name.definition.function)) @definition.function
 
+; A constructor declared in a class body parses as a declaration; elsewhere that shape is
+; usually a local variable, so the parent is spelled out.
 (field_declaration_list
-  [
-    (field_declaration declarator: (function_declarator declarator: (_) @name.definition.method))
-    (declaration declarator: (function_declarator declarator: (_) @name.definition.method))
-  ] @definition.method)
+  (declaration declarator: (function_declarator declarator: (_) @name.definition.function)) @definition.function)

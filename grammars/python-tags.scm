@@ -1,5 +1,6 @@
 ; Python definitions for synopses. Written for Ephemeral Context; capture names follow
-; grammars/README.md. Later patterns refine earlier ones for the same name (function -> method).
+; grammars/README.md. Later patterns refine earlier ones for the same name (function ->
+; constructor).
 ; The signature ends at the header's ":" (captured as the body marker), so comments between
 ; the header and the first statement stay out of it.
 
@@ -23,27 +24,20 @@
     name: (identifier) @name.definition.function
     ":" @body.definition.function)) @definition.function
 
-; Functions directly in a class body are methods.
-(class_definition
-  body: (block
-    (function_definition
-      name: (identifier) @name.definition.method
-      ":" @body.definition.method) @definition.method))
-
-(class_definition
-  body: (block
-    (decorated_definition
-      definition: (function_definition
-        name: (identifier) @name.definition.method
-        ":" @body.definition.method)) @definition.method))
+; A function directly in a class is a method (decided from nesting, see grammars/README.md).
+; refine: function in class -> method
 
 ; __init__ is the constructor.
-(class_definition
-  body: (block
-    (function_definition
-      name: (identifier) @name.definition.constructor
-      ":" @body.definition.constructor) @definition.constructor)
-  (#eq? @name.definition.constructor "__init__"))
+(function_definition
+  name: (identifier) @name.definition.constructor
+  ":" @body.definition.constructor
+  (#eq? @name.definition.constructor "__init__")) @definition.constructor
+
+(decorated_definition
+  definition: (function_definition
+    name: (identifier) @name.definition.constructor
+    ":" @body.definition.constructor)
+  (#eq? @name.definition.constructor "__init__")) @definition.constructor
 
 ; Module-level constants: UPPER_CASE names assigned at the top level.
 (module

@@ -1,5 +1,5 @@
 ; Rust definitions for synopses. Written for Ephemeral Context; capture names follow
-; grammars/README.md. Later patterns refine earlier ones for the same name (function -> method).
+; grammars/README.md.
 
 ; Module-level constants and statics.
 (source_file
@@ -38,23 +38,11 @@
   ]
   body: (_) @body.definition.impl) @definition.impl
 
-; Functions; inside impl and trait bodies they are methods.
+; Functions; inside impl and trait bodies they are methods (decided from nesting).
+; refine: function in impl -> method
+; refine: function in trait -> method
 (function_item
   name: (identifier) @name.definition.function
   body: (_) @body.definition.function) @definition.function
 
-(impl_item
-  body: (declaration_list
-    (function_item
-      name: (identifier) @name.definition.method
-      body: (_) @body.definition.method) @definition.method))
-
-(trait_item
-  body: (declaration_list
-    (function_item
-      name: (identifier) @name.definition.method
-      body: (_) @body.definition.method) @definition.method))
-
-(trait_item
-  body: (declaration_list
-    (function_signature_item name: (identifier) @name.definition.method) @definition.method))
+(function_signature_item name: (identifier) @name.definition.function) @definition.function

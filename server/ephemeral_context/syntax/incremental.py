@@ -31,6 +31,7 @@ from ephemeral_context.syntax.outline import (
     new_parser,
     outline_order,
 )
+from ephemeral_context.syntax.queries import refinements
 from ephemeral_context.syntax.table import SymbolTable
 
 
@@ -106,7 +107,7 @@ class IncrementalSyntax:
         self._limits = limits or Limits()
         self._parser = new_parser(self._language) if self._language else None
         self._tree: ts.Tree | None = None
-        self._table = SymbolTable((), ())
+        self._table = SymbolTable((), (), {})
         self._text, self._source = "", b""
         self._outline: Outline | None = None
         self._rebuild(text)
@@ -177,8 +178,8 @@ class IncrementalSyntax:
         if len(found) > _MAX_PIECEWISE:
             return self._replace_all(text)
         fresh_definitions = sorted(found.values(), key=outline_order)
-        fresh = nest(fresh_definitions)
-        table.insert(fresh, [d.scope for d in fresh_definitions])
+        fresh = nest(fresh_definitions, table.refine)
+        table.insert(fresh, fresh_definitions)
         keys |= {(s.kind, s.qualname) for s in fresh}
         keys |= table.adopt_orphans(fresh)
         table.renumber(keys)
@@ -203,7 +204,8 @@ class IncrementalSyntax:
         self._tree, definitions, self._outline = analyse(
             text, self._path, self._language, self._limits, self._parser
         )
-        self._table = SymbolTable(self._outline.symbols, [d.scope for d in definitions])
+        refine = refinements(self._language) if self._language else {}
+        self._table = SymbolTable(self._outline.symbols, definitions, refine)
         self._text, self._source = text, text.encode("utf-8", errors="surrogatepass")
 
 

@@ -11,7 +11,7 @@ the kind comes from the pattern written last in the file.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -19,7 +19,7 @@ import tree_sitter as ts
 
 from ephemeral_context.syntax.binding import Budget, BudgetExceeded, parse_bounded, run_matches
 from ephemeral_context.syntax.languages import detect_language, load_language, spec_for
-from ephemeral_context.syntax.queries import compiled_query
+from ephemeral_context.syntax.queries import compiled_query, refinements
 from ephemeral_context.tokens import estimate_tokens
 
 _SQUASH = re.compile(r"\s+")
@@ -273,8 +273,12 @@ def _definition(source: bytes, candidate: _Candidate, comments: tuple[bytes, ...
     )
 
 
-def nest(definitions: Iterable[Definition]) -> tuple[Symbol, ...]:
-    """Give each definition its depth, qualified name and overload ordinal (1-based)."""
+def nest(
+    definitions: Iterable[Definition], refine: Mapping[tuple[str, str], str]
+) -> tuple[Symbol, ...]:
+    """Give each definition its depth, qualified name, overload ordinal (1-based) and its
+    kind as refined by its parent's (`refine[(kind, parent_kind)]`, see queries.refinements).
+    """
     stack: list[Symbol] = []
     ordinals: dict[tuple[str, str], int] = {}
     symbols = []
@@ -285,9 +289,10 @@ def nest(definitions: Iterable[Definition]) -> tuple[Symbol, ...]:
             stack.pop()
         owner = stack[-1].qualname if stack else d.scope
         qualname = f"{owner}.{d.name}" if owner else d.name
-        ordinal = ordinals[(d.kind, qualname)] = ordinals.get((d.kind, qualname), 0) + 1
+        kind = refine.get((d.kind, stack[-1].kind), d.kind) if stack else d.kind
+        ordinal = ordinals[(kind, qualname)] = ordinals.get((kind, qualname), 0) + 1
         symbol = Symbol(
-            d.name, qualname, d.kind, d.start_line, d.end_line, d.signature,
+            d.name, qualname, kind, d.start_line, d.end_line, d.signature,
             d.start_byte, d.end_byte, len(stack), ordinal, d.name_at,
         )  # fmt: skip
         symbols.append(symbol)
@@ -347,14 +352,9 @@ def analyse(
         except BudgetExceeded as error:
             tree, reason = None, str(error)
     has_errors = tree is not None and tree.root_node.has_error
+    symbols = nest(definitions, refinements(language)) if language else ()
     outline = make_outline(
-        path,
-        language,
-        text,
-        nest(definitions),
-        has_errors=has_errors,
-        fallback=reason,
-        limits=limits,
+        path, language, text, symbols, has_errors=has_errors, fallback=reason, limits=limits
     )
     return tree, definitions, outline
 

@@ -7,6 +7,8 @@ process. What the captures mean is decided in outline.py from capture-name prefi
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Mapping
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -24,6 +26,7 @@ KINDS = frozenset(
 )  # fmt: skip
 ROLES = ("definition.", "name.definition.", "body.definition.", "scope.definition.")
 _INHERITS = "; inherits:"
+_REFINE = re.compile(r"^; refine: (\w+) in (\w+) -> (\w+)[ \t]*$", re.MULTILINE)
 _REPO_GRAMMARS = Path(__file__).resolve().parents[3] / "grammars"
 
 
@@ -46,6 +49,21 @@ def query_source(language: str, purpose: str = "tags") -> str:
         return text
     parents = [name.strip() for name in first_line.removeprefix(_INHERITS).split(",")]
     return "\n".join([*(query_source(parent, purpose) for parent in parents), text])
+
+
+@functools.cache
+def refinements(language: str, purpose: str = "tags") -> Mapping[tuple[str, str], str]:
+    """`; refine: function in class -> method` lines: a kind that depends on the parent's kind.
+
+    Deciding "a function directly in a class is a method" from the outline's nesting, rather
+    than with a pattern rooted at the class, keeps each pattern rooted at the definition
+    itself, so a query over an edited range does not match every sibling in the class.
+    """
+    rules = {(m[1], m[2]): m[3] for m in _REFINE.finditer(query_source(language, purpose))}
+    for (kind, parent), result in rules.items():
+        if not {kind, parent, result} <= KINDS:
+            raise QueryFileError(f"{language}-{purpose}.scm: refine uses a kind not allowed")
+    return rules
 
 
 class QueryFileError(ValueError):

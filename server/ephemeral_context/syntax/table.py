@@ -10,13 +10,13 @@ enters is recorded, with its old byte span, so the caller can diff texts without
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ephemeral_context.syntax.outline import Definition, Symbol, SymbolId, nest
+from ephemeral_context.syntax.outline import Definition, Symbol, SymbolId
 
 _Ints = npt.NDArray[np.int64]
 _Bools = npt.NDArray[np.bool_]
@@ -27,7 +27,14 @@ OldIdentity = tuple[SymbolId, int, int]  # identity, start and end byte in the o
 class SymbolTable:
     """The rows behind an Outline's symbols, plus what the current update has changed."""
 
-    def __init__(self, symbols: Sequence[Symbol], scopes: Sequence[str | None]) -> None:
+    def __init__(
+        self,
+        symbols: Sequence[Symbol],
+        definitions: Sequence[Definition],
+        refine: Mapping[tuple[str, str], str],
+    ) -> None:
+        """`definitions[i]` is what `symbols[i]` was nested from; `refine` as in outline.nest."""
+        self.refine = refine
         self.start = np.array([s.start_byte for s in symbols], dtype=np.int64)
         self.end = np.array([s.end_byte for s in symbols], dtype=np.int64)
         self.start_line = np.array([s.start_line for s in symbols], dtype=np.int64)
@@ -39,17 +46,15 @@ class SymbolTable:
         self.name = _objects(s.name for s in symbols)
         self.qualname = _objects(s.qualname for s in symbols)
         self.signature = _objects(s.signature for s in symbols)
-        self.scope = _objects(scopes)
+        self.scope = _objects(d.scope for d in definitions)
+        self.base_kind = _objects(d.kind for d in definitions)
         self.old_start = self.start.copy()
         self.old_end = self.end.copy()
         self.dirty = np.zeros(len(symbols), dtype=np.bool_)
         self.orphan = np.zeros(len(symbols), dtype=np.bool_)
         self.orphan_of = _objects([None] * len(symbols))
+        self.orphan_kind = _objects([None] * len(symbols))
         self.left: list[OldIdentity] = []
-
-    @classmethod
-    def from_definitions(cls, definitions: Sequence[Definition]) -> SymbolTable:
-        return cls(nest(definitions), [d.scope for d in definitions])
 
     def __len__(self) -> int:
         return len(self.start)
@@ -88,6 +93,7 @@ class SymbolTable:
             children = children[(self.depth[children] == self.depth[row] + 1) & ~doomed[children]]
             self.orphan[children] = True
             self.orphan_of[children] = self.qualname[row]
+            self.orphan_kind[children] = self.kind[row]
             if not self.dirty[row]:
                 self.left.append(
                     (self.identity(row), int(self.old_start[row]), int(self.old_end[row]))
@@ -104,7 +110,7 @@ class SymbolTable:
         self.start_line[first:] += lines_by
         self.end_line[first:] += lines_by
 
-    def insert(self, fresh: Sequence[Symbol], scopes: Sequence[str | None]) -> None:
+    def insert(self, fresh: Sequence[Symbol], definitions: Sequence[Definition]) -> None:
         """Add freshly queried symbols (qualified among themselves) at their places."""
         rows = [self._position(symbol) for symbol in fresh]
         count = len(fresh)
@@ -120,12 +126,14 @@ class SymbolTable:
             "name": _objects(s.name for s in fresh),
             "qualname": _objects(s.qualname for s in fresh),
             "signature": _objects(s.signature for s in fresh),
-            "scope": _objects(scopes),
+            "scope": _objects(d.scope for d in definitions),
+            "base_kind": _objects(d.kind for d in definitions),
             "old_start": np.full(count, -1, dtype=np.int64),
             "old_end": np.full(count, -1, dtype=np.int64),
             "dirty": np.ones(count, dtype=np.bool_),
             "orphan": np.zeros(count, dtype=np.bool_),
             "orphan_of": _objects([None] * count),
+            "orphan_kind": _objects([None] * count),
         }
         for column in _COLUMNS:
             setattr(self, column, np.insert(getattr(self, column), rows, values[column]))
@@ -141,21 +149,40 @@ class SymbolTable:
         keys: set[tuple[str, str]] = set()
         for row in np.flatnonzero(self.orphan).tolist():
             parent = _innermost(fresh, int(self.start[row]), int(self.end[row]))
-            owner = parent.qualname if parent else self.scope[row]
-            qualname = f"{owner}.{self.name[row]}" if owner else self.name[row]
-            depth = parent.depth + 1 if parent else 0
-            if qualname == self.qualname[row] and depth == self.depth[row]:
-                continue
             below = int(np.searchsorted(self.start, self.end[row], side="left"))
-            old_prefix, shift = self.qualname[row], depth - int(self.depth[row])
-            for member in range(row, below):
+            keys |= self._renest(row, below, parent)
+        self.orphan[:] = False
+        return keys
+
+    def _renest(self, row: int, below: int, parent: Symbol | None) -> set[tuple[str, str]]:
+        """Name, kind and depth again for rows row..below-1 (a subtree) under a new parent."""
+        keys: set[tuple[str, str]] = set()
+        stack: list[tuple[int, str, str, int]] = []  # end, qualname, kind, depth
+        for member in range(row, below):
+            while stack and self.end[member] > stack[-1][0]:
+                stack.pop()
+            if stack:
+                _end, owner, owner_kind, depth = stack[-1]
+                depth += 1
+            elif parent is not None:
+                owner, owner_kind, depth = parent.qualname, parent.kind, parent.depth + 1
+            else:
+                owner, owner_kind, depth = self.scope[member], None, 0
+            name, base = self.name[member], self.base_kind[member]
+            qualname = f"{owner}.{name}" if owner else name
+            kind = self.refine.get((base, owner_kind), base) if owner_kind else base
+            if (qualname, kind, depth) != (
+                self.qualname[member],
+                self.kind[member],
+                self.depth[member],
+            ):
                 keys.add((self.kind[member], self.qualname[member]))
                 self._mark(member)
-                renamed = qualname + self.qualname[member][len(old_prefix) :]
-                self.qualname[member] = renamed
-                self.depth[member] += shift
-                keys.add((self.kind[member], renamed))
-        self.orphan[:] = False
+                self.qualname[member], self.kind[member], self.depth[member] = qualname, kind, depth
+                keys.add((kind, qualname))
+            elif member == row:
+                return keys  # the subtree root is unchanged, so is everything below it
+            stack.append((int(self.end[member]), qualname, kind, depth))
         return keys
 
     def _keep_unmoved_orphans(self, fresh: Sequence[Symbol]) -> None:
@@ -177,6 +204,7 @@ class SymbolTable:
             if (
                 len(deepest) == 1
                 and innermost.qualname == parent
+                and bool((self.orphan_kind[group] == innermost.kind).all())
                 and innermost.depth == self.depth[group[0]] - 1
                 and bool(((innermost.start_byte <= starts) & (ends <= innermost.end_byte)).all())
             ):
@@ -230,7 +258,8 @@ class SymbolTable:
 
 _COLUMNS = (
     "start", "end", "start_line", "end_line", "depth", "ordinal", "name_at", "kind", "name",
-    "qualname", "signature", "scope", "old_start", "old_end", "dirty", "orphan", "orphan_of",
+    "qualname", "signature", "scope", "base_kind", "old_start", "old_end", "dirty", "orphan",
+    "orphan_of", "orphan_kind",
 )  # fmt: skip
 
 
