@@ -165,74 +165,43 @@ def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_stream_json_form(tmp_path: Path) -> None:
     """`claude -p --output-format stream-json`: no links, no times, sub-agent lines by parent id."""
+
+    def line(kind: str, content: object, parent: str | None, **extra: object) -> str:
+        message: dict[str, object] = {"role": kind, "content": content}
+        if kind == "assistant":
+            message |= {"id": f"m{len(records)}", "model": "claude-sonnet-4-5", "usage": usage}
+        return json.dumps({"type": kind, "message": message, "parent_tool_use_id": parent, **extra})
+
     usage = {
         "input_tokens": 3,
         "cache_creation_input_tokens": 500,
         "cache_read_input_tokens": 12000,
-        "output_tokens": 1,
     }
-    records = [
-        {
-            "type": "system",
-            "subtype": "init",
-            "session_id": "s",
-            "model": "claude-sonnet-4-5",
-            "tools": [],
-        },
-        {
-            "type": "user",
-            "message": {"role": "user", "content": "list files"},
-            "session_id": "s",
-            "parent_tool_use_id": None,
-        },
-        {
-            "type": "assistant",
-            "message": {
-                "id": "m1",
-                "model": "claude-sonnet-4-5",
-                "role": "assistant",
-                "content": [tool_use("t1", "Bash", command="ls")],
-                "usage": usage,
-            },
-            "parent_tool_use_id": None,
-            "session_id": "s",
-        },
-        {
-            "type": "user",
-            "message": {
-                "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py\nb.py"}],
-            },
-            "parent_tool_use_id": None,
-            "session_id": "s",
-            "tool_use_result": {"stdout": "a.py\nb.py"},
-        },
-        {
-            "type": "assistant",
-            "message": {
-                "id": "m2",
-                "model": "claude-sonnet-4-5",
-                "role": "assistant",
-                "content": [text("two files")],
-                "usage": {
-                    **usage,
-                    "cache_read_input_tokens": 12503,
-                    "cache_creation_input_tokens": 60,
-                },
-            },
-            "parent_tool_use_id": None,
-            "session_id": "s",
-        },
-        {"type": "result", "num_turns": 2, "total_cost_usd": 0.01, "usage": usage},
+    task = tool_use("t1", "Task", description="find", prompt="find the py files")
+    records: list[str] = [
+        json.dumps({"type": "system", "subtype": "init", "session_id": "s", "tools": []})
     ]
+    records.append(line("user", "list the python files", None))
+    records.append(line("assistant", [task], None))
+    records.append(line("user", "find the py files", "t1"))
+    records.append(line("assistant", [text("a.py b.py")], "t1"))
+    result = [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py b.py"}]
+    records.append(line("user", result, None, tool_use_result={"status": "completed"}))
+    records.append(line("assistant", [text("two files")], None))
+    records.append(json.dumps({"type": "result", "num_turns": 2, "usage": usage}))
     path = tmp_path / "stream.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    path.write_text("\n".join(records) + "\n")
     session = read_session(path)
     assert session.problems == []
-    assert len(session.calls) == 2
-    assert [len(session.request(c)) for c in session.calls] == [1, 3]
-    assert session.calls[1].usage is not None
-    assert session.calls[1].usage.cache_read_input_tokens == 12503
+    assert [(c.thread, len(session.request(c))) for c in session.calls] == [
+        ("main@2", 1),
+        ("task:t1@4", 1),
+        ("main@2", 3),
+    ]
+    agent = session.threads["task:t1@4"]
+    assert (agent.prefix_key, agent.task) == ("agent", "t1")
+    assert session.calls[2].usage is not None
+    assert session.calls[2].usage.cache_read_input_tokens == 12000
 
 
 def test_subagent_file_without_tool_use_results_parses_read_text() -> None:
