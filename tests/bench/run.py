@@ -1,4 +1,4 @@
-"""Run every benchmark module (tests/bench/bench_*.py) and write its figures into docs/benchmarks.md.
+"""Run the benchmarks (tests/bench/bench_*.py) and write their figures into docs/benchmarks.md.
 
 Each module exposes `run() -> str`, a Markdown section with its figures. The text lands between
 `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` markers, so each benchmark owns its own block
