@@ -69,6 +69,7 @@ from ephemeral_context.context.ledger import (
     binary_reason,
 )
 from ephemeral_context.context.skills import SkillMeta, parse_skill, trigger_fired
+from ephemeral_context.documents import content_hash
 from ephemeral_context.syntax import Symbol, address, find_symbol, outline_text, render_synopsis
 from ephemeral_context.tokens import BLOCK_OVERHEAD_TOKENS, estimate_block_tokens
 
@@ -221,6 +222,8 @@ class _Conversation:
     files: dict[str, _FileView] = field(default_factory=dict)
     tool_uses: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
     pending_notes: dict[str, str] = field(default_factory=dict)
+    note_hashes: dict[str, str | None] = field(default_factory=dict)
+    """The content hash each pending note's change led to (to drop the echo of an edit)."""
     segment: list[SegmentEntry] = field(default_factory=list)
     entries: dict[int, tuple[float, int]] = field(default_factory=dict)
     """Cache boundaries the engine expects: thread index (-1 = end of segment) -> (expiry, end)."""
@@ -446,6 +449,8 @@ class ContextEngine:
                         True,
                     )
                     view.call = c.calls
+                if uri in c.pending_notes and c.note_hashes.get(uri) == _hash(content):
+                    del c.pending_notes[uri]  # the editor's echo of this very edit
             self._touch(c, uri)
         item_id: str | None = None
         if not is_error and given > INPUT_EVICTION_MIN_TOKENS:
@@ -708,10 +713,14 @@ class ContextEngine:
         )
         seen = False
         for c in self._conversations.values():
-            if uri not in c.files:
+            view = c.files.get(uri)
+            if view is None:
                 continue
             seen = True
+            if not deleted and view.whole and _hash(view.text) == new_hash:
+                continue  # the version the model already sees (the echo of its own edit)
             c.pending_notes[uri] = f"Note: {_label(uri)} {what}; read it again if you need it."
+            c.note_hashes[uri] = new_hash
             if deleted:
                 c.files.pop(uri)
         if deleted and seen:
@@ -1377,6 +1386,11 @@ def _as_dict(raw: Mapping[str, Any] | Any) -> dict[str, Any]:
         if isinstance(result, dict):
             return result
     raise TypeError(f"not a content block: {raw!r}")
+
+
+def _hash(text: str) -> str:
+    """The mirror's content hash of a text (documents.content_hash of its UTF-8 bytes)."""
+    return content_hash(text.encode("utf-8", "surrogatepass"))
 
 
 def _result_block(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:

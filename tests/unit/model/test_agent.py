@@ -369,11 +369,6 @@ class BufferApplier:
         return EditOutcome(True, "edited in the editor", plan.new_text)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine.note_document_change notes the echo of the model's own edit as an "
-    "outside change (it does not compare new_hash with the conversation's view)",
-)
 async def test_own_edit_in_the_editor_is_not_an_outside_change(session: Session) -> None:
     app = session.root / "src" / "app.py"
     session.env.mirror.open(path_to_uri(app), "python", 1, app.read_text())
@@ -386,3 +381,10 @@ async def test_own_edit_in_the_editor_is_not_an_outside_change(session: Session)
     await session.ask("anything else?")
     last = json.dumps((await session.bodies(4))[3])
     assert "changed outside this conversation" not in last
+    # a real outside change (the user types in the buffer) still gets its note
+    doc = session.env.mirror.get(path_to_uri(app))
+    assert isinstance(doc, Document)
+    session.env.mirror.change(doc.uri, doc.version + 1, [TextEdit(None, doc.text + "# typed\n")])
+    session.api.add_turns("seen")
+    await session.ask("and now?")
+    assert "changed outside this conversation" in json.dumps((await session.bodies(5))[4])
