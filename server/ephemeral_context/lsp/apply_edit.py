@@ -80,12 +80,12 @@ class ClientEditApplier:
             echoed.cancel()
             self.own_hashes.discard(expected)
             reason = result.failure_reason or "no reason given"
-            return EditOutcome(False, f"the editor refused the edit to {path.name}: {reason}")
+            return EditOutcome(False, f"the editor refused the edit: {reason}")
         try:
             await asyncio.wait_for(echoed, ECHO_TIMEOUT_S)
         except TimeoutError:
             log.warning("no didChange for %s after applyEdit; the mirror may lag", uri)
-        return EditOutcome(True, f"edited {path.name} in the editor", plan.new_text)
+        return EditOutcome(True, "edited in the editor", plan.new_text)
 
     def _workspace_edit(self, document: Document, edit: types.TextEdit) -> types.WorkspaceEdit:
         """Versioned documentChanges when the client takes them, so a stale edit is refused."""
