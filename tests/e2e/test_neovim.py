@@ -9,6 +9,7 @@ arriving), never a fixed sleep.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -23,9 +24,17 @@ from tests.fakes.messages_api import fake_api_subprocess
 
 pytestmark = pytest.mark.e2e
 
-HERE = Path(__file__).parent
-CLIENT_LUA = HERE / "neovim" / "ectx.lua"
+REPO = Path(__file__).resolve().parents[2]
+EDITORS_DOC = REPO / "docs" / "editors.md"
 WAIT_MS = 60_000
+
+
+def documented_module() -> str:
+    """The Neovim 0.7 Lua module exactly as docs/editors.md shows it."""
+    page = EDITORS_DOC.read_text(encoding="utf-8")
+    section = page[page.index("### Neovim 0.7") :]
+    start = section.index("```lua\n") + len("```lua\n")
+    return section[start : section.index("```", start)]
 
 
 @pytest.fixture
@@ -36,6 +45,8 @@ def nvim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
     import pynvim
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+    # the documented `cmd = { 'ectx', 'serve' }` finds the venv's console script
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     address = tmp_path / "nvim.sock"
     process = subprocess.Popen(
         ["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "--listen", str(address)],
@@ -115,33 +126,39 @@ def test_neovim_status_edit_and_ask(nvim: Any, tmp_path: Path) -> None:
         },
         "Done.",
     ]
+    config_dir = tmp_path / "config"
+    (config_dir / "lua").mkdir(parents=True)
+    (config_dir / "lua" / "ectx.lua").write_text(documented_module(), encoding="utf-8")
     with fake_api_subprocess(script, tmp_path) as api:
-        config = {
-            "cmd": [sys.executable, "-m", "ephemeral_context", "serve"],
-            "root": str(root),
-            "init_options": {"apiBaseUrl": api.base_url},
-        }
-        client_id = nvim.exec_lua(CLIENT_LUA.read_text(encoding="utf-8"), config)
-        assert isinstance(client_id, int)
-
+        nvim.exec_lua(
+            "local rtp, root, url = ...\n"
+            "vim.opt.runtimepath:prepend(rtp)\n"
+            "require('ectx').setup({ root = root, settings = { apiBaseUrl = url } })",
+            str(config_dir),
+            str(root),
+            api.base_url,
+        )
         nvim.command(f"edit {source}")
-        wait(nvim, f"vim.lsp.get_client_by_id({client_id}).initialized")
-        wait(nvim, "_G.ectx.usage ~= nil")  # didOpen reached the server
+        wait(nvim, "require('ectx').client().initialized")
+        wait(nvim, "require('ectx').usage ~= nil")  # didOpen reached the server
 
         # the user types: a comment above the function (an incremental didChange)
         nvim.current.buffer.append("# greeting helpers", 0)
         status = request(nvim, "ephemeralContext/status", {})
         assert status["openDocuments"] == 1 and status["positionEncoding"] == "utf-16"
 
-        pinned = request(nvim, "ephemeralContext/pin", {"uri": source.as_uri()})
-        text = request(nvim, "ephemeralContext/hydrate", {"id": pinned["item"]["id"]})
+        nvim.command("EctxPin")
+        items = request(nvim, "ephemeralContext/items", {})["items"]
+        assert [i["uri"] for i in items] == [source.as_uri()]
+        text = request(nvim, "ephemeralContext/hydrate", {"id": items[0]["id"]})
         assert text["text"] == '# greeting helpers\ndef greet():\n    return "hello"\n'
 
         nvim.command("EctxAsk Make greet friendlier")
-        wait(nvim, "#_G.ectx.asks == 1")
-        ask = nvim.exec_lua("return _G.ectx.asks[1]")
+        wait(nvim, "require('ectx').result ~= nil")
+        ask = nvim.exec_lua("return require('ectx').result")
         assert ask.get("err") is None, ask
         assert ask["result"]["text"] == "Done." and ask["result"]["edits"][0]["applied"]
+        assert nvim.exec_lua("return require('ectx').answer") == "Making it friendlier.Done."
 
         # the model's edit is in the buffer (unsaved, undoable); the file on disk is as it was
         assert nvim.current.buffer[:] == [
@@ -154,12 +171,10 @@ def test_neovim_status_edit_and_ask(nvim: Any, tmp_path: Path) -> None:
         nvim.command("undo")
         assert nvim.current.buffer[2] == '    return "hello"'
 
-        kinds = [p["kind"] for p in nvim.exec_lua("return _G.ectx.progress")]
-        assert "text" in kinds and "edit" in kinds
-        sent = json.dumps(api.requests())
-        assert sent.count("def greet():") >= 1
-        wait(nvim, "_G.ectx.usage.lastCall ~= nil")
-        assert nvim.exec_lua("return _G.ectx.usage.budget") == 150_000
+        # the model saw the pinned buffer (with the user's comment), not the disk
+        assert "# greeting helpers" in json.dumps(api.requests()[0])
+        wait(nvim, "require('ectx').usage.lastCall ~= nil")
+        assert nvim.exec_lua("return require('ectx').usage.budget") == 150_000
 
-        nvim.exec_lua(f"vim.lsp.stop_client({client_id})")
-        wait(nvim, f"vim.lsp.get_client_by_id({client_id}) == nil")
+        nvim.exec_lua("vim.lsp.stop_client(require('ectx').client_id)")
+        wait(nvim, "require('ectx').client() == nil")

@@ -197,3 +197,16 @@ async def test_ask_through_execute_command(
     api.add_turns("Hello from the command.")
     result = await raw_editor.command("ectx.ask", {"prompt": "hi"})
     assert result["text"] == "Hello from the command." and result["calls"] == 1
+
+
+async def test_pinned_file_is_in_a_new_conversation(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """Pins belong to the user: a conversation started after the pin shows the file."""
+    await start(raw_editor, api, workspace, "visual_studio_code")
+    uri = raw_editor.open(workspace / "src" / "app.py")
+    await raw_editor.request("ephemeralContext/pin", {"uri": uri})
+    api.add_turns("Seen it.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "What is in app.py?"})
+    first = json.dumps(api.message_requests[0].body)
+    assert "return os.getcwd()" in first and first.count("return os.getcwd()") == 1

@@ -604,6 +604,7 @@ async def run_ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
         model=ls.options.model,
         max_steps=ls.options.limits.max_turns,
     )
+    carry_pins(ls, engine, conversation)
     reporter.begin()
     try:
         result = await run_agent(
@@ -621,6 +622,16 @@ async def run_ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
         reporter.end()
         ls.usage_throttle.poke()
     return converters.ask_result(result)
+
+
+def carry_pins(ls: EphemeralContextServer, engine: ContextEngine, conversation: str) -> None:
+    """A pin is the user's, not one conversation's: make pinned files (as they are now)
+    part of this conversation too; the engine leaves out what it already shows."""
+    uris = {i.uri for i in engine.items() if i.pinned and i.kind == ItemKind.FILE and i.uri}
+    for uri in sorted(uris):
+        document = ls.mirror.get(uri)
+        if isinstance(document, Document):
+            engine.pin(uri, document.text, version=document.version, conv=conversation)
 
 
 class AskReporter:
