@@ -10,6 +10,7 @@ result that says how to call the tool correctly; it never raises.
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import logging
 import os
@@ -35,6 +36,7 @@ READ_DEFAULT_LINES = 2000
 SEARCH_MAX_MATCHES = 200
 SEARCH_MAX_FILES = 20_000
 SEARCH_MAX_LINE = 300
+SEARCH_MATCH_CHARS = 4000
 log = logging.getLogger(__name__)
 
 SEARCH_SKIPPED_DIRS = SKIPPED_DIRS | {
@@ -452,12 +454,19 @@ async def _search(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         regex = re.compile(pattern)
     except re.error as exc:
         return _error(f"invalid regular expression {pattern!r}: {exc}")
+    # A worker thread: a big workspace must not stall the server's event loop.
+    return await asyncio.to_thread(_search_files, env, regex, glob)
+
+
+def _search_files(env: ToolEnv, regex: re.Pattern[str], glob: str) -> ToolResult:
+    """Matching lines, each line matched on its first SEARCH_MATCH_CHARS characters (so a
+    minified file cannot make a backtracking pattern run for minutes)."""
     hits: list[str] = []
     withheld: list[str] = []
     scanned = 0
     for real, display in _walk(env, glob):
         scanned += 1
-        if scanned > SEARCH_MAX_FILES or len(hits) >= SEARCH_MAX_MATCHES:
+        if scanned > SEARCH_MAX_FILES or len(hits) + len(withheld) >= SEARCH_MAX_MATCHES:
             break
         if env.secrets.path_reason(real) is not None:
             continue
@@ -465,22 +474,21 @@ async def _search(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         if text is None:
             continue
         for number, line in enumerate(text.splitlines(), start=1):
-            if not regex.search(line):
+            if not regex.search(line, 0, SEARCH_MATCH_CHARS):
                 continue
             if not env.secrets.opted_in(real) and (finding := find_secret(line)) is not None:
                 withheld.append(f"{display}:{number}: [withheld: looks like {finding.kind}]")
-                continue
-            shown = line if len(line) <= SEARCH_MAX_LINE else line[:SEARCH_MAX_LINE] + " …"
-            hits.append(f"{display}:{number}: {shown}")
-            if len(hits) >= SEARCH_MAX_MATCHES:
+            else:
+                shown = line if len(line) <= SEARCH_MAX_LINE else line[:SEARCH_MAX_LINE] + " …"
+                hits.append(f"{display}:{number}: {shown}")
+            if len(hits) + len(withheld) >= SEARCH_MAX_MATCHES:
                 break
     lines = hits + withheld
     if not lines:
-        return ToolResult(
-            f"no matches for {pattern!r}" + (f" in {glob}" if glob else ""), kind="search"
-        )
-    if len(hits) >= SEARCH_MAX_MATCHES or scanned > SEARCH_MAX_FILES:
-        lines.append(f"[stopped after {len(hits)} matches; narrow the pattern or the path glob]")
+        where = f" in {glob}" if glob else ""
+        return ToolResult(f"no matches for {regex.pattern!r}{where}", kind="search")
+    if len(lines) >= SEARCH_MAX_MATCHES or scanned > SEARCH_MAX_FILES:
+        lines.append(f"[stopped after {len(lines)} matches; narrow the pattern or the path glob]")
     return ToolResult("\n".join(lines), kind="search")
 
 

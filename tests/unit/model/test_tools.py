@@ -354,3 +354,10 @@ async def test_search_in_a_git_work_tree_skips_ignored_files(env: ToolEnv, root:
     (root / "src" / "fresh.py").write_text("needle = 2\n")  # untracked, not ignored
     result = await run_tool(env, "search", {"pattern": "needle"})
     assert result.text == "src/fresh.py:1: needle = 2"
+
+
+async def test_search_matches_the_start_of_very_long_lines(env: ToolEnv, root: Path) -> None:
+    (root / "min.js").write_text("needle" + "x" * 5000 + "\n" + "y" * 5000 + "haystack\n")
+    found = await run_tool(env, "search", {"pattern": "needle|haystack", "path": "*.js"})
+    assert found.text.startswith("min.js:1: needle") and found.text.endswith(" …")
+    assert "min.js:2" not in found.text  # past SEARCH_MATCH_CHARS: not looked at
