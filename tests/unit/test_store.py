@@ -25,7 +25,8 @@ from ephemeral_context.store import (
     default_store_dir,
 )
 from ephemeral_context.tokens import estimate_tokens
-from store_writer import store_text
+
+from tests.unit.store_writer import store_text
 
 WRITER = Path(__file__).with_name("store_writer.py")
 DAY = 24 * 3600.0

@@ -6,9 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from context_helpers import Clock
 from ephemeral_context.context.engine import ContextEngine, EngineConfig
 from ephemeral_context.store import Store
+
+from tests.unit.context.context_helpers import Clock
 
 
 @pytest.fixture

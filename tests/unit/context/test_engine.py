@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from context_helpers import Clock, Driver, source
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, UnknownItem
 from ephemeral_context.context.ledger import LedgerLimits
 from ephemeral_context.store import Store, StoreError, UnknownId
+
+from tests.unit.context.context_helpers import Clock, Driver, source
 
 
 @dataclass

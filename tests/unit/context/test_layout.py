@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from context_helpers import Clock, Driver, source
 from ephemeral_context.cache_sim import request_from_messages_api
 from ephemeral_context.context.engine import ContextEngine, EngineConfig
 from ephemeral_context.context.layout import choose_anchor
 from ephemeral_context.store import Store
+
+from tests.unit.context.context_helpers import Clock, Driver, source
 
 
 def _texts(kwargs: dict[str, Any]) -> list[str]:

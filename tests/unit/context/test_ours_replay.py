@@ -5,10 +5,11 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from conftest_paths import TRACES_DIR
-from context_helpers import Clock, Driver
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.replay.report import discover, replay
+
+from tests.conftest import TRACES_DIR
+from tests.unit.context.context_helpers import Clock, Driver
 
 PYTHON = "".join(
     f"def handler_{i}(request):\n    value = request.get('k{i}')\n    return value * {i}\n\n\n"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_helpers import Clock, Driver
 from ephemeral_context.context.engine import ContextEngine
+
+from tests.unit.context.context_helpers import Clock, Driver
 
 PERSONA = (
     "---\nname: reviewer-persona\nkind: persona\nephemeral: true\nevict-after: used\n---\n"
