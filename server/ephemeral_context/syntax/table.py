@@ -24,6 +24,11 @@ _Objects = npt.NDArray[np.object_]
 OldIdentity = tuple[SymbolId, int, int]  # identity, start and end byte in the old text
 
 
+def _column(block: str, index: int) -> Any:
+    """A column of one of the table's blocks, as a writable view."""
+    return property(lambda table: getattr(table, block)[:, index])
+
+
 class SymbolTable:
     """The rows behind an Outline's symbols, plus what the current update has changed."""
 
@@ -35,25 +40,7 @@ class SymbolTable:
     ) -> None:
         """`definitions[i]` is what `symbols[i]` was nested from; `refine` as in outline.nest."""
         self.refine = refine
-        self.start = np.array([s.start_byte for s in symbols], dtype=np.int64)
-        self.end = np.array([s.end_byte for s in symbols], dtype=np.int64)
-        self.start_line = np.array([s.start_line for s in symbols], dtype=np.int64)
-        self.end_line = np.array([s.end_line for s in symbols], dtype=np.int64)
-        self.depth = np.array([s.depth for s in symbols], dtype=np.int64)
-        self.ordinal = np.array([s.ordinal for s in symbols], dtype=np.int64)
-        self.name_at = np.array([s.name_at for s in symbols], dtype=np.int64)
-        self.kind = _objects(s.kind for s in symbols)
-        self.name = _objects(s.name for s in symbols)
-        self.qualname = _objects(s.qualname for s in symbols)
-        self.signature = _objects(s.signature for s in symbols)
-        self.scope = _objects(d.scope for d in definitions)
-        self.base_kind = _objects(d.kind for d in definitions)
-        self.old_start = self.start.copy()
-        self.old_end = self.end.copy()
-        self.dirty = np.zeros(len(symbols), dtype=np.bool_)
-        self.orphan = np.zeros(len(symbols), dtype=np.bool_)
-        self.orphan_of = _objects([None] * len(symbols))
-        self.orphan_kind = _objects([None] * len(symbols))
+        self._ints, self._objects, self._flags = _rows(symbols, definitions, dirty=False)
         self.left: list[OldIdentity] = []
 
     def __len__(self) -> int:
@@ -61,8 +48,8 @@ class SymbolTable:
 
     def begin(self) -> None:
         """Start an update: positions now are the old text's; nothing has changed yet."""
-        self.old_start = self.start.copy()
-        self.old_end = self.end.copy()
+        self.old_start[:] = self.start
+        self.old_end[:] = self.end
         self.dirty[:] = False
         self.orphan[:] = False
         self.left = []
@@ -113,30 +100,10 @@ class SymbolTable:
     def insert(self, fresh: Sequence[Symbol], definitions: Sequence[Definition]) -> None:
         """Add freshly queried symbols (qualified among themselves) at their places."""
         rows = [self._position(symbol) for symbol in fresh]
-        count = len(fresh)
-        values: dict[str, npt.NDArray[Any]] = {
-            "start": np.array([s.start_byte for s in fresh], dtype=np.int64),
-            "end": np.array([s.end_byte for s in fresh], dtype=np.int64),
-            "start_line": np.array([s.start_line for s in fresh], dtype=np.int64),
-            "end_line": np.array([s.end_line for s in fresh], dtype=np.int64),
-            "depth": np.array([s.depth for s in fresh], dtype=np.int64),
-            "ordinal": np.zeros(count, dtype=np.int64),
-            "name_at": np.array([s.name_at for s in fresh], dtype=np.int64),
-            "kind": _objects(s.kind for s in fresh),
-            "name": _objects(s.name for s in fresh),
-            "qualname": _objects(s.qualname for s in fresh),
-            "signature": _objects(s.signature for s in fresh),
-            "scope": _objects(d.scope for d in definitions),
-            "base_kind": _objects(d.kind for d in definitions),
-            "old_start": np.full(count, -1, dtype=np.int64),
-            "old_end": np.full(count, -1, dtype=np.int64),
-            "dirty": np.ones(count, dtype=np.bool_),
-            "orphan": np.zeros(count, dtype=np.bool_),
-            "orphan_of": _objects([None] * count),
-            "orphan_kind": _objects([None] * count),
-        }
-        for column in _COLUMNS:
-            setattr(self, column, np.insert(getattr(self, column), rows, values[column]))
+        ints, objects, flags = _rows(fresh, definitions, dirty=True)
+        self._ints = np.insert(self._ints, rows, ints, axis=0)
+        self._objects = np.insert(self._objects, rows, objects, axis=0)
+        self._flags = np.insert(self._flags, rows, flags, axis=0)
 
     def adopt_orphans(self, fresh: Sequence[Symbol]) -> set[tuple[str, str]]:
         """Re-qualify kept rows whose parent was replaced, and their subtrees."""
@@ -252,22 +219,50 @@ class SymbolTable:
         return row
 
     def _delete(self, rows: npt.NDArray[np.intp]) -> None:
-        for column in _COLUMNS:
-            setattr(self, column, np.delete(getattr(self, column), rows))
+        self._ints = np.delete(self._ints, rows, axis=0)
+        self._objects = np.delete(self._objects, rows, axis=0)
+        self._flags = np.delete(self._flags, rows, axis=0)
+
+    # Columns are views into three row-major blocks, so inserting or deleting rows is three
+    # array operations whatever the number of columns.
+    start: _Ints = _column("_ints", 0)
+    end: _Ints = _column("_ints", 1)
+    start_line: _Ints = _column("_ints", 2)
+    end_line: _Ints = _column("_ints", 3)
+    depth: _Ints = _column("_ints", 4)
+    ordinal: _Ints = _column("_ints", 5)
+    name_at: _Ints = _column("_ints", 6)
+    old_start: _Ints = _column("_ints", 7)  # span in the text before this update (-1: new)
+    old_end: _Ints = _column("_ints", 8)
+    kind: _Objects = _column("_objects", 0)
+    name: _Objects = _column("_objects", 1)
+    qualname: _Objects = _column("_objects", 2)
+    signature: _Objects = _column("_objects", 3)
+    scope: _Objects = _column("_objects", 4)
+    base_kind: _Objects = _column("_objects", 5)  # the query's kind, before `refine`
+    orphan_of: _Objects = _column("_objects", 6)  # qualname of the replaced parent
+    orphan_kind: _Objects = _column("_objects", 7)
+    dirty: _Bools = _column("_flags", 0)  # identity entered or changed in this update
+    orphan: _Bools = _column("_flags", 1)
 
 
-_COLUMNS = (
-    "start", "end", "start_line", "end_line", "depth", "ordinal", "name_at", "kind", "name",
-    "qualname", "signature", "scope", "base_kind", "old_start", "old_end", "dirty", "orphan",
-    "orphan_of", "orphan_kind",
-)  # fmt: skip
-
-
-def _objects(values: Iterable[object]) -> _Objects:
-    items = list(values)
-    array = np.empty(len(items), dtype=object)
-    array[:] = items
-    return array
+def _rows(
+    symbols: Sequence[Symbol], definitions: Sequence[Definition], *, dirty: bool
+) -> tuple[_Ints, _Objects, _Bools]:
+    """The three blocks for `symbols`; rows created by an update are dirty and have no old span."""
+    count = len(symbols)
+    ints = np.empty((count, 9), dtype=np.int64)
+    objects = np.empty((count, 8), dtype=object)
+    for row, (s, d) in enumerate(zip(symbols, definitions, strict=True)):
+        old_start, old_end = (-1, -1) if dirty else (s.start_byte, s.end_byte)
+        ints[row] = (
+            s.start_byte, s.end_byte, s.start_line, s.end_line, s.depth,
+            0 if dirty else s.ordinal, s.name_at, old_start, old_end,
+        )  # fmt: skip
+        objects[row] = (s.kind, s.name, s.qualname, s.signature, d.scope, d.kind, None, None)
+    flags = np.zeros((count, 2), dtype=np.bool_)
+    flags[:, 0] = dirty
+    return ints, objects, flags
 
 
 def _innermost(symbols: Sequence[Symbol], start: int, end: int) -> Symbol | None:
