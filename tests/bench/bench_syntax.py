@@ -10,6 +10,7 @@ JavaScript/TypeScript from the extension's node_modules when present.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import statistics
@@ -160,6 +161,7 @@ def _spread(files: list[Path], count: int) -> list[Path]:
 
 def run() -> str:
     rows = [_edit_row("Python (5 stdlib modules)", "big.py", _python_10k())]
+    load = os.getloadavg()[0]
     typescript = next((p for p in TYPESCRIPT_CANDIDATES if p.exists()), None)
     if typescript is not None:
         rows.append(_edit_row(typescript.name, str(typescript), typescript.read_text("utf-8")))
@@ -177,6 +179,10 @@ def run() -> str:
         corpus.append(_corpus_row("extension node_modules (.js, .ts)", _spread(scripts, 1000)))
     return "\n".join(
         [
+            f"Load average when the timings ran: {load:.1f} on {os.cpu_count()} cores (the "
+            "machine is shared; ratios come from floor and ours timed edit by edit, "
+            "interleaved).",
+            "",
             f"One-character edits ({EDITS} per file after {WARMUP} untimed, inside identifiers "
             "so the file stays "
             "valid); medians. *Floor*: bare `Parser.parse(new_bytes, edited_old_tree)`. *Ours*: "

@@ -66,3 +66,19 @@ def test_unknown_capture_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 )
 def test_detect_language(path: str, language_id: str | None, expected: str | None) -> None:
     assert detect_language(path, language_id) == expected
+
+
+def test_refine_rules_are_read_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ephemeral_context.syntax import queries
+
+    assert queries.refinements("python") == {("function", "class"): "method"}
+    (tmp_path / "python-tags.scm").write_text("; refine: function in class -> gizmo\n")
+    monkeypatch.setattr(queries, "grammars_dir", lambda: tmp_path)
+    queries.query_source.cache_clear()
+    queries.refinements.cache_clear()
+    try:
+        with pytest.raises(QueryFileError, match="refine"):
+            queries.refinements("python")
+    finally:
+        queries.query_source.cache_clear()
+        queries.refinements.cache_clear()
