@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from lsp_session import CLIENTS, SERVER_COMMAND, Editor
 from pytest_lsp import ClientServerConfig, LanguageClient
+
+from tests.lsp.lsp_session import CLIENTS, SERVER_COMMAND, Editor
 
 
 @pytest.fixture

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_session import Editor, wait_until
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
+from tests.lsp.lsp_session import Editor, wait_until
 
 PRIVATE_KEY = "-----BEGIN " + "EC PRIVATE KEY-----\nMHcCAQEEIBLAH\n-----END EC PRIVATE KEY-----\n"
 

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from raw_rpc import RawServer
+
+from tests.lsp.raw_rpc import RawServer
 
 LIMIT = 200_000
 

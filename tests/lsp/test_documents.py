@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsp_session import Editor
 from lsprotocol import types
+
+from tests.lsp.lsp_session import Editor
 
 # A precomposed letter, a combining mark, CJK and a character outside the BMP: UTF-8,
 # UTF-16 and UTF-32 columns all differ on this line.

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from lsp_session import Editor, wait_until
 from lsprotocol import types
+
+from tests.lsp.lsp_session import Editor, wait_until
 
 COMMANDS = {
     "ectx.status",
@@ -97,7 +98,7 @@ async def test_watched_files_registration(
 
 def test_exit_codes(tmp_path: Path) -> None:
     """exit after shutdown ends with 0, exit without shutdown with 1 (LSP says so)."""
-    from raw_rpc import RawServer
+    from tests.lsp.raw_rpc import RawServer
 
     for with_shutdown, expected in ((True, 0), (False, 1)):
         with RawServer.start() as server:
