@@ -15,8 +15,10 @@ policy") states the rule.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ephemeral_context.context.engine import ContextEngine, EngineConfig
@@ -26,6 +28,13 @@ from ephemeral_context.store import Store
 
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
 SKILL_TOOLS = frozenset({"Skill"})
+
+
+def _scratch_dir() -> str | None:
+    """A memory-backed folder for the replay's throwaway store when the system has one
+    (the store fsyncs every new blob, which on a busy disk dominates a replay)."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
 def _uri(path: str) -> str:
@@ -63,7 +72,7 @@ class OursLayout:
 
     def __init__(self, session: Session, eviction: bool = True) -> None:
         self.session = session
-        self._dir = tempfile.TemporaryDirectory(prefix="ectx-replay-")
+        self._dir = tempfile.TemporaryDirectory(prefix="ectx-replay-", dir=_scratch_dir())
         self.store = Store(self._dir.name)
         self.engine = ContextEngine(self.store, EngineConfig(eviction=eviction), clock=lambda: 0.0)
         self._fed: dict[str, int] = {}
