@@ -676,7 +676,9 @@ class ContextEngine:
         if form == "diff" and view is not None:
             view.blocks.append(index)
             view.item_id, view.call = entry.id, c.calls
-            view.text = content if whole else view.text
+            view.text = (
+                content if whole or not view.whole else _splice(view.text, start_line, content)
+            )
         else:
             in_segment = view.in_segment if view is not None and not whole else False
             c.files[uri] = _FileView(
@@ -1391,6 +1393,15 @@ def _as_dict(raw: Mapping[str, Any] | Any) -> dict[str, Any]:
 def _hash(text: str) -> str:
     """The mirror's content hash of a text (documents.content_hash of its UTF-8 bytes)."""
     return content_hash(text.encode("utf-8", "surrogatepass"))
+
+
+def _splice(text: str, start_line: int, part: str) -> str:
+    """`text` with the lines a range read showed replaced by what it shows now."""
+    lines = text.splitlines(keepends=True)
+    new = part.splitlines(keepends=True)
+    if new and not new[-1].endswith("\n") and start_line - 1 + len(new) < len(lines):
+        new[-1] += "\n"
+    return "".join(lines[: start_line - 1] + new + lines[start_line - 1 + len(new) :])
 
 
 def _result_block(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:

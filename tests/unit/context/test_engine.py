@@ -202,3 +202,25 @@ def test_pin_a_symbol_shows_only_that_definition(engine: ContextEngine) -> None:
     with pytest.raises(UnknownItem, match="did you mean"):
         engine.pin("file:///lib.py", source(30, "lib_"), symbol="lib_f7x")
     assert not engine.unpin("file:///lib.py").pinned
+
+
+def test_a_range_read_diffs_against_the_same_lines_and_keeps_the_view_current(
+    engine: ContextEngine,
+) -> None:
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    text = source(60)
+    d.call()
+    d.read("/a.py", text)
+    lines = text.splitlines(keepends=True)
+    changed = "".join(lines[20:40]).replace("x + 7\n", "x - 7\n").replace("x + 8\n", "x - 8\n")
+    d.call()
+    tool_id = d.tool("read_file", {"path": "/a.py", "offset": 21, "limit": 20})
+    shown = engine.add_tool_result(
+        "c", tool_id, changed, kind="file", uri="file:///a.py", content=changed,
+        start_line=21, whole=False,
+    )  # fmt: skip
+    assert "diff against what you saw" in shown and "+    return x - 7" in shown
+    whole_now = "".join(lines[:20]) + changed + "".join(lines[40:])
+    d.call()
+    assert d.read("/a.py", whole_now).startswith("unchanged since")
