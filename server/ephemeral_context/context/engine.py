@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from ephemeral_context.cache_sim import (
+    LOOKBACK_POSITIONS,
     TTL_SECONDS,
     Block,
     PromptCache,
@@ -226,7 +227,8 @@ class _Conversation:
     """The content hash each pending note's change led to (to drop the echo of an edit)."""
     segment: list[SegmentEntry] = field(default_factory=list)
     entries: dict[int, tuple[float, int]] = field(default_factory=dict)
-    """Cache boundaries the engine expects: thread index (-1 = end of segment) -> (expiry, end)."""
+    """Cache entries the engine expects: thread index (-1 end of segment, -2 end of system)
+    -> (expiry, token offset of the entry's end)."""
     skills: dict[int, _SkillState] = field(default_factory=dict)
     last_assistant: int = -1
     last_cacheable: int = -1
@@ -865,6 +867,7 @@ class ContextEngine:
             tool_blocks=tool_blocks,
             points=points,
         )
+        built.expected_read = max((end for _, end in c.entries.values()), default=0)
         self._account(c, built, model, now, sys_tokens, tool_blocks, ttl)
         c.calls += 1
         c.last_call_time = now
@@ -936,11 +939,27 @@ class ContextEngine:
         positions = [p for p in (built.breakpoints.anchor, built.breakpoints.last) if p is not None]
         if built.breakpoints.segment:
             positions.append(-1)
-        for p in list(c.entries):
+        if built.breakpoints.system:
+            positions.append(-2)
+        for p in self._hits(c, positions):  # a read refreshes the entry it hit, only that one
             c.entries[p] = (expiry, c.entries[p][1])
         for p in positions:
-            end = end_of_prefix + (c.offsets[p] + c.thread[p].tokens if p >= 0 else 0)
+            if p == -2:
+                end = sum(b.tokens for b in tool_blocks) + sys_tokens
+            else:
+                end = end_of_prefix + (c.offsets[p] + c.thread[p].tokens if p >= 0 else 0)
             c.entries[p] = (expiry, end)
+
+    @staticmethod
+    def _hits(c: _Conversation, breakpoints: Sequence[int]) -> set[int]:
+        """The warm entries this request's breakpoints read: for each, the latest entry at or
+        up to 19 blocks before it (the API's lookback)."""
+        hits: set[int] = set()
+        for bp in breakpoints:
+            reach = [p for p in c.entries if p <= bp and (bp < 0 or bp - p < LOOKBACK_POSITIONS)]
+            if reach:
+                hits.add(max(reach))
+        return hits
 
     def record_usage(self, conv: str, usage: Any, now: float | None = None) -> None:
         """Usage the API returned for the last call (SDK object or dict).
@@ -951,9 +970,11 @@ class ContextEngine:
         u = _usage(usage)
         c.recorded = c.recorded + u
         c.last_usage = u
-        if u.cache_read_input_tokens == 0 and u.cache_creation_input_tokens > 0:
-            keep = max(c.entries, default=None)
-            c.entries = {p: v for p, v in c.entries.items() if p == keep}
+        built = c.last_built
+        if u.cache_read_input_tokens == 0 and u.cache_creation_input_tokens > 0 and built:
+            points = built.breakpoints
+            keep = {points.anchor, points.last, -1 if points.segment else None, -2}
+            c.entries = {p: v for p, v in c.entries.items() if p in keep}
 
     # ------------------------------------------------------------------ policy
 

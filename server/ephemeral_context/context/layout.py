@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import xxhash
@@ -126,7 +126,8 @@ class BuiltRequest:
     """Blocks (tools, system, segment) before the first thread block."""
     prefix_tokens: int
     total_tokens: int = 0
-    positions: dict[str, int] = field(default_factory=dict)
+    expected_read: int = 0
+    """Tokens the engine expects the cache to serve (its own view of the warm prefix)."""
 
 
 def _control(ttl: Ttl) -> dict[str, str]:

@@ -100,3 +100,22 @@ def test_an_early_edit_in_a_long_thread_costs_a_delta_while_warm(
     total = after.total_input_tokens
     assert after.cache_read_input_tokens >= before.total_input_tokens - 50
     assert after.cache_creation_input_tokens + after.input_tokens < 0.05 * total
+
+
+def test_the_engines_view_of_the_cache_matches_the_cache_model(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    """What the policy believes is warm is what the prompt cache then serves."""
+    d = Driver(engine)
+    engine.add_user_text("c", "Refactor the package")
+    for step in range(90):
+        usage = d.call()
+        built = engine.last_request("c")
+        assert built is not None
+        assert built.expected_read == usage.cache_read_input_tokens, step
+        if step % 6 == 0:
+            d.read(f"/src/m{step % 4}.py", source(40, f"v{step}_"))
+        else:
+            for _ in range(step % 3 + 1):
+                d.bash(f"output {step}\n" * 60)
+        clock.advance(1800 if step % 30 == 29 else 20)
