@@ -12,7 +12,8 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 
@@ -27,15 +28,19 @@ class RawServer:
         self.process = process
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.notifications: list[dict[str, Any]] = []
+        self.arrivals: list[tuple[float, str | None]] = []
+        """(time.perf_counter(), method) of every message read, for timing figures."""
         self._ids = itertools.count(1)
         assert process.stdout is not None
         threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
 
     @classmethod
     @contextmanager
-    def start(cls, *extra: str) -> Iterator[RawServer]:
+    def start(
+        cls, *extra: str, env: dict[str, str] | None = None, command: Sequence[str] = SERVE
+    ) -> Iterator[RawServer]:
         process = subprocess.Popen(
-            [*SERVE, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None
+            [*command, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
         )
         try:
             yield cls(process)
@@ -58,7 +63,10 @@ class RawServer:
                     length = int(line.split(b":")[1])
                 if line in (b"\r\n", b"\n"):
                     break
-            self.messages.put(json.loads(stdout.read(length)))
+            message = json.loads(stdout.read(length))
+            method = message.get("method") if isinstance(message, dict) else None
+            self.arrivals.append((time.perf_counter(), method))
+            self.messages.put(message)
 
     def send_body(self, body: bytes) -> None:
         assert self.process.stdin is not None
@@ -76,6 +84,17 @@ class RawServer:
         msg_id = next(self._ids) if msg_id is None else msg_id
         self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         return self.response(msg_id)
+
+    def next_notification(self, method: str, timeout: float = TIMEOUT_S) -> dict[str, Any]:
+        """Wait for the next notification of `method` (answering server requests meanwhile)."""
+        while True:
+            message = self.messages.get(timeout=timeout)
+            if "method" in message and "id" in message:
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            elif message.get("method") == method:
+                return message
+            elif "method" in message:
+                self.notifications.append(message)
 
     def response(self, msg_id: int | str | None) -> dict[str, Any]:
         while True:
