@@ -10,6 +10,7 @@ JavaScript/TypeScript from the extension's node_modules when present.
 
 from __future__ import annotations
 
+import keyword
 import os
 import random
 import re
@@ -62,7 +63,11 @@ _RENAMEABLE = re.compile(r"(?:self\.|this\.)([A-Za-z_]\w{2,})|[(,] ?([a-z]\w{3,}
 
 def _edit_spots(text: str, count: int) -> list[int]:
     """Inside attribute and parameter names: changing one letter there keeps the file valid."""
-    spots = [m.start(m.lastindex or 0) + 1 for m in _RENAMEABLE.finditer(text)]
+    spots = [
+        m.start(m.lastindex or 0) + 1
+        for m in _RENAMEABLE.finditer(text)
+        if not keyword.iskeyword(m[m.lastindex or 0]) and m[m.lastindex or 0] not in {"default"}
+    ]
     return sorted(random.Random(7).sample(spots, min(count, len(spots))))
 
 
