@@ -50,8 +50,14 @@ class SkillMeta:
         return self.kind in PROTECTED_KINDS
 
 
+HARNESS_HEADER = "Base directory for this skill:"
+"""The line Claude Code puts before a loaded SKILL.md; the frontmatter follows it."""
+
+
 def _split_frontmatter(text: str) -> tuple[list[str] | None, str]:
     lines = text.lstrip("\ufeff").splitlines()
+    while lines and (not lines[0].strip() or lines[0].startswith(HARNESS_HEADER)):
+        lines = lines[1:]
     if not lines or lines[0].strip() != "---":
         return None, "no frontmatter"
     for end in range(1, len(lines)):

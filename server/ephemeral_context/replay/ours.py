@@ -4,7 +4,8 @@ No second copy of the policy: each call's new messages go into a `ContextEngine`
 conversation per thread) exactly as the agent loop would feed them, and the request the
 engine builds is what the cache model prices. Read results go in as file reads (so repeats
 become references or diffs), the model's own Edit/MultiEdit/Write results as edits, Skill
-loads as skills, everything else as tool results.
+loads as skills (the Skill tool's result, or the skill body Claude Code sends as a user
+message), everything else as tool results.
 
 Honesty about eviction: before each call, the edits its response makes are checked against
 what the engine left visible. If an Edit's old_string (or the file it edits) is only in
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.context.skills import HARNESS_HEADER
 from ephemeral_context.replay.flow import Block, Call, FileChange, Message, Session
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
 from ephemeral_context.store import Store
@@ -122,6 +124,8 @@ class OursLayout:
         for block in message.blocks:
             if block.type == "tool_result":
                 self._feed_result(conv, block)
+            elif block.type == "text" and block.text.startswith(HARNESS_HEADER):
+                engine.add_user_content(conv, block.text, kind="skill", tokens=block.tokens)
             elif block.type in ("text", "hidden"):
                 engine.add_user_text(conv, block.text or " ", tokens=block.tokens)
             else:

@@ -46,3 +46,12 @@ def test_persona_skill_is_never_ephemeral_whatever_it_says() -> None:
         meta = parse_skill(f"---\nname: p\nkind: {kind}\nephemeral: true\nevict-after: used\n---\n")
         assert meta.protected and not meta.ephemeral
         assert not trigger_fired(meta, True, 10**6, 10**9)
+
+
+def test_frontmatter_after_claude_codes_base_directory_line() -> None:
+    text = (
+        "Base directory for this skill: /p/.claude/skills/pdf\n\n"
+        "---\nname: pdf\nephemeral: true\n---\nbody\n"
+    )
+    meta = parse_skill(text)
+    assert meta.name == "pdf" and meta.ephemeral
