@@ -233,6 +233,10 @@ class _Conversation:
     last_assistant: int = -1
     last_cacheable: int = -1
     prefix_key: int = 0
+    added_tokens: int = 0
+    """Tokens ever appended to the thread (for the mean lifetime of thread content)."""
+    context_token_calls: int = 0
+    """The thread's size summed over every request built (Little's law numerator)."""
     touches: dict[str, list[int]] = field(default_factory=dict)
     baseline: list[Block] = field(default_factory=list)
     sim: PromptCache | None = None
@@ -304,6 +308,7 @@ class ContextEngine:
         c.thread.append(tb)
         c.offsets.append(c.thread_tokens)
         c.thread_tokens += tokens
+        c.added_tokens += tokens
         if baseline is not None:
             key, base_tokens = baseline
             c.baseline.append(Block(hash((key, role)), base_tokens))
@@ -840,7 +845,7 @@ class ContextEngine:
         c.pending_notes.clear()
         if c.last_call_time is not None:
             c.gaps.append(max(0.0, now - c.last_call_time))
-        ttl = self._ttl(c)
+        ttl, thread_ttl = self._ttls(c)
         sys_tokens = (
             system_tokens
             if system_tokens is not None
@@ -853,9 +858,11 @@ class ContextEngine:
             c.prefix_key, c.entries = prefix_key, {}
         self._expire(c, now)
         if self.config.eviction and c.calls > 0:
-            self._consolidate(c, prefix, ttl)
+            self._consolidate(c, prefix, thread_ttl)
         hit = max((p for p in c.entries if p >= 0), default=None)
-        points = place_breakpoints(bool(system), bool(c.segment), c.last_cacheable + 1, hit, ttl)
+        points = place_breakpoints(
+            bool(system), bool(c.segment), c.last_cacheable + 1, hit, ttl, thread_ttl
+        )
         built = build(
             model=model,
             max_tokens=self.config.max_tokens,
@@ -868,7 +875,8 @@ class ContextEngine:
             points=points,
         )
         built.expected_read = max((end for _, end in c.entries.values()), default=0)
-        self._account(c, built, model, now, sys_tokens, tool_blocks, ttl)
+        self._account(c, built, model, now, sys_tokens, tool_blocks)
+        c.context_token_calls += c.thread_tokens
         c.calls += 1
         c.last_call_time = now
         c.last_built = built
@@ -892,10 +900,19 @@ class ContextEngine:
             self._tool_blocks = (ident, blocks)
         return self._tool_blocks[1]
 
-    def _ttl(self, c: _Conversation) -> Ttl:
+    def _ttls(self, c: _Conversation) -> tuple[Ttl, Ttl]:
+        """TTLs for the prefix (system, segment) and for the thread breakpoints.
+
+        Prefix content stays for the rest of the session; thread content stays, on
+        average, as long as Little's law says from this conversation so far.
+        """
         if self.config.cache_ttl != "auto":
-            return self.config.cache_ttl
-        return policy.choose_ttl(c.gaps, c.calls, horizon=self._horizon(c))
+            return self.config.cache_ttl, self.config.cache_ttl
+        horizon = self._horizon(c)
+        prefix = policy.choose_ttl(c.gaps, c.calls, horizon=horizon)
+        lifetime = policy.mean_lifetime(c.context_token_calls, c.added_tokens)
+        thread = policy.choose_ttl(c.gaps, c.calls, horizon=horizon, lifetime=lifetime)
+        return prefix, thread
 
     def _horizon(self, c: _Conversation) -> float:
         """Calls until this conversation's context would fill its budget, at the growth so
@@ -917,7 +934,6 @@ class ContextEngine:
         now: float,
         sys_tokens: int,
         tool_blocks: list[Block],
-        ttl: Ttl,
     ) -> None:
         """Simulate this request and its recorded-style twin; remember the new boundaries."""
         if c.sim is None or c.model != model:
@@ -934,7 +950,7 @@ class ContextEngine:
             Request(tools=tool_blocks, system=system, messages=base), now
         )
         c.peak_tokens = max(c.peak_tokens, built.total_tokens)
-        expiry = now + TTL_SECONDS[ttl]
+        points = built.breakpoints
         end_of_prefix = built.prefix_tokens
         positions = [p for p in (built.breakpoints.anchor, built.breakpoints.last) if p is not None]
         if built.breakpoints.segment:
@@ -942,13 +958,14 @@ class ContextEngine:
         if built.breakpoints.system:
             positions.append(-2)
         for p in self._hits(c, positions):  # a read refreshes the entry it hit, only that one
+            expiry = now + TTL_SECONDS[points.thread_ttl if p >= 0 else points.ttl]
             c.entries[p] = (expiry, c.entries[p][1])
         for p in positions:
             if p == -2:
                 end = sum(b.tokens for b in tool_blocks) + sys_tokens
             else:
                 end = end_of_prefix + (c.offsets[p] + c.thread[p].tokens if p >= 0 else 0)
-            c.entries[p] = (expiry, end)
+            c.entries[p] = (now + TTL_SECONDS[points.thread_ttl if p >= 0 else points.ttl], end)
 
     @staticmethod
     def _hits(c: _Conversation, breakpoints: Sequence[int]) -> set[int]:

@@ -4,8 +4,9 @@ Pure functions over the engine's parts. The file segment follows the system prom
 system text blocks, least-recently-changed first, so a change invalidates the shortest
 suffix. The thread is the conversation, blocks merged into alternating messages. At most
 four `cache_control` breakpoints: end of system, end of segment, a mid-thread anchor that
-keeps the last cache hit inside the 20-block lookback, and the last block. All breakpoints
-carry the same TTL, so the API's rule "1h before 5m" always holds.
+keeps the last cache hit inside the 20-block lookback, and the last block. The system and
+segment breakpoints share one TTL and the thread breakpoints another, never 1 hour after
+5 minutes (the API's rule).
 
 Each call returns both the Messages API kwargs and the cache model's view of the same request
 (`cache_sim.Request`), built from per-block content keys computed once, so the engine can
@@ -85,6 +86,9 @@ class Breakpoints:
     anchor: int | None
     last: int | None
     ttl: Ttl
+    """TTL of the system and segment breakpoints."""
+    thread_ttl: Ttl = "5m"
+    """TTL of the thread breakpoints (never 1h after a 5m one, as the API requires)."""
 
     @property
     def count(self) -> int:
@@ -104,13 +108,19 @@ def choose_anchor(last: int, hit: int | None) -> int | None:
 
 
 def place_breakpoints(
-    has_system: bool, has_segment: bool, thread_len: int, hit: int | None, ttl: Ttl
+    has_system: bool,
+    has_segment: bool,
+    thread_len: int,
+    hit: int | None,
+    ttl: Ttl,
+    thread_ttl: Ttl | None = None,
 ) -> Breakpoints:
     """Breakpoints for this request (never more than four); `thread_len` counts up to the
     last block that may carry one (not a thinking block)."""
     last = thread_len - 1 if thread_len else None
     anchor = choose_anchor(last, hit) if last is not None else None
-    points = Breakpoints(has_system, has_segment, anchor, last, ttl)
+    inner: Ttl = ttl if thread_ttl is None or ttl == "5m" else thread_ttl
+    points = Breakpoints(has_system, has_segment, anchor, last, ttl, inner)
     assert points.count <= MAX_BREAKPOINTS
     return points
 
@@ -183,8 +193,8 @@ def build(
             messages.append({"role": tb.role, "content": content})
             role = tb.role
         if index in marked:
-            content.append({**tb.block, "cache_control": control})
-            ttl: Ttl | None = points.ttl
+            content.append({**tb.block, "cache_control": _control(points.thread_ttl)})
+            ttl: Ttl | None = points.thread_ttl
         else:
             content.append(tb.block)
             ttl = None

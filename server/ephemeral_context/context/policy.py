@@ -109,22 +109,35 @@ def expected_wait(idle: int, retouch_gaps: Sequence[int]) -> float | None:
 
 
 def choose_ttl(
-    idle_gaps: Sequence[float], calls_so_far: int, rates: Rates = RATES, horizon: float = math.inf
+    idle_gaps: Sequence[float],
+    calls_so_far: int,
+    rates: Rates = RATES,
+    horizon: float = math.inf,
+    lifetime: float = math.inf,
 ) -> Ttl:
     """5 minutes or 1 hour for a breakpoint, from the idle gaps seen so far.
 
     A token written under a 1-hour breakpoint costs `write_1h - write_5m` more, once; every
-    idle gap between 5 minutes and 1 hour during its life then turns a rewrite
-    (`write_5m`) into a read (`read`). The expected number of such gaps is their rate so
-    far times the expected remaining calls.
+    idle gap between 5 minutes and 1 hour during its life turns a rewrite (`write_5m`) into
+    a read (`read`). The expected number of such gaps is their rate so far times the calls
+    the token stays: the remaining calls, or less for content with a shorter `lifetime`
+    (thread content the policy evicts).
     """
     short, long = TTL_SECONDS["5m"], TTL_SECONDS["1h"]
     gaps = [g for g in idle_gaps if short < g <= long]
     if not gaps:
         return "5m"
-    expected = len(gaps) / max(1, len(idle_gaps)) * remaining_calls(calls_so_far, horizon)
+    stays = min(remaining_calls(calls_so_far, horizon), lifetime)
+    expected = len(gaps) / max(1, len(idle_gaps)) * stays
     saved = expected * (rates.write_5m - rates.read)
     return "1h" if saved > rates.write_1h - rates.write_5m else "5m"
+
+
+def mean_lifetime(context_token_calls: float, tokens_added: float) -> float:
+    """Calls a token stays in the context on average (Little's law: the mean content
+    divided by the rate it arrives): the sum over calls of the context's size, divided by
+    all tokens ever added. Infinite before anything was added."""
+    return context_token_calls / tokens_added if tokens_added > 0 else math.inf
 
 
 @dataclass(frozen=True)

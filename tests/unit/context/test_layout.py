@@ -7,7 +7,7 @@ from typing import Any
 
 from ephemeral_context.cache_sim import request_from_messages_api
 from ephemeral_context.context.engine import ContextEngine, EngineConfig
-from ephemeral_context.context.layout import choose_anchor
+from ephemeral_context.context.layout import choose_anchor, place_breakpoints
 from ephemeral_context.store import Store
 
 from tests.unit.context.context_helpers import Clock, Driver, source
@@ -37,6 +37,12 @@ def test_anchor_only_when_the_lookback_cannot_reach_the_last_hit() -> None:
     assert choose_anchor(30, 25) is None
     assert choose_anchor(30, 10) == 10
     assert choose_anchor(30, None) is None
+
+
+def test_thread_breakpoints_never_take_one_hour_after_five_minutes() -> None:
+    assert place_breakpoints(True, True, 40, 10, "5m", "1h").thread_ttl == "5m"
+    assert place_breakpoints(True, True, 40, 10, "1h", "5m").thread_ttl == "5m"
+    assert place_breakpoints(True, True, 40, 10, "1h", "1h").thread_ttl == "1h"
 
 
 def test_never_more_than_four_breakpoints(engine: ContextEngine, clock: Clock) -> None:

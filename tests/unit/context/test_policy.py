@@ -57,6 +57,14 @@ def test_ttl_stays_five_minutes_until_a_long_gap_is_seen() -> None:
     assert policy.choose_ttl([5.0] * 29 + [7200.0], 30) == "5m"
 
 
+def test_short_lived_thread_content_keeps_five_minutes() -> None:
+    gaps = [5.0] * 29 + [1200.0]
+    assert policy.choose_ttl(gaps, 30, lifetime=20) == "1h"
+    assert policy.choose_ttl(gaps, 30, lifetime=3) == "5m"  # evicted before a gap comes
+    assert policy.mean_lifetime(10_000, 1_000) == 10.0  # Little's law
+    assert policy.mean_lifetime(0, 0) == math.inf
+
+
 def test_plan_on_a_cold_cache_evicts_everything_worth_it() -> None:
     candidates = [Candidate(2, 1000, 3000, 0.1), Candidate(5, 9000, 10, 0.9)]
     plan = policy.plan_eviction(candidates, [Boundary(0, 500)], warm_end=0, m=5)
