@@ -81,10 +81,7 @@ class SymbolTable:
             self.orphan[children] = True
             self.orphan_of[children] = self.qualname[row]
             self.orphan_kind[children] = self.kind[row]
-            if not self.dirty[row]:
-                self.left.append(
-                    (self.identity(row), int(self.old_start[row]), int(self.old_end[row]))
-                )
+            self._mark(row)
             keys.add((self.kind[row], self.qualname[row]))
         self._delete(touched)
         return keys
@@ -111,7 +108,9 @@ class SymbolTable:
             row = self._row_of(symbol)
             below = int(np.searchsorted(self.start, symbol.end_byte, side="left"))
             inside = np.arange(row + 1, below)
-            self.orphan[inside[(self.depth[inside] == 0) & ~self.dirty[inside]]] = True
+            enclosed = inside[(self.depth[inside] == 0) & ~self.dirty[inside]]
+            self.orphan[enclosed] = True
+            self.orphan_of[enclosed] = None  # they had no parent, so none can come back
         self._keep_unmoved_orphans(fresh)
         keys: set[tuple[str, str]] = set()
         for row in np.flatnonzero(self.orphan).tolist():
