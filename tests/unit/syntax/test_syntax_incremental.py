@@ -165,6 +165,7 @@ def _valid_edit(data: st.DataObject, text: str, name: str) -> tuple[str, Edit]:
 
 VALID_EDIT_SAMPLES = [
     "inventory.py", "router.js", "store.ts", "queue.go", "shapes.rs", "Library.java", "matrix.cpp",
+    "Orders.cs", "cache.rb", "Mailer.php",
 ]  # fmt: skip
 
 
@@ -178,8 +179,11 @@ def test_valid_edits_take_the_incremental_path_and_equal_fresh_parse(
     syntax = IncrementalSyntax(text, name)
     for _ in range(data.draw(st.integers(1, 5))):
         before = _texts(text, name)
-        text, edit = _valid_edit(data, text, name)
-        changes = syntax.apply([edit], text)
+        batch = []  # one didChange may carry several edits, applied in order
+        for _ in range(data.draw(st.integers(1, 3))):
+            text, edit = _valid_edit(data, text, name)
+            batch.append(edit)
+        changes = syntax.apply(batch, text)
         assert changes.incremental == (not syntax.outline.has_errors)
         assert syntax.outline == outline_text(text, name)
         assert syntax.sexp() == IncrementalSyntax(text, name).sexp()
