@@ -42,7 +42,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from ephemeral_context.cache_sim import (
-    LOOKBACK_POSITIONS,
     TTL_SECONDS,
     Block,
     PromptCache,
@@ -53,6 +52,7 @@ from ephemeral_context.cache_sim import (
     cost_usd,
 )
 from ephemeral_context.context import policy
+from ephemeral_context.context.cacheview import END_OF_SEGMENT, END_OF_SYSTEM, CacheView
 from ephemeral_context.context.layout import (
     BuiltRequest,
     SegmentEntry,
@@ -226,9 +226,7 @@ class _Conversation:
     note_hashes: dict[str, str | None] = field(default_factory=dict)
     """The content hash each pending note's change led to (to drop the echo of an edit)."""
     segment: list[SegmentEntry] = field(default_factory=list)
-    entries: dict[int, tuple[float, int]] = field(default_factory=dict)
-    """Cache entries the engine expects: thread index (-1 end of segment, -2 end of system)
-    -> (expiry, token offset of the entry's end)."""
+    cache: CacheView = field(default_factory=CacheView)
     skills: dict[int, _SkillState] = field(default_factory=dict)
     last_assistant: int = -1
     last_cacheable: int = -1
@@ -855,11 +853,12 @@ class ContextEngine:
         prefix = sum(b.tokens for b in tool_blocks) + sys_tokens
         prefix_key = hash((model, system, tuple(b.key for b in tool_blocks)))
         if prefix_key != c.prefix_key:  # another model, system prompt or tool set: all cold
-            c.prefix_key, c.entries = prefix_key, {}
-        self._expire(c, now)
+            c.prefix_key = prefix_key
+            c.cache.clear()
+        c.cache.expire(now)
         if self.config.eviction and c.calls > 0:
             self._consolidate(c, prefix, thread_ttl)
-        hit = max((p for p in c.entries if p >= 0), default=None)
+        hit = c.cache.latest_thread_hit
         points = place_breakpoints(
             bool(system), bool(c.segment), c.last_cacheable + 1, hit, ttl, thread_ttl
         )
@@ -874,7 +873,7 @@ class ContextEngine:
             tool_blocks=tool_blocks,
             points=points,
         )
-        built.expected_read = max((end for _, end in c.entries.values()), default=0)
+        built.expected_read = c.cache.warm_end
         self._account(c, built, model, now, sys_tokens, tool_blocks)
         c.context_token_calls += c.thread_tokens
         c.calls += 1
@@ -921,11 +920,6 @@ class ContextEngine:
         current = c.last_built.total_tokens if c.last_built else shown
         return policy.calls_until_full(self.config.context_budget, current, shown / max(1, c.calls))
 
-    @staticmethod
-    def _expire(c: _Conversation, now: float) -> None:
-        for position in [p for p, (expiry, _) in c.entries.items() if expiry <= now]:
-            del c.entries[position]
-
     def _account(
         self,
         c: _Conversation,
@@ -951,32 +945,15 @@ class ContextEngine:
         )
         c.peak_tokens = max(c.peak_tokens, built.total_tokens)
         points = built.breakpoints
-        end_of_prefix = built.prefix_tokens
-        positions = [p for p in (built.breakpoints.anchor, built.breakpoints.last) if p is not None]
-        if built.breakpoints.segment:
-            positions.append(-1)
-        if built.breakpoints.system:
-            positions.append(-2)
-        for p in self._hits(c, positions):  # a read refreshes the entry it hit, only that one
-            expiry = now + TTL_SECONDS[points.thread_ttl if p >= 0 else points.ttl]
-            c.entries[p] = (expiry, c.entries[p][1])
-        for p in positions:
-            if p == -2:
-                end = sum(b.tokens for b in tool_blocks) + sys_tokens
-            else:
-                end = end_of_prefix + (c.offsets[p] + c.thread[p].tokens if p >= 0 else 0)
-            c.entries[p] = (now + TTL_SECONDS[points.thread_ttl if p >= 0 else points.ttl], end)
-
-    @staticmethod
-    def _hits(c: _Conversation, breakpoints: Sequence[int]) -> set[int]:
-        """The warm entries this request's breakpoints read: for each, the latest entry at or
-        up to 19 blocks before it (the API's lookback)."""
-        hits: set[int] = set()
-        for bp in breakpoints:
-            reach = [p for p in c.entries if p <= bp and (bp < 0 or bp - p < LOOKBACK_POSITIONS)]
-            if reach:
-                hits.add(max(reach))
-        return hits
+        written: dict[int, int] = {}
+        for p in (points.anchor, points.last):
+            if p is not None:
+                written[p] = built.prefix_tokens + c.offsets[p] + c.thread[p].tokens
+        if points.segment:
+            written[END_OF_SEGMENT] = built.prefix_tokens
+        if points.system:
+            written[END_OF_SYSTEM] = sum(b.tokens for b in tool_blocks) + sys_tokens
+        c.cache.record_call(written, now, TTL_SECONDS[points.ttl], TTL_SECONDS[points.thread_ttl])
 
     def record_usage(self, conv: str, usage: Any, now: float | None = None) -> None:
         """Usage the API returned for the last call (SDK object or dict).
@@ -990,24 +967,26 @@ class ContextEngine:
         built = c.last_built
         if u.cache_read_input_tokens == 0 and u.cache_creation_input_tokens > 0 and built:
             points = built.breakpoints
-            keep = {points.anchor, points.last, -1 if points.segment else None, -2}
-            c.entries = {p: v for p, v in c.entries.items() if p in keep}
+            c.cache.keep_only(
+                (points.anchor, points.last, END_OF_SEGMENT if points.segment else None,
+                 END_OF_SYSTEM)
+            )  # fmt: skip
 
     # ------------------------------------------------------------------ policy
 
     def _consolidate(self, c: _Conversation, prefix: int, ttl: Ttl) -> None:
         """Evict what the cost gate allows; rebuild the segment when the cache is cold."""
-        warm = [(p, end) for p, (_, end) in c.entries.items()]
-        segment_warm = any(p >= -1 for p, _ in warm) and (-1 in c.entries or not c.segment)
+        # Anything after the system prompt still cached? (a thread prefix includes the segment)
+        segment_warm = c.cache.thread_warm or c.cache.has(END_OF_SEGMENT)
         thread_start = prefix + sum(e.tokens for e in c.segment)
-        warm_end = max((end for _, end in warm), default=0)
+        warm_end = c.cache.warm_end
         m = policy.remaining_calls(c.calls, self._horizon(c))
         candidates = self._candidates(c, thread_start)
         boundaries = [policy.Boundary(0, thread_start)] + [
-            policy.Boundary(p + 1, end) for p, end in warm if p >= 0
+            policy.Boundary(p + 1, end) for p, end in c.cache.thread_entries()
         ]
         plan = policy.plan_eviction(candidates, boundaries, warm_end, m, ttl=ttl)
-        cold = not any(p >= 0 for p in c.entries)
+        cold = not c.cache.thread_warm
         if plan.evict:
             labels = [self._evict_block(c, i) for i in plan.evict]
             self._after_change(c, min(plan.evict))
@@ -1019,7 +998,7 @@ class ContextEngine:
                 cold,
                 "cost gate" if not cold else "cold cache",
             )
-        if not c.entries or not segment_warm:
+        if not segment_warm:
             self._rebuild_segment(c, ttl)
         limited = [
             i
@@ -1166,7 +1145,7 @@ class ContextEngine:
             c.offsets[i] = total
             total += c.thread[i].tokens
         c.thread_tokens = total
-        c.entries = {p: v for p, v in c.entries.items() if p < first}
+        c.cache.invalidate_from(first)
 
     def _report(
         self,
@@ -1253,7 +1232,7 @@ class ContextEngine:
         c.segment = entries
         if c.thread:
             self._after_change(c, 0)
-        c.entries = {}
+        c.cache.clear()
 
     # ------------------------------------------------------------------ human controls and views
 
@@ -1343,7 +1322,7 @@ class ContextEngine:
             c.files.pop(key, None)
             if any(e.uri == key for e in c.segment):
                 c.segment = [e for e in c.segment if e.uri != key]
-                c.entries = {}
+                c.cache.clear()
         return sorted(ids)
 
     def items(self) -> list[ItemInfo]:
