@@ -52,8 +52,8 @@ class SymbolId(NamedTuple):
 class Definition(NamedTuple):
     """One definition as the query found it, before nesting gives it a qualified name.
 
-    A NamedTuple rather than a dataclass: every edit re-creates the ones after it, and
-    tuples are several times cheaper to build.
+    NamedTuples (here and for Symbol) rather than dataclasses: a full-file query builds
+    thousands of them, and tuples are several times cheaper to create.
     """
 
     kind: str
@@ -66,20 +66,12 @@ class Definition(NamedTuple):
     signature: str
     name_at: int
 
-    def shifted(self, bytes_by: int, lines_by: int) -> Definition:
-        """The same definition after an edit wholly before it moved it."""
-        return Definition(
-            self.kind, self.name, self.scope, self.start_byte + bytes_by, self.end_byte + bytes_by,
-            self.start_line + lines_by, self.end_line + lines_by, self.signature, self.name_at,
-        )  # fmt: skip
-
 
 class Symbol(NamedTuple):
     """A definition with its place in the file: lines are 1-based and inclusive, bytes half-open.
 
     `signature` is the declaration header (decorators, keywords, name, parameters, return
-    type) on one line; `name_at` is where the name starts inside it. A NamedTuple for the
-    same reason as Definition: the outline is rebuilt on every edit.
+    type) on one line; `name_at` is where the name starts inside it.
     """
 
     name: str
