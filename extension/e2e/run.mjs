@@ -202,8 +202,9 @@ async function userFlow() {
     });
 
     observations.tooltip = await step('the status bar tooltip breaks the context down', async () => {
+        await page.mouse.move(800, 400);
         await statusItem().hover();
-        const hover = page.locator('.monaco-hover, .workbench-hover').filter({ hasText: 'files in full' }).first();
+        const hover = page.locator('.monaco-hover, .workbench-hover, .workbench-hover-container, [role="tooltip"]').filter({ hasText: 'files in full' }).first();
         await hover.waitFor();
         const text = normalize(await hover.innerText());
         await page.screenshot({ path: join(config.artifactsDir, 'vscode-status-tooltip.png') });

@@ -25,6 +25,7 @@ import { DropParams, DropResult, HydrateResult, Methods, PinParams, PinResult } 
 import { ServerManager } from './common/server';
 import { executeCommand, registerCommand, showErrorMessage, showInformationMessage, withProgress } from './common/vscodeapi';
 import { ContextNode, ItemNode } from './model/contextTree';
+import { normalizeItem } from './model/normalize';
 import { enclosingSymbolPath, selectedIdentifier, SymbolLike } from './model/symbols';
 import { ContextTreeProvider } from './treeView';
 import { ChatDependencies, ChatPanel } from './webview/chatPanel';
@@ -101,9 +102,9 @@ export function registerCommands(deps: CommandDependencies): void {
     const { context, server, tree, apiKeys, channel, chat } = deps;
 
     const pin = async (params: PinParams): Promise<void> => {
-        const result = await server.request<PinResult>(Methods.pin, params);
+        const item = normalizeItem((await server.request<PinResult>(Methods.pin, params)).item);
         window.setStatusBarMessage(
-            `$(pinned) ${result.item.label}${params.symbol ? `::${params.symbol}` : ''} is in the context (${result.item.state}, ${result.item.tokens} tokens)`,
+            `$(pinned) ${item.label}${params.symbol ? `::${params.symbol}` : ''} is in the context (${item.state}, ${item.tokens} tokens)`,
             4000,
         );
         await tree.refresh();
@@ -206,6 +207,8 @@ export function registerCommands(deps: CommandDependencies): void {
         if (key === undefined) {
             return;
         }
+        // Restart first (it reads the key when the debounce fires), so nothing sees the old server as ready.
+        server.requestRestart('API key changed');
         if (key.trim()) {
             await apiKeys.set(key.trim());
             void showInformationMessage('API key stored; restarting the Ephemeral Context server to use it.');
@@ -213,7 +216,6 @@ export function registerCommands(deps: CommandDependencies): void {
             await apiKeys.clear();
             void showInformationMessage('Stored API key removed.');
         }
-        server.requestRestart('API key changed');
     };
 
     const handlers: [string, (...args: any[]) => Promise<unknown>][] = [

@@ -4,12 +4,13 @@
  * arrives (coalesced: at most one fetch in flight, one more queued), so getChildren never
  * does I/O and never shows messages.
  */
-import { Disposable, Event, EventEmitter, ThemeIcon, TreeDataProvider, TreeItem, TreeItemCollapsibleState, Uri } from 'vscode';
+import { Disposable, Event, EventEmitter, ThemeIcon, TreeDataProvider, TreeItem, TreeItemCollapsibleState, Uri, workspace } from 'vscode';
 import { Commands } from './common/constants';
 import { traceError } from './common/log/logging';
 import { ItemsResult, LedgerItem, Methods } from './common/protocol';
 import { ServerManager } from './common/server';
 import { buildContextTree, ContextNode, GroupNode } from './model/contextTree';
+import { normalizeItem } from './model/normalize';
 
 export class ContextTreeProvider implements TreeDataProvider<ContextNode>, Disposable {
     private readonly changed = new EventEmitter<ContextNode | undefined>();
@@ -49,7 +50,7 @@ export class ContextTreeProvider implements TreeDataProvider<ContextNode>, Dispo
                 this.fetchAgain = false;
                 try {
                     const result = await this.server.request<ItemsResult>(Methods.items, {});
-                    this.show(result.items);
+                    this.show((result.items ?? []).map(normalizeItem));
                 } catch (error) {
                     traceError(`${Methods.items} failed: ${String(error)}`);
                 }
@@ -61,7 +62,9 @@ export class ContextTreeProvider implements TreeDataProvider<ContextNode>, Dispo
 
     private show(items: LedgerItem[]): void {
         this.items = items;
-        this.groups = buildContextTree(items);
+        this.groups = buildContextTree(items, (item) =>
+            item.uri?.startsWith('file:') ? workspace.asRelativePath(Uri.parse(item.uri)) : item.label,
+        );
         this.changed.fire(undefined);
     }
 

@@ -29,6 +29,7 @@ import { AskProgress, Methods, StatusResult, Usage } from './protocol';
 import { checkServerPackage, getInterpreterDetails } from './python';
 import { ServerInfo } from './setup';
 import { getWindowSettings, ISettings, toServerSettings } from './settings';
+import { normalizeUsage } from '../model/normalize';
 import { ServerState } from '../model/statusText';
 import { getWorkspaceFolders, isVirtualWorkspace, showErrorMessage, showWarningMessage, withProgress, openSettings } from './vscodeapi';
 
@@ -76,6 +77,8 @@ export class ServerManager implements Disposable {
     requestRestart(reason: string): void {
         traceLog(`Restart requested: ${reason}`);
         this.backoff.reset();
+        // Requests sent now would reach the old server: report the restart from the start.
+        this.setState({ kind: 'starting' });
         if (this.restartTimer) {
             clearTimeout(this.restartTimer);
         }
@@ -204,7 +207,7 @@ export class ServerManager implements Disposable {
         this.backoff.started(Date.now());
         this.setState({ kind: 'running' });
         try {
-            this.usageEmitter.fire(await client.sendRequest<StatusResult>(Methods.status, {}));
+            this.usageEmitter.fire(normalizeUsage(await client.sendRequest<StatusResult>(Methods.status, {})));
         } catch (error) {
             traceError(`${Methods.status} failed: ${String(error)}`);
         }
@@ -269,7 +272,7 @@ export class ServerManager implements Disposable {
 
     private bindNotifications(client: LanguageClient): void {
         this.clientListeners.push(
-            client.onNotification(Methods.usage, (usage: Usage) => this.usageEmitter.fire(usage)),
+            client.onNotification(Methods.usage, (usage: Usage) => this.usageEmitter.fire(normalizeUsage(usage))),
             client.onNotification(Methods.askProgress, (event: AskProgress) => this.askEmitter.fire(event)),
         );
     }

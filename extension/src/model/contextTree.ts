@@ -61,7 +61,10 @@ function kindRank(kind: string): number {
     return index === -1 ? KIND_ORDER.length : index;
 }
 
-export function toItemNode(item: LedgerItem): ItemNode {
+/** How an item is named in the tree; the view passes one that shows workspace-relative paths. */
+export type LabelOf = (item: LedgerItem) => string;
+
+export function toItemNode(item: LedgerItem, labelOf: LabelOf = (i) => i.label): ItemNode {
     const parts = [item.state, `${formatTokens(item.tokens)} tok`];
     if (item.pinned) {
         parts.push('pinned');
@@ -75,7 +78,7 @@ export function toItemNode(item: LedgerItem): ItemNode {
     return {
         type: 'item',
         item,
-        label: item.label,
+        label: labelOf(item),
         description: parts.join(' · '),
         tooltip,
         icon: STATE_ICONS[item.state] ?? KIND_ICONS[item.kind] ?? 'circle-outline',
@@ -91,7 +94,7 @@ function compareItems(a: LedgerItem, b: LedgerItem): number {
 }
 
 /** The tree's root level: non-empty groups only. */
-export function buildContextTree(items: readonly LedgerItem[]): GroupNode[] {
+export function buildContextTree(items: readonly LedgerItem[], labelOf?: LabelOf): GroupNode[] {
     const byKind = new Map<string, LedgerItem[]>();
     for (const item of items) {
         const list = byKind.get(item.kind) ?? [];
@@ -107,7 +110,7 @@ export function buildContextTree(items: readonly LedgerItem[]): GroupNode[] {
                 kind,
                 label: kindTitle(kind),
                 description: `${list.length} · ${formatTokens(sent)} tok`,
-                children: [...list].sort(compareItems).map(toItemNode),
+                children: [...list].sort(compareItems).map((item) => toItemNode(item, labelOf)),
             };
         });
 }

@@ -83,6 +83,13 @@ test('evicted items get their own icon and say they are hydratable', () => {
     assert.doesNotMatch(group.children[0].contextValue, /(^|\s)pinned\b/);
 });
 
+test('the view can name items its own way (workspace-relative paths)', () => {
+    const [files] = buildContextTree([item({ label: '/ws/src/app.py', uri: 'file:///ws/src/app.py' })], (i) =>
+        i.uri ? i.uri.replace('file:///ws/', '') : i.label,
+    );
+    assert.equal(files.children[0].label, 'src/app.py');
+});
+
 test('kind titles are generic for unknown kinds', () => {
     assert.equal(kindTitle('memory'), 'Memories');
     assert.equal(kindTitle('web_page'), 'Web page');

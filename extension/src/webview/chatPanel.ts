@@ -12,6 +12,7 @@ import {
     ViewColumn,
     WebviewPanel,
     window,
+    workspace,
 } from 'vscode';
 import { ResponseError } from 'vscode-languageclient/node';
 import { Commands } from '../common/constants';
@@ -19,6 +20,7 @@ import { traceError } from '../common/log/logging';
 import { AskParams, AskResult, ErrorCodes, Methods } from '../common/protocol';
 import { ServerManager } from '../common/server';
 import { executeCommand } from '../common/vscodeapi';
+import { normalizeAskResult } from '../model/normalize';
 import { renderPage } from './html';
 import { ToExtension, ToWebview } from './messages';
 
@@ -77,7 +79,8 @@ export class ChatPanel implements Disposable {
             deps.server.onAskProgress((event) => {
                 if (this.running && (!this.conversationId || event.conversationId === this.conversationId)) {
                     this.conversationId = event.conversationId;
-                    this.post({ type: 'progress', event });
+                    const label = event.kind === 'edit' ? workspace.asRelativePath(Uri.parse(event.uri)) : undefined;
+                    this.post({ type: 'progress', event, label });
                 }
             }),
             deps.server.onState(() => void this.postState()),
@@ -149,7 +152,7 @@ export class ChatPanel implements Disposable {
         this.post({ type: 'started', prompt });
         const params: AskParams = this.conversationId ? { prompt, conversationId: this.conversationId } : { prompt };
         try {
-            const result = await this.deps.server.request<AskResult>(Methods.ask, params, source.token);
+            const result = normalizeAskResult(await this.deps.server.request<AskResult>(Methods.ask, params, source.token));
             this.conversationId = result.conversationId;
             this.post({ type: 'done', result });
         } catch (error) {

@@ -18,7 +18,7 @@ export type ToExtension =
 export type ToWebview =
     | { type: 'state'; hasApiKey: boolean; serverRunning: boolean; serverMessage: string }
     | { type: 'started'; prompt: string }
-    | { type: 'progress'; event: AskProgress }
+    | { type: 'progress'; event: AskProgress; /** For edits: the file, relative to the workspace. */ label?: string }
     | { type: 'done'; result: AskResult }
     | { type: 'failed'; message: string; cancelled: boolean }
     | { type: 'cleared' };

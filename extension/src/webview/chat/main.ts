@@ -24,6 +24,8 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, t
 
 interface Turn {
     root: HTMLElement;
+    /** Set when a model call ends (a tool call or its usage): the next text starts a new paragraph. */
+    paragraphBreak: boolean;
     answer: HTMLElement;
     reads: HTMLUListElement;
     edits: HTMLUListElement;
@@ -98,7 +100,7 @@ function startTurn(text: string): Turn {
     root.append(answer, readsBox, editsBox, status);
     transcript.append(root);
     root.scrollIntoView({ block: 'end' });
-    return { root, answer, reads, edits, status, seen: new Set() };
+    return { root, answer, reads, edits, status, seen: new Set(), paragraphBreak: false };
 }
 
 function addRead(turn: Turn, tool: string, input: Record<string, unknown>): void {
@@ -112,9 +114,9 @@ function addRead(turn: Turn, tool: string, input: Record<string, unknown>): void
     (turn.reads.parentElement as HTMLElement).hidden = false;
 }
 
-function addEdit(turn: Turn, uri: string, applied: boolean): void {
+function addEdit(turn: Turn, uri: string, applied: boolean, label: string | undefined): void {
     const li = el('li', applied ? 'edit applied' : 'edit rejected');
-    const link = el('a', undefined, decodeURIComponent(uri.replace(/^file:\/\//, '')));
+    const link = el('a', undefined, label ?? decodeURIComponent(uri.replace(/^file:\/\//, '')));
     link.href = '#';
     link.addEventListener('click', (event) => {
         event.preventDefault();
@@ -125,17 +127,22 @@ function addEdit(turn: Turn, uri: string, applied: boolean): void {
     (turn.edits.parentElement as HTMLElement).hidden = false;
 }
 
-function onProgress(event: AskProgress): void {
+function onProgress(event: AskProgress, label: string | undefined): void {
     const turn = current;
     if (!turn) {
         return;
     }
     switch (event.kind) {
         case 'text':
+            if (turn.paragraphBreak && turn.answer.textContent) {
+                turn.answer.append('\n\n');
+            }
+            turn.paragraphBreak = false;
             turn.answer.append(event.text);
             turn.status.textContent = 'Answering…';
             break;
         case 'toolUse':
+            turn.paragraphBreak = true;
             addRead(turn, event.tool, event.input);
             turn.status.textContent = `Using ${event.tool}…`;
             break;
@@ -145,9 +152,10 @@ function onProgress(event: AskProgress): void {
             }
             break;
         case 'edit':
-            addEdit(turn, event.uri, event.applied);
+            addEdit(turn, event.uri, event.applied, label);
             break;
         case 'usage':
+            turn.paragraphBreak = true;
             break;
     }
     turn.root.scrollIntoView({ block: 'end' });
@@ -202,7 +210,7 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
             setRunning(true);
             break;
         case 'progress':
-            onProgress(message.event);
+            onProgress(message.event, message.label);
             break;
         case 'done':
             onDone(message.result);
