@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, UnknownItem
 from ephemeral_context.context.ledger import LedgerLimits
-from ephemeral_context.store import Store, StoreError, UnknownId
+from ephemeral_context.store import ExpiredId, Store, StoreError, UnknownId
 
 from tests.unit.context.context_helpers import Clock, Driver, source
 
@@ -224,3 +225,16 @@ def test_a_range_read_diffs_against_the_same_lines_and_keeps_the_view_current(
     whole_now = "".join(lines[:20]) + changed + "".join(lines[40:])
     d.call()
     assert d.read("/a.py", whole_now).startswith("unchanged since")
+
+
+def test_an_expired_id_says_how_to_get_the_text_again(tmp_path: Path, clock: Clock) -> None:
+    with Store(tmp_path / "short", ttl_seconds=60, clock=clock) as store:
+        engine = ContextEngine(store, EngineConfig(), clock=clock)
+        d = Driver(engine)
+        engine.add_user_text("c", "go")
+        d.call()
+        d.read("/a.py", source(5))
+        item_id = next(i.id for i in engine.items() if i.uri == "file:///a.py")
+        clock.advance(3600)
+        with pytest.raises(ExpiredId, match=r"re-read file:///a.py"):
+            engine.read_session_file(item_id)
