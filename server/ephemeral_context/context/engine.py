@@ -1172,7 +1172,7 @@ class ContextEngine:
 
         Thread copies of those files become one-line references. A file the cost gate says
         is not worth keeping whole (long untouched, likely not needed again) is demoted to
-        its synopsis plus id.
+        its synopsis plus id, with the definitions this conversation edited (partial).
         """
         entries: list[SegmentEntry] = []
         moved: list[tuple[int, str]] = []
@@ -1191,7 +1191,13 @@ class ContextEngine:
             synopsis = "" if item.pinned else render_synopsis(outline_text(view.text, label))
             if not visible and not synopsis:
                 continue
-            short = f'<file path="{label}" id="{view.item_id}" shown="synopsis">\n{synopsis}</file>'
+            used = self._used_symbols(c, uri, view.text) if synopsis else []
+            parts = "".join(f"[{name}]\n{body}\n" for name, body in used)
+            shown_as = "synopsis+symbols" if used else "synopsis"
+            short = (
+                f'<file path="{label}" id="{view.item_id}" shown="{shown_as}">\n'
+                f"{synopsis}{parts}</file>"
+            )
             reuse, wait = self._file_reuse(c, uri, view.call, gaps, open_idles)
             freed = tokens - self._count(short, "code")
             keep = policy.Candidate(0, 0, freed, reuse, wait)
@@ -1208,7 +1214,9 @@ class ContextEngine:
             moved.extend((i, note) for i in view.blocks if not c.thread[i].evicted)
             view.in_segment, view.demoted = not demote, demote
             view.blocks = []
-            item.state = ItemState.SYNOPSIS if demote else ItemState.FULL
+            item.state = (
+                ItemState.FULL if not demote else ItemState.PARTIAL if used else ItemState.SYNOPSIS
+            )
         entries.sort(key=lambda e: (e.changed_at, e.uri))
         if [e.key for e in entries] == [e.key for e in c.segment] and not moved:
             return
@@ -1233,6 +1241,25 @@ class ContextEngine:
         if c.thread:
             self._after_change(c, 0)
         c.cache.clear()
+
+    def _used_symbols(self, c: _Conversation, uri: str, text: str) -> list[tuple[str, str]]:
+        """The definitions of `text` that this conversation's edits of `uri` wrote into."""
+        label = _label(uri)
+        found: dict[str, str] = {}
+        for _, tool_input in c.tool_uses.values():
+            path = tool_input.get("file_path") or tool_input.get("path")
+            if not isinstance(path, str) or _uri(path) != uri:
+                continue
+            written = [tool_input.get("new_string"), tool_input.get("new")]
+            written += [
+                e.get("new_string") for e in tool_input.get("edits") or () if isinstance(e, Mapping)
+            ]
+            for needle in written:
+                if isinstance(needle, str) and needle.strip():
+                    part = _enclosing_symbol(text, label, needle)
+                    if part is not None:
+                        found.setdefault(*part)
+        return list(found.items())
 
     # ------------------------------------------------------------------ human controls and views
 

@@ -238,3 +238,30 @@ def test_an_expired_id_says_how_to_get_the_text_again(tmp_path: Path, clock: Clo
         clock.advance(3600)
         with pytest.raises(ExpiredId, match=r"re-read file:///a.py"):
             engine.read_session_file(item_id)
+
+
+def test_a_demoted_file_keeps_the_definitions_the_conversation_edited(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    text = source(80, "old_")
+    for _ in range(3):
+        d.call()
+        d.read("/old.py", text)
+    edited = text.replace("return x + 79\n", "return x - 79\n")
+    tool_id = d.tool("edit_file", {"path": "/old.py", "old": "x + 79", "new": "return x - 79"})
+    engine.add_tool_result("c", tool_id, "ok", kind="edit", uri="file:///old.py", content=edited)
+    d.call()
+    clock.advance(7200)
+    d.call()
+    for step in range(40):
+        d.read("/new.py", source(5, f"n{step}_")) if step % 3 == 0 else d.bash("ok\n")
+        clock.advance(10)
+        d.call()
+    clock.advance(7200)
+    d.call()
+    old = [b["text"] for b in d.requests[-1]["system"] if 'path="/old.py"' in b["text"]]
+    assert len(old) == 1 and 'shown="synopsis+symbols"' in old[0]
+    assert "return x - 79" in old[0] and "return x + 78" not in old[0]
+    assert [i.state for i in engine.items() if i.uri == "file:///old.py"][-1] == "partial"
