@@ -65,6 +65,20 @@ async function runCommand(title) {
     await row.click();
 }
 
+/** The webview frame (any panel's) that shows `selector`; webview frames carry no other name. */
+async function findFrame(selector) {
+    const deadline = Date.now() + TIMEOUT;
+    while (Date.now() < deadline) {
+        for (const frame of page.frames()) {
+            if ((await frame.locator(selector).count().catch(() => 0)) > 0) {
+                return frame;
+            }
+        }
+        await page.waitForTimeout(250);
+    }
+    throw new Error(`no webview shows ${selector}`);
+}
+
 /** The text of the editor showing `marker` (Monaco renders spaces as U+00A0). */
 async function editorText(marker) {
     const editors = page.locator('.part.editor .monaco-editor .view-lines');
@@ -215,6 +229,23 @@ async function userFlow() {
     await step('save a screenshot', async () => {
         await page.screenshot({ path: join(config.artifactsDir, 'vscode-e2e.png') });
     });
+
+    if (config.replayTranscript) {
+        observations.replay = await step('replay a session: pick the transcript, see the report and its chart', async () => {
+            await runCommand('Ephemeral Context: Replay a Claude Code Session');
+            const input = page.locator('.quick-input-widget input');
+            await input.waitFor({ state: 'visible' });
+            await input.fill(config.replayTranscript);
+            await page.keyboard.press('Enter');
+            const report = await findFrame('svg.chart rect');
+            await page.screenshot({ path: join(config.artifactsDir, 'vscode-replay.png') });
+            return {
+                title: (await report.locator('h1').innerText()).trim(),
+                bars: await report.locator('svg.chart rect').count(),
+                strategies: await report.locator('table tr td:first-child').allInnerTexts(),
+            };
+        });
+    }
 }
 
 const browser = await chromium.launch({

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, TRACES_DIR
 
 pytestmark = pytest.mark.e2e
 
@@ -43,6 +43,7 @@ ARTIFACTS = REPO_ROOT / "test-artifacts"
 PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 API_KEY = "sk-ant-e2e-dummy-key"
+TRANSCRIPT = TRACES_DIR / "DRMacIver__claude-reliability__python-to-rust-port.jsonl"
 
 APP_PY = '''"""A tiny app for the end-to-end test."""
 
@@ -298,6 +299,7 @@ def test_extension_in_the_real_workbench(
         prompt="Rename App.run to App.start",
         apiKey=API_KEY,
         expectEdit="def start(self)",
+        replayTranscript=str(TRANSCRIPT),
     )
 
     # Status bar: tokens/budget, hit rate and dollars saved, changing with the edit.
@@ -338,6 +340,12 @@ def test_extension_in_the_real_workbench(
     # The edit went to the editor buffer (undoable), not behind its back to disk.
     assert "def run(self)" in (workbench["workspace"] / "app.py").read_text(encoding="utf-8")
     assert (ARTIFACTS / "vscode-e2e.png").stat().st_size > 10_000
+
+    # Replay: the picked transcript's report, with one bar per strategy.
+    replay = seen["replay"]
+    assert replay["title"] == "Replay: 1 session"
+    assert replay["bars"] == len(replay["strategies"]) >= 5
+    assert "recorded" in replay["strategies"]
     print(json.dumps(seen, indent=2), file=sys.stderr)
 
 
