@@ -179,7 +179,7 @@ def _signature(
         head_end = node.end_byte if newline == -1 else newline
     prefix = _clip(_squash(source[node.start_byte : head_start]).strip(), _PREFIX_LIMIT)
     before = _squash(source[head_start : name.start_byte]).lstrip()
-    after = _tidy(_squash(source[name.end_byte : head_end])).rstrip().rstrip("{:;=,").rstrip()
+    after = _tidy(_squash(source[name.end_byte : head_end])).rstrip("{:;=, ")
     head = before + _squash(source[name.start_byte : name.end_byte]).strip()
     lead = f"{prefix} " if prefix else ""
     return lead + head + _clip(after, _SIGNATURE_LIMIT), len(lead) + len(before)
