@@ -71,7 +71,14 @@ from ephemeral_context.context.ledger import (
 )
 from ephemeral_context.context.skills import SkillMeta, parse_skill, trigger_fired
 from ephemeral_context.documents import content_hash
-from ephemeral_context.syntax import Symbol, address, find_symbol, outline_text, render_synopsis
+from ephemeral_context.syntax import (
+    Outline,
+    Symbol,
+    address,
+    find_symbol,
+    outline_text,
+    render_synopsis,
+)
 from ephemeral_context.tokens import BLOCK_OVERHEAD_TOKENS, estimate_block_tokens
 
 log = logging.getLogger(__name__)
@@ -81,6 +88,12 @@ ResultKind = Literal["file", "edit", "tool_result", "skill", "memory"]
 EVICTABLE_KINDS = frozenset({"file", "tool_result", "write_input", "tool_input", "skill", "memory"})
 INPUT_EVICTION_MIN_TOKENS = 2 * BLOCK_OVERHEAD_TOKENS
 """A tool_use input smaller than this cannot shrink below its placeholder plus framing."""
+
+SHRINK_KEEP_CHARS = 120
+"""Input fields up to this long (paths, short commands) stay; longer ones become the reference."""
+
+OUTLINE_CACHE_SIZE = 256
+"""Outlines kept per engine (one per file version in use; cleared when full)."""
 WRITE_TOOLS = frozenset({"Write", "write_file"})
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "edit_file"})
 
@@ -267,6 +280,7 @@ class ContextEngine:
         self.events: list[EvictionEvent] = []
         self._conversations: dict[str, _Conversation] = {}
         self._tool_blocks: tuple[tuple[int, ...], list[Block]] = ((), [])
+        self._outlines: dict[tuple[str, str], Outline] = {}
         self._over_limits: set[str] = set()
         """Files the ledger limits pushed out; their copies leave at the next request."""
 
@@ -772,7 +786,11 @@ class ContextEngine:
         """Append evicted content again: the one definition holding `needle` when the
         block is a file and a definition holds it (read_symbol), else the whole block."""
         item = tb.item_id or "?"
-        part = _enclosing_symbol(tb.text, _label(tb.uri), needle) if tb.uri and needle else None
+        part = (
+            _enclosing_symbol(self._outline(tb.text, _label(tb.uri)), tb.text, needle)
+            if tb.uri and needle
+            else None
+        )
         if part is not None and tb.kind in ("file", "write_input", "consolidated", "rehydration"):
             qualname, body = part
             text = f"[read_symbol('{_label(tb.uri or '')}', '{qualname}')]\n{body}"
@@ -1188,7 +1206,7 @@ class ContextEngine:
             label = _label(uri)
             text = f'<file path="{label}" id="{view.item_id}">\n{view.text}\n</file>'
             tokens = self._count(text, "code")
-            synopsis = "" if item.pinned else render_synopsis(outline_text(view.text, label))
+            synopsis = "" if item.pinned else render_synopsis(self._outline(view.text, label))
             if not visible and not synopsis:
                 continue
             used = self._used_symbols(c, uri, view.text) if synopsis else []
@@ -1242,6 +1260,17 @@ class ContextEngine:
             self._after_change(c, 0)
         c.cache.clear()
 
+    def _outline(self, text: str, path: str) -> Outline:
+        """A file version's outline, parsed once per engine (consolidations, re-hydrations
+        and pins ask for the same versions again)."""
+        key = (path, text)
+        outline = self._outlines.get(key)
+        if outline is None:
+            if len(self._outlines) >= OUTLINE_CACHE_SIZE:
+                self._outlines.clear()
+            outline = self._outlines[key] = outline_text(text, path)
+        return outline
+
     def _used_symbols(self, c: _Conversation, uri: str, text: str) -> list[tuple[str, str]]:
         """The definitions of `text` that this conversation's edits of `uri` wrote into."""
         label = _label(uri)
@@ -1256,7 +1285,7 @@ class ContextEngine:
             ]
             for needle in written:
                 if isinstance(needle, str) and needle.strip():
-                    part = _enclosing_symbol(text, label, needle)
+                    part = _enclosing_symbol(self._outline(text, label), text, needle)
                     if part is not None:
                         found.setdefault(*part)
         return list(found.items())
@@ -1283,7 +1312,7 @@ class ContextEngine:
         entry = self.store.put(text, uri=uri, version=version, tokens=self._count(text, "code"))
         shown = f"[pinned [[file:{entry.id}]] {label}]\n{text}"
         if symbol is not None:
-            outline = outline_text(text, label)
+            outline = self._outline(text, label)
             lookup = find_symbol(text, outline, symbol)
             if lookup.found is None:
                 names = [address(c, outline) for c in lookup.candidates] or list(lookup.suggestions)
@@ -1473,10 +1502,6 @@ def _input_text(tool_input: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-SHRINK_KEEP_CHARS = 120
-"""Input fields up to this long (paths, short commands) stay; longer ones become the reference."""
-
-
 def _shrink_input(tool_input: Mapping[str, Any], reference: str) -> dict[str, Any]:
     """A tool_use input with its long fields replaced by one reference to the stored input."""
     out: dict[str, Any] = {}
@@ -1491,12 +1516,11 @@ def _shrink_input(tool_input: Mapping[str, Any], reference: str) -> dict[str, An
     return out
 
 
-def _enclosing_symbol(text: str, path: str, needle: str) -> tuple[str, str] | None:
+def _enclosing_symbol(outline: Outline, text: str, needle: str) -> tuple[str, str] | None:
     """The innermost definition of `text` that contains all of `needle`: (name, source)."""
     start = text.find(needle)
     if start < 0:
         return None
-    outline = outline_text(text, path)
     first = text.count("\n", 0, start) + 1
     last = first + needle.count("\n")
     best: Symbol | None = None
