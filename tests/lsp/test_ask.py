@@ -210,3 +210,38 @@ async def test_pinned_file_is_in_a_new_conversation(
     await raw_editor.request("ephemeralContext/ask", {"prompt": "What is in app.py?"})
     first = json.dumps(api.message_requests[0].body)
     assert "return os.getcwd()" in first and first.count("return os.getcwd()") == 1
+
+
+async def test_cancel_ask_command(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """$/cancelRequest also stops an ask started with workspace/executeCommand ectx.ask."""
+    await start(raw_editor, api, workspace, "neovim")
+    gate = threading.Event()
+    api.add_turns(Reply(text="A long answer.", gate=gate), "Next.")
+    protocol = raw_editor.client.protocol
+    params = types.ExecuteCommandParams(command="ectx.ask", arguments=[{"prompt": "long"}])
+    pending = asyncio.wrap_future(
+        protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, params, msg_id="cmd-1")
+    )
+    await wait_until(lambda: raw_editor.notifications["ephemeralContext/askProgress"])
+    protocol.notify("$/cancelRequest", types.CancelParams(id="cmd-1"))
+    with pytest.raises(JsonRpcRequestCancelled):
+        await pending
+    api.message_requests[0].done.wait(30)  # the server dropped the stream
+    gate.set()
+    assert api.message_requests[0].completed is False
+    again = await raw_editor.command("ectx.ask", {"prompt": "short"})
+    assert again["text"] == "Next."
+
+
+async def test_edit_of_a_file_not_open_goes_to_disk(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    await start(raw_editor, api, workspace, "visual_studio_code")
+    edit = {"path": "README.md", "old_string": "A small sample.", "new_string": "A sample."}
+    api.add_turns({"tool_use": [{"name": "edit_file", "input": edit}]}, "Edited.")
+    result = await raw_editor.request("ephemeralContext/ask", {"prompt": "shorten"})
+    assert [e.applied for e in result.edits] == [True]
+    assert raw_editor.applied == []
+    assert (workspace / "README.md").read_text(encoding="utf-8") == "# Project\n\nA sample.\n"

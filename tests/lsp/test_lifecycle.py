@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,76 @@ def test_help_is_on_stdout_only_for_help() -> None:
         check=False,
     )
     assert done.stdout == b""
+
+
+def test_tcp(tmp_path: Path) -> None:
+    """`ectx serve --tcp HOST:PORT` speaks the same protocol over a socket."""
+    import socket
+
+    with socket.socket() as probe:  # a free port (the server binds it right after)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ephemeral_context", "serve", "--tcp", f"127.0.0.1:{port}"]
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                connection = socket.create_connection(("127.0.0.1", port), timeout=60)
+                break
+            except ConnectionRefusedError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        with connection:
+            body = json.dumps(
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
+            ).encode()
+            connection.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            stream = connection.makefile("rb")
+            length = 0
+            while (line := stream.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            answer = json.loads(stream.read(length))
+            stream.close()
+        assert answer["id"] == 1 and "ectx.status" in json.dumps(answer["result"])
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_tcp_argument_is_checked() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ephemeral_context", "serve", "--tcp", "nowhere"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and b"HOST:PORT" in done.stderr
+
+
+async def test_workspace_folders_change(
+    raw_editor: Editor, workspace: Path, tmp_path: Path
+) -> None:
+    """A folder added later can be pinned from, and the file watcher follows the folders."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.py").write_text("NOTE = 1\n", encoding="utf-8")
+    await raw_editor.initialize("visual_studio_code", workspace)
+    uri = (other / "notes.py").as_uri()
+    refused = raw_editor.request("ephemeralContext/pin", {"uri": uri})
+    with pytest.raises(Exception, match="outside the workspace"):
+        await refused
+    raw_editor.client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            types.WorkspaceFoldersChangeEvent(
+                added=[types.WorkspaceFolder(uri=other.as_uri(), name="other")], removed=[]
+            )
+        )
+    )
+    pinned = await raw_editor.request("ephemeralContext/pin", {"uri": uri})
+    assert pinned.item.uri == uri
+    await wait_until(lambda: str(other) in str(raw_editor.registrations))
+    assert len(raw_editor.registrations) == 1

@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServerNotInitialized
+from pygls.exceptions import (
+    FeatureRequestError,
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcServerNotInitialized,
+)
 from pygls.lsp.server import LanguageServer
 
 from ephemeral_context import __version__
@@ -240,6 +245,9 @@ class EphemeralContextServer(LanguageServer):
             protocol = self.protocol
             assert isinstance(protocol, EphemeralContextProtocol)
             protocol.report_parse_error(error)
+            return
+        if source is FeatureRequestError:  # already answered with a JSON-RPC error
+            log.debug("request failed: %s", error)
             return
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
@@ -586,6 +594,12 @@ async def ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
 
 @SERVER.command("ectx.ask")
 async def ask_command(ls: EphemeralContextServer, params: AskParams) -> AskResult:
+    """pygls runs a command as a task inside the executeCommand request; a $/cancelRequest
+    cancels only that request's future, so pass the cancel on to this task."""
+    request = ls.protocol._request_futures.get(ls.protocol.msg_id) if ls.protocol.msg_id else None
+    task = asyncio.current_task()
+    if request is not None and task is not None:
+        request.add_done_callback(lambda done: task.cancel() if done.cancelled() else None)
     return await run_ask(ls, params)
 
 
