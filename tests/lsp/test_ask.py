@@ -245,3 +245,24 @@ async def test_edit_of_a_file_not_open_goes_to_disk(
     assert [e.applied for e in result.edits] == [True]
     assert raw_editor.applied == []
     assert (workspace / "README.md").read_text(encoding="utf-8") == "# Project\n\nA sample.\n"
+
+
+async def test_work_done_progress_and_serial_asks(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """With a workDoneToken the ask also reports $/progress; two asks in one conversation
+    run one after the other, so the second sees the first's answer."""
+    await start(raw_editor, api, workspace, "visual_studio_code")
+    api.add_turns("First answer.", "Second answer.")
+    raw_editor.client.progress_reports["tok-1"] = []  # a client-chosen token needs no create
+    first = raw_editor.request(
+        "ephemeralContext/ask", {"prompt": "one", "conversationId": "c-2", "workDoneToken": "tok-1"}
+    )
+    second = raw_editor.request("ephemeralContext/ask", {"prompt": "two", "conversationId": "c-2"})
+    answers = await asyncio.gather(first, second)
+    assert [a.text for a in answers] == ["First answer.", "Second answer."]
+    second_body = json.dumps(api.message_requests[1].body)
+    assert "First answer." in second_body and "two" in second_body
+    kinds = [type(r).__name__ for r in raw_editor.client.progress_reports["tok-1"]]
+    assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"
+    assert "WorkDoneProgressReport" in kinds

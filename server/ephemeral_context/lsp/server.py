@@ -126,6 +126,7 @@ class EphemeralContextServer(LanguageServer):
         self.store = None
         self.engine = None
         self.model_client = None
+        self.conversation_locks: dict[str, asyncio.Lock] = {}
         self.attach_mirror(DocumentMirror())
 
     # ----- state --------------------------------------------------------------------------
@@ -618,23 +619,25 @@ async def run_ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
         model=ls.options.model,
         max_steps=ls.options.limits.max_turns,
     )
-    carry_pins(ls, engine, conversation)
-    reporter.begin()
-    try:
-        result = await run_agent(
-            params.prompt,
-            engine=engine,
-            conversation=conversation,
-            client=client,
-            env=env,
-            settings=settings,
-            events=reporter.events(),
-        )
-    except ModelError as exc:
-        raise request_failed(exc) from exc
-    finally:
-        reporter.end()
-        ls.usage_throttle.poke()
+    # One ask at a time per conversation: a second one waits for the first to finish.
+    async with ls.conversation_locks.setdefault(conversation, asyncio.Lock()):
+        carry_pins(ls, engine, conversation)
+        reporter.begin()
+        try:
+            result = await run_agent(
+                params.prompt,
+                engine=engine,
+                conversation=conversation,
+                client=client,
+                env=env,
+                settings=settings,
+                events=reporter.events(),
+            )
+        except ModelError as exc:
+            raise request_failed(exc) from exc
+        finally:
+            reporter.end()
+            ls.usage_throttle.poke()
     return converters.ask_result(result)
 
 
