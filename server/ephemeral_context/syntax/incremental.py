@@ -2,8 +2,9 @@
 
 Each edit goes to the tree (`Tree.edit`), the text is reparsed with the old tree, and only
 definitions touching an edited or structurally changed range are queried again; the rest are
-shifted. While the text has syntax errors it is parsed from scratch instead: tree-sitter's
-error recovery can build a different tree incrementally than from scratch. The result always
+shifted. While the text has syntax errors it is parsed from scratch instead (tree-sitter's
+error recovery can build a different tree incrementally than from scratch), and the edited
+old tree's `changed_ranges` against that fresh tree still limits the re-query. The result always
 equals `outline_text` on the final text (the property tests check that), and every update
 says which symbols were added, removed or changed, by `SymbolId`.
 """
@@ -163,10 +164,15 @@ class IncrementalSyntax:
             new_tree = parse_bounded(self._parser, source, self._limits.budget, old_tree=tree)
         except BudgetExceeded:
             return self._replace_all(text)
-        if new_tree.root_node.has_error:
+        reused = not new_tree.root_node.has_error
+        if not reused:
             # Error recovery may differ between an incremental and a fresh parse; only the
             # fresh one is the reference, so texts with syntax errors are parsed from scratch.
-            return self._replace_all(text)
+            # The edited old tree still tells which ranges differ from the fresh one.
+            try:
+                new_tree = parse_bounded(self._parser, source, self._limits.budget)
+            except BudgetExceeded:
+                return self._replace_all(text)
         structural = ((r.start_byte, r.end_byte) for r in tree.changed_ranges(new_tree))
         spans = _merge([*spans, *structural])
         assert self._language is not None
@@ -185,7 +191,7 @@ class IncrementalSyntax:
         table.renumber(keys)
         old_source = self._source
         self._tree, self._text, self._source, self._outline = new_tree, text, source, None
-        return _compare(table.left, old_source, table.entered(), source, incremental=True)
+        return _compare(table.left, old_source, table.entered(), source, incremental=reused)
 
     def sexp(self) -> str:
         """The tree as an S-expression (empty without a tree), for comparing two parses."""
