@@ -11,6 +11,7 @@ calls, median of repeated runs, and the memory the engine holds (tracemalloc).
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import sys
 import tempfile
@@ -21,10 +22,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.replay.flow import Session
 from ephemeral_context.replay.ours import OursLayout
 from ephemeral_context.replay.plot import plot
+from ephemeral_context.replay.reader import read_session
 from ephemeral_context.replay.report import discover, replay
 from ephemeral_context.replay.simulate import simulate
+from ephemeral_context.replay.strategies import STRATEGIES
 from ephemeral_context.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,6 +160,30 @@ def replay_section() -> str:
     return "\n".join(rows)
 
 
+def robustness_section() -> str:
+    """The same transcripts with every idle gap stretched or shrunk: sessions the policy's
+    constants were never checked on (a user who pauses 4 or 12 times as long, or a quarter)."""
+    names = [f"{p.stem[:10]}…{p.stem[-8:]}" for p in discover([TRACES])]
+    rows = ["| gaps x | " + " | ".join(names) + " |"]
+    rows.append("|---|" + "---|" * (len(rows[0].split("|")) - 3))
+    for scale in (0.25, 1.0, 4.0, 12.0):
+        cells = []
+        for path in discover([TRACES]):
+            session = read_session(path)
+            t0 = session.calls[0].started
+            calls = [
+                dataclasses.replace(c, started=t0 + (c.started - t0) * scale,
+                                    finished=t0 + (c.finished - t0) * scale)
+                for c in session.calls
+            ]  # fmt: skip
+            stretched = Session(session.path, session.threads, calls, session.problems)
+            billed = {name: s.replay(stretched).billed_input for name, s in STRATEGIES.items()}
+            lowest = min(billed, key=lambda name: billed[name])
+            cells.append(f"{_pct(billed['ours'], billed['recorded'])} ({lowest} lowest)")
+        rows.append(f"| {scale:g} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def run() -> str:
     medians: list[float] = []
     p95s: list[float] = []
@@ -193,6 +221,10 @@ def run() -> str:
             "### `ours` on the real transcripts (`ectx replay ../shared/traces`)",
             "",
             replay_section(),
+            "",
+            "### The same transcripts with idle gaps scaled (`ours` billed input vs `recorded`)",
+            "",
+            robustness_section(),
         ]
     )
 
