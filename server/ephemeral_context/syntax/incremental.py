@@ -182,7 +182,7 @@ class IncrementalSyntax:
             for d in find_definitions(new_tree, source, self._language, touching=(start, end)):
                 found[(d.start_byte, d.end_byte, d.kind, d.name)] = d
         if len(found) > _MAX_PIECEWISE:
-            return self._replace_all(text)
+            return self._replace_all(text, new_tree, incremental=reused)
         fresh_definitions = sorted(found.values(), key=outline_order)
         fresh = nest(fresh_definitions, table.refine)
         table.insert(fresh, fresh_definitions)
@@ -197,18 +197,21 @@ class IncrementalSyntax:
         """The tree as an S-expression (empty without a tree), for comparing two parses."""
         return str(self._tree.root_node) if self._tree is not None else ""
 
-    def _replace_all(self, text: str) -> SymbolChanges:
-        """Parse from scratch and compare every symbol with the previous outline."""
+    def _replace_all(
+        self, text: str, tree: ts.Tree | None = None, *, incremental: bool = False
+    ) -> SymbolChanges:
+        """Outline all of `text` (parsed from scratch unless `tree` is its tree) and compare
+        every symbol with the previous outline."""
         old_source = self._source
         before = [(s.identity, s.start_byte, s.end_byte) for s in self.outline.symbols]
-        self._rebuild(text)
+        self._rebuild(text, tree)
         after = [(s.identity, s.start_byte, s.end_byte) for s in self.outline.symbols]
-        return _compare(before, old_source, after, self._source, incremental=False)
+        return _compare(before, old_source, after, self._source, incremental=incremental)
 
-    def _rebuild(self, text: str) -> None:
-        """Parse from scratch; on bad input keep no tree and outline by fallback."""
+    def _rebuild(self, text: str, tree: ts.Tree | None = None) -> None:
+        """Parse from scratch (or take `tree`); on bad input keep no tree, outline by fallback."""
         self._tree, definitions, self._outline = analyse(
-            text, self._path, self._language, self._limits, self._parser
+            text, self._path, self._language, self._limits, self._parser, tree
         )
         refine = refinements(self._language) if self._language else {}
         self._table = SymbolTable(self._outline.symbols, definitions, refine)

@@ -330,16 +330,23 @@ def fallback_reason(text: str, source: bytes, language: str | None, limits: Limi
 
 
 def analyse(
-    text: str, path: str, language: str | None, limits: Limits, parser: ts.Parser | None = None
+    text: str,
+    path: str,
+    language: str | None,
+    limits: Limits,
+    parser: ts.Parser | None = None,
+    tree: ts.Tree | None = None,
 ) -> tuple[ts.Tree | None, list[Definition], Outline]:
-    """Parse from scratch: the tree (None on fallback), its definitions and the outline."""
+    """Parse from scratch (unless `tree` already is `text`'s): the tree (None on fallback),
+    its definitions and the outline."""
     source = text.encode("utf-8", errors="surrogatepass")
     reason = fallback_reason(text, source, language, limits)
-    tree: ts.Tree | None = None
     definitions: list[Definition] = []
-    if reason is None and language is not None:
+    if reason is not None or language is None:
+        tree = None
+    else:
         try:
-            tree = parse_bounded(parser or new_parser(language), source, limits.budget)
+            tree = tree or parse_bounded(parser or new_parser(language), source, limits.budget)
             definitions = find_definitions(tree, source, language)
         except BudgetExceeded as error:
             tree, reason = None, str(error)

@@ -237,3 +237,14 @@ def test_wrapping_kept_definitions_in_a_new_namespace_requalifies_them() -> None
     assert syntax.outline == outline_text(text, "store.ts")
     assert SymbolId("function", "Outer.systemClock", 1) in changes.added
     assert SymbolId("function", "systemClock", 1) in changes.removed
+
+
+def test_an_edit_touching_hundreds_of_definitions_reuses_the_new_tree() -> None:
+    text = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(400))
+    syntax = IncrementalSyntax(text, "many.py")
+    renamed = text.replace("def f", "def g")
+    _text, edit = splice(text, 0, len(text), renamed)
+    changes = syntax.apply([edit], renamed)
+    assert changes.incremental
+    assert syntax.outline == outline_text(renamed, "many.py")
+    assert len(changes.added) == len(changes.removed) == 400
