@@ -241,7 +241,9 @@ class _Conversation:
     segment: list[SegmentEntry] = field(default_factory=list)
     cache: CacheView = field(default_factory=CacheView)
     skills: dict[int, _SkillState] = field(default_factory=dict)
-    last_assistant: int = -1
+    last_response_start: int = -1
+    """Index of the first block of the latest model response: what precedes it is consumed
+    (the model has answered after it); the response itself is not yet."""
     last_cacheable: int = -1
     prefix_key: int = 0
     added_tokens: int = 0
@@ -326,8 +328,8 @@ class ContextEngine:
             c.baseline.append(Block(hash((key, role)), base_tokens))
         elif kind != "rehydration":
             c.baseline.append(Block(hash((tb.key, role)), tokens))
-        if role == "assistant":
-            c.last_assistant = index
+        if role == "assistant" and (index == 0 or c.thread[index - 1].role != "assistant"):
+            c.last_response_start = index
         if block.get("type") not in ("thinking", "redacted_thinking"):
             c.last_cacheable = index
         return index
@@ -1050,7 +1052,7 @@ class ContextEngine:
         out: list[policy.Candidate] = []
         gaps, open_idles = self._file_gaps(c)
         for index, tb in enumerate(c.thread):
-            if tb.evicted or tb.kind not in EVICTABLE_KINDS or index >= c.last_assistant:
+            if tb.evicted or tb.kind not in EVICTABLE_KINDS or index >= c.last_response_start:
                 continue
             item = self.ledger.get(tb.item_id) if tb.item_id else None
             if item is not None and (item.pinned or not item.evictable):
@@ -1199,6 +1201,11 @@ class ContextEngine:
         for uri, view in c.files.items():
             visible = self._view_visible(c, view)
             if not view.whole or not (visible or view.demoted):
+                continue
+            if any(i >= c.last_response_start for i in view.blocks):
+                # Not consumed yet (the model has not answered after it): it stays in the
+                # thread, and the segment no longer holds the file.
+                view.in_segment = view.demoted = False
                 continue
             item = self.ledger.current(uri)
             if item is None or (item.state is ItemState.REFERENCE and item.reason):

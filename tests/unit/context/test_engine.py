@@ -265,3 +265,22 @@ def test_a_demoted_file_keeps_the_definitions_the_conversation_edited(
     assert len(old) == 1 and 'shown="synopsis+symbols"' in old[0]
     assert "return x - 79" in old[0] and "return x + 78" not in old[0]
     assert [i.state for i in engine.items() if i.uri == "file:///old.py"][-1] == "partial"
+
+
+def test_the_latest_response_and_what_follows_it_are_never_evicted(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    d = Driver(engine)
+    engine.add_user_text("c", "write the modules")
+    for step in range(40):
+        d.call()
+        d.tool("Write", {"file_path": f"/m{step}.py", "content": source(20, f"w{step}_")})
+        d.tool("Write", {"file_path": f"/n{step}.py", "content": source(20, f"x{step}_")})
+        engine.add_tool_result("c", f"toolu_{d.n - 1}", "File created")
+        engine.add_tool_result("c", f"toolu_{d.n}", "File created")
+        clock.advance(7200 if step % 10 == 9 else 15)
+        d.call()
+        last_response = [m for m in d.requests[-1]["messages"] if m["role"] == "assistant"][-1]
+        assert f"def x{step}_f19(x)" in repr(last_response)
+        assert f"def w{step}_f19(x)" in repr(last_response)
+    assert any(e.item_ids for e in engine.events)  # older Write inputs did go
