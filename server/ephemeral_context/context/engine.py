@@ -260,7 +260,6 @@ class _Conversation:
     recorded: Usage = field(default_factory=Usage)
     last_usage: Usage | None = None
     last_built: BuiltRequest | None = None
-    peak_tokens: int = 0
     rehydrated: dict[str, int] = field(default_factory=dict)
     rehydrated_tokens: int = 0
     evicted_by_kind: dict[str, int] = field(default_factory=dict)
@@ -963,7 +962,6 @@ class ContextEngine:
         c.baseline_usage = c.baseline_usage + c.baseline_sim.call(
             Request(tools=tool_blocks, system=system, messages=base), now
         )
-        c.peak_tokens = max(c.peak_tokens, built.total_tokens)
         points = built.breakpoints
         written: dict[int, int] = {}
         for p in (points.anchor, points.last):
@@ -1425,9 +1423,6 @@ class ContextEngine:
             evictions=sum(len(e.item_ids) for e in self.events),
             rehydrations=sum(sum(c.rehydrated.values()) for c in convs),
         )
-
-    def peak_tokens(self, conv: str) -> int:
-        return self.conversation(conv).peak_tokens
 
     # ------------------------------------------------------------------ hydration
 

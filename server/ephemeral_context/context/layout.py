@@ -132,8 +132,6 @@ class BuiltRequest:
     kwargs: dict[str, Any]
     cache_request: Request
     breakpoints: Breakpoints
-    thread_offset: int
-    """Blocks (tools, system, segment) before the first thread block."""
     prefix_tokens: int
     total_tokens: int = 0
     expected_read: int = 0
@@ -210,7 +208,6 @@ def build(
         kwargs=kwargs,
         cache_request=request,
         breakpoints=points,
-        thread_offset=len(tool_blocks) + len(cache_system),
         prefix_tokens=prefix,
         total_tokens=prefix + sum(b.tokens for b in cache_messages),
     )
