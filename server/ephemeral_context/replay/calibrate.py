@@ -62,7 +62,7 @@ def steps(session: Session) -> list[Step]:
                 if block.kind in chars:
                     chars[block.kind] += len(block.text)
                     chars["blocks"] += 1
-        growth = call.usage.total_input - previous.usage.total_input
+        growth = call.usage.total_input_tokens - previous.usage.total_input_tokens
         out.append(Step(session.path, tuple(chars[f] for f in FEATURES), growth))
     return out
 

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ephemeral_context.cache_sim import Usage
+
 BlockType = Literal["text", "thinking", "tool_use", "tool_result", "image", "hidden"]
 Role = Literal["user", "assistant"]
 
@@ -90,31 +92,15 @@ class Message:
         return sum(block.tokens for block in self.blocks)
 
 
-@dataclass(frozen=True)
-class RecordedUsage:
-    """The usage Anthropic returned for one call, as the transcript recorded it."""
+@dataclass(frozen=True, slots=True)
+class RecordedUsage(Usage):
+    """The usage Anthropic returned for one call, as the transcript recorded it.
 
-    input_tokens: int
-    cache_creation_input_tokens: int
-    cache_read_input_tokens: int
-    ephemeral_5m_input_tokens: int
-    ephemeral_1h_input_tokens: int
-    output_tokens: int
+    The input side (and its `billed_input`, `total_input_tokens`) is the cache model's `Usage`,
+    so recorded and modelled calls are priced by one rule; the output side is added here.
+    """
 
-    @property
-    def total_input(self) -> int:
-        """Every token of the request, wherever it was billed."""
-        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
-
-    @property
-    def billed_input(self) -> float:
-        """Base-input-token equivalents: input + 1.25 x 5m writes + 2 x 1h writes + 0.1 x reads."""
-        return (
-            self.input_tokens
-            + 1.25 * self.ephemeral_5m_input_tokens
-            + 2.0 * self.ephemeral_1h_input_tokens
-            + 0.1 * self.cache_read_input_tokens
-        )
+    output_tokens: int = 0
 
 
 @dataclass

@@ -667,7 +667,7 @@ def _infer_prefixes(session: Session) -> None:
             thread.prefix_tokens = DEFAULT_PREFIX_TOKENS[thread.prefix_key]
             continue
         shown = sum(message.tokens for message in session.request(call))
-        rest = max(usage.total_input - shown, 0)
+        rest = max(usage.total_input_tokens - shown, 0)
         read = usage.cache_read_input_tokens
         if 0 < read <= rest:
             thread.prefix_tokens, thread.hidden_tokens = read, rest - read

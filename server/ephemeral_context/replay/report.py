@@ -10,13 +10,14 @@ table with rich.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from ephemeral_context.cache_sim import Usage
 from ephemeral_context.replay.flow import Problem, RecordedUsage, Session
 from ephemeral_context.replay.reader import TranscriptError, read_session
 from ephemeral_context.replay.simulate import Fidelity, Strategy, StrategyResult, fidelity
@@ -65,14 +66,8 @@ def recorded_total(session: Session) -> RecordedUsage | None:
     if not session.recorded:
         return None
     usages = [call.usage for call in session.calls if call.usage is not None]
-    return RecordedUsage(
-        input_tokens=sum(u.input_tokens for u in usages),
-        cache_creation_input_tokens=sum(u.cache_creation_input_tokens for u in usages),
-        cache_read_input_tokens=sum(u.cache_read_input_tokens for u in usages),
-        ephemeral_5m_input_tokens=sum(u.ephemeral_5m_input_tokens for u in usages),
-        ephemeral_1h_input_tokens=sum(u.ephemeral_1h_input_tokens for u in usages),
-        output_tokens=sum(u.output_tokens for u in usages),
-    )
+    inputs = sum(usages, Usage())
+    return RecordedUsage(**asdict(inputs), output_tokens=sum(u.output_tokens for u in usages))
 
 
 def replay_session(
