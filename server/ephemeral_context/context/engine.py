@@ -295,6 +295,7 @@ class ContextEngine:
         return state
 
     def conversations(self) -> list[str]:
+        """Ids of every conversation the engine has seen."""
         return list(self._conversations)
 
     def _count(self, text: str, kind: str) -> int:
@@ -1387,9 +1388,13 @@ class ContextEngine:
         return sorted(ids)
 
     def items(self) -> list[ItemInfo]:
+        """Every ledger item (each version, tool result, skill) for the Context view."""
         return [_info(i) for i in self.ledger]
 
     def status(self, conv: str | None = None) -> EngineStatus:
+        """The status-bar numbers for one conversation or all of them. Savings compare the
+        cache model's bill for the requests built with that of the recorded-style baseline
+        (every block re-sent as first shown, one breakpoint at the end) at the same times."""
         convs = [self.conversation(conv)] if conv else list(self._conversations.values())
         ours = sum((c.ours_usage for c in convs), Usage())
         base = sum((c.baseline_usage for c in convs), Usage())
