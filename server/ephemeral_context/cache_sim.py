@@ -377,8 +377,12 @@ def _content_key(prefix: str, block: Mapping[str, Any]) -> int:
     return _text_key(prefix + _canonical(without))
 
 
-def _nested_text(content: Any) -> tuple[str, int]:
-    """Text of a tool_result's content and the flat cost of its images."""
+def tool_result_text(content: Any, *, other_items: bool = True) -> tuple[str, int]:
+    """Text of a tool_result's content and the flat cost of its images and documents.
+
+    Other items (neither text nor image/document) count as their JSON when `other_items` is
+    set, else they are left out (the replay reader counts only what the model reads as text).
+    """
     if isinstance(content, str):
         return content, 0
     texts: list[str] = []
@@ -391,7 +395,7 @@ def _nested_text(content: Any) -> tuple[str, int]:
                 texts.append(str(item.get("text", "")))
             elif item.get("type") in ("image", "document"):
                 images += IMAGE_TOKENS
-            else:
+            elif other_items:
                 texts.append(_canonical(item))
     return "\n".join(texts), images
 
@@ -403,7 +407,7 @@ def _content_block_tokens(block: Mapping[str, Any], count: TokenCounter) -> int:
     if kind == "tool_use" or kind == "server_tool_use":
         return count(str(block.get("name", "")) + _canonical(block.get("input", {})), "json")
     if kind == "tool_result":
-        text, flat = _nested_text(block.get("content", ""))
+        text, flat = tool_result_text(block.get("content", ""))
         return count(text, "tool_output") + flat
     if kind == "thinking":
         return count(str(block.get("thinking", "")), "thinking")

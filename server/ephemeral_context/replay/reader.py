@@ -26,7 +26,12 @@ from typing import Any
 
 import xxhash
 
-from ephemeral_context.cache_sim import IMAGE_TOKENS, UnknownModelError, model_info
+from ephemeral_context.cache_sim import (
+    IMAGE_TOKENS,
+    UnknownModelError,
+    model_info,
+    tool_result_text,
+)
 from ephemeral_context.replay.flow import (
     Block,
     Call,
@@ -98,7 +103,6 @@ MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
 
 _CAT_N_LINE = re.compile(r"^ *(\d+)\u2192(.*)$")
 _SYSTEM_REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
-_TEXT_SEPARATOR = "\n"
 
 
 @dataclass
@@ -306,23 +310,6 @@ def _text_block(text: str) -> Block:
     return Block(_key("text", text), "text", text, estimate_block_tokens(text, "prose"), "prose")
 
 
-def _tool_result_text(content: Any) -> tuple[str, int]:
-    """The text of a tool result and the flat cost of the images in it."""
-    if isinstance(content, str):
-        return content, 0
-    texts: list[str] = []
-    images = 0
-    if isinstance(content, list):
-        for item in content:
-            if not isinstance(item, Mapping):
-                continue
-            if item.get("type") == "text":
-                texts.append(str(item.get("text", "")))
-            elif item.get("type") in ("image", "document"):
-                images += IMAGE_TOKENS
-    return _TEXT_SEPARATOR.join(texts), images
-
-
 def _file_view(path: str, text: str, result: Any) -> FileView | None:
     """What a Read showed, from the structured result when recorded, else from the cat -n text.
 
@@ -391,7 +378,7 @@ def _file_change(tool: str, tool_input: Mapping[str, Any], result: Any) -> FileC
 def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -> Block:
     tool_use_id = str(item.get("tool_use_id", ""))
     tool, tool_input = reading.tool_uses.get(tool_use_id, ("", {}))
-    text, images = _tool_result_text(item.get("content", ""))
+    text, images = tool_result_text(item.get("content", ""), other_items=False)
     is_error = bool(item.get("is_error"))
     view = change = None
     kind = "tool_output"
