@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import xxhash
-
-from ephemeral_context.replay.flow import Block, FileChange, FileView
+from ephemeral_context.replay.flow import Block, FileChange, FileView, block_key
 from ephemeral_context.tokens import estimate_block_tokens
 
 
@@ -85,7 +83,7 @@ class FileTracker:
     def key(self, path: str) -> int:
         """A content key for the file's current text (path and version)."""
         state = self.files[path]
-        return xxhash.xxh3_64_intdigest(f"file\x00{path}\x00{state.version}".encode())
+        return block_key("file", path, str(state.version))
 
     def _state(self, path: str) -> FileState:
         if path not in self.files:

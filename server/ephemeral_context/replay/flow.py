@@ -20,10 +20,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import xxhash
+
 from ephemeral_context.cache_sim import Usage
 
 BlockType = Literal["text", "thinking", "tool_use", "tool_result", "image", "hidden"]
 Role = Literal["user", "assistant"]
+
+
+def block_key(*parts: str) -> int:
+    """The content key of a block made of these parts (what `Block.key` holds)."""
+    return xxhash.xxh3_64_intdigest("\x00".join(parts).encode("utf-8", "surrogatepass"))
 
 
 @dataclass(frozen=True)

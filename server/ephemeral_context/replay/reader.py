@@ -24,8 +24,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import xxhash
-
 from ephemeral_context.cache_sim import (
     IMAGE_TOKENS,
     UnknownModelError,
@@ -43,6 +41,7 @@ from ephemeral_context.replay.flow import (
     Role,
     Session,
     Thread,
+    block_key,
 )
 from ephemeral_context.tokens import estimate_block_tokens
 
@@ -302,12 +301,10 @@ def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -
 # Content blocks
 
 
-def _key(*parts: str) -> int:
-    return xxhash.xxh3_64_intdigest("\x00".join(parts).encode("utf-8", "surrogatepass"))
-
-
 def _text_block(text: str) -> Block:
-    return Block(_key("text", text), "text", text, estimate_block_tokens(text, "prose"), "prose")
+    return Block(
+        block_key("text", text), "text", text, estimate_block_tokens(text, "prose"), "prose"
+    )
 
 
 def _file_view(path: str, text: str, result: Any) -> FileView | None:
@@ -393,7 +390,7 @@ def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading
     elif tool in FILE_CHANGE_TOOLS and not is_error:
         change = _file_change(tool, tool_input, entry.tool_use_result)
     return Block(
-        key=_key("tool_result", tool_use_id, text),
+        key=block_key("tool_result", tool_use_id, text),
         type="tool_result",
         text=text,
         tokens=estimate_block_tokens(text, kind) + images,
@@ -422,7 +419,7 @@ def _tool_use_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -
         reading.problem(entry.line, f"unknown tool {name!r}; its result counts as plain output")
     text = name + json.dumps(tool_input, ensure_ascii=False, separators=(",", ":"))
     return Block(
-        key=_key("tool_use", tool_use_id, text),
+        key=block_key("tool_use", tool_use_id, text),
         type="tool_use",
         text=text,
         tokens=estimate_block_tokens(text, "json"),
@@ -441,18 +438,18 @@ def _content_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) ->
     if kind == "thinking":
         text = str(item.get("thinking", ""))
         tokens = estimate_block_tokens(text, "thinking")
-        return Block(_key("thinking", text), "thinking", text, tokens, "thinking")
+        return Block(block_key("thinking", text), "thinking", text, tokens, "thinking")
     if kind == "redacted_thinking":
         data = str(item.get("data", ""))
         return Block(
-            _key("thinking", data), "thinking", "", estimate_block_tokens(data, "json"), "json"
+            block_key("thinking", data), "thinking", "", estimate_block_tokens(data, "json"), "json"
         )
     if kind == "tool_use":
         return _tool_use_block(item, entry, reading)
     if kind == "tool_result":
         return _tool_result_block(item, entry, reading)
     if kind in ("image", "document"):
-        key = _key(str(kind), json.dumps(item, default=str)[:4096])
+        key = block_key(str(kind), json.dumps(item, default=str)[:4096])
         return Block(key, "image", "", IMAGE_TOKENS, "image")
     reading.problem(entry.line, f"unknown content block type {kind!r}; skipped")
     return None

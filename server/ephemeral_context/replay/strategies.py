@@ -26,11 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-import xxhash
-
 from ephemeral_context import cache_sim
 from ephemeral_context.replay.files import FileTracker
-from ephemeral_context.replay.flow import Block, Call, Message, Session, Thread
+from ephemeral_context.replay.flow import Block, Call, Message, Session, Thread, block_key
 from ephemeral_context.replay.ours import OURS_STRATEGIES
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt, Strategy
 from ephemeral_context.tokens import estimate_block_tokens
@@ -47,10 +45,6 @@ FILE_UPDATED = "Updated {path}: in the file context"
 AIDER_FILE_NOTE = "Added {path} to the chat."
 
 
-def _key(*parts: str) -> int:
-    return xxhash.xxh3_64_intdigest("\x00".join(parts).encode("utf-8", "surrogatepass"))
-
-
 def cache_block(block: Block) -> cache_sim.Block:
     """The cache model's view of one content block."""
     return cache_sim.Block(block.key, block.tokens, None, block.type != "thinking")
@@ -58,7 +52,7 @@ def cache_block(block: Block) -> cache_sim.Block:
 
 def text_block(text: str, *parts: str) -> cache_sim.Block:
     """A block this layout writes itself (a stub, a placeholder, a reference)."""
-    return cache_sim.Block(_key(text, *parts), estimate_block_tokens(text, "prose"))
+    return cache_sim.Block(block_key(text, *parts), estimate_block_tokens(text, "prose"))
 
 
 def with_breakpoint(blocks: list[cache_sim.Block], ttl: cache_sim.Ttl = "5m") -> None:
@@ -73,10 +67,10 @@ def with_breakpoint(blocks: list[cache_sim.Block], ttl: cache_sim.Ttl = "5m") ->
 def prefix(thread: Thread) -> tuple[cache_sim.Block, ...]:
     """The thread's fixed prefix (with Claude Code's breakpoint) and any unrecorded context."""
     blocks = [
-        cache_sim.Block(_key("prefix", thread.id), max(thread.prefix_tokens, 1), "5m"),
+        cache_sim.Block(block_key("prefix", thread.id), max(thread.prefix_tokens, 1), "5m"),
     ]
     if thread.hidden_tokens:
-        blocks.append(cache_sim.Block(_key("hidden", thread.id), thread.hidden_tokens))
+        blocks.append(cache_sim.Block(block_key("hidden", thread.id), thread.hidden_tokens))
     return tuple(blocks)
 
 
@@ -225,7 +219,7 @@ class SeedInPlaceLayout(FileBlockLayout):
         system = list(prefix(thread))
         if files:
             merged = cache_sim.Block(
-                _key("files", *(str(b.key) for b in files)), sum(b.tokens for b in files), "5m"
+                block_key("files", *(str(b.key) for b in files)), sum(b.tokens for b in files), "5m"
             )
             system.append(merged)
         blocks = [block for message in rewritten for block in message]
