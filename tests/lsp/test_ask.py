@@ -266,3 +266,24 @@ async def test_work_done_progress_and_serial_asks(
     kinds = [type(r).__name__ for r in raw_editor.client.progress_reports["tok-1"]]
     assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"
     assert "WorkDoneProgressReport" in kinds
+
+
+async def test_outside_change_on_disk_is_noted(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """A file the model read changes on disk (git checkout): the watched-file event makes
+    the next request carry a short note instead of silently stale content."""
+    await start(raw_editor, api, workspace, "visual_studio_code")
+    api.add_turns(read("README.md"), "Read it.", "Noted.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "read", "conversationId": "c-3"})
+    readme = workspace / "README.md"
+    readme.write_text("# Project\n\nChanged by a checkout.\n", encoding="utf-8")
+    raw_editor.client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            [types.FileEvent(uri=readme.as_uri(), type=types.FileChangeType.Changed)]
+        )
+    )
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "again", "conversationId": "c-3"})
+    last = json.dumps(api.message_requests[-1].body)
+    assert "README.md changed outside this conversation" in last
+    assert "Changed by a checkout." not in last  # a note, not the content

@@ -127,6 +127,8 @@ class EphemeralContextServer(LanguageServer):
         self.engine = None
         self.model_client = None
         self.conversation_locks: dict[str, asyncio.Lock] = {}
+        self.watching = False
+        """Whether the client accepted our didChangeWatchedFiles registration."""
         self.attach_mirror(DocumentMirror())
 
     # ----- state --------------------------------------------------------------------------
@@ -172,13 +174,11 @@ class EphemeralContextServer(LanguageServer):
         """The store and the engine over it, where the settings say."""
         if self.store is not None:
             self.store.close()
-        root = (
-            Path(self.options.data_directory).expanduser() if self.options.data_directory else None
-        )
-        self.store = Store(root / "store" if root else None)
+        self.store = Store(self.data_root() / "store")
         self.engine = ContextEngine(self.store, engine_config(self.options))
 
     def data_root(self) -> Path:
+        """`dataDirectory`, else $EPHEMERAL_CONTEXT_HOME or the platform's data folder."""
         if self.options.data_directory:
             return Path(self.options.data_directory).expanduser()
         return data_dir()
@@ -343,6 +343,7 @@ async def register_watchers(ls: EphemeralContextServer) -> None:
     )
     try:
         await ls.client_register_capability_async(types.RegistrationParams([registration]))
+        ls.watching = True
     except Exception as exc:  # a client may refuse; watching is an optimisation
         log.warning("client refused the file watcher registration: %s", exc)
 
@@ -382,6 +383,13 @@ async def did_change_workspace_folders(
     ls: EphemeralContextServer, params: types.DidChangeWorkspaceFoldersParams
 ) -> None:
     """pygls already updated the folder list; watch the new set instead of the old one."""
+    if ls.watching:
+        await unregister_watchers(ls)
+    await register_watchers(ls)
+
+
+async def unregister_watchers(ls: EphemeralContextServer) -> None:
+    ls.watching = False
     try:
         await ls.client_unregister_capability_async(
             types.UnregistrationParams(
@@ -395,7 +403,6 @@ async def did_change_workspace_folders(
         )
     except Exception as exc:
         log.info("unregistering the file watcher failed: %s", exc)
-    await register_watchers(ls)
 
 
 # ----- documents ----------------------------------------------------------------------------
@@ -425,9 +432,14 @@ def did_close(ls: EphemeralContextServer, params: types.DidCloseTextDocumentPara
 def did_change_watched_files(
     ls: EphemeralContextServer, params: types.DidChangeWatchedFilesParams
 ) -> None:
-    """Files changed on disk: re-read on next use rather than now (most are never asked for)."""
+    """Files changed on disk are re-read on next use, not now (most are never asked for);
+    files in the context are re-read at once, so the model hears of the change."""
+    engine = ls.require_engine()
     for change in params.changes:
         ls.mirror.mark_stale(change.uri)
+        uri = normalize_uri(change.uri)
+        if not ls.mirror.is_open(uri) and engine.ledger.current(uri) is not None:
+            ls.mirror.get(uri)  # emits the disk change the engine turns into a note
     ls.usage_throttle.poke()
 
 
