@@ -55,13 +55,17 @@ def text_block(text: str, *parts: str) -> cache_sim.Block:
     return cache_sim.Block(block_key(text, *parts), estimate_block_tokens(text, "prose"))
 
 
-def with_breakpoint(blocks: list[cache_sim.Block], ttl: cache_sim.Ttl = "5m") -> None:
-    """Put a breakpoint on the last block that may carry one (not a thinking block)."""
-    for i in range(len(blocks) - 1, -1, -1):
-        block = blocks[i]
+def with_breakpoint(
+    blocks: Sequence[cache_sim.Block], ttl: cache_sim.Ttl = "5m"
+) -> tuple[cache_sim.Block, ...]:
+    """`blocks` with a breakpoint on the last one that may carry one (not a thinking block)."""
+    marked = list(blocks)
+    for i in range(len(marked) - 1, -1, -1):
+        block = marked[i]
         if block.auto_target:
-            blocks[i] = cache_sim.Block(block.key, block.tokens, ttl, True)
-            return
+            marked[i] = cache_sim.Block(block.key, block.tokens, ttl, True)
+            break
+    return tuple(marked)
 
 
 def prefix(thread: Thread) -> tuple[cache_sim.Block, ...]:
@@ -75,6 +79,22 @@ def prefix(thread: Thread) -> tuple[cache_sim.Block, ...]:
 
 
 Rewrite = Callable[[Block], Sequence[cache_sim.Block]]
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """What one call sends of its thread: the recorded messages and the layout's rewrite."""
+
+    thread: Thread
+    messages: Sequence[Message]
+    rewritten: Sequence[tuple[cache_sim.Block, ...]]
+    """One tuple per message of `messages`: the blocks that stand for it in this layout."""
+    tracker: FileTracker
+    """The thread's files as of the last message."""
+
+    def blocks(self, start: int = 0, stop: int | None = None) -> list[cache_sim.Block]:
+        """The rewritten blocks of messages[start:stop], in order."""
+        return [block for message in self.rewritten[start:stop] for block in message]
 
 
 @dataclass
@@ -110,7 +130,8 @@ class ThreadLayout:
         messages = self.session.request(call)
         for message in messages[len(memo.messages) :]:
             memo.messages.append(tuple(self._rewrite_message(message, memo)))
-        return self.assemble(thread, memo, messages, memo.messages[: len(messages)])
+        rewritten = memo.messages[: len(messages)]
+        return self.assemble(Outgoing(thread, messages, rewritten, memo.tracker))
 
     def _rewrite_message(self, message: Message, memo: _ThreadMemo) -> Iterable[cache_sim.Block]:
         for block in message.blocks:
@@ -121,17 +142,9 @@ class ThreadLayout:
         tracker.apply(block)
         return (cache_block(block),)
 
-    def assemble(
-        self,
-        thread: Thread,
-        memo: _ThreadMemo,
-        messages: Sequence[Message],
-        rewritten: Sequence[tuple[cache_sim.Block, ...]],
-    ) -> Prompt:
+    def assemble(self, out: Outgoing) -> Prompt:
         """Claude Code's shape: prefix, then the messages, breakpoint on the last one."""
-        blocks = [block for message in rewritten for block in message]
-        with_breakpoint(blocks)
-        return Prompt(prefix(thread), tuple(blocks))
+        return Prompt(prefix(out.thread), with_breakpoint(out.blocks()))
 
 
 class RecordedLayout(ThreadLayout):
@@ -155,36 +168,24 @@ class ClearToolUsesLayout(ThreadLayout):
         super().__init__(session)
         self._cleared: set[int] = set()
 
-    def assemble(
-        self,
-        thread: Thread,
-        memo: _ThreadMemo,
-        messages: Sequence[Message],
-        rewritten: Sequence[tuple[cache_sim.Block, ...]],
-    ) -> Prompt:
-        head = prefix(thread)
-        flow = [block for message in messages for block in message.blocks]
+    def assemble(self, out: Outgoing) -> Prompt:
+        head = prefix(out.thread)
+        flow = [block for message in out.messages for block in message.blocks]
         total = sum(b.tokens for b in head) + sum(b.tokens for b in flow)
-        keep: set[str] = set()
-        if total > CLEAR_TRIGGER_TOKENS:
-            uses = [b.tool_use_id for b in flow if b.type == "tool_use" and b.tool_use_id]
-            keep = set(uses[-CLEAR_KEEP_TOOL_USES:])
+        if total <= CLEAR_TRIGGER_TOKENS:
+            return Prompt(head, with_breakpoint([cache_block(block) for block in flow]))
+        uses = [b.tool_use_id for b in flow if b.type == "tool_use" and b.tool_use_id]
+        keep = set(uses[-CLEAR_KEEP_TOOL_USES:])
         blocks: list[cache_sim.Block] = []
         for block in flow:
-            cleared = (
-                total > CLEAR_TRIGGER_TOKENS
-                and block.type == "tool_result"
-                and block.tool_use_id not in keep
-            )
-            if cleared:
-                if block.key not in self._cleared:
-                    self._cleared.add(block.key)
-                    self.lose(block.tokens)
-                blocks.append(text_block(CLEARED_PLACEHOLDER, "cleared"))
-            else:
+            if block.type != "tool_result" or block.tool_use_id in keep:
                 blocks.append(cache_block(block))
-        with_breakpoint(blocks)
-        return Prompt(head, tuple(blocks))
+                continue
+            if block.key not in self._cleared:
+                self._cleared.add(block.key)
+                self.lose(block.tokens)
+            blocks.append(text_block(CLEARED_PLACEHOLDER, "cleared"))
+        return Prompt(head, with_breakpoint(blocks))
 
 
 class FileBlockLayout(ThreadLayout):
@@ -208,23 +209,15 @@ class FileBlockLayout(ThreadLayout):
 class SeedInPlaceLayout(FileBlockLayout):
     """The seed proposal: one file block before the conversation, rewritten on every change."""
 
-    def assemble(
-        self,
-        thread: Thread,
-        memo: _ThreadMemo,
-        messages: Sequence[Message],
-        rewritten: Sequence[tuple[cache_sim.Block, ...]],
-    ) -> Prompt:
-        files = self.file_blocks(memo.tracker)
-        system = list(prefix(thread))
+    def assemble(self, out: Outgoing) -> Prompt:
+        files = self.file_blocks(out.tracker)
+        system = list(prefix(out.thread))
         if files:
             merged = cache_sim.Block(
                 block_key("files", *(str(b.key) for b in files)), sum(b.tokens for b in files), "5m"
             )
             system.append(merged)
-        blocks = [block for message in rewritten for block in message]
-        with_breakpoint(blocks)
-        return Prompt(tuple(system), tuple(blocks))
+        return Prompt(tuple(system), with_breakpoint(out.blocks()))
 
 
 class AiderLayout(FileBlockLayout):
@@ -232,19 +225,10 @@ class AiderLayout(FileBlockLayout):
 
     reference = AIDER_FILE_NOTE
 
-    def assemble(
-        self,
-        thread: Thread,
-        memo: _ThreadMemo,
-        messages: Sequence[Message],
-        rewritten: Sequence[tuple[cache_sim.Block, ...]],
-    ) -> Prompt:
-        turn = _current_turn(messages)
-        done = [block for message in rewritten[:turn] for block in message]
-        current = [block for message in rewritten[turn:] for block in message]
-        files = self.file_blocks(memo.tracker)
-        with_breakpoint(files)
-        return Prompt(prefix(thread), (*done, *files, *current))
+    def assemble(self, out: Outgoing) -> Prompt:
+        turn = _current_turn(out.messages)
+        files = with_breakpoint(self.file_blocks(out.tracker))
+        return Prompt(prefix(out.thread), (*out.blocks(0, turn), *files, *out.blocks(turn)))
 
 
 def _current_turn(messages: Sequence[Message]) -> int:
