@@ -12,8 +12,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 from ephemeral_context import __version__
+
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""What build_parser hands each `_add_<name>_command` to add its subcommand to."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ectx",
         description="Ephemeral Context: keep each file once, send references, evict by cost.",
+        epilog="Run `ectx COMMAND --help` for what a command does and its options.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
@@ -42,8 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
+def _add_serve_command(sub: Subcommands) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="run the language server (stdio unless --tcp)",
+        description="Run the Ephemeral Context language server for an editor: JSON-RPC on "
+        "stdin/stdout, or on a TCP socket with --tcp. Logs go to stderr, or to a file with "
+        "`ectx --log-file FILE serve`.",
+    )
     serve.add_argument(
         "--tcp", metavar="HOST:PORT", type=_host_port, help="listen on TCP instead of stdio"
     )
@@ -70,11 +81,16 @@ def _serve(args: argparse.Namespace) -> int:
     return result
 
 
-def _add_ask_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_ask_command(sub: Subcommands) -> None:
     from ephemeral_context.model import DEFAULT_MODEL
 
     ask = sub.add_parser(
-        "ask", help="ask Claude about a workspace; the answer streams to stdout, edits go to disk"
+        "ask",
+        help="ask Claude about a workspace; the answer streams to stdout, edits go to disk",
+        description="Ask Claude about the files under --workspace. The model reads and edits "
+        "them through the context engine; its answer streams to stdout and its edits are "
+        "written to disk. Needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN). Files that look "
+        "like secrets are withheld unless named with --allow-secret.",
     )
     ask.add_argument("prompt", help="what to ask")
     ask.add_argument("--workspace", default=".", help="the folder the model may read and edit")
@@ -106,7 +122,7 @@ def _ask(args: argparse.Namespace) -> int:
     )
 
 
-def _add_status_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_status_command(sub: Subcommands) -> None:
     status = sub.add_parser(
         "status",
         help="what the store holds: entries, bytes, tokens, expired, data directory",
@@ -154,7 +170,7 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_store_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_store_command(sub: Subcommands) -> None:
     store = sub.add_parser(
         "store",
         help="maintain or read the persist-once store",
@@ -213,7 +229,7 @@ def _store_get(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_index_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_index_command(sub: Subcommands) -> None:
     index = sub.add_parser(
         "index",
         help="load files into the mirror and the store, and show what they hold",
@@ -293,7 +309,7 @@ def _index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_replay_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_replay_command(sub: Subcommands) -> None:
     replay = sub.add_parser(
         "replay",
         help="replay Claude Code transcripts under several context strategies, side by side",
@@ -332,7 +348,7 @@ def _replay(args: argparse.Namespace) -> int:
     )
 
 
-def _add_outline_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_outline_command(sub: Subcommands) -> None:
     outline = sub.add_parser(
         "outline",
         help="a file's synopsis (one line per definition), or one symbol's text",
