@@ -104,7 +104,10 @@ class InvalidId(StoreError):
 
 class UnknownId(StoreError):
     def __init__(self, entry_id: str) -> None:
-        super().__init__(f"no stored content has id {entry_id}")
+        super().__init__(
+            f"no stored content has id {entry_id}: check the id against the reference shown"
+            " (ids are hex prefixes), or read the file again to get a fresh id"
+        )
         self.entry_id = entry_id
 
 
