@@ -97,14 +97,11 @@ async def one_run(work: Path) -> dict[str, float]:
         )
         elapsed = time.perf_counter() - started
         await client.close()
-        for _ in range(1000):  # the fake records a request just after answering it
-            if len(api.message_requests) == result.calls:
-                break
-            await asyncio.sleep(0.005)
-        usages = [r.usage for r in api.message_requests if r.usage]
+        recorded = await api.wait_for_message_requests(result.calls)
+        usages = [r.usage for r in recorded if r.usage]
         ours = sum(billed(u) for u in usages)
         state = engine.conversation("bench")
-        last = json.dumps(api.message_requests[-1].body)
+        last = json.dumps(recorded[-1].body)
         sent = sum(last.count(json.dumps(text)[1:-1]) for text in originals.values())
         return {
             "calls": result.calls,

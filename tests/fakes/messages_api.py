@@ -31,6 +31,7 @@ prints its base URL on the first line of stdout, then serves until killed.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import itertools
 import json
@@ -58,6 +59,8 @@ from ephemeral_context.cache_sim import (
     usage_to_dict,
 )
 from ephemeral_context.tokens import estimate_tokens
+
+MESSAGES_PATH = "/v1/messages"
 
 # ---------------------------------------------------------------------------------------------
 # The script
@@ -372,6 +375,7 @@ class FakeMessagesAPI:
         self._record_path = record_path
         self._chunk_size = max(1, chunk_size)
         self._lock = threading.Lock()
+        self._recorded = threading.Condition(self._lock)
         self._requests: list[RecordedRequest] = []
         self._caches: dict[str, PromptCache] = {}
         self._server = ThreadingHTTPServer((host, port), _handler_for(self))
@@ -429,7 +433,27 @@ class FakeMessagesAPI:
     @property
     def message_requests(self) -> list[RecordedRequest]:
         """Only the POST /v1/messages requests."""
-        return [r for r in self.requests if r.path == "/v1/messages"]
+        return [r for r in self.requests if r.path == MESSAGES_PATH]
+
+    async def wait_for_message_requests(
+        self, count: int, timeout: float = 10.0
+    ) -> list[RecordedRequest]:
+        """`message_requests` once `count` are recorded, or as they stand after `timeout`.
+
+        A request is recorded just after its answer is written, so a client that has its
+        answer may still find the record missing for a moment: wait here, don't sleep. The
+        wait runs in a worker thread, so the caller's event loop keeps serving its client.
+        """
+
+        def enough() -> bool:
+            return sum(r.path == MESSAGES_PATH for r in self._requests) >= count
+
+        def wait() -> None:
+            with self._recorded:
+                self._recorded.wait_for(enough, timeout)
+
+        await asyncio.to_thread(wait)
+        return self.message_requests
 
     @property
     def remaining_turns(self) -> int:
@@ -443,8 +467,9 @@ class FakeMessagesAPI:
     # --- request handling (called from handler threads)
 
     def _record(self, record: RecordedRequest) -> None:
-        with self._lock:
+        with self._recorded:
             self._requests.append(record)
+            self._recorded.notify_all()
             if self._record_path is not None:
                 line = {
                     "method": record.method,
@@ -562,7 +587,7 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             record = self._start_record("POST", body)
             path = self.path.split("?", 1)[0]
             try:
-                if path == "/v1/messages":
+                if path == MESSAGES_PATH:
                     self._messages(record)
                 elif path == "/v1/messages/count_tokens":
                     self._send_json(200, api._count_tokens(record))

@@ -6,6 +6,7 @@ what passes here is what the agent loop will see.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -204,6 +205,21 @@ async def test_async_client_create_and_stream(fake_messages_api: Start) -> None:
         text = "".join([piece async for piece in stream.text_stream])
     assert text == "async stream"
     await async_client.close()
+
+
+async def test_wait_for_message_requests_until_recorded_or_timeout(
+    fake_messages_api: Start,
+) -> None:
+    api = fake_messages_api(["one"])
+    assert await api.wait_for_message_requests(1, timeout=0.01) == []
+    body = {"model": MODEL, "max_tokens": 8, "messages": HI}
+    status, _ = await asyncio.to_thread(
+        post, f"{api.base_url}/v1/messages", body, {"x-api-key": "k"}
+    )
+    assert status == 200
+    recorded = await api.wait_for_message_requests(1)
+    assert [r.body["max_tokens"] for r in recorded] == [8]
+    assert len(await api.wait_for_message_requests(2, timeout=0.01)) == 1
 
 
 def test_turn_can_be_a_function_of_the_request(fake_messages_api: Start) -> None:

@@ -22,17 +22,10 @@ from ephemeral_context.model.secrets import Workspace
 from ephemeral_context.model.tools import SkillFolder, ToolEnv
 from ephemeral_context.store import Store
 
+from tests.fakes.conversation import PRIVATE_KEY, big_module, read_file_turn, tool_results
 from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, overloaded, unknown_model
 
 MODEL = "claude-sonnet-4-6"
-PRIVATE_KEY = "-----BEGIN " + "EC PRIVATE KEY-----\nMHcCAQEEIBLAH\n-----END EC PRIVATE KEY-----\n"
-
-
-def big_module() -> str:
-    """A file large enough (> 1024 tokens with the prefix) for the prompt cache to apply."""
-    parts = ["import math\n\n\ndef target():\n    return 'old'\n"]
-    parts += [f"\n\ndef helper_{n}(x):\n    return math.sqrt(x) + {n}\n" for n in range(120)]
-    return "".join(parts)
 
 
 @dataclass
@@ -57,11 +50,8 @@ class Session:
 
     async def bodies(self, count: int) -> list[dict[str, Any]]:
         """The JSON of the first `count` model requests (waits for the fake to record them)."""
-        for _ in range(2000):
-            if len(self.api.message_requests) >= count:
-                break
-            await asyncio.sleep(0.005)
-        return [r.body for r in self.api.message_requests[:count]]
+        recorded = await self.api.wait_for_message_requests(count)
+        return [r.body for r in recorded[:count]]
 
 
 @pytest.fixture
@@ -98,20 +88,6 @@ async def session(tmp_path: Path, api: FakeMessagesAPI) -> AsyncIterator[Session
         await client.close()
 
 
-def read(path: str) -> dict[str, Any]:
-    return {"tool_use": [{"name": "read_file", "input": {"path": path}}]}
-
-
-def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        block
-        for message in body["messages"]
-        if message["role"] == "user" and isinstance(message["content"], list)
-        for block in message["content"]
-        if block.get("type") == "tool_result"
-    ]
-
-
 def breakpoints(body: dict[str, Any]) -> int:
     return json.dumps(body).count('"cache_control"')
 
@@ -120,10 +96,10 @@ async def test_read_twice_edit_read_again(session: Session) -> None:
     original = (session.root / "src" / "app.py").read_text()
     edit = {"path": "src/app.py", "old_string": "return 'old'", "new_string": "return 'new'"}
     session.api.add_turns(
-        read("src/app.py"),
-        read("src/app.py"),
+        read_file_turn("src/app.py"),
+        read_file_turn("src/app.py"),
         {"text": "Changing it.", "tool_use": [{"name": "edit_file", "input": edit}]},
-        read("src/app.py"),
+        read_file_turn("src/app.py"),
         "Done: target() now returns 'new'.",
     )
     streamed: list[str] = []
@@ -266,7 +242,7 @@ async def test_refusal_ends_the_loop(session: Session) -> None:
 
 
 async def test_a_cut_off_tool_call_is_answered_and_the_loop_goes_on(session: Session) -> None:
-    session.api.add_turns({**read("src/app.py"), "stop_reason": "max_tokens"}, "ok")
+    session.api.add_turns({**read_file_turn("src/app.py"), "stop_reason": "max_tokens"}, "ok")
     result = await session.ask("read it")
     assert result.text == "ok" and result.calls == 2
     results = tool_results((await session.bodies(2))[1])
@@ -274,7 +250,7 @@ async def test_a_cut_off_tool_call_is_answered_and_the_loop_goes_on(session: Ses
 
 
 async def test_max_steps_bounds_the_loop(session: Session) -> None:
-    session.api.add_turns(*[read("src/app.py")] * 3)
+    session.api.add_turns(*[read_file_turn("src/app.py")] * 3)
     result = await session.ask("loop forever", max_steps=3)
     assert result.stop_reason == "max_steps"
     assert result.calls == 3
@@ -375,7 +351,10 @@ async def test_own_edit_in_the_editor_is_not_an_outside_change(session: Session)
     session.env.applier = BufferApplier(session.env.mirror)
     edit = {"path": "src/app.py", "old_string": "return 'old'", "new_string": "return 'new'"}
     session.api.add_turns(
-        read("src/app.py"), {"tool_use": [{"name": "edit_file", "input": edit}]}, "done", "ok"
+        read_file_turn("src/app.py"),
+        {"tool_use": [{"name": "edit_file", "input": edit}]},
+        "done",
+        "ok",
     )
     await session.ask("edit it")
     await session.ask("anything else?")

@@ -43,15 +43,6 @@ def request(text: str = "hello") -> dict[str, Any]:
     return {"model": MODEL, "max_tokens": 256, "messages": [{"role": "user", "content": text}]}
 
 
-async def recorded(api: FakeMessagesAPI, count: int) -> list[RecordedRequest]:
-    """The fake records a request just after answering it: wait until `count` are in."""
-    for _ in range(2000):
-        if len(api.message_requests) >= count:
-            break
-        await asyncio.sleep(0.005)
-    return api.message_requests
-
-
 class Sleeps:
     """Records each backoff delay instead of waiting it out."""
 
@@ -100,7 +91,7 @@ async def test_streams_text_deltas_and_returns_the_message(
     assert "".join(pieces) == "The quick brown fox jumps over the lazy dog."
     assert message.stop_reason == "end_turn"
     assert message.usage.input_tokens > 0
-    sent = (await recorded(api, 1))[0]
+    sent = (await api.wait_for_message_requests(1))[0]
     assert sent.body["stream"] is True
     assert KEY in (sent.headers.get("x-api-key"), sent.headers.get("authorization", "")[7:])
     await client.close()
@@ -125,7 +116,7 @@ async def test_retries_then_succeeds(
     message = await client.stream(request(), on_retry=notices.append)
     assert message.content[0].type == "text" and message.content[0].text == "finally"
     assert client.retries == 2
-    assert len(await recorded(api, 3)) == 3
+    assert len(await api.wait_for_message_requests(3)) == 3
     assert [n.attempt for n in notices] == [1, 2]
     assert all(n.reason == reason for n in notices)
     assert not any(n.restarts_text for n in notices)  # nothing was streamed before the errors
@@ -144,7 +135,7 @@ async def test_gives_up_after_the_attempt_bound(api: FakeMessagesAPI, make_clien
         await client.stream(request())
     assert caught.value.kind == "overloaded"
     assert "gave up after 3 attempts" in str(caught.value)
-    assert len(await recorded(api, 3)) == 3
+    assert len(await api.wait_for_message_requests(3)) == 3
     assert len(sleeps.delays) == 2
     assert sleeps.delays[1] > sleeps.delays[0] * 0.9
 
@@ -168,7 +159,7 @@ async def test_client_errors_fail_at_once_with_clear_messages(
     assert caught.value.kind == kind
     assert words in str(caught.value)
     assert client.retries == 0
-    assert len(await recorded(api, 1)) == 1
+    assert len(await api.wait_for_message_requests(1)) == 1
 
 
 async def test_unknown_model_is_named(api: FakeMessagesAPI, make_client: Factory) -> None:
@@ -208,7 +199,7 @@ async def test_key_from_the_environment(
     client = ModelClient(sleep=Sleeps())
     await client.stream(request())
     await client.close()
-    assert KEY in (await recorded(api, 1))[0].headers.get("authorization", "")
+    assert KEY in (await api.wait_for_message_requests(1))[0].headers.get("authorization", "")
 
 
 async def test_timeout_is_retried_then_reported(api: FakeMessagesAPI, make_client: Factory) -> None:
