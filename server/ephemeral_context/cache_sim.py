@@ -130,6 +130,28 @@ def usage_to_dict(usage: Usage) -> dict[str, Any]:
     }
 
 
+def usage_from_dict(raw: Mapping[str, Any]) -> Usage:
+    """The input side of the API's JSON `usage` (what `usage_to_dict` writes).
+
+    Usage without the 5m/1h split (older API versions, older transcripts) counts every cache
+    write as a 5-minute one. Raises ValueError, TypeError or AttributeError for fields of the
+    wrong shape.
+    """
+    creation = raw.get("cache_creation") or {}
+    written = int(raw.get("cache_creation_input_tokens") or 0)
+    five = int(creation.get("ephemeral_5m_input_tokens", written) or 0)
+    hour = int(creation.get("ephemeral_1h_input_tokens", 0) or 0)
+    if five + hour != written:
+        five, hour = written, 0
+    return Usage(
+        input_tokens=int(raw.get("input_tokens") or 0),
+        cache_creation_input_tokens=written,
+        cache_read_input_tokens=int(raw.get("cache_read_input_tokens") or 0),
+        ephemeral_5m_input_tokens=five,
+        ephemeral_1h_input_tokens=hour,
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Prices and minimum cacheable lengths
 

@@ -25,6 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from ephemeral_context.cache_sim import Usage, usage_from_dict
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.documents import DocumentMirror
 from ephemeral_context.model.agent import AgentSettings, run_agent
@@ -67,14 +68,6 @@ def script() -> list[Any]:
     ]
 
 
-def billed(usage: dict[str, Any]) -> float:
-    return (
-        usage["input_tokens"]
-        + 1.25 * usage["cache_creation_input_tokens"]
-        + 0.1 * usage["cache_read_input_tokens"]
-    )
-
-
 async def one_run(work: Path) -> dict[str, float]:
     workspace = work / "ws"
     shutil.rmtree(workspace, ignore_errors=True)
@@ -98,22 +91,19 @@ async def one_run(work: Path) -> dict[str, float]:
         elapsed = time.perf_counter() - started
         await client.close()
         recorded = await api.wait_for_message_requests(result.calls)
-        usages = [r.usage for r in recorded if r.usage]
-        ours = sum(billed(u) for u in usages)
+        ours = sum((usage_from_dict(r.usage) for r in recorded if r.usage), Usage())
         state = engine.conversation("bench")
         last = json.dumps(recorded[-1].body)
         sent = sum(last.count(json.dumps(text)[1:-1]) for text in originals.values())
         return {
             "calls": result.calls,
-            "ours": ours,
+            "ours": ours.billed_input,
             "ours_engine": state.ours_usage.billed_input,
             "baseline": state.baseline_usage.billed_input,
             "contents": sent,
             "seconds": elapsed,
-            "hit": sum(u["cache_read_input_tokens"] for u in usages)
-            / max(1, sum(u["input_tokens"] + u["cache_creation_input_tokens"]
-                         + u["cache_read_input_tokens"] for u in usages)),
-        }  # fmt: skip
+            "hit": ours.cache_read_input_tokens / max(1, ours.total_input_tokens),
+        }
 
 
 def run() -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from ephemeral_context.cache_sim import (
     UnknownModelError,
     model_info,
     tool_result_text,
+    usage_from_dict,
 )
 from ephemeral_context.replay.flow import (
     Block,
@@ -207,20 +208,8 @@ def _string(value: Any) -> str | None:
 def _usage(raw: Any) -> RecordedUsage | None:
     if not isinstance(raw, Mapping) or "input_tokens" not in raw:
         return None
-    creation = raw.get("cache_creation") or {}
-    written = int(raw.get("cache_creation_input_tokens") or 0)
-    five = int(creation.get("ephemeral_5m_input_tokens", written) or 0)
-    hour = int(creation.get("ephemeral_1h_input_tokens", 0) or 0)
-    if five + hour != written:  # older transcripts have no split: all 5-minute writes
-        five, hour = written, 0
-    return RecordedUsage(
-        input_tokens=int(raw.get("input_tokens") or 0),
-        cache_creation_input_tokens=written,
-        cache_read_input_tokens=int(raw.get("cache_read_input_tokens") or 0),
-        ephemeral_5m_input_tokens=five,
-        ephemeral_1h_input_tokens=hour,
-        output_tokens=int(raw.get("output_tokens") or 0),
-    )
+    inputs = asdict(usage_from_dict(raw))
+    return RecordedUsage(**inputs, output_tokens=int(raw.get("output_tokens") or 0))
 
 
 def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: bool) -> None:
