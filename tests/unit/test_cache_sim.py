@@ -21,6 +21,7 @@ from ephemeral_context.cache_sim import (
     model_info,
     request_from_messages_api,
     resolve_breakpoints,
+    usage_from_dict,
     usage_to_dict,
 )
 from hypothesis import given, settings
@@ -125,6 +126,14 @@ def test_mixed_ttl_reproduces_documented_usage() -> None:
         "cache_creation": {"ephemeral_5m_input_tokens": 148, "ephemeral_1h_input_tokens": 100},
     }
     assert usage.billed_input == pytest.approx(2048 + 1.25 * 148 + 2 * 100 + 0.1 * 1800)
+    assert usage_from_dict(usage_to_dict(usage)) == usage
+
+
+def test_usage_without_the_ttl_split_counts_every_write_as_5m() -> None:
+    older = {"input_tokens": 5, "cache_creation_input_tokens": 300, "cache_read_input_tokens": 7}
+    assert usage_from_dict(older) == Usage(5, 300, 7, 300, 0)
+    inconsistent = {**older, "cache_creation": {"ephemeral_1h_input_tokens": 1}}
+    assert usage_from_dict(inconsistent) == Usage(5, 300, 7, 300, 0)
 
 
 def test_mixed_ttl_without_hits_charges_b_minus_zero_at_1h() -> None:
