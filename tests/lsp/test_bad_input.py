@@ -164,3 +164,18 @@ def test_replay_of_a_missing_file(server: RawServer, tmp_path: Path) -> None:
     )
     assert error["code"] == -32602
     still_serving(server)
+
+
+def test_requests_before_initialize() -> None:
+    with RawServer.start() as raw:
+        assert error_of(raw.request("ephemeralContext/status", {}))["code"] == -32002
+        assert error_of(raw.request("ephemeralContext/items", {}))["code"] == -32002
+        assert "result" in raw.initialize()
+        assert raw.request("ephemeralContext/status", {})["result"]["items"] == 0
+
+
+def test_garbage_headers_are_skipped(server: RawServer) -> None:
+    assert server.process.stdin is not None
+    server.process.stdin.write(b"Hello there\r\nContent-Length: x\r\n\r\n")
+    server.process.stdin.flush()
+    still_serving(server)

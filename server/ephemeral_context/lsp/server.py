@@ -434,11 +434,11 @@ def did_change_watched_files(
 ) -> None:
     """Files changed on disk are re-read on next use, not now (most are never asked for);
     files in the context are re-read at once, so the model hears of the change."""
-    engine = ls.require_engine()
     for change in params.changes:
         ls.mirror.mark_stale(change.uri)
         uri = normalize_uri(change.uri)
-        if not ls.mirror.is_open(uri) and engine.ledger.current(uri) is not None:
+        held = ls.engine is not None and ls.engine.ledger.current(uri) is not None
+        if held and not ls.mirror.is_open(uri):
             ls.mirror.get(uri)  # emits the disk change the engine turns into a note
     ls.usage_throttle.poke()
 
@@ -457,9 +457,10 @@ def status_command(ls: EphemeralContextServer) -> StatusResult:
 
 
 def status_of(ls: EphemeralContextServer) -> StatusResult:
+    engine = ls.require_engine()
     encoding = converters.position_encoding(ls.workspace.position_encoding)
     return converters.status_result(
-        ls.require_engine().status(), ls.options.model, len(ls.mirror.open_uris()), encoding
+        engine.status(), ls.options.model, len(ls.mirror.open_uris()), encoding
     )
 
 
