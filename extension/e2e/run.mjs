@@ -158,6 +158,37 @@ async function userFlow() {
         return waitForStatusChange(before);
     });
 
+    const rows = page.locator('.pane-body .monaco-list-row');
+    const fileRow = rows.filter({ hasText: config.file }).filter({ hasText: 'full' });
+    const pinnedRow = fileRow.filter({ hasText: 'pinned' });
+    const contextMenu = async (row, action) => {
+        await row.first().click({ button: 'right' });
+        // Hovering focuses a Monaco menu item; Enter runs it (a synthetic click right after the menu opens is ignored).
+        await page.locator('.context-view .monaco-menu').getByRole('menuitem', { name: action, exact: true }).hover();
+        await page.keyboard.press('Enter');
+    };
+    const rowTexts = async () => (await rows.allInnerTexts()).map((text) => normalize(text).replace(/\s+/g, ' ').trim());
+
+    observations.contextBeforeAsk = await step('the status bar opens the Context view, which lists the pinned file', async () => {
+        await statusItem().click();
+        await pinnedRow.first().waitFor();
+        return rowTexts();
+    });
+
+    observations.afterUnpin = await step("Unpin from the Context view's context menu", async () => {
+        await contextMenu(pinnedRow, 'Unpin');
+        await pinnedRow.first().waitFor({ state: 'detached' });
+        await fileRow.first().waitFor();
+        return rowTexts();
+    });
+
+    observations.afterPin = await step("Pin from the Context view's context menu", async () => {
+        await contextMenu(fileRow, 'Pin');
+        await pinnedRow.first().waitFor();
+        return rowTexts();
+    });
+
+
     const chat = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
 
     observations.noKeyNotice = await step('Ask Claude without an API key explains how to set one', async () => {
@@ -208,11 +239,9 @@ async function userFlow() {
 
     observations.statusAfterAsk = await statusText();
 
-    observations.contextRows = await step('the status bar opens the Context view, which lists the file', async () => {
-        await statusItem().click();
-        const rows = page.locator('.pane-body .monaco-list-row');
+    observations.contextRows = await step('after the ask the Context view still lists the file', async () => {
         await rows.filter({ hasText: config.file }).first().waitFor();
-        return (await rows.allInnerTexts()).map((text) => normalize(text).replace(/\s+/g, ' ').trim());
+        return rowTexts();
     });
 
     observations.tooltip = await step('the status bar tooltip breaks the context down', async () => {
@@ -235,8 +264,13 @@ async function userFlow() {
             await runCommand('Ephemeral Context: Replay a Claude Code Session');
             const input = page.locator('.quick-input-widget input');
             await input.waitFor({ state: 'visible' });
+            // The simple file dialog fills in its starting folder asynchronously: type only after that.
+            await page.waitForFunction(() => document.querySelector('.quick-input-widget input')?.value.endsWith('/'));
             await input.fill(config.replayTranscript);
-            await page.keyboard.press('Enter');
+            // It lists the folder once it has read it; accept only then.
+            const name = config.replayTranscript.split('/').pop();
+            await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: name }).first().waitFor();
+            await page.locator('.quick-input-widget .monaco-button').filter({ hasText: 'Replay' }).first().click();
             const report = await findFrame('svg.chart rect');
             await page.screenshot({ path: join(config.artifactsDir, 'vscode-replay.png') });
             return {

@@ -20,7 +20,7 @@ import {
 import { ResponseError } from 'vscode-languageclient/node';
 import { ApiKeyStore } from './common/apiKey';
 import { Commands, CONTEXT_VIEW_ID } from './common/constants';
-import { traceError } from './common/log/logging';
+import { traceError, traceInfo } from './common/log/logging';
 import { DropParams, DropResult, HydrateResult, Methods, PinParams, PinResult } from './common/protocol';
 import { ServerManager } from './common/server';
 import { executeCommand, registerCommand, showErrorMessage, showInformationMessage, withProgress } from './common/vscodeapi';
@@ -52,6 +52,7 @@ function describe(error: unknown): string {
 /** Wraps a handler so that a failure becomes one error message and a log line. */
 function safely<A extends unknown[]>(name: string, handler: (...args: A) => Promise<unknown>): (...args: A) => Promise<void> {
     return async (...args: A) => {
+        traceInfo(`Command ${name}`);
         try {
             await handler(...args);
         } catch (error) {

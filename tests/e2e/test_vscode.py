@@ -321,6 +321,11 @@ def test_extension_in_the_real_workbench(
 
     # The Context view lists the file.
     assert any("app.py" in row for row in seen["contextRows"]), seen["contextRows"]
+    # Pin and unpin from its context menu.
+    assert any("app.py" in row and "pinned" in row for row in seen["contextBeforeAsk"])
+    assert not any("pinned" in row for row in seen["afterUnpin"]), seen["afterUnpin"]
+    assert any("app.py" in row for row in seen["afterUnpin"]), "unpin keeps the item"
+    assert any("app.py" in row and "pinned" in row for row in seen["afterPin"]), seen["afterPin"]
 
     # The key set through the UI (SecretStorage) reached the server through its environment.
     requests = [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
