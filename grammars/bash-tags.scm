@@ -6,12 +6,13 @@
   name: (word) @name.definition.function
   body: (_) @body.definition.function) @definition.function
 
+; top-level:
+; Patterns below match only at the script's direct children (see grammars/README.md).
+
 ; Top-level UPPER_CASE assignments (also `readonly`/`declare -r`) are constants.
-((program
-  (variable_assignment name: (variable_name) @name.definition.constant) @definition.constant)
+((variable_assignment name: (variable_name) @name.definition.constant) @definition.constant
   (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))
 
-((program
-  (declaration_command
-    (variable_assignment name: (variable_name) @name.definition.constant)) @definition.constant)
+((declaration_command
+  (variable_assignment name: (variable_name) @name.definition.constant)) @definition.constant
   (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))

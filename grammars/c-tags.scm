@@ -6,12 +6,6 @@
 
 (preproc_function_def name: (identifier) @name.definition.macro) @definition.macro
 
-; File-scope UPPER_CASE variables are constants.
-((translation_unit
-  (declaration
-    declarator: (init_declarator declarator: (identifier) @name.definition.constant)) @definition.constant)
-  (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))
-
 ; Aggregates with a body (a bare `struct s` is only a use).
 (struct_specifier
   name: (type_identifier) @name.definition.struct
@@ -45,3 +39,11 @@
   (translation_unit (declaration declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name.definition.function))) @definition.function)
   (preproc_ifdef (declaration declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name.definition.function))) @definition.function)
 ])
+
+; top-level:
+; Patterns below match only at the file's direct children (see grammars/README.md).
+
+; File-scope UPPER_CASE variables are constants.
+((declaration
+  declarator: (init_declarator declarator: (identifier) @name.definition.constant)) @definition.constant
+  (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))

@@ -1,11 +1,6 @@
 ; Go definitions for synopses. Written for Ephemeral Context; capture names follow
 ; grammars/README.md. Later patterns refine earlier ones for the same name (type -> struct).
 
-; Package-level constants.
-(source_file
-  (const_declaration
-    (const_spec name: (identifier) @name.definition.constant) @definition.constant))
-
 ; Named types; structs and interfaces get their own kind.
 (type_spec name: (type_identifier) @name.definition.type) @definition.type
 
@@ -37,3 +32,10 @@
       ]))
   name: (field_identifier) @name.definition.method
   body: (block) @body.definition.method) @definition.method
+
+; top-level:
+; Patterns below match only at the file's direct children (see grammars/README.md).
+
+; Package-level constants.
+(const_declaration
+  (const_spec name: (identifier) @name.definition.constant) @definition.constant)

@@ -2,18 +2,6 @@
 ; grammars/README.md. typescript-tags.scm inherits these patterns, so they use only node
 ; types both grammars share. Later patterns refine earlier ones for the same name.
 
-; Top-level UPPER_CASE bindings are constants.
-(program
-  (lexical_declaration
-    (variable_declarator name: (identifier) @name.definition.constant) @definition.constant)
-  (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))
-
-(program
-  (export_statement
-    declaration: (lexical_declaration
-      (variable_declarator name: (identifier) @name.definition.constant))) @definition.constant
-  (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))
-
 ; Classes, declared or as named class expressions; `export` belongs to the definition.
 [
   (class_declaration name: (_) @name.definition.class body: (_) @body.definition.class)
@@ -55,3 +43,16 @@
   name: (_) @name.definition.constructor
   body: (_) @body.definition.constructor
   (#eq? @name.definition.constructor "constructor")) @definition.constructor
+
+; top-level:
+; Patterns below match only at the program's direct children (see grammars/README.md).
+
+; Top-level UPPER_CASE bindings are constants.
+((lexical_declaration
+  (variable_declarator name: (identifier) @name.definition.constant) @definition.constant)
+  (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))
+
+((export_statement
+  declaration: (lexical_declaration
+    (variable_declarator name: (identifier) @name.definition.constant))) @definition.constant
+  (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))

@@ -39,9 +39,11 @@
     ":" @body.definition.constructor)
   (#eq? @name.definition.constructor "__init__")) @definition.constructor
 
+; top-level:
+; Patterns below match only at the module's direct children (see grammars/README.md).
+
 ; Module-level constants: UPPER_CASE names assigned at the top level.
-(module
-  (expression_statement
-    (assignment
-      left: (identifier) @name.definition.constant) @definition.constant)
+((expression_statement
+  (assignment
+    left: (identifier) @name.definition.constant) @definition.constant)
   (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))

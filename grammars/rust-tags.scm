@@ -1,13 +1,6 @@
 ; Rust definitions for synopses. Written for Ephemeral Context; capture names follow
 ; grammars/README.md.
 
-; Module-level constants and statics.
-(source_file
-  [
-    (const_item name: (identifier) @name.definition.constant)
-    (static_item name: (identifier) @name.definition.constant)
-  ] @definition.constant)
-
 ; Types.
 (struct_item name: (type_identifier) @name.definition.struct) @definition.struct
 
@@ -46,3 +39,12 @@
   body: (_) @body.definition.function) @definition.function
 
 (function_signature_item name: (identifier) @name.definition.function) @definition.function
+
+; top-level:
+; Patterns below match only at the file's direct children (see grammars/README.md).
+
+; Module-level constants and statics.
+[
+  (const_item name: (identifier) @name.definition.constant)
+  (static_item name: (identifier) @name.definition.constant)
+] @definition.constant

@@ -59,9 +59,13 @@ def parse_bounded(
 
 
 def run_matches(
-    query: ts.Query, node: ts.Node, byte_range: tuple[int, int] | None = None
+    query: ts.Query,
+    node: ts.Node,
+    byte_range: tuple[int, int] | None = None,
+    max_start_depth: int | None = None,
 ) -> list[Match]:
-    """All matches of `query` under `node`, or only those touching `byte_range`.
+    """All matches of `query` under `node`, or only those touching `byte_range`, or only
+    those whose pattern starts at most `max_start_depth` levels below `node`.
 
     Query time is linear in the tree, which the byte limit and parse budget already bound.
     The cursor's own progress callback is not used: with py-tree-sitter 0.26.1 passing one to
@@ -70,4 +74,6 @@ def run_matches(
     cursor = ts.QueryCursor(query)
     if byte_range is not None:
         cursor.set_byte_range(*byte_range)
+    if max_start_depth is not None:
+        cursor.set_max_start_depth(max_start_depth)
     return cursor.matches(node)

@@ -17,9 +17,19 @@ from typing import NamedTuple
 
 import tree_sitter as ts
 
-from ephemeral_context.syntax.binding import Budget, BudgetExceeded, parse_bounded, run_matches
+from ephemeral_context.syntax.binding import (
+    Budget,
+    BudgetExceeded,
+    Match,
+    parse_bounded,
+    run_matches,
+)
 from ephemeral_context.syntax.languages import detect_language, load_language, spec_for
-from ephemeral_context.syntax.queries import compiled_query, refinements
+from ephemeral_context.syntax.queries import (
+    compiled_query,
+    compiled_top_level_query,
+    refinements,
+)
 from ephemeral_context.tokens import estimate_tokens
 
 _SQUASH = re.compile(r"\s+")
@@ -219,7 +229,7 @@ def find_definitions(
     """
     chosen: dict[tuple[int, int], _Candidate] = {}
     query_range = None if touching is None else (max(0, touching[0] - 1), touching[1] + 1)
-    for pattern, captures in run_matches(compiled_query(language), tree.root_node, query_range):
+    for pattern, captures in _matches(tree, language, query_range):
         kind = next((c[11:] for c in captures if c.startswith("definition.")), None)
         names = captures.get(f"name.definition.{kind}")
         if kind is None or not names:
@@ -245,6 +255,19 @@ def find_definitions(
 def outline_order(definition: Definition) -> tuple[int, int, str]:
     """Position order, an enclosing definition before what it encloses."""
     return definition.start_byte, -definition.end_byte, definition.name
+
+
+def _matches(tree: ts.Tree, language: str, query_range: tuple[int, int] | None) -> list[Match]:
+    """Matches of both query sections; `; top-level:` patterns rank before all others."""
+    matches = run_matches(compiled_query(language), tree.root_node, query_range)
+    top_level = compiled_top_level_query(language)
+    if top_level is not None:
+        rank = top_level.pattern_count
+        matches += [
+            (pattern - rank, captures)
+            for pattern, captures in run_matches(top_level, tree.root_node, query_range, 1)
+        ]
+    return matches
 
 
 def _definition(source: bytes, candidate: _Candidate, comments: tuple[bytes, ...]) -> Definition:

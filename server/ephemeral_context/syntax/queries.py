@@ -26,6 +26,7 @@ KINDS = frozenset(
 )  # fmt: skip
 ROLES = ("definition.", "name.definition.", "body.definition.", "scope.definition.")
 _INHERITS = "; inherits:"
+_TOP_LEVEL = "\n; top-level:"
 _REFINE = re.compile(r"^; refine: (\w+) in (\w+) -> (\w+)[ \t]*$", re.MULTILINE)
 _REPO_GRAMMARS = Path(__file__).resolve().parents[3] / "grammars"
 
@@ -36,9 +37,8 @@ def grammars_dir() -> Traversable:
     return packaged if packaged.is_dir() else _REPO_GRAMMARS
 
 
-@functools.cache
-def query_source(language: str, purpose: str = "tags") -> str:
-    """The text of grammars/<language>-<purpose>.scm, after the files it inherits.
+def _lineage(language: str, purpose: str) -> list[str]:
+    """The texts of grammars/<language>-<purpose>.scm and the files it inherits, parents first.
 
     A first line `; inherits: javascript` puts javascript-<purpose>.scm in front, so a
     grammar that extends another (TypeScript, TSX) shares its patterns instead of copying them.
@@ -46,9 +46,30 @@ def query_source(language: str, purpose: str = "tags") -> str:
     text = grammars_dir().joinpath(f"{language}-{purpose}.scm").read_text(encoding="utf-8")
     first_line = text.partition("\n")[0]
     if not first_line.startswith(_INHERITS):
-        return text
+        return [text]
     parents = [name.strip() for name in first_line.removeprefix(_INHERITS).split(",")]
-    return "\n".join([*(query_source(parent, purpose) for parent in parents), text])
+    return [*(t for parent in parents for t in _lineage(parent, purpose)), text]
+
+
+@functools.cache
+def query_source(language: str, purpose: str = "tags") -> str:
+    """The whole query text of a language, inherited files first."""
+    return "\n".join(_lineage(language, purpose))
+
+
+def _sections(language: str, purpose: str) -> tuple[str, str]:
+    """(patterns matched anywhere, patterns matched only at the root's children).
+
+    In each file, patterns after a `; top-level:` line are the second kind: a module-level
+    constant is then matched at the statement itself instead of by a pattern rooted at the
+    module, which a query over an edited range would re-match for every statement.
+    """
+    anywhere, top_level = [], []
+    for text in _lineage(language, purpose):
+        before, _marker, after = text.partition(_TOP_LEVEL)
+        anywhere.append(before)
+        top_level.append(after)
+    return "\n".join(anywhere), "\n".join(top_level)
 
 
 @functools.cache
@@ -72,13 +93,23 @@ class QueryFileError(ValueError):
 
 @functools.cache
 def compiled_query(language: str, purpose: str = "tags") -> ts.Query:
-    """The query compiled against its grammar, checked and cached for the life of the process."""
-    query = ts.Query(load_language(language), query_source(language, purpose))
+    """The patterns matched anywhere, compiled once per process and checked."""
+    return _checked(ts.Query(load_language(language), _sections(language, purpose)[0]), language)
+
+
+@functools.cache
+def compiled_top_level_query(language: str, purpose: str = "tags") -> ts.Query | None:
+    """The `; top-level:` patterns (matched only at the root's children), if the file has any."""
+    query = ts.Query(load_language(language), _sections(language, purpose)[1])
+    return _checked(query, language) if query.pattern_count else None
+
+
+def _checked(query: ts.Query, language: str) -> ts.Query:
     for index in range(query.capture_count):
         name = query.capture_name(index)
         if name.startswith("_"):
             continue
         role = next((role for role in ROLES if name.startswith(role)), None)
         if role is None or name.removeprefix(role) not in KINDS:
-            raise QueryFileError(f"{language}-{purpose}.scm: capture @{name} is not allowed")
+            raise QueryFileError(f"{language}: capture @{name} is not allowed")
     return query

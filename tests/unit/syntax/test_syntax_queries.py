@@ -82,3 +82,11 @@ def test_refine_rules_are_read_and_checked(tmp_path: Path, monkeypatch: pytest.M
     finally:
         queries.query_source.cache_clear()
         queries.refinements.cache_clear()
+
+
+def test_top_level_patterns_match_only_at_the_root() -> None:
+    from ephemeral_context.syntax import outline_text
+
+    text = "X = 1\ndef f():\n    Y = 2\nclass C:\n    Z = 3\nif True:\n    W = 4\nV: int = 5\n"
+    constants = [s.qualname for s in outline_text(text, "m.py").symbols if s.kind == "constant"]
+    assert constants == ["X", "V"]
