@@ -40,7 +40,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -719,25 +719,9 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             self._delay = turn.delay
             for index, block in enumerate(blocks):
                 if block["type"] == "text":
-                    self._event(
-                        "content_block_start",
-                        {
-                            "type": "content_block_start",
-                            "index": index,
-                            "content_block": {"type": "text", "text": ""},
-                        },
-                    )
-                    for piece in _chunks(block["text"], api._chunk_size):
-                        self._event(
-                            "content_block_delta",
-                            {
-                                "type": "content_block_delta",
-                                "index": index,
-                                "delta": {"type": "text_delta", "text": piece},
-                            },
-                        )
-                        if turn.gate is not None and not turn.gate.is_set():
-                            turn.gate.wait(timeout=60)
+                    start = {"type": "text", "text": ""}
+                    pieces = _chunks(block["text"], api._chunk_size)
+                    self._stream_block(index, start, "text_delta", "text", pieces, turn.gate)
                 else:
                     start = {
                         "type": "tool_use",
@@ -745,22 +729,10 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                         "name": block["name"],
                         "input": {},
                     }
-                    self._event(
-                        "content_block_start",
-                        {"type": "content_block_start", "index": index, "content_block": start},
-                    )
-                    for piece in itertools.chain(
+                    pieces = itertools.chain(
                         [""], _chunks(json.dumps(block["input"]), api._chunk_size)
-                    ):
-                        self._event(
-                            "content_block_delta",
-                            {
-                                "type": "content_block_delta",
-                                "index": index,
-                                "delta": {"type": "input_json_delta", "partial_json": piece},
-                            },
-                        )
-                self._event("content_block_stop", {"type": "content_block_stop", "index": index})
+                    )
+                    self._stream_block(index, start, "input_json_delta", "partial_json", pieces)
             self._event(
                 "message_delta",
                 {
@@ -772,6 +744,36 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             self._event("message_stop", {"type": "message_stop"})
             self._end_chunks()
             self._record.completed = True
+
+        def _stream_block(
+            self,
+            index: int,
+            start: Mapping[str, Any],
+            delta_type: str,
+            field: str,
+            pieces: Iterable[str],
+            gate: threading.Event | None = None,
+        ) -> None:
+            """One content block as the API streams it: start, a delta per piece, stop.
+
+            With a `gate`, each delta waits for it (a test holds the stream mid-block).
+            """
+            self._event(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": start},
+            )
+            for piece in pieces:
+                self._event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": delta_type, field: piece},
+                    },
+                )
+                if gate is not None and not gate.is_set():
+                    gate.wait(timeout=60)
+            self._event("content_block_stop", {"type": "content_block_stop", "index": index})
 
         def _event(self, name: str, data: Mapping[str, Any]) -> None:
             if self._delay:
