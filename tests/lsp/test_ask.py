@@ -136,6 +136,8 @@ async def test_read_twice_edit_read_again(
     )
     status = await raw_editor.request("ephemeralContext/status")
     assert status.cacheHitRate > 0.5 and status.lastCall.cacheRead > 0
+    last_usage = [p.usage for p in progress if p.kind == "usage"][-1]
+    assert status.lastCall.output == last_usage.outputTokens > 0
 
 
 async def test_secrets_are_withheld(editor: Editor, api: FakeMessagesAPI, workspace: Path) -> None:

@@ -82,17 +82,19 @@ def folder_path(uri: str) -> str:
     return path.as_posix() if path is not None else uri
 
 
-def last_call(usage: Usage | None) -> LastCall | None:
+def last_call(usage: Usage | None, output_tokens: int) -> LastCall | None:
+    """The engine keeps the input side of the last call; the server adds its output."""
     if usage is None:
         return None
     return LastCall(
         cache_read=usage.cache_read_input_tokens,
         cache_write=usage.cache_creation_input_tokens,
         input=usage.input_tokens,
+        output=output_tokens,
     )
 
 
-def usage_params(status: EngineStatus) -> UsageParams:
+def usage_params(status: EngineStatus, last_output_tokens: int = 0) -> UsageParams:
     return UsageParams(
         context_tokens=status.context_tokens,
         budget=status.budget,
@@ -100,7 +102,7 @@ def usage_params(status: EngineStatus) -> UsageParams:
         saved_tokens=round(status.saved_tokens),
         saved_usd=round(status.saved_usd, 6),
         breakdown=_breakdown(status.breakdown),
-        last_call=last_call(status.last_call),
+        last_call=last_call(status.last_call, last_output_tokens),
     )
 
 
@@ -115,9 +117,9 @@ def _breakdown(tokens: Mapping[str, int]) -> Breakdown:
 
 
 def status_result(
-    status: EngineStatus, model: str, open_documents: int, encoding: str
+    status: EngineStatus, last_output_tokens: int, model: str, open_documents: int, encoding: str
 ) -> StatusResult:
-    usage = usage_params(status)
+    usage = usage_params(status, last_output_tokens)
     return StatusResult(
         context_tokens=usage.context_tokens,
         budget=usage.budget,

@@ -70,6 +70,7 @@ class LastCall:
     cache_read: int
     cache_write: int
     input: int
+    output: int
 
 
 @attrs.define(kw_only=True)

@@ -128,6 +128,8 @@ class EphemeralContextServer(LanguageServer):
         self.model_client = None
         self.conversation_locks: dict[str, asyncio.Lock] = {}
         self.watching = False
+        self.last_output_tokens = 0
+        """Output tokens of the last model call (the engine records the input side)."""
         """Whether the client accepted our didChangeWatchedFiles registration."""
         self.attach_mirror(DocumentMirror())
 
@@ -237,7 +239,8 @@ class EphemeralContextServer(LanguageServer):
     def send_usage(self) -> None:
         """The throttle's sender: computes the payload at send time, so it is never stale."""
         if self.engine is not None:
-            self.protocol.notify(USAGE, converters.usage_params(self.engine.status()))
+            status = self.engine.status()
+            self.protocol.notify(USAGE, converters.usage_params(status, self.last_output_tokens))
 
     def report_server_error(self, error: Exception, source: ServerErrors) -> None:
         """Answer a body that is not JSON; other out-of-band errors go to the log only."""
@@ -460,7 +463,11 @@ def status_of(ls: EphemeralContextServer) -> StatusResult:
     engine = ls.require_engine()
     encoding = converters.position_encoding(ls.workspace.position_encoding)
     return converters.status_result(
-        engine.status(), ls.options.model, len(ls.mirror.open_uris()), encoding
+        engine.status(),
+        ls.last_output_tokens,
+        ls.options.model,
+        len(ls.mirror.open_uris()),
+        encoding,
     )
 
 
@@ -719,6 +726,7 @@ class AskReporter:
             self.send("edit", uri=uri, applied=not is_error)
 
     def on_usage(self, usage: Mapping[str, int]) -> None:
+        self.ls.last_output_tokens = usage.get("output_tokens", 0)
         self.send("usage", usage=converters.ask_usage(usage))
         self.ls.usage_throttle.poke()
 
