@@ -606,13 +606,17 @@ def _build_session(reading: _Reading) -> Session:
 def _link_tasks(session: Session) -> None:
     """Tie each sub-agent thread to the Task call whose prompt opened it (same file only)."""
     tasks: dict[str, str] = {}
-    for thread in session.threads.values():
-        for message in thread.messages:
-            for block in message.blocks:
-                if block.tool == "Task" and block.type == "tool_use" and block.tool_input:
-                    prompt = block.tool_input.get("prompt")
-                    if isinstance(prompt, str) and block.tool_use_id:
-                        tasks.setdefault(prompt, block.tool_use_id)
+    uses = (
+        block
+        for thread in session.threads.values()
+        for message in thread.messages
+        for block in message.blocks
+        if block.tool == "Task" and block.type == "tool_use"
+    )
+    for block in uses:
+        prompt = (block.tool_input or {}).get("prompt")
+        if isinstance(prompt, str) and block.tool_use_id:
+            tasks.setdefault(prompt, block.tool_use_id)
     for thread in session.threads.values():
         if thread.prefix_key == "agent" and thread.messages and thread.messages[0].blocks:
             thread.task = tasks.get(thread.messages[0].blocks[0].text)
