@@ -121,6 +121,34 @@ class _Entry:
     tool_use_result: Any = None
     sidechain: bool = False
 
+    @classmethod
+    def of(
+        cls,
+        line: int,
+        uuid: str,
+        parent: str | None,
+        message: Mapping[str, Any],
+        *,
+        assistant: bool,
+        timestamp: float,
+        tool_use_result: Any,
+        sidechain: bool,
+    ) -> _Entry:
+        """A sent line; a response's id, model and usage are read from its message."""
+        return cls(
+            line=line,
+            uuid=uuid,
+            parent=parent,
+            role="assistant" if assistant else "user",
+            timestamp=timestamp,
+            content=message.get("content"),
+            message_id=_string(message.get("id")) if assistant else None,
+            model=_string(message.get("model")) if assistant else None,
+            usage=_usage(message.get("usage")) if assistant else None,
+            tool_use_result=tool_use_result,
+            sidechain=sidechain,
+        )
+
 
 @dataclass
 class _Reading:
@@ -139,6 +167,11 @@ class _Reading:
 
     def problem(self, line: int, message: str) -> None:
         self.problems.append(Problem(self.path, line, message))
+
+    def keep(self, entry: _Entry) -> None:
+        """Keep a line that was sent to the model."""
+        self.entries.append(entry)
+        self.sent[entry.uuid] = entry
 
 
 class TranscriptError(OSError):
@@ -214,10 +247,10 @@ def _usage(raw: Any) -> RecordedUsage | None:
 
 def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: bool) -> None:
     """Note the chain link of every line and keep the lines sent to the model."""
-    uuid = record.get("uuid")
     if stream_json:
         _collect_stream_json(line, record, reading)
         return
+    uuid = record.get("uuid")
     if isinstance(uuid, str):
         parent = record.get("parentUuid")
         reading.links[uuid] = parent if isinstance(parent, str) else None
@@ -225,43 +258,35 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
         if side in reading.last_uuid:
             reading.previous[uuid] = reading.last_uuid[side]
         reading.last_uuid[side] = uuid
-    kind = record.get("type")
-    if kind not in ("user", "assistant") or not isinstance(uuid, str):
+    if not isinstance(uuid, str):
         return
     if record.get("isVisibleInTranscriptOnly") and not record.get("isCompactSummary"):
         return  # shown to the user only; the compaction summary is sent although so marked
-    message = record.get("message")
-    if not isinstance(message, Mapping) or "content" not in message:
-        reading.problem(line, f"{kind} record without message content; skipped")
+    message = _sent_message(line, record, reading)
+    if message is None:
         return
-    if kind == "assistant" and message.get("model") == SYNTHETIC_MODEL:
+    assistant = record["type"] == "assistant"
+    if assistant and message.get("model") == SYNTHETIC_MODEL:
         return  # made by Claude Code itself (an error notice): neither a call nor sent
     previous = reading.entries[-1].timestamp if reading.entries else 0.0
-    entry = _Entry(
-        line=line,
-        uuid=uuid,
-        parent=reading.links[uuid],
-        role="assistant" if kind == "assistant" else "user",
-        timestamp=_timestamp(record.get("timestamp"), previous),
-        content=message.get("content"),
-        message_id=_string(message.get("id")) if kind == "assistant" else None,
-        model=_string(message.get("model")) if kind == "assistant" else None,
-        usage=_usage(message.get("usage")) if kind == "assistant" else None,
-        tool_use_result=record.get("toolUseResult"),
-        sidechain=bool(record.get("isSidechain")),
+    reading.keep(
+        _Entry.of(
+            line,
+            uuid,
+            reading.links[uuid],
+            message,
+            assistant=assistant,
+            timestamp=_timestamp(record.get("timestamp"), previous),
+            tool_use_result=record.get("toolUseResult"),
+            sidechain=bool(record.get("isSidechain")),
+        )
     )
-    reading.entries.append(entry)
-    reading.sent[uuid] = entry
 
 
 def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -> None:
     """stream-json lines carry no links or times: file order within a thread is the chain."""
-    kind = record.get("type")
-    if kind not in ("user", "assistant"):
-        return
-    message = record.get("message")
-    if not isinstance(message, Mapping) or "content" not in message:
-        reading.problem(line, f"{kind} record without message content; skipped")
+    message = _sent_message(line, record, reading)
+    if message is None:
         return
     thread = record.get("parent_tool_use_id")
     thread_key = f"task:{thread}" if isinstance(thread, str) else "main"
@@ -269,21 +294,32 @@ def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -
     parent = reading.links.get(f"last:{thread_key}")
     reading.links[uuid] = parent
     reading.links[f"last:{thread_key}"] = uuid
-    entry = _Entry(
-        line=line,
-        uuid=uuid,
-        parent=parent,
-        role="assistant" if kind == "assistant" else "user",
-        timestamp=float(line),  # no times: calls one second apart keep the cache warm
-        content=message.get("content"),
-        message_id=_string(message.get("id")) if kind == "assistant" else None,
-        model=_string(message.get("model")) if kind == "assistant" else None,
-        usage=_usage(message.get("usage")) if kind == "assistant" else None,
-        tool_use_result=record.get("tool_use_result"),
-        sidechain=thread_key != "main",
+    reading.keep(
+        _Entry.of(
+            line,
+            uuid,
+            parent,
+            message,
+            assistant=record["type"] == "assistant",
+            timestamp=float(line),  # no times: calls one second apart keep the cache warm
+            tool_use_result=record.get("tool_use_result"),
+            sidechain=thread_key != "main",
+        )
     )
-    reading.entries.append(entry)
-    reading.sent[uuid] = entry
+
+
+def _sent_message(
+    line: int, record: Mapping[str, Any], reading: _Reading
+) -> Mapping[str, Any] | None:
+    """A user or assistant line's message (None for other lines, or one with no content)."""
+    kind = record.get("type")
+    if kind not in ("user", "assistant"):
+        return None
+    message = record.get("message")
+    if not isinstance(message, Mapping) or "content" not in message:
+        reading.problem(line, f"{kind} record without message content; skipped")
+        return None
+    return message
 
 
 # ---------------------------------------------------------------------------------------------
