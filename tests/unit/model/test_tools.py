@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,12 +37,6 @@ def root(tmp_path: Path) -> Path:
     (ws / "deploy.py").write_text("KEY = '''\n" + PRIVATE_KEY + "'''\n")
     (ws / "README.md").write_text("run the app\n")
     return ws
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(tmp_path / "store") as opened:
-        yield opened
 
 
 @pytest.fixture
