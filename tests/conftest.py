@@ -42,6 +42,12 @@ def fake_messages_api() -> Iterator[Callable[..., FakeMessagesAPI]]:
         api.stop()
 
 
+@pytest.fixture
+def api(fake_messages_api: Callable[..., FakeMessagesAPI]) -> FakeMessagesAPI:
+    """One local Messages API with an empty script: the test adds the turns it needs."""
+    return fake_messages_api()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """End-to-end tests (real editors) run last, after the cheap layers have passed."""
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,12 +52,6 @@ class Session:
         """The JSON of the first `count` model requests (waits for the fake to record them)."""
         recorded = await self.api.wait_for_message_requests(count)
         return [r.body for r in recorded[:count]]
-
-
-@pytest.fixture
-def api() -> Iterator[FakeMessagesAPI]:
-    with FakeMessagesAPI() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import random
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -51,12 +51,6 @@ class Sleeps:
 
     async def __call__(self, delay: float) -> None:
         self.delays.append(delay)
-
-
-@pytest.fixture
-def api() -> Iterator[FakeMessagesAPI]:
-    with FakeMessagesAPI() as fake:
-        yield fake
 
 
 Factory = Callable[..., ModelClient]
