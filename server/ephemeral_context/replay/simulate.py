@@ -164,7 +164,7 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
         if call.thread not in started_threads:
             started_threads.add(call.thread)
             if thread.warm_tokens > 0 and prompt.system:
-                warm = Request(system=(_with_breakpoint(prompt.system[0]),))
+                warm = Request(system=(_cached(prompt.system[0]),))
                 cache.call(warm, call.started - PREWARM_LEAD_SECONDS)
         usage = cache.call(Request(system=prompt.system, messages=prompt.messages), call.started)
         for block in prompt.messages:
@@ -194,7 +194,8 @@ def _new_cache(model: str) -> PromptCache:
         return PromptCache(model, min_cacheable_tokens=1024)
 
 
-def _with_breakpoint(block: cache_sim.Block) -> cache_sim.Block:
+def _cached(block: cache_sim.Block) -> cache_sim.Block:
+    """The block with a 5-minute breakpoint of its own, unless it already carries one."""
     if block.cache_ttl is not None:
         return block
     return cache_sim.Block(block.key, block.tokens, "5m", block.auto_target)
