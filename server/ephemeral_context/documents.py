@@ -8,9 +8,10 @@ content is told apart from a touch.
 
 Positions come in three units: client units (UTF-16 by default, UTF-8 or UTF-32 when
 negotiated), code points (Python `str` indices) and UTF-8 bytes (tree-sitter). This module is
-the only place that converts between them. Each version keeps a line table (line starts in
-code points and in bytes), updated in place of the edited lines only, so a one-character edit
-on a large document costs a string splice, a hash and a few array operations.
+the only place that converts between them. Each version keeps its text as pieces of at most
+16K code points and a line table (line starts in code points and in bytes) updated around the
+edited lines only, so a one-character edit on a large document copies one piece, streams
+xxh3 over the pieces and does a few array operations.
 
 Text is never normalised: CRLF, lone CR and a missing final newline stay exactly as they came.
 This module does not import pygls or lsprotocol; the LSP layer converts its types into
