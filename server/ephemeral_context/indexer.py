@@ -29,6 +29,8 @@ TOKEN_KINDS = {".md": "prose", ".rst": "prose", ".txt": "prose", ".json": "json"
 
 @dataclass(frozen=True, slots=True)
 class IndexedFile:
+    """One file loaded: its store entry, whether the store lacked it, its definition count."""
+
     path: Path
     document: Document
     entry: StoredEntry
