@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Generator
 from typing import Any, Literal
 
 import attrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import LanguageServerProtocol, lsp_method
 
 log = logging.getLogger(__name__)
 
@@ -302,6 +303,32 @@ class RejectedRequest:
 
 class EphemeralContextProtocol(LanguageServerProtocol):
     """LanguageServerProtocol that knows the custom messages and answers every broken request."""
+
+    # Text sync: documents.DocumentMirror is the one copy of every open document. pygls'
+    # built-in handlers would keep a second copy in its Workspace and re-split it on every
+    # change; these replace them and only pass the notification on to the server's handler.
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(
+        self, params: types.DidOpenTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        yield from self._user_handler(types.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(
+        self, params: types.DidChangeTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        yield from self._user_handler(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(
+        self, params: types.DidCloseTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        yield from self._user_handler(types.TEXT_DOCUMENT_DID_CLOSE, params)
+
+    def _user_handler(self, method: str, params: Any) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(method)) is not None:
+            yield handler, (params,), None
 
     def get_message_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
         return MESSAGE_TYPES.get(method) or super().get_message_type(method)
