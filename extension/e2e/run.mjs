@@ -259,17 +259,40 @@ async function userFlow() {
         await page.screenshot({ path: join(config.artifactsDir, 'vscode-e2e.png') });
     });
 
+    observations.editorAfterUndo = await step("Undo in the editor reverts the model's edit", async () => {
+        const editor = page.locator('.part.editor .monaco-editor .view-lines').filter({ hasText: config.fileMarker });
+        await editor.click();
+        await page.keyboard.press('Control+Z');
+        await page.waitForFunction(
+            ([marker, edited]) =>
+                [...document.querySelectorAll('.part.editor .monaco-editor .view-lines')].some((el) => {
+                    const text = el.innerText.replace(/\u00a0/g, ' ');
+                    return text.includes(marker) && !text.includes(edited);
+                }),
+            [config.fileMarker, config.expectEdit],
+        );
+        return editorText(config.fileMarker);
+    });
+
     if (config.replayTranscript) {
         observations.replay = await step('replay a session: pick the transcript, see the report and its chart', async () => {
             await runCommand('Ephemeral Context: Replay a Claude Code Session');
             const input = page.locator('.quick-input-widget input');
             await input.waitFor({ state: 'visible' });
-            // The simple file dialog fills in its starting folder asynchronously: type only after that.
-            await page.waitForFunction(() => document.querySelector('.quick-input-widget input')?.value.endsWith('/'));
-            await input.fill(config.replayTranscript);
-            // It lists the folder once it has read it; accept only then.
+            // The simple file dialog fills in its starting folder and lists it asynchronously, which
+            // can overwrite text typed too early: type until the dialog lists the transcript.
             const name = config.replayTranscript.split('/').pop();
-            await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: name }).first().waitFor();
+            const row = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: name }).first();
+            for (let attempt = 1; ; attempt++) {
+                await input.fill(config.replayTranscript);
+                const listed = await row.waitFor({ timeout: 5000 }).then(() => true, () => false);
+                if (listed && (await input.inputValue()) === config.replayTranscript) {
+                    break;
+                }
+                if (attempt === 5) {
+                    throw new Error(`the file dialog did not take ${config.replayTranscript}`);
+                }
+            }
             await page.locator('.quick-input-widget .monaco-button').filter({ hasText: 'Replay' }).first().click();
             const report = await findFrame('svg.chart rect');
             await page.screenshot({ path: join(config.artifactsDir, 'vscode-replay.png') });

@@ -318,6 +318,8 @@ def test_extension_in_the_real_workbench(
     assert "def start(self)" in seen["editorAfterAsk"]
     assert "def run(self)" not in seen["editorAfterAsk"]
     assert "3 calls" in seen["doneStatus"], seen["doneStatus"]
+    assert "def run(self)" in seen["editorAfterUndo"], "Undo reverts the model's edit"
+    assert "a note typed by the end-to-end test" in seen["editorAfterUndo"], "and only that edit"
 
     # The Context view lists the file.
     assert any("app.py" in row for row in seen["contextRows"]), seen["contextRows"]
