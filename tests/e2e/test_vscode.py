@@ -169,7 +169,7 @@ def launch(
     tmp_path: Path, code_server: Path, vsix: Path
 ) -> Iterator[Callable[[dict[str, Any]], dict[str, Any]]]:
     """Starts code-server on a fresh workspace with the extension installed and these settings."""
-    procs: list[subprocess.Popen[bytes]] = []
+    procs: list[tuple[subprocess.Popen[str], _Output]] = []
 
     def start(settings: dict[str, Any]) -> dict[str, Any]:
         workspace = tmp_path / "workspace"
@@ -206,45 +206,53 @@ def launch(
             text=True,
             start_new_session=True,
         )
-        procs.append(proc)
-        url = _follow_log(proc, tmp_path / "code-server.log")
+        output = _Output(proc, tmp_path / "code-server.log")
+        procs.append((proc, output))
+        url = output.address()
         return {"url": url, "workspace": workspace, "user_data": user_data}
 
     yield start
-    for proc in procs:
+    for proc, output in procs:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        output.thread.join(timeout=30)  # it ends with the output; then the pipe can close
         assert proc.stdout is not None
         proc.stdout.close()
 
 
-def _follow_log(proc: subprocess.Popen[str], log_path: Path) -> str:
-    """Copies code-server's output to a log file; returns its address once it listens."""
-    pattern = re.compile(r"HTTP server listening on (http://127\.0\.0\.1:\d+)")
-    found: list[str] = []
-    listening = threading.Event()
+class _Output:
+    """Copies code-server's output to a log file in a thread and notes the address it listens on."""
 
-    def copy() -> None:
-        assert proc.stdout is not None
-        with log_path.open("w") as log:
-            for line in proc.stdout:
+    PATTERN = re.compile(r"HTTP server listening on (http://127\.0\.0\.1:\d+)")
+
+    def __init__(self, proc: subprocess.Popen[str], log_path: Path) -> None:
+        self.proc, self.log_path = proc, log_path
+        self.found: list[str] = []
+        self.listening = threading.Event()
+        self.thread = threading.Thread(target=self._copy, daemon=True)
+        self.thread.start()
+
+    def _copy(self) -> None:
+        assert self.proc.stdout is not None
+        with self.log_path.open("w") as log:
+            for line in self.proc.stdout:
                 log.write(line)
                 log.flush()
-                match = pattern.search(line)
-                if match and not found:
-                    found.append(match.group(1))
-                    listening.set()
-        listening.set()  # end of output: code-server exited
+                match = self.PATTERN.search(line)
+                if match and not self.found:
+                    self.found.append(match.group(1))
+                    self.listening.set()
+        self.listening.set()  # end of output: code-server exited
 
-    threading.Thread(target=copy, daemon=True).start()
-    listening.wait(timeout=120)
-    if not found:
-        raise AssertionError(f"code-server did not start:\n{log_path.read_text()}")
-    return found[0]
+    def address(self) -> str:
+        self.listening.wait(timeout=120)
+        if not self.found:
+            raise AssertionError(f"code-server did not start:\n{self.log_path.read_text()}")
+        return self.found[0]
 
 
 def _extension_logs(user_data: Path) -> str:
