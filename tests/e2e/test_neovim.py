@@ -245,5 +245,8 @@ def test_neovim_011(nvim_011: Any, project: Path, tmp_path: Path) -> None:
         status = edit_status_pin_and_ask(nvim_011, source, api, "# caf\u00e9 \U0001d11e helpers")
         assert status["positionEncoding"] == "utf-8"  # 0.11 offers UTF-8 first
         assert status["model"] == "claude-sonnet-4-6"  # from the documented settings
+        nvim_011.exec_lua(lua_blocks("### Statusline"))
+        line = nvim_011.eval("v:lua.ectx_statusline()")
+        assert line.startswith("ectx ") and "/150k" in line, line
         client_id = nvim_011.exec_lua("local c = require('ectx').client(); c:stop(); return c.id")
         wait(nvim_011, f"vim.lsp.get_client_by_id({client_id}) == nil")
