@@ -114,7 +114,7 @@ def test_exit_codes(tmp_path: Path) -> None:
             assert server.wait() == expected
 
 
-def test_help_is_on_stdout_only_for_help() -> None:
+def test_nothing_on_stdout_when_the_client_goes_away() -> None:
     """`ectx serve` writes nothing but protocol to stdout: here, nothing at all on EOF."""
     done = subprocess.run(
         [sys.executable, "-m", "ephemeral_context", "serve"],
