@@ -184,6 +184,7 @@ class IncrementalSyntax:
         if len(found) > _MAX_PIECEWISE:
             return self._replace_all(text, new_tree, incremental=reused)
         fresh_definitions = sorted(found.values(), key=outline_order)
+        keys |= table.remove_replaced(fresh_definitions)
         fresh = nest(fresh_definitions, table.refine)
         table.insert(fresh, fresh_definitions)
         keys |= {(s.kind, s.qualname) for s in fresh}

@@ -195,11 +195,16 @@ def _signature(
     return lead + head + _clip(after, _SIGNATURE_LIMIT), len(lead) + len(before)
 
 
-def _end_line(source: bytes, node: ts.Node, name: ts.Node, comments: tuple[bytes, ...]) -> int:
-    """1-based last line, without a final newline or trailing comment lines the node swallowed.
+def _end(
+    source: bytes, node: ts.Node, name: ts.Node, comments: tuple[bytes, ...]
+) -> tuple[int, int]:
+    """The definition's end: 1-based last line and end byte, without a final newline or the
+    trailing comment lines the node swallowed.
 
-    Grammars attach comments after the last statement to the enclosing block (Python), but
-    they introduce whatever follows, so they are not part of the definition.
+    Comments after the last statement introduce whatever follows, so they are not part of
+    the definition. Tree-sitter also attaches such trailing comments inconsistently: an
+    incremental reparse can put one inside a method that a fresh parse leaves outside, so
+    cutting them off is also what makes the outline independent of the edit history.
     """
     end_row, end_column = node.end_point
     end = node.end_byte
@@ -207,7 +212,18 @@ def _end_line(source: bytes, node: ts.Node, name: ts.Node, comments: tuple[bytes
         end_row -= 1
         end -= 1
     if not comments:
-        return end_row + 1
+        return end_row + 1, node.end_byte
+    trimmed = False
+    while end_row > name.end_point[0]:
+        line_start = source.rfind(b"\n", 0, end) + 1
+        line = source[line_start:end].strip()
+        if line and not line.startswith(comments):
+            break
+        end_row, end, trimmed = end_row - 1, line_start - 1, True
+    if not trimmed:
+        return end_row + 1, node.end_byte
+    line_start = source.rfind(b"\n", 0, end) + 1
+    return end_row + 1, line_start + len(source[line_start:end].rstrip())
     while end_row > name.end_point[0]:
         line_start = source.rfind(b"\n", 0, end) + 1
         line = source[line_start:end].strip()
@@ -275,14 +291,15 @@ def _definition(source: bytes, candidate: _Candidate, comments: tuple[bytes, ...
     bodies = captures.get(f"body.definition.{kind}")
     scopes = captures.get(f"scope.definition.{kind}")
     signature, name_at = _signature(source, node, name, bodies[0] if bodies else None)
+    end_line, end_byte = _end(source, node, name, comments)
     return Definition(
         kind=kind,
         name=_squash(source[name.start_byte : name.end_byte]).strip(),
         scope=_squash(source[scopes[0].start_byte : scopes[0].end_byte]) if scopes else None,
         start_byte=node.start_byte,
-        end_byte=node.end_byte,
+        end_byte=end_byte,
         start_line=node.start_point[0] + 1,
-        end_line=_end_line(source, node, name, comments),
+        end_line=end_line,
         signature=signature,
         name_at=name_at,
     )

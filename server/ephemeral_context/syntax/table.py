@@ -42,6 +42,7 @@ class SymbolTable:
         self.refine = refine
         self._ints, self._objects, self._flags = _rows(symbols, definitions, dirty=False)
         self.left: list[OldIdentity] = []
+        self.parents: list[tuple[str, str]] = []  # (qualname, kind) of rows removed this update
 
     def __len__(self) -> int:
         return len(self.start)
@@ -53,6 +54,7 @@ class SymbolTable:
         self.dirty[:] = False
         self.orphan[:] = False
         self.left = []
+        self.parents = []
 
     def symbols(self) -> tuple[Symbol, ...]:
         columns = (
@@ -68,7 +70,24 @@ class SymbolTable:
 
     def remove_touching(self, start: int, end: int) -> set[tuple[str, str]]:
         """Drop rows whose span meets [start, end]; their kept children become orphans."""
-        touched = np.flatnonzero((self.start <= end) & (self.end >= start))
+        return self._remove(np.flatnonzero((self.start <= end) & (self.end >= start)))
+
+    def remove_replaced(self, fresh: Sequence[Definition]) -> set[tuple[str, str]]:
+        """Drop kept rows that a fresh definition replaces (same start, name and query kind).
+
+        A definition's span stops before trailing comment lines, but its tree node may not:
+        an edit there re-queries the definition without touching the row.
+        """
+        rows = []
+        for d in fresh:
+            row = int(np.searchsorted(self.start, d.start_byte, side="left"))
+            while row < len(self) and self.start[row] == d.start_byte:
+                if self.name[row] == d.name and self.base_kind[row] == d.kind:
+                    rows.append(row)
+                row += 1
+        return self._remove(np.array(sorted(set(rows)), dtype=np.intp))
+
+    def _remove(self, touched: npt.NDArray[np.intp]) -> set[tuple[str, str]]:
         if len(touched) == 0:
             return set()
         doomed = np.zeros(len(self), dtype=np.bool_)
@@ -79,8 +98,8 @@ class SymbolTable:
             children = np.arange(row + 1, below)
             children = children[(self.depth[children] == self.depth[row] + 1) & ~doomed[children]]
             self.orphan[children] = True
-            self.orphan_of[children] = self.qualname[row]
-            self.orphan_kind[children] = self.kind[row]
+            self.orphan_of[children] = len(self.parents)
+            self.parents.append((self.qualname[row], self.kind[row]))
             self._mark(row)
             keys.add((self.kind[row], self.qualname[row]))
         self._delete(touched)
@@ -110,7 +129,7 @@ class SymbolTable:
             inside = np.arange(row + 1, below)
             enclosed = inside[(self.depth[inside] == 0) & ~self.dirty[inside]]
             self.orphan[enclosed] = True
-            self.orphan_of[enclosed] = None  # they had no parent, so none can come back
+            self.orphan_of[enclosed] = -1  # they had no parent, so none can come back
         self._keep_unmoved_orphans(fresh)
         keys: set[tuple[str, str]] = set()
         for row in np.flatnonzero(self.orphan).tolist():
@@ -145,6 +164,7 @@ class SymbolTable:
                 keys.add((self.kind[member], self.qualname[member]))
                 self._mark(member)
                 self.qualname[member], self.kind[member], self.depth[member] = qualname, kind, depth
+                self.key_hash[member] = hash((kind, qualname))
                 keys.add((kind, qualname))
             elif member == row:
                 return keys  # the subtree root is unchanged, so is everything below it
@@ -159,8 +179,9 @@ class SymbolTable:
         """
         orphans = np.flatnonzero(self.orphan)
         parents = self.orphan_of[orphans]
-        for parent in set(parents.tolist()):
+        for parent in set(parents.tolist()) - {-1}:
             group = orphans[parents == parent]
+            qualname, kind = self.parents[parent]
             starts, ends = self.start[group], self.end[group]
             holders = [s for s in fresh if ((s.start_byte <= starts) & (ends <= s.end_byte)).any()]
             if not holders:
@@ -169,8 +190,8 @@ class SymbolTable:
             deepest = [s for s in holders if s.depth >= innermost.depth]
             if (
                 len(deepest) == 1
-                and innermost.qualname == parent
-                and bool((self.orphan_kind[group] == innermost.kind).all())
+                and innermost.qualname == qualname
+                and innermost.kind == kind
                 and innermost.depth == self.depth[group[0]] - 1
                 and bool(((innermost.start_byte <= starts) & (ends <= innermost.end_byte)).all())
             ):
@@ -179,8 +200,9 @@ class SymbolTable:
     def renumber(self, keys: Iterable[tuple[str, str]]) -> None:
         """Overload ordinals for every (kind, qualname) an update touched."""
         for kind, qualname in keys:
-            rows = np.flatnonzero((self.qualname == qualname) & (self.kind == kind))
-            for ordinal, row in enumerate(rows.tolist(), start=1):
+            same_hash = np.flatnonzero(self.key_hash == hash((kind, qualname))).tolist()
+            rows = [r for r in same_hash if self.qualname[r] == qualname and self.kind[r] == kind]
+            for ordinal, row in enumerate(rows, start=1):
                 if self.ordinal[row] != ordinal:
                     self._mark(row)
                     self.ordinal[row] = ordinal
@@ -233,14 +255,14 @@ class SymbolTable:
     name_at: _Ints = _column("_ints", 6)
     old_start: _Ints = _column("_ints", 7)  # span in the text before this update (-1: new)
     old_end: _Ints = _column("_ints", 8)
+    key_hash: _Ints = _column("_ints", 9)  # hash((kind, qualname)): finds same-named rows fast
+    orphan_of: _Ints = _column("_ints", 10)  # index into `parents` of the replaced parent
     kind: _Objects = _column("_objects", 0)
     name: _Objects = _column("_objects", 1)
     qualname: _Objects = _column("_objects", 2)
     signature: _Objects = _column("_objects", 3)
     scope: _Objects = _column("_objects", 4)
     base_kind: _Objects = _column("_objects", 5)  # the query's kind, before `refine`
-    orphan_of: _Objects = _column("_objects", 6)  # qualname of the replaced parent
-    orphan_kind: _Objects = _column("_objects", 7)
     dirty: _Bools = _column("_flags", 0)  # identity entered or changed in this update
     orphan: _Bools = _column("_flags", 1)
 
@@ -250,15 +272,16 @@ def _rows(
 ) -> tuple[_Ints, _Objects, _Bools]:
     """The three blocks for `symbols`; rows created by an update are dirty and have no old span."""
     count = len(symbols)
-    ints = np.empty((count, 9), dtype=np.int64)
-    objects = np.empty((count, 8), dtype=object)
+    ints = np.empty((count, 11), dtype=np.int64)
+    objects = np.empty((count, 6), dtype=object)
     for row, (s, d) in enumerate(zip(symbols, definitions, strict=True)):
         old_start, old_end = (-1, -1) if dirty else (s.start_byte, s.end_byte)
         ints[row] = (
             s.start_byte, s.end_byte, s.start_line, s.end_line, s.depth,
             0 if dirty else s.ordinal, s.name_at, old_start, old_end,
+            hash((s.kind, s.qualname)), -1,
         )  # fmt: skip
-        objects[row] = (s.kind, s.name, s.qualname, s.signature, d.scope, d.kind, None, None)
+        objects[row] = (s.kind, s.name, s.qualname, s.signature, d.scope, d.kind)
     flags = np.zeros((count, 2), dtype=np.bool_)
     flags[:, 0] = dirty
     return ints, objects, flags
