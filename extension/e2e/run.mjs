@@ -274,6 +274,30 @@ async function userFlow() {
         return editorText(config.fileMarker);
     });
 
+    if (config.cancelPrompt) {
+        observations.cancel = await step('a slow answer streams in and Cancel stops it', async () => {
+            const turns = await chat.locator('.turn').count();
+            await chat.locator('#prompt').fill(config.cancelPrompt);
+            await chat.locator('#prompt').press('Enter');
+            const turn = chat.locator('.turn').nth(turns);
+            const answer = turn.locator('.answer');
+            // Streaming: part of the answer is on screen while the run is still going.
+            await answer.filter({ hasText: /\S/ }).waitFor();
+            const partial = normalize(await answer.innerText());
+            const stillRunning = await chat.locator('#cancel').isVisible();
+            await chat.locator('#cancel').click();
+            const status = turn.locator('.status.cancelled');
+            await status.waitFor();
+            return {
+                partial,
+                stillRunning,
+                final: normalize(await answer.innerText()),
+                status: (await status.innerText()).trim(),
+                promptEnabled: await chat.locator('#prompt').isEnabled(),
+            };
+        });
+    }
+
     if (config.replayTranscript) {
         observations.replay = await step('replay a session: pick the transcript, see the report and its chart', async () => {
             await runCommand('Ephemeral Context: Replay a Claude Code Session');

@@ -42,7 +42,7 @@ VSIX = EXTENSION_DIR / "ephemeral-context.vsix"
 ARTIFACTS = REPO_ROOT / "test-artifacts"
 PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-API_KEY = "sk-ant-e2e-dummy-key"
+API_KEY = "sk-ant-e2e-dummy-Q7x9"  # the fake records only the last 4 characters
 TRANSCRIPT = TRACES_DIR / "DRMacIver__claude-reliability__python-to-rust-port.jsonl"
 
 APP_PY = '''"""A tiny app for the end-to-end test."""
@@ -53,7 +53,9 @@ class App:
         return "running"
 '''
 
-SCRIPT = [
+SLOW_TEXT = "Here is a long explanation, word after word. " * 20
+
+SCRIPT: list[Any] = [
     {
         "text": "Let me read app.py first.",
         "tool_use": [{"name": "read_file", "input": {"path": "app.py"}}],
@@ -72,6 +74,8 @@ SCRIPT = [
         ],
     },
     "Renamed App.run to App.start in app.py.",
+    # The second prompt: a slow stream (one 12-character piece every 0.3 s) to cancel.
+    {"text": SLOW_TEXT, "delay": 0.3},
 ]
 
 
@@ -308,6 +312,7 @@ def test_extension_in_the_real_workbench(
         apiKey=API_KEY,
         expectEdit="def start(self)",
         replayTranscript=str(TRANSCRIPT),
+        cancelPrompt="Explain the change at length",
     )
 
     # Status bar: tokens/budget, hit rate and dollars saved, changing with the edit.
@@ -329,6 +334,13 @@ def test_extension_in_the_real_workbench(
     assert "def run(self)" in seen["editorAfterUndo"], "Undo reverts the model's edit"
     assert "a note typed by the end-to-end test" in seen["editorAfterUndo"], "and only that edit"
 
+    # Cancel stops a streaming answer; the panel is ready for the next prompt.
+    cancel = seen["cancel"]
+    assert cancel["stillRunning"] and cancel["partial"]
+    assert len(cancel["final"]) < len(SLOW_TEXT)
+    assert cancel["status"].startswith("Cancelled.")
+    assert cancel["promptEnabled"]
+
     # The Context view lists the file.
     assert any("app.py" in row for row in seen["contextRows"]), seen["contextRows"]
     # Pin and unpin from its context menu.
@@ -344,13 +356,11 @@ def test_extension_in_the_real_workbench(
         for r in requests
         if r.get("path", "").startswith("/v1/messages") and "count_tokens" not in r["path"]
     ]
-    assert len(messages) == 3, [r.get("path") for r in requests]
+    assert len(messages) == 4, [r.get("path") for r in requests]
+    redacted = f"<redacted …{API_KEY[-4:]}>"
     for request in messages:
         headers = {k.lower(): v for k, v in request["headers"].items()}
-        assert (
-            headers.get("x-api-key") == API_KEY
-            or headers.get("authorization") == f"Bearer {API_KEY}"
-        )
+        assert redacted in (headers.get("x-api-key"), headers.get("authorization")), headers
 
     # The edit went to the editor buffer (undoable), not behind its back to disk.
     assert "def run(self)" in (workbench["workspace"] / "app.py").read_text(encoding="utf-8")
