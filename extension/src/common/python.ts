@@ -8,10 +8,9 @@
 import { execFile } from 'node:child_process';
 import { Disposable, Event, EventEmitter, Uri } from 'vscode';
 import { traceError, traceLog, traceWarn } from './log/logging';
+import { MIN_PYTHON } from './pythonProbe';
 import { getExtension } from './vscodeapi';
 
-/** The minimum Python the server supports (pyproject: requires-python >= 3.11). */
-const MIN_PYTHON: [number, number] = [3, 11];
 
 export type InterpreterSource = 'setting' | 'python-envs' | 'ms-python' | 'path';
 
@@ -135,38 +134,4 @@ export async function getInterpreterDetails(
         }
     }
     return undefined;
-}
-
-/** What `command` can do for the server: is it Python at all, and is the server package importable. */
-export type ServerCheck =
-    | { kind: 'ok' }
-    | { kind: 'noPython'; detail: string }
-    | { kind: 'tooOld'; version: string }
-    | { kind: 'missingPackage'; version: string };
-
-/** Runs the interpreter once to see whether it can start the server (never throws). */
-export function checkServerPackage(command: string[], module: string): Promise<ServerCheck> {
-    const probe = [
-        'import importlib.util, sys',
-        'v = "%d.%d" % sys.version_info[:2]',
-        `ok = sys.version_info >= (${MIN_PYTHON.join(', ')}) and importlib.util.find_spec("${module}") is not None`,
-        'print(v, "ok" if ok else ("old" if sys.version_info < (' + MIN_PYTHON.join(', ') + ') else "missing"))',
-    ].join('; ');
-    const [executable, ...args] = command;
-    return new Promise((resolve) => {
-        execFile(executable, [...args, '-c', probe], { timeout: 30_000 }, (error, stdout, stderr) => {
-            if (error && !stdout) {
-                resolve({ kind: 'noPython', detail: (stderr || error.message).trim() });
-                return;
-            }
-            const [version, verdict] = stdout.trim().split(/\s+/);
-            if (verdict === 'ok') {
-                resolve({ kind: 'ok' });
-            } else if (verdict === 'old') {
-                resolve({ kind: 'tooOld', version });
-            } else {
-                resolve({ kind: 'missingPackage', version });
-            }
-        });
-    });
 }

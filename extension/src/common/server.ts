@@ -26,7 +26,8 @@ import {
 import { createServerVenv } from './install';
 import { traceError, traceInfo, traceLog } from './log/logging';
 import { AskProgress, Methods, StatusResult, Usage } from './protocol';
-import { checkServerPackage, getInterpreterDetails } from './python';
+import { getInterpreterDetails } from './python';
+import { checkServerPackage, MIN_PYTHON } from './pythonProbe';
 import { ServerInfo } from './setup';
 import { getWindowSettings, ISettings, toServerSettings } from './settings';
 import { normalizeUsage } from '../model/normalize';
@@ -183,7 +184,7 @@ export class ServerManager implements Disposable {
                 return;
             case 'tooOld':
                 this.setState({ kind: 'noPython' });
-                this.explainNoPython(`${interpreter.command.join(' ')} is Python ${check.version}; the server needs 3.11 or later.`);
+                this.explainNoPython(`${interpreter.command.join(' ')} is Python ${check.version}; the server needs ${MIN_PYTHON.join('.')} or later.`);
                 return;
             case 'missingPackage':
                 this.setState({ kind: 'missingPackage' });
