@@ -40,7 +40,8 @@ def api() -> Iterator[FakeMessagesAPI]:
 
 def big_module() -> str:
     """Large enough (> 1024 tokens) for the prompt cache to apply."""
-    parts = ["import math\n\n\ndef target():\n    return 'old'\n"]
+    # non-ASCII before the edit on its line: the applyEdit range differs by encoding
+    parts = ["import math\n\n\ndef target():\n    s = 'caf\u00e9 \U0001d11e'; return 'old'\n"]
     parts += [f"\n\ndef helper_{n}(x):\n    return math.sqrt(x) + {n}\n" for n in range(120)]
     return "".join(parts)
 
@@ -96,7 +97,8 @@ async def test_read_twice_edit_read_again(
 
     # the edit reached the client as workspace/applyEdit and landed in its buffer, unsaved
     assert len(raw_editor.applied) == 1
-    assert "return 'new'" in raw_editor.buffers[uri].source
+    expected = big_module().replace("return 'old'", "return 'new'")
+    assert raw_editor.buffers[uri].source == expected
     assert "return 'old'" in source.read_text(encoding="utf-8")
 
     bodies = [r.body for r in api.message_requests]
