@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 
 from tests.lsp.lsp_session import Editor
 
@@ -116,3 +118,28 @@ async def test_watched_file_change_is_read_again(editor: Editor, workspace: Path
     text = await editor.request("ephemeralContext/hydrate", {"id": second.item.id})
     assert text.text.endswith("Rewritten by git checkout.\n")
     assert second.item.id != first.item.id
+
+
+async def test_secret_settings(raw_editor: Editor, workspace: Path) -> None:
+    """secretPatterns adds patterns; allowSecretFiles is the user's opt-in for one file."""
+    (workspace / ".env").write_text("DEBUG=1\n", encoding="utf-8")
+    (workspace / "notes.private").write_text("mine\n", encoding="utf-8")
+    options = {"secretPatterns": ["*.private"], "allowSecretFiles": [".env"]}
+    await raw_editor.initialize("visual_studio_code", workspace, options)
+    allowed = await raw_editor.request(
+        "ephemeralContext/pin", {"uri": (workspace / ".env").as_uri()}
+    )
+    assert allowed.item.label.endswith(".env")
+    with pytest.raises(JsonRpcInvalidParams, match=r"\*\.private"):
+        await raw_editor.request(
+            "ephemeralContext/pin", {"uri": (workspace / "notes.private").as_uri()}
+        )
+
+
+async def test_document_over_the_size_limit(raw_editor: Editor, workspace: Path) -> None:
+    """A buffer larger than limits.maxFileBytes is not mirrored, and says so when pinned."""
+    await raw_editor.initialize("neovim", workspace, {"limits": {"maxFileBytes": 1000}})
+    uri = raw_editor.open(workspace / "src" / "big.py", "x = 1\n" * 1000)
+    with pytest.raises(JsonRpcInvalidParams, match="too-large"):
+        await raw_editor.request("ephemeralContext/pin", {"uri": uri})
+    assert (await raw_editor.request("ephemeralContext/status")).openDocuments == 1
