@@ -36,6 +36,8 @@ async def test_capabilities(editor: Editor) -> None:
     assert sync.change == types.TextDocumentSyncKind.Incremental
     assert caps.execute_command_provider is not None
     assert set(caps.execute_command_provider.commands) == COMMANDS
+    assert caps.workspace is not None and caps.workspace.workspace_folders is not None
+    assert caps.workspace.workspace_folders.change_notifications is True
     client_caps = editor.client.capabilities
     assert client_caps is not None
     offered = (client_caps.general.position_encodings if client_caps.general else None) or [
