@@ -143,3 +143,14 @@ async def test_document_over_the_size_limit(raw_editor: Editor, workspace: Path)
     with pytest.raises(JsonRpcInvalidParams, match="too-large"):
         await raw_editor.request("ephemeralContext/pin", {"uri": uri})
     assert (await raw_editor.request("ephemeralContext/status")).openDocuments == 1
+
+
+async def test_data_directory_setting(raw_editor: Editor, workspace: Path, tmp_path: Path) -> None:
+    """dataDirectory moves the store (and memories) away from $EPHEMERAL_CONTEXT_HOME."""
+    data = tmp_path / "ectx-data"
+    await raw_editor.initialize("neovim", workspace, {"dataDirectory": str(data)})
+    pinned = await raw_editor.request(
+        "ephemeralContext/pin", {"uri": (workspace / "src" / "app.py").as_uri()}
+    )
+    assert pinned.item.id
+    assert (data / "store").is_dir() and any((data / "store").iterdir())
