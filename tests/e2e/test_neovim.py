@@ -250,3 +250,18 @@ def test_neovim_011(nvim_011: Any, project: Path, tmp_path: Path) -> None:
         assert line.startswith("ectx ") and "/150k" in line, line
         client_id = nvim_011.exec_lua("local c = require('ectx').client(); c:stop(); return c.id")
         wait(nvim_011, f"vim.lsp.get_client_by_id({client_id}) == nil")
+
+
+def test_neovim_start_snippet(nvim_011: Any, project: Path, tmp_path: Path) -> None:
+    """The 0.8-0.10 setup (vim.lsp.start from a FileType autocmd), run on the 0.11 binary:
+    vim.lsp.start and vim.fs.find behave the same there."""
+    source = project / "src" / "greet.py"
+    with fake_api_subprocess(SCRIPT, tmp_path) as api:
+        nvim_011.exec_lua("vim.env.ANTHROPIC_BASE_URL = ...", api.base_url)  # the server's env
+        nvim_011.command("filetype on")
+        nvim_011.exec_lua(lua_blocks("### Neovim 0.8"))
+        nvim_011.exec_lua("require('ectx').commands()")
+        nvim_011.command(f"edit {source}")
+        wait(nvim_011, "require('ectx').client() ~= nil")
+        assert nvim_011.exec_lua("return require('ectx').client().root_dir") == str(project)
+        edit_status_pin_and_ask(nvim_011, source, api, "# greeting helpers")
