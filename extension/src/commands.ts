@@ -21,7 +21,7 @@ import { ResponseError } from 'vscode-languageclient/node';
 import { ApiKeyStore } from './common/apiKey';
 import { Commands, CONTEXT_VIEW_ID } from './common/constants';
 import { traceError, traceInfo } from './common/log/logging';
-import { DropParams, DropResult, HydrateResult, Methods, PinParams, PinResult } from './common/protocol';
+import { DropParams, DropResult, ErrorCodes, HydrateResult, Methods, PinParams, PinResult } from './common/protocol';
 import { ServerManager } from './common/server';
 import { executeCommand, registerCommand, showErrorMessage, showInformationMessage, withProgress } from './common/vscodeapi';
 import { ContextNode, ItemNode } from './model/contextTree';
@@ -122,8 +122,22 @@ export function registerCommands(deps: CommandDependencies): void {
             await pin({ uri });
             return;
         }
+        const uri = editor.document.uri.toString();
         const symbol = await selectedSymbol(editor);
-        await pin(symbol ? { uri: editor.document.uri.toString(), symbol } : { uri: editor.document.uri.toString() });
+        if (!symbol) {
+            await pin({ uri });
+            return;
+        }
+        try {
+            await pin({ uri, symbol });
+        } catch (error) {
+            if (!(error instanceof ResponseError && error.code === ErrorCodes.invalidParams)) {
+                throw error;
+            }
+            // The selection named something the server does not know as a symbol: take the file.
+            traceInfo(`Pinning ${symbol} failed (${error.message}); pinning the whole file`);
+            await pin({ uri });
+        }
     };
 
     const pinOrUnpin = (method: string) => async (target?: Target) => {
