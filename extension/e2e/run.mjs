@@ -11,6 +11,8 @@ import { chromium } from 'playwright-core';
 
 const config = JSON.parse(readFileSync(process.argv[2], 'utf-8'));
 const TIMEOUT = config.timeoutMs ?? 60_000;
+/** Usage notifications are throttled to 10 a second: 15 s without a change means none is coming. */
+const STATUS_WAIT_MS = 15_000;
 mkdirSync(config.artifactsDir, { recursive: true });
 
 const observations = { steps: [] };
@@ -42,16 +44,23 @@ async function statusText() {
     return normalize((await statusItem().innerText()).trim());
 }
 
+/**
+ * The status text once it differs from `previous`; after STATUS_WAIT_MS without a change, the
+ * unchanged text (the test asserts on it last, so one stale figure does not hide the rest).
+ */
 async function waitForStatusChange(previous) {
-    await page.waitForFunction(
+    const changed = await page.waitForFunction(
         ([before]) => {
             const items = [...document.querySelectorAll('.statusbar-item')];
             const ours = items.find((el) => /cached/.test(el.textContent ?? ''));
             return ours !== undefined && ours.textContent.replace(/\u00a0/g, ' ').trim() !== before;
         },
         [previous],
-        { timeout: TIMEOUT },
-    );
+        { timeout: STATUS_WAIT_MS },
+    ).then(() => true, () => false);
+    if (!changed) {
+        observations.statusUnchanged = [...(observations.statusUnchanged ?? []), previous];
+    }
     return statusText();
 }
 
