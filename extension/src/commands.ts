@@ -140,15 +140,25 @@ export function registerCommands(deps: CommandDependencies): void {
         }
     };
 
-    const pinOrUnpin = (method: string) => async (target?: Target) => {
+    /** The file a Pin or Unpin acts on, or undefined after telling the user why there is none. */
+    const fileOf = (target?: Target): string | undefined => {
         const uri = targetUri(target);
         if (!uri) {
             void showInformationMessage('Only files can be pinned: open one or pick it in the Context view.');
-            return;
         }
-        if (method === Methods.pin) {
+        return uri;
+    };
+
+    const pinTarget = async (target?: Target): Promise<void> => {
+        const uri = fileOf(target);
+        if (uri) {
             await pin({ uri });
-        } else {
+        }
+    };
+
+    const unpinTarget = async (target?: Target): Promise<void> => {
+        const uri = fileOf(target);
+        if (uri) {
             await server.request<PinResult>(Methods.unpin, { uri });
             await tree.refresh();
         }
@@ -170,9 +180,9 @@ export function registerCommands(deps: CommandDependencies): void {
         if (!params) {
             return;
         }
-        const result = await server.request<DropResult>(Methods.drop, params);
+        const dropped = (await server.request<DropResult>(Methods.drop, params)).dropped ?? [];
         window.setStatusBarMessage(
-            result.dropped.length ? `Dropped ${result.dropped.length} item(s) from the context` : 'Nothing to drop: it was not in the context',
+            dropped.length ? `Dropped ${dropped.length} item(s) from the context` : 'Nothing to drop: it was not in the context',
             4000,
         );
         await tree.refresh();
@@ -236,8 +246,8 @@ export function registerCommands(deps: CommandDependencies): void {
     const handlers: [string, (...args: any[]) => Promise<unknown>][] = [
         [Commands.ask, async () => ChatPanel.createOrShow(chat)],
         [Commands.addToContext, addToContext],
-        [Commands.pin, pinOrUnpin(Methods.pin)],
-        [Commands.unpin, pinOrUnpin(Methods.unpin)],
+        [Commands.pin, pinTarget],
+        [Commands.unpin, unpinTarget],
         [Commands.drop, drop],
         [Commands.open, open],
         [Commands.showContext, async () => executeCommand(`${CONTEXT_VIEW_ID}.focus`)],
