@@ -74,7 +74,7 @@ def test_merge_is_per_key_and_nested() -> None:
     assert merged == {"model": "a", "limits": {"contextTokens": 1, "maxTurns": 3}}
 
 
-def test_default_model_matches_the_agent() -> None:
+def test_default_model_is_the_agents() -> None:
     from ephemeral_context.model.agent import DEFAULT_MODEL as AGENT_DEFAULT
 
-    assert DEFAULT_MODEL == AGENT_DEFAULT
+    assert Options().model == DEFAULT_MODEL == AGENT_DEFAULT

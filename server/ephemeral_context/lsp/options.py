@@ -15,9 +15,7 @@ from typing import Any, Literal
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-# model.agent.DEFAULT_MODEL, repeated so the server starts without loading the anthropic SDK;
-# tests/lsp/test_options.py keeps the two equal.
-DEFAULT_MODEL = "claude-sonnet-4-6"
+from ephemeral_context.model import DEFAULT_MODEL  # no SDK import: model/__init__ is bare
 
 CONFIGURATION_SECTION = "ephemeralContext"
 
