@@ -130,13 +130,15 @@ def usage_to_dict(usage: Usage) -> dict[str, Any]:
     }
 
 
-def usage_from_dict(raw: Mapping[str, Any]) -> Usage:
+def usage_from_dict(raw: Mapping[str, Any] | Any) -> Usage:
     """The input side of the API's JSON `usage` (what `usage_to_dict` writes).
 
-    Usage without the 5m/1h split (older API versions, older transcripts) counts every cache
-    write as a 5-minute one. Raises ValueError, TypeError or AttributeError for fields of the
-    wrong shape.
+    An SDK `Usage` object (anything with `model_dump`) is read as its JSON. Usage without
+    the 5m/1h split (older API versions, older transcripts) counts every cache write as a
+    5-minute one. Raises ValueError, TypeError or AttributeError for fields of the wrong shape.
     """
+    if not isinstance(raw, Mapping):
+        raw = raw.model_dump()
     creation = raw.get("cache_creation") or {}
     written = int(raw.get("cache_creation_input_tokens") or 0)
     five = int(creation.get("ephemeral_5m_input_tokens", written) or 0)

@@ -50,6 +50,7 @@ from ephemeral_context.cache_sim import (
     UnknownModelError,
     Usage,
     cost_usd,
+    usage_from_dict,
 )
 from ephemeral_context.context import policy
 from ephemeral_context.context.cacheview import END_OF_SEGMENT, END_OF_SYSTEM, CacheView
@@ -980,7 +981,7 @@ class ContextEngine:
         A call that read nothing from the cache tells the engine its boundaries are gone.
         """
         c = self.conversation(conv)
-        u = _usage(usage)
+        u = usage_from_dict(usage)
         c.recorded = c.recorded + u
         c.last_usage = u
         built = c.last_built
@@ -1570,33 +1571,4 @@ def _info(item: LedgerItem) -> ItemInfo:
         label=item.label or item.key,
         version=item.version,
         pinned=item.pinned,
-    )
-
-
-def _usage(usage: Any) -> Usage:
-    def get(name: str) -> int:
-        value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, 0)
-        return int(value or 0)
-
-    creation = (
-        usage.get("cache_creation")
-        if isinstance(usage, Mapping)
-        else getattr(usage, "cache_creation", None)
-    )
-    if isinstance(creation, Mapping):
-        five, hour = (
-            int(creation.get("ephemeral_5m_input_tokens") or 0),
-            int(creation.get("ephemeral_1h_input_tokens") or 0),
-        )
-    elif creation is not None:
-        five = int(getattr(creation, "ephemeral_5m_input_tokens", 0) or 0)
-        hour = int(getattr(creation, "ephemeral_1h_input_tokens", 0) or 0)
-    else:
-        five, hour = get("cache_creation_input_tokens"), 0
-    return Usage(
-        get("input_tokens"),
-        get("cache_creation_input_tokens"),
-        get("cache_read_input_tokens"),
-        five,
-        hour,
     )

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import anthropic
 import pytest
+from ephemeral_context.cache_sim import Usage
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, UnknownItem
 from ephemeral_context.context.ledger import LedgerLimits
 from ephemeral_context.store import ExpiredId, Store, StoreError, UnknownId
@@ -151,6 +153,25 @@ def test_status_reports_savings_against_the_recorded_style_baseline(
     assert 0 < status.cache_hit_rate <= 1
     assert status.context_tokens > 0
     assert repr(d.requests[-1]).count("def f79(x)") == 1  # ten reads, one copy
+
+
+def test_record_usage_takes_the_sdk_object_and_the_dict_alike(engine: ContextEngine) -> None:
+    engine.add_user_text("c", "go")
+    Driver(engine).call()
+    sdk = anthropic.types.Usage(
+        input_tokens=10,
+        output_tokens=5,
+        cache_creation_input_tokens=300,
+        cache_read_input_tokens=700,
+        cache_creation=anthropic.types.CacheCreation(
+            ephemeral_5m_input_tokens=200, ephemeral_1h_input_tokens=100
+        ),
+    )
+    engine.record_usage("c", sdk)
+    assert engine.status("c").last_call == Usage(10, 300, 700, 200, 100)
+    engine.record_usage("c", {"input_tokens": 1, "cache_creation_input_tokens": 4})
+    assert engine.status("c").last_call == Usage(1, 4, 0, 4, 0)
+    assert engine.status("c").cache_hit_rate == pytest.approx(700 / 1015)
 
 
 def test_requests_stay_within_the_context_budget(store: Store, clock: Clock) -> None:
