@@ -25,6 +25,9 @@ _KIND_KEYWORDS: dict[str, frozenset[str]] = {
     "impl": frozenset({"impl"}),
     "constant": frozenset({"const", "let", "var"}),
 }
+# Document outlines (Markdown, JSON, YAML, TOML) show an entry's own name: the indentation
+# already shows its path, and a heading path repeated on every line makes them long.
+_OWN_NAME_KINDS = frozenset({"heading", "key", "table"})
 _QUOTES = ("'", '"')
 MAX_LINES = 2000
 
@@ -49,7 +52,8 @@ def symbol_line(symbol: Symbol) -> str:
     kept = " ".join(word for word in before.split() if word not in noise)
     lines = f"{symbol.start_line}-{symbol.end_line}"
     joiner = " " if before[-1:].isspace() else ""  # keep `[table]` and `self.name` together
-    shown = f"{kept}{joiner}{symbol.qualname}" if kept else symbol.qualname
+    name = symbol.name if symbol.kind in _OWN_NAME_KINDS else symbol.qualname
+    shown = f"{kept}{joiner}{name}" if kept else name
     return f"{'  ' * (symbol.depth + 1)}{lines} {symbol.kind} {shown}{after}"
 
 
