@@ -2,7 +2,21 @@
 ; grammars/README.md. cpp-tags.scm inherits these patterns.
 
 ; Object-like macros are constants; function-like macros are macros.
-(preproc_def name: (identifier) @name.definition.constant) @definition.constant
+(preproc_def name: (identifier) @name.definition.constant value: (_)) @definition.constant
+
+; A macro defined without a value is a constant too (a feature flag), except a header guard:
+; `#define RING_H` directly inside `#ifndef RING_H`. At file scope it is matched under
+; `; top-level:` below.
+[
+  (preproc_if (preproc_def name: (identifier) @name.definition.constant !value) @definition.constant)
+  (preproc_elif (preproc_def name: (identifier) @name.definition.constant !value) @definition.constant)
+  (preproc_else (preproc_def name: (identifier) @name.definition.constant !value) @definition.constant)
+]
+
+((preproc_ifdef
+  name: (identifier) @_guard
+  (preproc_def name: (identifier) @name.definition.constant !value) @definition.constant)
+  (#not-eq? @_guard @name.definition.constant))
 
 (preproc_function_def name: (identifier) @name.definition.macro) @definition.macro
 
@@ -47,3 +61,6 @@
 ((declaration
   declarator: (init_declarator declarator: (identifier) @name.definition.constant)) @definition.constant
   (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))
+
+; A macro without a value at file scope (see the valueless macros above).
+(preproc_def name: (identifier) @name.definition.constant !value) @definition.constant
