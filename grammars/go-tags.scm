@@ -20,7 +20,8 @@
   name: (identifier) @name.definition.function
   body: (block) @body.definition.function) @definition.function
 
-; Methods belong to their receiver's type, pointer or not, generic or not.
+; Methods belong to their receiver's type, pointer or not, generic or not. The qualified name
+; shows the type, so the receiver is left out of the signature.
 (method_declaration
   receiver: (parameter_list
     (parameter_declaration
@@ -29,7 +30,7 @@
         (pointer_type (type_identifier) @scope.definition.method)
         (generic_type type: (type_identifier) @scope.definition.method)
         (pointer_type (generic_type type: (type_identifier) @scope.definition.method))
-      ]))
+      ])) @omit.definition.method
   name: (field_identifier) @name.definition.method
   body: (block) @body.definition.method) @definition.method
 

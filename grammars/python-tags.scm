@@ -27,7 +27,12 @@
 ; A function directly in a class is a method (decided from nesting, see grammars/README.md).
 ; refine: function in class -> method
 
-; __init__ is the constructor.
+; __init__ is the constructor, but only directly in a class: the refine lines below make one
+; at module level or nested in a function a plain function.
+; refine: constructor in file -> function
+; refine: constructor in function -> function
+; refine: constructor in method -> function
+; refine: constructor in constructor -> function
 (function_definition
   name: (identifier) @name.definition.constructor
   ":" @body.definition.constructor

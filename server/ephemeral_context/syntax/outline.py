@@ -3,7 +3,8 @@
 Only capture-name prefixes are interpreted here (see grammars/README.md):
 `@definition.<kind>` is the whole definition, `@name.definition.<kind>` its name,
 `@body.definition.<kind>` where its signature ends, `@scope.definition.<kind>` the owner of a
-definition written outside it (a Go method's receiver type). When several patterns capture
+definition written outside it (a Go method's receiver type), `@omit.definition.<kind>` header
+text left out of the signature. When several patterns capture
 definitions with the same name node, they describe one definition: the widest span wins and
 the kind comes from the pattern written last in the file.
 """
@@ -26,6 +27,7 @@ from ephemeral_context.syntax.binding import (
 )
 from ephemeral_context.syntax.languages import detect_language, load_language, spec_for
 from ephemeral_context.syntax.queries import (
+    FILE,
     compiled_query,
     compiled_top_level_query,
     refinements,
@@ -177,9 +179,16 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _signature(
-    source: bytes, node: ts.Node, name: ts.Node, body: ts.Node | None
+    source: bytes,
+    node: ts.Node,
+    name: ts.Node,
+    body: ts.Node | None,
+    omit: Iterable[ts.Node] = (),
 ) -> tuple[str, int]:
-    """The header of a definition on one line, and where its name starts in it."""
+    """The header of a definition on one line, and where its name starts in it.
+
+    `omit` are spans left out (a Go method's receiver, which the qualified name shows).
+    """
     line_start = source.rfind(b"\n", node.start_byte, name.start_byte) + 1
     head_start = max(node.start_byte, line_start)
     if body is not None and body.start_byte >= name.end_byte:
@@ -187,12 +196,29 @@ def _signature(
     else:
         newline = source.find(b"\n", name.end_byte, node.end_byte)
         head_end = node.end_byte if newline == -1 else newline
-    prefix = _clip(_squash(source[node.start_byte : head_start]).strip(), _PREFIX_LIMIT)
-    before = _squash(source[head_start : name.start_byte]).lstrip()
-    after = _tidy(_squash(source[name.end_byte : head_end])).rstrip("{:;=, ")
+    cuts = sorted((n.start_byte, n.end_byte) for n in omit)
+
+    def text(start: int, end: int) -> str:
+        return _squash(_without(source, start, end, cuts))
+
+    prefix = _clip(text(node.start_byte, head_start).strip(), _PREFIX_LIMIT)
+    before = text(head_start, name.start_byte).lstrip()
+    after = _tidy(text(name.end_byte, head_end)).rstrip("{:;=, ")
     head = before + _squash(source[name.start_byte : name.end_byte]).strip()
     lead = f"{prefix} " if prefix else ""
     return lead + head + _clip(after, _SIGNATURE_LIMIT), len(lead) + len(before)
+
+
+def _without(source: bytes, start: int, end: int, cuts: list[tuple[int, int]]) -> bytes:
+    """source[start:end] with the (sorted, disjoint) byte ranges `cuts` taken out."""
+    kept, at = [], start
+    for cut_start, cut_end in cuts:
+        if cut_end <= at or cut_start >= end:
+            continue
+        kept.append(source[at : max(at, cut_start)])
+        at = min(end, cut_end)
+    kept.append(source[at:end])
+    return b"".join(kept)
 
 
 def _end(
@@ -224,13 +250,6 @@ def _end(
         return end_row + 1, node.end_byte
     line_start = source.rfind(b"\n", 0, end) + 1
     return end_row + 1, line_start + len(source[line_start:end].rstrip())
-    while end_row > name.end_point[0]:
-        line_start = source.rfind(b"\n", 0, end) + 1
-        line = source[line_start:end].strip()
-        if line and not line.startswith(comments):
-            break
-        end_row, end = end_row - 1, line_start - 1
-    return end_row + 1
 
 
 def find_definitions(
@@ -290,7 +309,8 @@ def _definition(source: bytes, candidate: _Candidate, comments: tuple[bytes, ...
     kind, node, name, captures = candidate.kind, candidate.node, candidate.name, candidate.captures
     bodies = captures.get(f"body.definition.{kind}")
     scopes = captures.get(f"scope.definition.{kind}")
-    signature, name_at = _signature(source, node, name, bodies[0] if bodies else None)
+    omitted = captures.get(f"omit.definition.{kind}", ())
+    signature, name_at = _signature(source, node, name, bodies[0] if bodies else None, omitted)
     end_line, end_byte = _end(source, node, name, comments)
     return Definition(
         kind=kind,
@@ -321,7 +341,7 @@ def nest(
             stack.pop()
         owner = stack[-1].qualname if stack else d.scope
         qualname = f"{owner}.{d.name}" if owner else d.name
-        kind = refine.get((d.kind, stack[-1].kind), d.kind) if stack else d.kind
+        kind = refine.get((d.kind, stack[-1].kind if stack else FILE), d.kind)
         ordinal = ordinals[(kind, qualname)] = ordinals.get((kind, qualname), 0) + 1
         symbol = Symbol(
             d.name, qualname, kind, d.start_line, d.end_line, d.signature,

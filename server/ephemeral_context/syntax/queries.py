@@ -24,7 +24,15 @@ KINDS = frozenset(
         "heading", "key", "table",
     }
 )  # fmt: skip
-ROLES = ("definition.", "name.definition.", "body.definition.", "scope.definition.")
+ROLES = (
+    "definition.",
+    "name.definition.",
+    "body.definition.",
+    "scope.definition.",
+    "omit.definition.",
+)
+# The parent kind a `; refine:` line uses for a definition with no enclosing definition.
+FILE = "file"
 _INHERITS = "; inherits:"
 _TOP_LEVEL = "\n; top-level:"
 _REFINE = re.compile(r"^; refine: (\w+) in (\w+) -> (\w+)[ \t]*$", re.MULTILINE)
@@ -79,10 +87,11 @@ def refinements(language: str, purpose: str = "tags") -> Mapping[tuple[str, str]
     Deciding "a function directly in a class is a method" from the outline's nesting, rather
     than with a pattern rooted at the class, keeps each pattern rooted at the definition
     itself, so a query over an edited range does not match every sibling in the class.
+    A definition at the top of the file has the parent kind `file` (FILE).
     """
     rules = {(m[1], m[2]): m[3] for m in _REFINE.finditer(query_source(language, purpose))}
     for (kind, parent), result in rules.items():
-        if not {kind, parent, result} <= KINDS:
+        if not ({kind, result} <= KINDS and parent in KINDS | {FILE}):
             raise QueryFileError(f"{language}-{purpose}.scm: refine uses a kind not allowed")
     return rules
 

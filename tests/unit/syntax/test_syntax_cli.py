@@ -41,7 +41,7 @@ def test_json_shape() -> None:
         "kind": "method",
         "start_line": 44,
         "end_line": 52,
-        "signature": "func (q *Queue[T]) Push(job T) error",
+        "signature": "func Push(job T) error",
     }
 
 

@@ -71,7 +71,13 @@ def test_detect_language(path: str, language_id: str | None, expected: str | Non
 def test_refine_rules_are_read_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ephemeral_context.syntax import queries
 
-    assert queries.refinements("python") == {("function", "class"): "method"}
+    assert queries.refinements("python") == {
+        ("function", "class"): "method",
+        ("constructor", "file"): "function",
+        ("constructor", "function"): "function",
+        ("constructor", "method"): "function",
+        ("constructor", "constructor"): "function",
+    }
     (tmp_path / "python-tags.scm").write_text("; refine: function in class -> gizmo\n")
     monkeypatch.setattr(queries, "grammars_dir", lambda: tmp_path)
     queries.query_source.cache_clear()

@@ -1,0 +1,96 @@
+"""Synopsis lines a demanding reader would call wrong: one small source per case, exact lines.
+
+Each case is also edited into place incrementally (from an empty document), so the kind and
+name rules hold for the incremental table as well as for a fresh parse.
+"""
+
+from __future__ import annotations
+
+import pytest
+from ephemeral_context.syntax import IncrementalSyntax, outline_text, render_synopsis
+
+from tests.unit.syntax.test_syntax_incremental import splice
+
+CASES = {
+    "go: a method's receiver is shown once, by the qualified name": (
+        "q.go",
+        "package q\n\nfunc (q *Queue[T]) Push(job T) error {\n\treturn nil\n}\n",
+        ["3-5 method Queue.Push(job T) error"],
+    ),
+    "ruby: def self.x reads like a method in class << self": (
+        "c.rb",
+        "class LRU\n  def self.digest(v)\n    v\n  end\n"
+        "  class << self\n    def build(n)\n    end\n  end\nend\n",
+        [
+            "1-9 class LRU",
+            "  2-4 method LRU.digest(v)",
+            "  6-7 method LRU.build(n)",
+        ],
+    ),
+    "ruby: a one-line class stops before `; end`": (
+        "e.rb",
+        "class Error < StandardError; end\n",
+        ["1-1 class Error < StandardError"],
+    ),
+    "ruby: initialize outside a class is no constructor": (
+        "i.rb",
+        "def initialize(x)\nend\n",
+        ["1-2 method initialize(x)"],
+    ),
+    "markdown: a heading line shows its own text, not its path": (
+        "g.md",
+        "# Guide\n\n## Setup\n\n### Extras\n\ntext\n",
+        ["1-7 heading # Guide", "  3-7 heading ## Setup", "    5-7 heading ### Extras"],
+    ),
+    "c: a header guard is no constant, a flag or a valued macro is": (
+        "r.h",
+        "#ifndef R_H\n#define R_H\n#define WITH_LOCKS\n#define CAP 8\n#endif\n",
+        ["3-3 constant #define WITH_LOCKS", "4-4 constant #define CAP 8"],
+    ),
+    "python: __init__ is a constructor only directly in a class": (
+        "m.py",
+        "def __init__(x):\n    pass\n\n\nclass A:\n    def __init__(self):\n"
+        "        def __init__():\n            pass\n",
+        [
+            "1-2 function __init__(x)",
+            "5-8 class A",
+            "  6-8 constructor A.__init__(self)",
+            "    7-8 function A.__init__.__init__()",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_synopsis_lines(case: str) -> None:
+    path, text, expected = CASES[case]
+    lines = render_synopsis(outline_text(text, path)).splitlines()[1:]
+    assert [line.removeprefix("  ") for line in lines] == expected
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_synopsis_lines_after_incremental_typing(case: str) -> None:
+    """The same text typed in two halves into an empty document gives the same outline."""
+    path, text, _expected = CASES[case]
+    syntax = IncrementalSyntax("", path)
+    half = len(text) // 2
+    typed, edit = splice("", 0, 0, text[half:])
+    syntax.apply([edit], typed)
+    typed, edit = splice(typed, 0, 0, text[:half])
+    syntax.apply([edit], typed)
+    assert typed == text
+    assert syntax.outline == outline_text(text, path)
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [("if A:", "function __init__"), ("def A():", "function A.__init__")],
+)
+def test_init_whose_class_is_edited_away_becomes_a_function(header: str, expected: str) -> None:
+    """Editing the class into something else makes its __init__ a function, incrementally too."""
+    text = "class A:\n    def __init__(self):\n        pass\n"
+    syntax = IncrementalSyntax(text, "m.py")
+    text, edit = splice(text, 0, len("class A:"), header)
+    syntax.apply([edit], text)
+    assert syntax.outline == outline_text(text, "m.py")
+    assert {f"{s.kind} {s.qualname}" for s in syntax.outline.symbols} >= {expected}
