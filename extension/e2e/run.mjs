@@ -197,6 +197,13 @@ async function userFlow() {
         return rowTexts();
     });
 
+    observations.afterDrop = await step("Drop from the Context view's context menu", async () => {
+        await contextMenu(pinnedRow, 'Drop');
+        // Out of the context: the row goes, or stays as an evicted placeholder (still hydratable).
+        await fileRow.first().waitFor({ state: 'detached' });
+        return rowTexts();
+    });
+
 
     const chat = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
 

@@ -345,6 +345,7 @@ def test_extension_in_the_real_workbench(
     assert not any("pinned" in row for row in seen["afterUnpin"]), seen["afterUnpin"]
     assert any("app.py" in row for row in seen["afterUnpin"]), "unpin keeps the item"
     assert any("app.py" in row and "pinned" in row for row in seen["afterPin"]), seen["afterPin"]
+    assert not any("app.py" in row and "full" in row for row in seen["afterDrop"])
 
     # The key set through the UI (SecretStorage) reached the server through its environment.
     requests = [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
