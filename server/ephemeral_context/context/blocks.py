@@ -1,0 +1,107 @@
+"""Content blocks and file names as the engine writes them: pure helpers, no state.
+
+The Messages API shapes the engine builds (tool results), what it can quote from a tool_use
+input, how an input shrinks to a reference, how a range read is spliced into the file the
+model saw, and the `file://` URI <-> label convention of tool paths.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ephemeral_context.documents import content_hash
+
+SHRINK_KEEP_CHARS = 120
+"""Input fields up to this long (paths, short commands) stay; longer ones become the reference."""
+
+
+def as_dict(raw: Mapping[str, Any] | Any) -> dict[str, Any]:
+    """An API dict or SDK block (anything with `model_dump`) as a plain dict."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    dump = getattr(raw, "model_dump", None)
+    if callable(dump):
+        result = dump(exclude_none=True)
+        if isinstance(result, dict):
+            return result
+    raise TypeError(f"not a content block: {raw!r}")
+
+
+def block_tokens(count: Callable[[str, str], int], block: Mapping[str, Any]) -> int:
+    """Tokens of an assistant block: prose for text, JSON for a tool_use."""
+    if block.get("type") == "text":
+        return count(str(block.get("text", "")), "prose")
+    payload = json.dumps({"name": block.get("name"), "input": block.get("input")})
+    return count(payload, "json")
+
+
+def text_hash(text: str) -> str:
+    """The mirror's content hash of a text (documents.content_hash of its UTF-8 bytes)."""
+    return content_hash(text.encode("utf-8", "surrogatepass"))
+
+
+def splice(text: str, start_line: int, part: str) -> str:
+    """`text` with the lines a range read showed replaced by what it shows now."""
+    lines = text.splitlines(keepends=True)
+    new = part.splitlines(keepends=True)
+    if new and not new[-1].endswith("\n") and start_line - 1 + len(new) < len(lines):
+        new[-1] += "\n"
+    return "".join(lines[: start_line - 1] + new + lines[start_line - 1 + len(new) :])
+
+
+def result_block(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
+    """A tool_result block as the API takes it."""
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def input_text(tool_input: Mapping[str, Any]) -> str:
+    """Every string a tool_use input carries (what the model can quote from it later)."""
+    parts: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            parts.append(value)
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(tool_input)
+    return "\n".join(parts)
+
+
+def shrink_input(tool_input: Mapping[str, Any], reference: str) -> dict[str, Any]:
+    """A tool_use input with its long fields replaced by one reference to the stored input."""
+    out: dict[str, Any] = {}
+    replaced = False
+    for key, value in tool_input.items():
+        size = len(value) if isinstance(value, str) else len(json.dumps(value, ensure_ascii=False))
+        if size <= SHRINK_KEEP_CHARS:
+            out[key] = value
+        elif not replaced:
+            out[key] = reference
+            replaced = True
+    return out
+
+
+def uri_of(path: str) -> str:
+    """A tool's path as a URI (`file://` unless it already names a scheme)."""
+    return path if "://" in path else f"file://{path}"
+
+
+def label_of(uri: str) -> str:
+    """A URI as the model is shown it (the path of a `file://` URI)."""
+    return uri.removeprefix("file://")
+
+
+def clip_tokens(text: str, budget: int) -> str:
+    """`text` cut to about `budget` tokens (three characters each), with an ellipsis."""
+    limit = max(16, budget * 3)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

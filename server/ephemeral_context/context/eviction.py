@@ -1,0 +1,198 @@
+"""Eviction: which consumed blocks leave the thread, and what stays in their place.
+
+Before each call (after the first) `consolidate` runs the policy over the thread: the cost
+gate (policy.plan_eviction) picks candidates whose removal pays for the rewrite it causes,
+or that a cold cache makes free; files the ledger limits pushed out leave; and if the
+request would still exceed the context budget, the cheapest further candidates go
+(policy.fit_budget). A cold cache also rebuilds the file segment (segment.py).
+
+An evicted block keeps its place as a placeholder saying what it was, its size and how to
+get it back (read_session_file / read_symbol with its id); a tool_use keeps its short
+fields. Only consumed content is a candidate: nothing from the latest model response on,
+nothing pinned or protected, and a skill only once its frontmatter trigger has fired.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ephemeral_context.cache_sim import Ttl
+from ephemeral_context.context import forecast, policy, segment
+from ephemeral_context.context.blocks import block_tokens, clip_tokens, label_of, shrink_input
+from ephemeral_context.context.cacheview import END_OF_SEGMENT
+from ephemeral_context.context.layout import ThreadBlock, content_key
+from ephemeral_context.context.ledger import ItemKind, ItemState
+from ephemeral_context.context.skills import trigger_fired
+from ephemeral_context.context.state import EngineState, EvictionEvent
+from ephemeral_context.context.thread import Conversation, reflow
+
+log = logging.getLogger(__name__)
+
+EVICTABLE_KINDS = frozenset({"file", "tool_result", "write_input", "tool_input", "skill", "memory"})
+
+
+def consolidate(state: EngineState, c: Conversation, prefix: int, ttl: Ttl) -> None:
+    """Evict what the cost gate allows; rebuild the segment when the cache is cold."""
+    # Anything after the system prompt still cached? (a thread prefix includes the segment)
+    segment_warm = c.cache.thread_warm or c.cache.has(END_OF_SEGMENT)
+    thread_start = prefix + sum(e.tokens for e in c.segment)
+    warm_end = c.cache.warm_end
+    m = policy.remaining_calls(c.calls, forecast.horizon(c, state.config.context_budget))
+    chosen = candidates(state, c, thread_start)
+    boundaries = [policy.Boundary(0, thread_start)] + [
+        policy.Boundary(p + 1, end) for p, end in c.cache.thread_entries()
+    ]
+    plan = policy.plan_eviction(chosen, boundaries, warm_end, m, ttl=ttl)
+    cold = not c.cache.thread_warm
+    if plan.evict:
+        labels = [evict_block(state, c, i) for i in plan.evict]
+        reflow(c, min(plan.evict))
+        report(
+            state,
+            c,
+            tuple(label for label in labels if label),
+            plan.tokens_freed,
+            plan.tokens_reprocessed,
+            cold,
+            "cost gate" if not cold else "cold cache",
+        )
+    if not segment_warm:
+        segment.rebuild(state, c, ttl)
+    limited = [
+        i
+        for i, tb in enumerate(c.thread)
+        if not tb.evicted and tb.uri in state.over_limits and tb.kind in EVICTABLE_KINDS
+    ]
+    if limited:
+        ids = tuple(evict_block(state, c, i, "over the ledger limits") for i in limited)
+        reflow(c, min(limited))
+        report(state, c, ids, 0, 0, cold, "over the ledger limits")
+    for uri in state.over_limits:
+        c.files.pop(uri, None)
+    total = thread_start + c.thread_tokens
+    if total > state.config.context_budget:
+        evicted = set(plan.evict)
+        rest = [
+            k for k in candidates(state, c, thread_start, gated=False) if k.index not in evicted
+        ]
+        over = policy.fit_budget(rest, total, state.config.context_budget)
+        if over:
+            ids = tuple(evict_block(state, c, i, "over the context budget") for i in over)
+            reflow(c, min(over))
+            freed = sum(k.freed for k in rest if k.index in set(over))
+            report(state, c, ids, freed, 0, cold, "over the context budget")
+
+
+def candidates(
+    state: EngineState, c: Conversation, thread_start: int, gated: bool = True
+) -> list[policy.Candidate]:
+    """Consumed, unpinned, evictable blocks; `gated=False` also takes skills whose
+    frontmatter trigger has not fired (never protected ones)."""
+    out: list[policy.Candidate] = []
+    gaps, open_idles = forecast.file_gaps(c)
+    for index, tb in enumerate(c.thread):
+        if tb.evicted or tb.kind not in EVICTABLE_KINDS or index >= c.last_response_start:
+            continue
+        item = state.ledger.get(tb.item_id) if tb.item_id else None
+        if item is not None and (item.pinned or not item.evictable):
+            continue
+        if tb.kind == "skill" and gated:
+            skill = c.skills.get(index)
+            if skill is None or not trigger_fired(
+                skill.meta,
+                True,
+                c.calls - skill.loaded_call,
+                c.thread_tokens - skill.tokens_at_load,
+            ):
+                continue
+        freed = tb.tokens - evicted_form(state, c, index)[1]
+        if freed <= 0:
+            continue
+        if tb.uri is not None:
+            reuse, wait = forecast.file_reuse(c, tb.uri, tb.call, gaps, open_idles)
+        else:
+            reuse = policy.reuse_probability(
+                c.rehydrated.get(tb.kind, 0), c.evicted_by_kind.get(tb.kind, 0)
+            )
+            wait = None
+        out.append(policy.Candidate(index, thread_start + c.offsets[index], freed, reuse, wait))
+    return out
+
+
+def placeholder_text(tb: ThreadBlock) -> str:
+    """What stays where evicted content was: what it was, its size, how to get it back."""
+    item = tb.item_id or "?"
+    if tb.kind == "skill":
+        return f"[[skill:{item}]] skill used; body evicted. read_session_file('{item}')."
+    if tb.kind == "tool_input":
+        return f"[[input:{item}]] {tb.original_tokens} tokens; read_session_file('{item}')"
+    if tb.uri is not None and tb.kind in ("file", "write_input", "rehydration"):
+        return (
+            f"[[file:{item}]] {label_of(tb.uri)} ({tb.original_tokens} tokens) evicted; "
+            f"read_session_file('{item}') or read_symbol shows it again."
+        )
+    return (
+        f"[[{tb.kind}:{item}]] output ({tb.original_tokens} tokens) evicted; "
+        f"read_session_file('{item}') restores it."
+    )
+
+
+def evicted_form(state: EngineState, c: Conversation, index: int) -> tuple[dict[str, Any], int]:
+    """The block that replaces thread block `index` on eviction, and its tokens."""
+    tb = c.thread[index]
+    text = placeholder_text(tb)
+    if tb.kind == "skill" and index in c.skills:
+        meta = c.skills[index].meta
+        text = clip_tokens(
+            f"[[skill:{tb.item_id}]] skill {meta.name} was used; body evicted "
+            f"(read_session_file('{tb.item_id}') reloads it). {meta.description}",
+            meta.placeholder_budget,
+        )
+    block = dict(tb.block)
+    if block.get("type") == "tool_result":
+        block["content"] = text
+        return block, state.count(text, "tool_output")
+    if block.get("type") == "tool_use":
+        block["input"] = shrink_input(block.get("input") or {}, text)
+        return block, block_tokens(state.count, block)
+    return {"type": "text", "text": text}, state.count(text, "prose")
+
+
+def evict_block(state: EngineState, c: Conversation, index: int, reason: str = "") -> str:
+    """Replace thread block `index` by its evicted form; returns its item id ('' if none).
+    The caller reflows the thread from the first block it evicted."""
+    tb = c.thread[index]
+    block, tokens = evicted_form(state, c, index)
+    tb.original = tb.block
+    tb.block = block
+    tb.key = content_key(block)
+    tb.tokens = tokens
+    tb.evicted = True
+    c.evicted_by_kind[tb.kind] = c.evicted_by_kind.get(tb.kind, 0) + 1
+    item = state.ledger.get(tb.item_id) if tb.item_id else None
+    if item is not None and item.kind is not ItemKind.FILE:
+        item.state = ItemState.EVICTED
+        item.never_resurrect = True
+        item.reason = reason or "evicted by the cost gate"
+    return tb.item_id or ""
+
+
+def report(
+    state: EngineState,
+    c: Conversation,
+    ids: tuple[str, ...],
+    freed: int,
+    reprocessed: int,
+    cold: bool,
+    reason: str,
+) -> None:
+    """Tell the user (engine.events, the log) what one decision evicted and what it cost."""
+    state.events.append(EvictionEvent(c.calls, ids, freed, reprocessed, cold, reason))
+    log.info(
+        "evicted %d items: %d tokens freed, %d reprocessed (%s)",
+        len(ids),
+        freed,
+        reprocessed,
+        reason,
+    )

@@ -1,0 +1,173 @@
+"""The human's view and controls: items, pin, unpin, drop, and hydration of any id shown.
+
+A pinned file (or one definition of it) is appended once and then kept: exempt from
+eviction and from the ledger limits, it moves into the file segment at the next
+consolidation. `drop` is the human override (the only way to evict a protected skill); what
+is dropped stays hydratable by id. `hydrate` gives a file item's current version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ephemeral_context.context import eviction, reads
+from ephemeral_context.context.blocks import label_of
+from ephemeral_context.context.ledger import ItemKind, ItemState, LedgerItem
+from ephemeral_context.context.state import EngineState
+from ephemeral_context.context.thread import FileView, append, reflow, view_visible
+from ephemeral_context.syntax import address, find_symbol
+
+
+class UnknownItem(LookupError):
+    """An item id, URI or symbol the engine cannot resolve; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class ItemInfo:
+    """One ledger item as the Context view shows it."""
+
+    id: str
+    kind: str
+    state: str
+    tokens: int
+    uri: str | None
+    label: str
+    version: int | None
+    pinned: bool
+
+
+@dataclass(frozen=True)
+class HydratedText:
+    """Text behind an id (whole or a slice), with where it came from."""
+
+    id: str
+    text: str
+    total_length: int
+    offset: int
+    uri: str | None
+    version: int | None
+
+
+def item_info(item: LedgerItem) -> ItemInfo:
+    """A ledger item as the Context view shows it (content tokens only while held)."""
+    return ItemInfo(
+        id=item.id,
+        kind=item.kind.value,
+        state=item.state.value,
+        tokens=item.tokens if item.holds_content else 0,
+        uri=item.key if item.kind is ItemKind.FILE else None,
+        label=item.label or item.key,
+        version=item.version,
+        pinned=item.pinned,
+    )
+
+
+def pin(
+    state: EngineState,
+    uri: str,
+    text: str,
+    version: int | None,
+    symbol: str | None,
+    conv: str | None,
+) -> ItemInfo:
+    """Keep `uri` (or one definition of it) in `conv`, or in every conversation."""
+    label = label_of(uri)
+    entry = state.store.put(text, uri=uri, version=version, tokens=state.count(text, "code"))
+    shown = f"[pinned [[file:{entry.id}]] {label}]\n{text}"
+    if symbol is not None:
+        outline = state.outlines.get(text, label)
+        lookup = find_symbol(text, outline, symbol)
+        if lookup.found is None:
+            names = [address(s, outline) for s in lookup.candidates] or list(lookup.suggestions)
+            hint = f"; did you mean {', '.join(names)}?" if names else ""
+            raise UnknownItem(f"no symbol {symbol!r} in {label}{hint}")
+        found = lookup.found
+        shown = (
+            f"[pinned {label}::{symbol} (lines {found.start_line}-{found.end_line}) "
+            f"of [[file:{entry.id}]]]\n{found.text}"
+        )
+    targets = [state.conversation(conv)] if conv else list(state.conversations.values())
+    item: LedgerItem | None = None
+    for c in targets or [state.conversation("default")]:
+        item = reads.record_file_version(state, c, uri, entry.id, text, version)
+        view = c.files.get(uri)
+        seen = view is not None and view.whole and view.text == text
+        if symbol is None and seen and view is not None and view_visible(c, view):
+            continue
+        index = append(
+            c, "user", {"type": "text", "text": shown}, state.count(shown, "code"),
+            kind="pinned", item_id=entry.id, uri=uri, text=text if symbol is None else shown,
+        )  # fmt: skip
+        if symbol is None:
+            c.files[uri] = FileView(uri, entry.id, text, 1, True, c.calls, [index])
+    assert item is not None
+    item.pinned = True
+    if symbol is not None:
+        item.state = ItemState.PARTIAL
+    return item_info(item)
+
+
+def unpin(state: EngineState, uri: str) -> ItemInfo:
+    """Make `uri` evictable again (it stays in the context until the policy says)."""
+    item = state.ledger.current(uri)
+    if item is None:
+        raise UnknownItem(f"{uri} is not in the context; pin it first")
+    item.pinned = False
+    for c in state.conversations.values():
+        for tb in c.thread:
+            if tb.kind == "pinned" and tb.uri == uri:
+                tb.kind = "file"
+    return item_info(item)
+
+
+def drop(state: EngineState, target: str) -> list[str]:
+    """Remove a URI or an id from every conversation (protected skills too)."""
+    item = state.ledger.get(target)
+    key = item.key if item is not None else target
+    ids = set(state.ledger.remove_key(key))
+    if item is not None:
+        ids.add(item.id)
+        item.state, item.never_resurrect = ItemState.EVICTED, True
+    for c in state.conversations.values():
+        hits = [
+            i
+            for i, tb in enumerate(c.thread)
+            if not tb.evicted
+            and (tb.uri == target or (tb.item_id is not None and tb.item_id in ids))
+        ]
+        for i in hits:
+            eviction.evict_block(state, c, i, reason="dropped by the user")
+        if hits:
+            reflow(c, min(hits))
+            eviction.report(state, c, tuple(sorted(ids)), 0, 0, False, "dropped by the user")
+        c.files.pop(key, None)
+        if any(e.uri == key for e in c.segment):
+            c.segment = [e for e in c.segment if e.uri != key]
+            c.cache.clear()
+    return sorted(ids)
+
+
+def read_session_file(
+    state: EngineState, item_id: str, offset: int, limit: int | None
+) -> HydratedText:
+    """Any id ever shown, whole or a slice; store errors (unknown, expired) propagate."""
+    item = state.ledger.get(item_id)
+    stored = state.store.get(item_id, offset, limit)
+    return HydratedText(
+        item_id,
+        stored.text,
+        stored.total_length,
+        offset,
+        item.key if item is not None and item.kind is ItemKind.FILE else None,
+        item.version if item is not None else None,
+    )
+
+
+def hydrate(state: EngineState, item_id: str, offset: int, limit: int | None) -> HydratedText:
+    """Like read_session_file, but a file item's id gives the file's current version."""
+    item = state.ledger.get(item_id)
+    if item is not None and item.kind is ItemKind.FILE:
+        current = state.ledger.current(item.key)
+        if current is not None:
+            return read_session_file(state, current.id, offset, limit)
+    return read_session_file(state, item_id, offset, limit)

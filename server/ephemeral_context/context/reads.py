@@ -1,0 +1,217 @@
+"""Files in a conversation: reads shown once, then as references or diffs; edits; outside changes.
+
+A Read of content the model can already see becomes `unchanged since [[file:<id>]] (turn N)`;
+of a changed file, a unified diff against the visible version when that is smaller
+(policy.read_form decides); otherwise the content. Binary and over-size files become a
+reference with the reason. The model's own edits add no content (the new version is in its
+tool_use) but move its view of the file. External changes of files a conversation has seen
+become one compact note before its next call. Every version is a ledger item, so any id
+shown can be hydrated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ephemeral_context.context import policy
+from ephemeral_context.context.blocks import label_of, result_block, splice, text_hash
+from ephemeral_context.context.ledger import ItemKind, ItemState, LedgerItem, binary_reason
+from ephemeral_context.context.state import EngineState
+from ephemeral_context.context.thread import Conversation, FileView, append, visible_text
+
+
+def touch(state: EngineState, c: Conversation, uri: str) -> None:
+    """The conversation used `uri` in this call (for reuse estimates and LRU limits)."""
+    c.touches.setdefault(uri, []).append(c.calls)
+    current = state.ledger.current(uri)
+    if current is not None:
+        state.ledger.touch(current.id, c.calls)
+
+
+def record_file_version(
+    state: EngineState,
+    c: Conversation,
+    uri: str,
+    item_id: str,
+    text: str,
+    version: int | None = None,
+) -> LedgerItem:
+    """Make `text` the current ledger version of `uri`, then enforce the ledger limits."""
+    size = len(text.encode())
+    reason = binary_reason(text, size, state.config.limits)
+    state.over_limits.discard(uri)
+    item = state.ledger.record(
+        LedgerItem(
+            id=item_id,
+            kind=ItemKind.FILE,
+            key=uri,
+            tokens=state.count(text, "code"),
+            size_bytes=size,
+            content_hash=item_id,
+            version=version,
+            state=ItemState.REFERENCE if reason else ItemState.FULL,
+            last_use=c.calls,
+            changed_at=c.calls,
+            reason=reason,
+            label=label_of(uri),
+        )
+    )
+    for demotion in state.ledger.enforce_limits():
+        state.over_limits.add(demotion.key)
+    return item
+
+
+def add_read(
+    state: EngineState,
+    c: Conversation,
+    tool_use_id: str,
+    text: str,
+    uri: str,
+    version: int | None,
+    content: str,
+    start_line: int,
+    whole: bool,
+    given: int,
+    base_key: int,
+) -> str:
+    """A read of `uri` (`content`, from `start_line`); returns what the model sees."""
+    reason = binary_reason(content, len(content.encode()), state.config.limits)
+    entry = state.store.put(content, uri=uri, version=version, tokens=state.count(content, "code"))
+    if whole:
+        record_file_version(state, c, uri, entry.id, content, version)
+    else:
+        state.ledger.record(
+            LedgerItem(
+                id=entry.id,
+                kind=ItemKind.SYMBOL,
+                key=f"{uri}#L{start_line}",
+                tokens=given,
+                size_bytes=len(content.encode()),
+                content_hash=entry.id,
+                version=version,
+                state=ItemState.PARTIAL,
+                last_use=c.calls,
+                changed_at=c.calls,
+                label=f"{label_of(uri)}:{start_line}",
+            )
+        )
+    touch(state, c, uri)
+    if reason:
+        shown = (
+            f"[[file:{entry.id}]] {label_of(uri)} not shown: {reason}. "
+            f"read_session_file('{entry.id}', offset, limit) reads a part."
+        )
+        append(
+            c,
+            "user",
+            result_block(tool_use_id, shown, False),
+            state.count(shown, "prose"),
+            baseline=(base_key, given),
+            text=shown,
+        )
+        return shown
+    visible = visible_text(c, uri, start_line, whole, content)
+    form, body = policy.read_form(visible, content, label_of(uri), lambda s: state.count(s, "code"))
+    view = c.files.get(uri)
+    if form == "reference" and view is not None:
+        shown = f"unchanged since [[file:{view.item_id}]] (turn {view.call})"
+        append(
+            c,
+            "user",
+            result_block(tool_use_id, shown, False),
+            state.count(shown, "prose"),
+            baseline=(base_key, given),
+            text=shown,
+            uri=uri,
+        )
+        return shown
+    if form == "diff" and view is not None:
+        shown = (
+            f"[[file:{entry.id}]] {label_of(uri)} changed since turn {view.call}; "
+            f"diff against what you saw:\n{body}"
+        )
+        tokens = state.count(shown, "code")
+    else:
+        shown, tokens = text, given
+    index = append(
+        c,
+        "user",
+        result_block(tool_use_id, shown, False),
+        tokens,
+        kind="file",
+        item_id=entry.id,
+        uri=uri,
+        text=content,
+        baseline=(base_key, given),
+    )
+    if form == "diff" and view is not None:
+        view.blocks.append(index)
+        view.item_id, view.call = entry.id, c.calls
+        view.text = content if whole or not view.whole else splice(view.text, start_line, content)
+    else:
+        in_segment = view.in_segment if view is not None and not whole else False
+        c.files[uri] = FileView(
+            uri, entry.id, content, start_line, whole, c.calls, [index], in_segment
+        )
+    c.pending_notes.pop(uri, None)
+    return shown
+
+
+def record_edit(
+    state: EngineState, c: Conversation, uri: str, version: int | None, content: str | None
+) -> None:
+    """The model's own change of `uri`; `content` is the whole file afterwards, if known."""
+    if content is not None:
+        entry = state.store.put(
+            content, uri=uri, version=version, tokens=state.count(content, "code")
+        )
+        record_file_version(state, c, uri, entry.id, content, version)
+        view = c.files.get(uri)
+        if view is not None:
+            view.item_id, view.text, view.start_line, view.whole = entry.id, content, 1, True
+            view.call = c.calls
+        if uri in c.pending_notes and c.note_hashes.get(uri) == text_hash(content):
+            del c.pending_notes[uri]  # the editor's echo of this very edit
+    touch(state, c, uri)
+
+
+def note_document_change(state: EngineState, change: Any) -> None:
+    """An external change (documents.DocumentChange) to a file some conversation has seen.
+
+    One compact note per file goes in before that conversation's next call; the model's
+    view is kept, so a later Read shows a diff against what it saw. A file gone from
+    disk drops out of the working set with a note (its versions stay hydratable).
+    Opening or closing a document in the editor changes nothing.
+    """
+    uri = str(getattr(change, "uri", ""))
+    reason = getattr(change, "reason", "edit")
+    old_hash, new_hash = getattr(change, "old_hash", None), getattr(change, "new_hash", None)
+    deleted = reason == "disk" and new_hash is None
+    if reason in ("open", "close") or (not deleted and old_hash == new_hash):
+        return
+    rows = {
+        int(getattr(getattr(e, "start_point", None), "row", -1)) + 1
+        for e in getattr(change, "byte_edits", ()) or ()
+    } - {0}
+    where = f", lines {min(rows)}-{max(rows)}" if rows else ""
+    old_version = getattr(change, "old_version", None)
+    new_version = getattr(change, "new_version", None)
+    what = (
+        "was deleted (or is no longer readable) and left the context"
+        if deleted
+        else f"changed outside this conversation (v{old_version} -> v{new_version}{where})"
+    )
+    seen = False
+    for c in state.conversations.values():
+        view = c.files.get(uri)
+        if view is None:
+            continue
+        seen = True
+        if not deleted and view.whole and text_hash(view.text) == new_hash:
+            continue  # the version the model already sees (the echo of its own edit)
+        c.pending_notes[uri] = f"Note: {label_of(uri)} {what}; read it again if you need it."
+        c.note_hashes[uri] = new_hash
+        if deleted:
+            c.files.pop(uri)
+    if deleted and seen:
+        state.ledger.remove_key(uri)

@@ -1,0 +1,119 @@
+"""The file segment: one copy of each file the model works with, right after the system prompt.
+
+When the cache is cold anyway (everything after the system prompt is written again), the
+segment is rebuilt from the current version of every whole file the model sees, at no
+extra cost; the thread copies of those files become one-line references. A file the cost
+gate says is not worth keeping whole (long untouched, likely not needed again) is demoted
+to its synopsis plus id, with the definitions this conversation edited (partial). Entries
+are ordered least-recently-changed first, so a change invalidates the shortest suffix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ephemeral_context.cache_sim import Ttl
+from ephemeral_context.context import forecast, policy
+from ephemeral_context.context.blocks import block_tokens, label_of, shrink_input, uri_of
+from ephemeral_context.context.layout import SegmentEntry, content_key
+from ephemeral_context.context.ledger import ItemState
+from ephemeral_context.context.outlines import enclosing_symbol
+from ephemeral_context.context.state import EngineState
+from ephemeral_context.context.thread import Conversation, reflow, view_visible
+from ephemeral_context.syntax import render_synopsis
+
+
+def rebuild(state: EngineState, c: Conversation, ttl: Ttl) -> None:
+    """Cold cache: rebuild the segment, demote what does not pay, reference thread copies."""
+    entries: list[SegmentEntry] = []
+    moved: list[tuple[int, str]] = []
+    m = policy.remaining_calls(c.calls, forecast.horizon(c, state.config.context_budget))
+    gaps, open_idles = forecast.file_gaps(c)
+    for uri, view in c.files.items():
+        visible = view_visible(c, view)
+        if not view.whole or not (visible or view.demoted):
+            continue
+        if any(i >= c.last_response_start for i in view.blocks):
+            # Not consumed yet (the model has not answered after it): it stays in the
+            # thread, and the segment no longer holds the file.
+            view.in_segment = view.demoted = False
+            continue
+        item = state.ledger.current(uri)
+        if item is None or (item.state is ItemState.REFERENCE and item.reason):
+            continue
+        label = label_of(uri)
+        text = f'<file path="{label}" id="{view.item_id}">\n{view.text}\n</file>'
+        tokens = state.count(text, "code")
+        synopsis = "" if item.pinned else render_synopsis(state.outlines.get(view.text, label))
+        if not visible and not synopsis:
+            continue
+        used = used_symbols(state, c, uri, view.text) if synopsis else []
+        parts = "".join(f"[{name}]\n{body}\n" for name, body in used)
+        shown_as = "synopsis+symbols" if used else "synopsis"
+        short = (
+            f'<file path="{label}" id="{view.item_id}" shown="{shown_as}">\n'
+            f"{synopsis}{parts}</file>"
+        )
+        reuse, wait = forecast.file_reuse(c, uri, view.call, gaps, open_idles)
+        freed = tokens - state.count(short, "code")
+        keep = policy.Candidate(0, 0, freed, reuse, wait)
+        demote = bool(synopsis) and (
+            not visible
+            or (keep.freed > 0 and policy.candidate_value(keep, m, policy.RATES, ttl) > 0)
+        )
+        if demote:
+            text, tokens = short, state.count(short, "code")
+        entries.append(
+            SegmentEntry(view.item_id, uri, text, tokens, item.changed_at, content_key(text))
+        )
+        note = "synopsis in the file segment" if demote else "now in the file segment"
+        moved.extend((i, note) for i in view.blocks if not c.thread[i].evicted)
+        view.in_segment, view.demoted = not demote, demote
+        view.blocks = []
+        item.state = (
+            ItemState.FULL if not demote else ItemState.PARTIAL if used else ItemState.SYNOPSIS
+        )
+    entries.sort(key=lambda e: (e.changed_at, e.uri))
+    if [e.key for e in entries] == [e.key for e in c.segment] and not moved:
+        return
+    for i, note in moved:
+        tb = c.thread[i]
+        ref = f"[[file:{tb.item_id}]] {label_of(tb.uri or '')}: {note}."
+        tb.original = tb.block
+        block = dict(tb.block)
+        if block.get("type") == "tool_result":
+            block["content"] = ref
+        elif block.get("type") == "tool_use":
+            block["input"] = shrink_input(block.get("input") or {}, ref)
+        else:
+            block = {"type": "text", "text": ref}
+        tb.block, tb.key, tb.evicted, tb.kind = block, content_key(block), True, "consolidated"
+        tb.tokens = (
+            block_tokens(state.count, block)
+            if block.get("type") == "tool_use"
+            else (state.count(ref, "prose"))
+        )
+    c.segment = entries
+    if c.thread:
+        reflow(c, 0)
+    c.cache.clear()
+
+
+def used_symbols(state: EngineState, c: Conversation, uri: str, text: str) -> list[tuple[str, str]]:
+    """The definitions of `text` that this conversation's edits of `uri` wrote into."""
+    label = label_of(uri)
+    found: dict[str, str] = {}
+    for _, tool_input in c.tool_uses.values():
+        path = tool_input.get("file_path") or tool_input.get("path")
+        if not isinstance(path, str) or uri_of(path) != uri:
+            continue
+        written = [tool_input.get("new_string"), tool_input.get("new")]
+        written += [
+            e.get("new_string") for e in tool_input.get("edits") or () if isinstance(e, Mapping)
+        ]
+        for needle in written:
+            if isinstance(needle, str) and needle.strip():
+                part = enclosing_symbol(state.outlines.get(text, label), text, needle)
+                if part is not None:
+                    found.setdefault(*part)
+    return list(found.items())

@@ -1,0 +1,98 @@
+"""What every part of the context engine shares, and what it needs from outside.
+
+`EngineState` holds the store, the configuration, the ledger, every conversation, the
+outline cache and the eviction events; the engine's parts (intake, reads, eviction,
+segment, rehydration, accounting, items) are functions over it. `StoreLike` is the slice
+of store.Store the engine uses (persist once, get by id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from ephemeral_context.context.ledger import Ledger, LedgerLimits
+from ephemeral_context.context.outlines import OutlineCache
+from ephemeral_context.context.thread import Conversation
+from ephemeral_context.tokens import estimate_block_tokens
+
+TokenCounter = Callable[[str, str], int]
+
+
+class StoredEntryLike(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class StoredTextLike(Protocol):
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def total_length(self) -> int: ...
+
+
+class StoreLike(Protocol):
+    """What the engine needs from store.Store (persist once, get by id)."""
+
+    def put(
+        self,
+        text: str,
+        *,
+        uri: str | None = ...,
+        version: int | None = ...,
+        tokens: int | None = ...,
+        synopsis: str | None = ...,
+    ) -> StoredEntryLike: ...
+
+    def get(self, id: str, offset: int = ..., limit: int | None = ...) -> StoredTextLike: ...
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Limits and switches; every default is documented in docs/cost-model.md."""
+
+    limits: LedgerLimits = field(default_factory=LedgerLimits)
+    context_budget: int = 150_000
+    max_tokens: int = 8192
+    cache_ttl: Literal["auto", "5m", "1h"] = "auto"
+    eviction: bool = True
+    count: TokenCounter = estimate_block_tokens
+
+
+@dataclass(frozen=True)
+class EvictionEvent:
+    """One eviction (or consolidation) decision, as reported to the user."""
+
+    call: int
+    item_ids: tuple[str, ...]
+    tokens_freed: int
+    tokens_reprocessed: int
+    cold: bool
+    reason: str
+
+
+@dataclass
+class EngineState:
+    """The engine's state across conversations (one per workspace)."""
+
+    store: StoreLike
+    config: EngineConfig
+    ledger: Ledger
+    events: list[EvictionEvent] = field(default_factory=list)
+    conversations: dict[str, Conversation] = field(default_factory=dict)
+    outlines: OutlineCache = field(default_factory=OutlineCache)
+    over_limits: set[str] = field(default_factory=set)
+    """Files the ledger limits pushed out; their copies leave at the next request."""
+
+    def conversation(self, conv: str) -> Conversation:
+        """The conversation's state, created on first use."""
+        state = self.conversations.get(conv)
+        if state is None:
+            state = self.conversations[conv] = Conversation(conv)
+        return state
+
+    def count(self, text: str, kind: str) -> int:
+        """Tokens of `text` as content of `kind` (the configured counter)."""
+        return self.config.count(text, kind)
