@@ -49,9 +49,12 @@ def symbol_line(symbol: Symbol) -> str:
     if before[-1:] in _QUOTES and after[:1] == before[-1:]:  # a quoted key: "name": value
         before, after = before[:-1], after[1:]
     noise = _KIND_KEYWORDS.get(symbol.kind, frozenset())
-    kept = " ".join(word for word in before.split() if word not in noise)
-    lines = f"{symbol.start_line}-{symbol.end_line}"
+    words = [word for word in before.split() if word not in noise]
     joiner = " " if before[-1:].isspace() else ""  # keep `[table]` and `self.name` together
+    if words and words[-1].endswith("*") and words[-1][:-1] in noise:
+        words[-1], joiner = "*", ""  # `function* gen` reads `*gen`, like a generator method
+    kept = " ".join(words)
+    lines = f"{symbol.start_line}-{symbol.end_line}"
     name = symbol.name if symbol.kind in _OWN_NAME_KINDS else symbol.qualname
     shown = f"{kept}{joiner}{name}" if kept else name
     return f"{'  ' * (symbol.depth + 1)}{lines} {symbol.kind} {shown}{after}"
