@@ -40,3 +40,12 @@
 ; Package-level constants.
 (const_declaration
   (const_spec name: (identifier) @name.definition.constant) @definition.constant)
+
+; Package-level sentinel errors (`var ErrClosed = errors.New(…)`): constants in all but syntax,
+; and part of the package's API.
+((var_declaration
+  [
+    (var_spec name: (identifier) @name.definition.constant value: (_)) @definition.constant
+    (var_spec_list (var_spec name: (identifier) @name.definition.constant value: (_)) @definition.constant)
+  ])
+  (#match? @name.definition.constant "^[Ee]rr[A-Z]"))
