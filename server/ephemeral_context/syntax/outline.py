@@ -325,6 +325,12 @@ def _definition(source: bytes, candidate: _Candidate, comments: tuple[bytes, ...
     )
 
 
+def qualify(owner: str | None, scope: str | None, name: str) -> str:
+    """`owner.scope.name`: a definition written outside its type (a Go receiver's, C++
+    `Type::name`) is qualified by that type, inside whatever encloses the definition."""
+    return ".".join(part for part in (owner, scope, name) if part)
+
+
 def nest(
     definitions: Iterable[Definition], refine: Mapping[tuple[str, str], str]
 ) -> tuple[Symbol, ...]:
@@ -339,8 +345,7 @@ def nest(
             d.start_byte >= stack[-1].start_byte and d.end_byte <= stack[-1].end_byte
         ):
             stack.pop()
-        owner = stack[-1].qualname if stack else d.scope
-        qualname = f"{owner}.{d.name}" if owner else d.name
+        qualname = qualify(stack[-1].qualname if stack else None, d.scope, d.name)
         kind = refine.get((d.kind, stack[-1].kind if stack else FILE), d.kind)
         ordinal = ordinals[(kind, qualname)] = ordinals.get((kind, qualname), 0) + 1
         symbol = Symbol(

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ephemeral_context.syntax.outline import Definition, Symbol, SymbolId
+from ephemeral_context.syntax.outline import Definition, Symbol, SymbolId, qualify
 from ephemeral_context.syntax.queries import FILE
 
 _Ints = npt.NDArray[np.int64]
@@ -153,9 +153,9 @@ class SymbolTable:
             elif parent is not None:
                 owner, owner_kind, depth = parent.qualname, parent.kind, parent.depth + 1
             else:
-                owner, owner_kind, depth = self.scope[member], FILE, 0
+                owner, owner_kind, depth = None, FILE, 0
             name, base = self.name[member], self.base_kind[member]
-            qualname = f"{owner}.{name}" if owner else name
+            qualname = qualify(owner, self.scope[member], name)
             kind = self.refine.get((base, owner_kind), base)
             if (qualname, kind, depth) != (
                 self.qualname[member],

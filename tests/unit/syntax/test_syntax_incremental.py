@@ -92,7 +92,9 @@ def _apply_random(text: str, raw: list[tuple[float, float, str]]) -> tuple[str, 
     return text, edits
 
 
-@pytest.mark.parametrize("name", ["inventory.py", "store.ts", "shapes.rs", "cache.rb", "guide.md"])
+@pytest.mark.parametrize(
+    "name", ["inventory.py", "store.ts", "shapes.rs", "cache.rb", "guide.md", "matrix.cpp"]
+)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(edits_strategy, min_size=1, max_size=3))
 def test_incremental_equals_fresh_parse(

@@ -17,6 +17,12 @@ CASES = {
         "package q\n\nfunc (q *Queue[T]) Push(job T) error {\n\treturn nil\n}\n",
         ["3-5 method Queue.Push(job T) error"],
     ),
+    "go: package-level sentinel errors are constants": (
+        "e.go",
+        'package q\n\nvar ErrClosed = errors.New("closed")\n\n'
+        "var (\n\terrBusy = x\n\tcount int\n)\n",
+        ['3-3 constant ErrClosed = errors.New("closed")', "6-6 constant errBusy = x"],
+    ),
     "ruby: def self.x reads like a method in class << self": (
         "c.rb",
         "class LRU\n  def self.digest(v)\n    v\n  end\n"
@@ -46,6 +52,28 @@ CASES = {
         "r.h",
         "#ifndef R_H\n#define R_H\n#define WITH_LOCKS\n#define CAP 8\n#endif\n",
         ["3-3 constant #define WITH_LOCKS", "4-4 constant #define CAP 8"],
+    ),
+    "javascript: a generator function reads like a generator method": (
+        "g.js",
+        "function* ids(start) {}\nclass A {\n  *each() {}\n}\n",
+        ["1-1 function *ids(start)", "2-4 class A", "  3-3 method *A.each()"],
+    ),
+    "c++: constructors, out-of-class members and constexpr constants": (
+        "m.cpp",
+        "namespace n {\nconstexpr int kMax = 4;\ntemplate <typename T>\nclass Box {\n"
+        "  Box(int a) : a_(a) {}\n  T* get();\n};\n"
+        "template <typename T> T* Box<T>::get() { return p_; }\n"
+        "Box<int>::Box(long a) : a_(a) {}\n}\nTEST(Suite, Name) {}\n",
+        [
+            "1-10 module n",
+            "  2-2 constant constexpr int n.kMax = 4",
+            "  3-7 class template <typename T> n.Box",
+            "    5-5 constructor n.Box.Box(int a)",
+            "    6-6 method T* n.Box.get()",
+            "  8-8 method template <typename T> T* n.Box.get()",
+            "  9-9 constructor n.Box.Box(long a)",
+            "11-11 function TEST(Suite, Name)",
+        ],
     ),
     "python: __init__ is a constructor only directly in a class": (
         "m.py",
