@@ -101,30 +101,13 @@ def add_read(
             f"[[file:{entry.id}]] {label_of(uri)} not shown: {reason}. "
             f"read_session_file('{entry.id}', offset, limit) reads a part."
         )
-        append(
-            c,
-            "user",
-            result_block(tool_use_id, shown, False),
-            state.count(shown, "prose"),
-            baseline=(base_key, given),
-            text=shown,
-        )
-        return shown
+        return _answer(state, c, tool_use_id, shown, base_key, given)
     visible = visible_text(c, uri, start_line, whole, content)
     form, body = policy.read_form(visible, content, label_of(uri), lambda s: state.count(s, "code"))
     view = c.files.get(uri)
     if form == "reference" and view is not None:
         shown = f"unchanged since [[file:{view.item_id}]] (turn {view.call})"
-        append(
-            c,
-            "user",
-            result_block(tool_use_id, shown, False),
-            state.count(shown, "prose"),
-            baseline=(base_key, given),
-            text=shown,
-            uri=uri,
-        )
-        return shown
+        return _answer(state, c, tool_use_id, shown, base_key, given, uri)
     if form == "diff" and view is not None:
         shown = (
             f"[[file:{entry.id}]] {label_of(uri)} changed since turn {view.call}; "
@@ -154,6 +137,29 @@ def add_read(
             uri, entry.id, content, start_line, whole, c.calls, [index], in_segment
         )
     c.pending_notes.pop(uri, None)
+    return shown
+
+
+def _answer(
+    state: EngineState,
+    c: Conversation,
+    tool_use_id: str,
+    shown: str,
+    base_key: int,
+    given: int,
+    uri: str | None = None,
+) -> str:
+    """A read answered by a one-line message instead of the content (the baseline still
+    carries the content as the recorded transcript showed it)."""
+    append(
+        c,
+        "user",
+        result_block(tool_use_id, shown, False),
+        state.count(shown, "prose"),
+        baseline=(base_key, given),
+        text=shown,
+        uri=uri,
+    )
     return shown
 
 

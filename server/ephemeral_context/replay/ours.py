@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ephemeral_context.context.blocks import uri_of
 from ephemeral_context.context.engine import ContextEngine, EngineConfig
 from ephemeral_context.context.skills import HARNESS_HEADER
 from ephemeral_context.replay.flow import Block, Call, FileChange, Message, Session
@@ -37,10 +38,6 @@ def _scratch_dir() -> str | None:
     (the store fsyncs every new blob, which on a busy disk dominates a replay)."""
     shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
-
-
-def _uri(path: str) -> str:
-    return path if "://" in path else f"file://{path}"
 
 
 def _after(change: FileChange) -> str | None:
@@ -137,13 +134,13 @@ class OursLayout:
         view, change = block.file_view, block.file_change
         if view is not None and not block.is_error:
             engine.add_tool_result(
-                conv, tool_use_id, block.text, kind="file", uri=_uri(view.path),
+                conv, tool_use_id, block.text, kind="file", uri=uri_of(view.path),
                 content=view.content, start_line=view.start_line, whole=view.whole_file,
                 tokens=block.tokens,
             )  # fmt: skip
         elif change is not None and not block.is_error:
             engine.add_tool_result(
-                conv, tool_use_id, block.text, kind="edit", uri=_uri(change.path),
+                conv, tool_use_id, block.text, kind="edit", uri=uri_of(change.path),
                 content=_after(change), tokens=block.tokens,
             )  # fmt: skip
         else:
@@ -167,7 +164,7 @@ class OursLayout:
                 for e in tool_input.get("edits") or ()
                 if isinstance(e, Mapping)
             ]
-            self.engine.ensure_visible(call.thread, _uri(path), [n for n in needles if n])
+            self.engine.ensure_visible(call.thread, uri_of(path), [n for n in needles if n])
 
 
 def ours_layout(session: Session) -> OursLayout:
