@@ -88,7 +88,7 @@ class ContextEngine:
         config = config or EngineConfig()
         self.state = EngineState(store, config, Ledger(config.limits))
         self.clock = clock
-        self._tool_blocks: tuple[tuple[int, ...], list[Block]] = ((), [])
+        self._tool_blocks: tuple[tuple[Mapping[str, Any], ...], list[Block]] = ((), [])
 
     @property
     def store(self) -> StoreLike:
@@ -270,14 +270,18 @@ class ContextEngine:
         return self.conversation(conv).last_built
 
     def _tools_blocks(self, tools: Sequence[Mapping[str, Any]]) -> list[Block]:
-        """The cache model's blocks for the tool schemas, computed once per tool list."""
-        ident = tuple(id(t) for t in tools)
-        if self._tool_blocks[0] != ident or len(self._tool_blocks[1]) != len(tools):
+        """The cache model's blocks for the tool schemas, computed once per tool list.
+
+        The schemas last seen are held (not their `id()`s, which a later list may reuse), so
+        the same objects again skip the hashing and an equal new list hashes to the same keys.
+        """
+        seen, blocks = self._tool_blocks
+        if len(seen) != len(tools) or any(a is not b for a, b in zip(seen, tools, strict=True)):
             blocks = [
                 Block(content_key(dict(t)), self.state.count(str(dict(t)), "json")) for t in tools
             ]
-            self._tool_blocks = (ident, blocks)
-        return self._tool_blocks[1]
+            self._tool_blocks = (tuple(tools), blocks)
+        return blocks
 
     def record_usage(self, conv: str, usage: Any, now: float | None = None) -> None:
         """Usage the API returned for the last call (SDK object or dict).

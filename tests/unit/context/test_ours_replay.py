@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from ephemeral_context.context.engine import ContextEngine
@@ -61,3 +66,39 @@ def test_ours_meets_the_targets_on_the_real_transcripts() -> None:
         peaks.append(ours.peak_context / results["recorded"].peak_context - 1)
     assert statistics.median(billed) <= -0.20
     assert statistics.median(peaks) <= -0.30
+
+
+def _replay_json(paths: list[Path], seed: str) -> str:
+    args = [str(p) for p in paths] or ["--demo"]
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    done = subprocess.run(
+        [sys.executable, "-m", "ephemeral_context", "replay", *args, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return done.stdout
+
+
+def test_the_replay_report_is_the_same_run_to_run_and_across_hash_seeds() -> None:
+    """Nothing in the engine's decisions may depend on str hashing, id() or the clock."""
+    paths = sorted(TRACES_DIR.glob("*.jsonl"))[:1] if TRACES_DIR.is_dir() else []
+    first = _replay_json(paths, "1")
+    assert json.loads(first)["sessions"]
+    assert _replay_json(paths, "1") == first
+    assert _replay_json(paths, "2") == first
+
+
+def test_a_new_tool_list_with_other_schemas_is_priced_anew(engine: ContextEngine) -> None:
+    engine.add_user_text("c", "go")
+    short = [{"name": "a", "description": "x", "input_schema": {"type": "object"}}]
+    engine.build_request("c", "claude-sonnet-4-6", "system", short)
+    first = engine.last_request("c")
+    longer = [{**short[0], "description": "x" * 4000}]
+    engine.build_request("c", "claude-sonnet-4-6", "system", longer)
+    second = engine.last_request("c")
+    assert first is not None and second is not None
+    assert second.cache_request.tools[0].tokens > first.cache_request.tools[0].tokens
+    assert second.cache_request.tools[0].key != first.cache_request.tools[0].key
