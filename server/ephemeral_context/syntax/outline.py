@@ -39,6 +39,8 @@ _OPEN_SPACE = re.compile(r"([(\[]) ")
 _CLOSE_SPACE = re.compile(r",? ([)\]])")
 _PREFIX_LIMIT = 80
 _SIGNATURE_LIMIT = 160
+_CONTINUATION_LIMIT = 2000  # bytes searched for the `)` closing a header's last line
+_PARENS = re.compile(rb"[()]")
 _BINARY_SAMPLE = 8192
 
 
@@ -191,11 +193,7 @@ def _signature(
     """
     line_start = source.rfind(b"\n", node.start_byte, name.start_byte) + 1
     head_start = max(node.start_byte, line_start)
-    if body is not None and body.start_byte >= name.end_byte:
-        head_end = body.start_byte
-    else:
-        newline = source.find(b"\n", name.end_byte, node.end_byte)
-        head_end = node.end_byte if newline == -1 else newline
+    head_end = _header_end(source, node, name, body)
     cuts = sorted((n.start_byte, n.end_byte) for n in omit)
 
     def text(start: int, end: int) -> str:
@@ -207,6 +205,26 @@ def _signature(
     head = before + _squash(source[name.start_byte : name.end_byte]).strip()
     lead = f"{prefix} " if prefix else ""
     return lead + head + _clip(after, _SIGNATURE_LIMIT), len(lead) + len(before)
+
+
+def _header_end(source: bytes, node: ts.Node, name: ts.Node, body: ts.Node | None) -> int:
+    """Where the header ends: at the body, else at the end of the name's line, or of the line
+    that closes a parenthesis opened on it (a prototype's or a tuple's next lines)."""
+    if body is not None and body.start_byte >= name.end_byte:
+        return body.start_byte
+    newline = source.find(b"\n", name.end_byte, node.end_byte)
+    if newline == -1:
+        return node.end_byte
+    depth = source.count(b"(", name.end_byte, newline) - source.count(b")", name.end_byte, newline)
+    if depth <= 0:
+        return newline
+    limit = min(node.end_byte, newline + _CONTINUATION_LIMIT)
+    for paren in _PARENS.finditer(source, newline, limit):
+        depth += 1 if paren[0] == b"(" else -1
+        if depth == 0:
+            line_end = source.find(b"\n", paren.end(), node.end_byte)
+            return node.end_byte if line_end == -1 else line_end
+    return limit
 
 
 def _without(source: bytes, start: int, end: int, cuts: list[tuple[int, int]]) -> bytes:

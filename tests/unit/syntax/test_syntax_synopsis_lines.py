@@ -75,6 +75,16 @@ CASES = {
             "11-11 function TEST(Suite, Name)",
         ],
     ),
+    "a header whose parenthesis closes on a later line is not cut at the first": (
+        "p.h",
+        "size_t ring_size(\n    const struct ring *r,\n    int flags);\n",
+        ["1-3 function size_t ring_size(const struct ring *r, int flags)"],
+    ),
+    "python: a tuple constant over several lines is shown whole": (
+        "t.py",
+        "NAMES = ('a',\n         'b')\nTABLE = {\n    'a': 1,\n}\n",
+        ["1-2 constant NAMES = ('a', 'b')", "3-5 constant TABLE"],
+    ),
     "python: __init__ is a constructor only directly in a class": (
         "m.py",
         "def __init__(x):\n    pass\n\n\nclass A:\n    def __init__(self):\n"
