@@ -52,3 +52,25 @@
   (method_signature name: (_) @name.definition.method)
   (abstract_method_signature name: (_) @name.definition.method)
 ] @definition.method
+
+; A constructor's overload or ambient signature (`constructor(id: string);` in a .d.ts class);
+; in an interface a member named constructor is an ordinary method.
+; refine: constructor in interface -> method
+(method_signature
+  name: (_) @name.definition.constructor
+  (#eq? @name.definition.constructor "constructor")) @definition.constructor
+
+; top-level:
+; Patterns below match only at the program's direct children (see grammars/README.md).
+
+; UPPER_CASE ambient constants (`export declare const MAX: number;` in a .d.ts file).
+((export_statement
+  declaration: (ambient_declaration
+    (lexical_declaration
+      (variable_declarator name: (identifier) @name.definition.constant)))) @definition.constant
+  (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))
+
+((ambient_declaration
+  (lexical_declaration
+    (variable_declarator name: (identifier) @name.definition.constant))) @definition.constant
+  (#match? @name.definition.constant "^_*[A-Z][A-Z0-9_]*$"))

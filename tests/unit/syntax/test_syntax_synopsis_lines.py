@@ -58,6 +58,19 @@ CASES = {
         "function* ids(start) {}\nclass A {\n  *each() {}\n}\n",
         ["1-1 function *ids(start)", "2-4 class A", "  3-3 method *A.each()"],
     ),
+    "typescript: a declaration file's constructors and constants": (
+        "a.d.ts",
+        "export declare class C {\n  constructor(a: string);\n  m(): void;\n}\n"
+        "export declare const MAX: number;\ninterface I {\n  constructor(): void;\n}\n",
+        [
+            "1-4 class C",
+            "  2-2 constructor C.constructor(a: string)",
+            "  3-3 method C.m(): void",
+            "5-5 constant export declare MAX: number",
+            "6-8 interface I",
+            "  7-7 method I.constructor(): void",
+        ],
+    ),
     "c++: constructors, out-of-class members and constexpr constants": (
         "m.cpp",
         "namespace n {\nconstexpr int kMax = 4;\ntemplate <typename T>\nclass Box {\n"
