@@ -134,6 +134,22 @@
     !type
     declarator: (function_declarator declarator: (identifier) @name.definition.constructor)) @definition.constructor)
 
+; Defaulted and deleted members (`~Matrix() = default;`, `Matrix(const Matrix&) = delete;`).
+(field_declaration_list
+  (function_definition
+    declarator: [
+      (function_declarator declarator: (_) @name.definition.function)
+      (pointer_declarator declarator: (function_declarator declarator: (_) @name.definition.function))
+      (reference_declarator (function_declarator declarator: (_) @name.definition.function))
+    ]
+    [(default_method_clause) (delete_method_clause)]) @definition.function)
+
+(field_declaration_list
+  (function_definition
+    !type
+    declarator: (function_declarator declarator: (identifier) @name.definition.constructor)
+    [(default_method_clause) (delete_method_clause)]) @definition.constructor)
+
 ; constexpr and const members with a value are constants.
 ((field_declaration
   (type_qualifier) @_qualifier

@@ -93,6 +93,17 @@ CASES = {
         "size_t ring_size(\n    const struct ring *r,\n    int flags);\n",
         ["1-3 function size_t ring_size(const struct ring *r, int flags)"],
     ),
+    "c++: defaulted and deleted members are listed": (
+        "d.cpp",
+        "class M {\n public:\n  M(const M&) = delete;\n  ~M() = default;\n"
+        "  M& operator=(M&&) = default;\n};\n",
+        [
+            "1-6 class M",
+            "  3-3 constructor M.M(const M&) = delete",
+            "  4-4 method M.~M() = default",
+            "  5-5 method M& M.operator=(M&&) = default",
+        ],
+    ),
     "python: a tuple constant over several lines is shown whole": (
         "t.py",
         "NAMES = ('a',\n         'b')\nTABLE = {\n    'a': 1,\n}\n",
