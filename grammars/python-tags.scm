@@ -44,6 +44,10 @@
     ":" @body.definition.constructor)
   (#eq? @name.definition.constructor "__init__")) @definition.constructor
 
+; Type aliases (`type Point[T] = tuple[T, T]`, Python 3.12).
+(type_alias_statement
+  left: (type [(identifier) @name.definition.type (generic_type (identifier) @name.definition.type)])) @definition.type
+
 ; top-level:
 ; Patterns below match only at the module's direct children (see grammars/README.md).
 

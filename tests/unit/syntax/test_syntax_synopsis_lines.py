@@ -104,6 +104,11 @@ CASES = {
             "  5-5 method M& M.operator=(M&&) = default",
         ],
     ),
+    "python: type statements are type aliases": (
+        "t.py",
+        "type Point[T] = tuple[T, T]\n\n\nclass A:\n    type B = int\n",
+        ["1-1 type Point[T] = tuple[T, T]", "4-5 class A", "  5-5 type A.B = int"],
+    ),
     "python: a tuple constant over several lines is shown whole": (
         "t.py",
         "NAMES = ('a',\n         'b')\nTABLE = {\n    'a': 1,\n}\n",
