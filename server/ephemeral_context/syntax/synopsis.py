@@ -7,6 +7,8 @@ renders to the same text.
 
 from __future__ import annotations
 
+import re
+
 from ephemeral_context.syntax.outline import Outline, Symbol
 
 # Declaration keywords that only repeat the kind shown in front of the name.
@@ -29,6 +31,7 @@ _KIND_KEYWORDS: dict[str, frozenset[str]] = {
 # already shows its path, and a heading path repeated on every line makes them long.
 _OWN_NAME_KINDS = frozenset({"heading", "key", "table"})
 _QUOTES = ("'", '"')
+_WORD = re.compile(r"\w+")
 MAX_LINES = 2000
 
 
@@ -42,6 +45,15 @@ def header(outline: Outline) -> str:
     return f"{outline.path} ({', '.join(notes)})"
 
 
+def _without_keyword(word: str, noise: frozenset[str]) -> str:
+    """The word without a leading keyword that only repeats the kind: `function*` -> `*`,
+    `impl<T>` -> `<T>`, `def` -> ``."""
+    keyword = _WORD.match(word)
+    if keyword is None or keyword[0] not in noise:
+        return word
+    return word[keyword.end() :]
+
+
 def symbol_line(symbol: Symbol) -> str:
     """`start-end kind Qualified.name(params) -> result`, indented two spaces per level."""
     before = symbol.signature[: symbol.name_at]
@@ -49,10 +61,10 @@ def symbol_line(symbol: Symbol) -> str:
     if before[-1:] in _QUOTES and after[:1] == before[-1:]:  # a quoted key: "name": value
         before, after = before[:-1], after[1:]
     noise = _KIND_KEYWORDS.get(symbol.kind, frozenset())
-    words = [word for word in before.split() if word not in noise]
+    words = [kept for word in before.split() if (kept := _without_keyword(word, noise))]
     joiner = " " if before[-1:].isspace() else ""  # keep `[table]` and `self.name` together
-    if words and words[-1].endswith("*") and words[-1][:-1] in noise:
-        words[-1], joiner = "*", ""  # `function* gen` reads `*gen`, like a generator method
+    if words[-1:] == ["*"]:
+        joiner = ""  # `function* gen` reads `*gen`, like a generator method
     kept = " ".join(words)
     lines = f"{symbol.start_line}-{symbol.end_line}"
     name = symbol.name if symbol.kind in _OWN_NAME_KINDS else symbol.qualname

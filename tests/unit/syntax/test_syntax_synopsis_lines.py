@@ -53,6 +53,12 @@ CASES = {
         "#ifndef R_H\n#define R_H\n#define WITH_LOCKS\n#define CAP 8\n#endif\n",
         ["3-3 constant #define WITH_LOCKS", "4-4 constant #define CAP 8"],
     ),
+    "rust: a generic impl says impl once": (
+        "w.rs",
+        "impl<T: Display> Wrapper<T> {\n    pub fn new(v: T) -> Self {\n"
+        "        Self(v)\n    }\n}\n",
+        ["1-5 impl <T: Display> Wrapper<T>", "  2-4 method pub Wrapper.new(v: T) -> Self"],
+    ),
     "javascript: a generator function reads like a generator method": (
         "g.js",
         "function* ids(start) {}\nclass A {\n  *each() {}\n}\n",
