@@ -93,7 +93,17 @@ def _apply_random(text: str, raw: list[tuple[float, float, str]]) -> tuple[str, 
 
 
 @pytest.mark.parametrize(
-    "name", ["inventory.py", "store.ts", "shapes.rs", "cache.rb", "guide.md", "matrix.cpp"]
+    "name",
+    [
+        "inventory.py",
+        "store.ts",
+        "shapes.rs",
+        "cache.rb",
+        "guide.md",
+        "matrix.cpp",
+        "queue.go",
+        "ring.h",
+    ],
 )
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(edits_strategy, min_size=1, max_size=3))
