@@ -14,8 +14,8 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from anthropic.types import Message
 
@@ -23,6 +23,15 @@ from ephemeral_context.cache_sim import UnknownModelError
 from ephemeral_context.context.engine import ContextEngine, ResultKind
 from ephemeral_context.model import DEFAULT_MODEL
 from ephemeral_context.model.client import ModelClient, ModelError, RetryNotice, TextCallback
+from ephemeral_context.model.delegation import (
+    DELEGATE,
+    DELEGATE_TOOL,
+    SUBAGENT_SYSTEM,
+    SUBAGENT_TOOLS,
+    brief,
+    seen_files,
+    workspace_label,
+)
 from ephemeral_context.model.tools import ToolEnv, ToolResult, run_tool, tool_schemas
 
 log = logging.getLogger(__name__)
@@ -84,17 +93,46 @@ class AgentSettings:
     model: str = DEFAULT_MODEL
     max_steps: int = 20
     system: str = DEFAULT_SYSTEM
+    subagent_steps: int = 8
+    """Step bound of a `delegate` sub-agent; 0 offers no delegate tool (a sub-agent's own
+    settings have 0, so sub-agents do not nest)."""
+    tools: frozenset[str] | None = None
+    """The only tools offered and run (None: all of tool_schemas); a sub-agent's are
+    delegation.SUBAGENT_TOOLS."""
+
+
+SubagentEventKind = Literal["start", "text", "tool_use", "tool_result", "usage", "retry", "end"]
+
+
+@dataclass(frozen=True)
+class SubagentEvent:
+    """Something a sub-agent did, labelled with its conversation id so a front end can show
+    it apart from the main answer. "start" carries the brief as `text`, "end" the report
+    (`is_error` when it ended without one)."""
+
+    agent: str
+    kind: SubagentEventKind
+    text: str = ""
+    tool: str = ""
+    input: Mapping[str, Any] = field(default_factory=dict)
+    is_error: bool = False
+    usage: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
 class AgentEvents:
-    """What a front end hears while the loop runs (all optional, all synchronous)."""
+    """What a front end hears while the loop runs (all optional, all synchronous).
+
+    The first five are the main agent's only: a sub-agent's text, tool calls and usage go
+    to `on_subagent`, labelled, so they never mix into the main answer.
+    """
 
     on_text: TextCallback | None = None
     on_tool_use: Callable[[str, Mapping[str, Any]], None] | None = None
     on_tool_result: Callable[[str, str, bool], None] | None = None
     on_usage: Callable[[Mapping[str, int]], None] | None = None
     on_retry: Callable[[RetryNotice], None] | None = None
+    on_subagent: Callable[[SubagentEvent], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +155,8 @@ class AgentResult:
     usage: dict[str, int] = field(default_factory=dict)
     edits: list[EditRecord] = field(default_factory=list)
     retries: int = 0
+    subagent_calls: int = 0
+    """Model calls made by sub-agents; their usage is included in `usage`."""
 
 
 USAGE_FIELDS = (
@@ -203,7 +243,7 @@ async def run_agent(
                 break
             try:
                 request = engine.build_request(
-                    conversation, settings.model, settings.system, tool_schemas(env)
+                    conversation, settings.model, settings.system, offered_tools(env, settings)
                 )
             except UnknownModelError as exc:
                 raise ModelError(
@@ -241,7 +281,8 @@ async def run_agent(
             if not uses:
                 result.stop_reason = stop
                 break
-            await _run_tools(uses, engine, conversation, env, events, cancel, result)
+            loop = _Loop(engine, conversation, client, env, settings, events, cancel, totals)
+            await _run_tools(uses, loop, result)
             if result.stop_reason == "cancelled":
                 break
     finally:
@@ -250,16 +291,132 @@ async def run_agent(
     return result
 
 
-async def _run_tools(
-    uses: Sequence[Mapping[str, Any]],
-    engine: ContextEngine,
-    conversation: str,
-    env: ToolEnv,
-    events: AgentEvents,
-    cancel: asyncio.Event | None,
-    result: AgentResult,
-) -> None:
+def offered_tools(env: ToolEnv, settings: AgentSettings) -> list[dict[str, Any]]:
+    """The tool schemas of one request: the handlers' (or the allowed subset), then
+    `delegate` when sub-agents are on; always in the same order (they head the prefix)."""
+    tools = tool_schemas(env)
+    if settings.tools is not None:
+        tools = [tool for tool in tools if tool["name"] in settings.tools]
+    if settings.subagent_steps > 0:
+        tools.append(dict(DELEGATE_TOOL))
+    return tools
+
+
+@dataclass(frozen=True)
+class _Loop:
+    """What one run of the loop passes to the tool step."""
+
+    engine: ContextEngine
+    conversation: str
+    client: ModelClient
+    env: ToolEnv
+    settings: AgentSettings
+    events: AgentEvents
+    cancel: asyncio.Event | None
+    totals: dict[str, int]
+
+
+async def _answer(loop: _Loop, name: str, args: object, result: AgentResult) -> ToolResult:
+    """One tool call's result: a sub-agent's report for `delegate`, else the handler's."""
+    settings = loop.settings
+    if name == DELEGATE and settings.subagent_steps > 0:
+        return await _delegate(loop, args, result)
+    if settings.tools is not None and name not in settings.tools:
+        available = ", ".join(sorted(settings.tools))
+        return ToolResult(
+            f"{name} is not available here; available: {available}", is_error=True, kind="error"
+        )
+    return await run_tool(loop.env, name, args)
+
+
+def _sub_conversation(engine: ContextEngine, parent: str) -> str:
+    """A fresh conversation id under the parent's: `<parent>/sub-<n>`."""
+    taken = set(engine.conversations())
+    n = 1
+    while f"{parent}/sub-{n}" in taken:
+        n += 1
+    return f"{parent}/sub-{n}"
+
+
+def _labelled(events: AgentEvents, agent: str) -> AgentEvents:
+    """A sub-agent's events, each sent to the parent's `on_subagent` with its label."""
+    tell = events.on_subagent
+    if tell is None:
+        return AgentEvents()
+    return AgentEvents(
+        on_text=lambda text: tell(SubagentEvent(agent, "text", text=text)),
+        on_tool_use=lambda name, args: tell(
+            SubagentEvent(agent, "tool_use", tool=name, input=args)
+        ),
+        on_tool_result=lambda name, shown, error: tell(
+            SubagentEvent(agent, "tool_result", text=shown, tool=name, is_error=error)
+        ),
+        on_usage=lambda usage: tell(SubagentEvent(agent, "usage", usage=usage)),
+        on_retry=lambda notice: tell(SubagentEvent(agent, "retry", text=notice.reason)),
+    )
+
+
+async def _delegate(loop: _Loop, args: object, result: AgentResult) -> ToolResult:
+    """Run a sub-agent on the task: the same loop, a new conversation of the same engine,
+    the read-only tools and `subagent_steps` calls; its last text is the result."""
+    task = args.get("task") if isinstance(args, Mapping) else None
+    if not isinstance(task, str) or not task.strip():
+        return ToolResult(
+            "delegate: 'task' must be a non-empty string", is_error=True, kind="error"
+        )
+    agent = _sub_conversation(loop.engine, loop.conversation)
+    seen = seen_files(loop.engine, loop.conversation, workspace_label(loop.env.workspace))
+    first = brief(task, seen)
+    tell = loop.events.on_subagent
+    if tell is not None:
+        tell(SubagentEvent(agent, "start", text=first))
+    settings = replace(
+        loop.settings,
+        max_steps=loop.settings.subagent_steps,
+        subagent_steps=0,
+        tools=SUBAGENT_TOOLS,
+        system=SUBAGENT_SYSTEM,
+    )
+    try:
+        sub = await run_agent(
+            first,
+            engine=loop.engine,
+            conversation=agent,
+            client=loop.client,
+            env=loop.env,
+            settings=settings,
+            events=_labelled(loop.events, agent),
+            cancel=loop.cancel,
+        )
+    except ModelError as exc:
+        text, error = f"[the sub-agent failed: {exc}]", True
+    else:
+        for name, value in sub.usage.items():
+            loop.totals[name] += value
+        result.subagent_calls += sub.calls
+        text, error = _report(sub, settings.max_steps)
+    if tell is not None:
+        tell(SubagentEvent(agent, "end", text=text, is_error=error))
+    return ToolResult(text, is_error=error)
+
+
+def _report(sub: AgentResult, steps: int) -> tuple[str, bool]:
+    """What the parent is told of a finished sub-agent, and whether that is an error."""
+    if sub.stop_reason == "cancelled":
+        return CANCELLED_RESULT, True
+    if sub.stop_reason == "max_steps":
+        cut = f"[the sub-agent used all {steps} steps before finishing"
+        if not sub.text:
+            return cut + " and left no report]", True
+        return f"{cut}; its last words:]\n{sub.text}", False
+    if not sub.text:
+        return f"[the sub-agent ended ({sub.stop_reason}) without a report]", True
+    return sub.text, False
+
+
+async def _run_tools(uses: Sequence[Mapping[str, Any]], loop: _Loop, result: AgentResult) -> None:
     """Answer every tool call of one turn, in order; after a cancel the rest say so."""
+    engine, conversation, events, cancel = loop.engine, loop.conversation, loop.events, loop.cancel
     answered = 0
     try:
         for use in uses:
@@ -269,7 +426,7 @@ async def _run_tools(
             name, args = str(use["name"]), use["input"]
             if events.on_tool_use is not None:
                 events.on_tool_use(name, args if isinstance(args, Mapping) else {})
-            outcome = await run_tool(env, name, args)
+            outcome = await _answer(loop, name, args, result)
             shown = record_result(engine, conversation, str(use["id"]), outcome)
             answered += 1
             if outcome.kind == "edit":
