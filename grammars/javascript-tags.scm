@@ -34,6 +34,17 @@
     (function_expression body: (_) @body.definition.function)
   ]) @definition.function
 
+; Exported, such a variable keeps its `export`; `const` only repeats what the kind says.
+(export_statement
+  declaration: (lexical_declaration
+    ["const" "let"] @omit.definition.function
+    (variable_declarator
+      name: (identifier) @name.definition.function
+      value: [
+        (arrow_function body: (_) @body.definition.function)
+        (function_expression body: (_) @body.definition.function)
+      ]))) @definition.function
+
 ; Methods in class bodies; `constructor` is the constructor.
 (method_definition
   name: (_) @name.definition.method

@@ -64,6 +64,11 @@ CASES = {
         "function* ids(start) {}\nclass A {\n  *each() {}\n}\n",
         ["1-1 function *ids(start)", "2-4 class A", "  3-3 method *A.each()"],
     ),
+    "javascript: an exported arrow function keeps its export": (
+        "a.js",
+        "export const add = (a, b) => a + b;\nconst sub = (a, b) => a - b;\n",
+        ["1-1 function export add = (a, b) =>", "2-2 function sub = (a, b) =>"],
+    ),
     "typescript: a declaration file's constructors and constants": (
         "a.d.ts",
         "export declare class C {\n  constructor(a: string);\n  m(): void;\n}\n"
