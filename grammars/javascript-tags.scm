@@ -45,6 +45,16 @@
         (function_expression body: (_) @body.definition.function)
       ]))) @definition.function
 
+; Class fields bound to arrow functions or function expressions are methods. The node is
+; named by its fields only (`field_definition` exists in JavaScript, not TypeScript, which
+; has its own pattern).
+(_
+  property: (property_identifier) @name.definition.method
+  value: [
+    (arrow_function body: (_) @body.definition.method)
+    (function_expression body: (_) @body.definition.method)
+  ]) @definition.method
+
 ; Methods in class bodies; `constructor` is the constructor.
 (method_definition
   name: (_) @name.definition.method

@@ -53,6 +53,14 @@
   (abstract_method_signature name: (_) @name.definition.method)
 ] @definition.method
 
+; Class fields bound to arrow functions or function expressions are methods.
+(public_field_definition
+  name: (property_identifier) @name.definition.method
+  value: [
+    (arrow_function body: (_) @body.definition.method)
+    (function_expression body: (_) @body.definition.method)
+  ]) @definition.method
+
 ; A constructor's overload or ambient signature (`constructor(id: string);` in a .d.ts class);
 ; in an interface a member named constructor is an ordinary method.
 ; refine: constructor in interface -> method

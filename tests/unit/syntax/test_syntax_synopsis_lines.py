@@ -69,6 +69,16 @@ CASES = {
         "export const add = (a, b) => a + b;\nconst sub = (a, b) => a - b;\n",
         ["1-1 function export add = (a, b) =>", "2-2 function sub = (a, b) =>"],
     ),
+    "javascript: a class field bound to an arrow function is a method": (
+        "f.js",
+        "class A {\n  handle = (e) => {\n    go(e);\n  };\n  count = 0;\n}\n",
+        ["1-6 class A", "  2-4 method A.handle = (e) =>"],
+    ),
+    "typescript: a class field bound to an arrow function is a method": (
+        "f.ts",
+        "class A {\n  private onClick = async (e: Event): Promise<void> => {};\n}\n",
+        ["1-3 class A", "  2-2 method private A.onClick = async (e: Event): Promise<void> =>"],
+    ),
     "typescript: a declaration file's constructors and constants": (
         "a.d.ts",
         "export declare class C {\n  constructor(a: string);\n  m(): void;\n}\n"
