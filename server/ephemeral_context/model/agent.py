@@ -46,6 +46,7 @@ DEFAULT_SYSTEM = (
 
 CANCELLED_RESULT = "[cancelled by the user before this tool ran]"
 REFUSED_RESULT = "[not run: the response ended in a refusal]"
+SUBAGENT_CANCELLED = "[cancelled by the user while the sub-agent worked]"
 TRUNCATED_RESULT = (
     "[not run: your response hit max_tokens before this call was complete; make the call "
     "again, with less output before it]"
@@ -403,7 +404,7 @@ async def _delegate(loop: _Loop, args: object, result: AgentResult) -> ToolResul
 def _report(sub: AgentResult, steps: int) -> tuple[str, bool]:
     """What the parent is told of a finished sub-agent, and whether that is an error."""
     if sub.stop_reason == "cancelled":
-        return CANCELLED_RESULT, True
+        return SUBAGENT_CANCELLED, True
     if sub.stop_reason == "max_steps":
         cut = f"[the sub-agent used all {steps} steps before finishing"
         if not sub.text:

@@ -7,6 +7,7 @@ answer, so the id it hydrates is the one its request actually carried.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -289,3 +290,25 @@ async def test_a_bad_task_is_an_error_result(session: Session) -> None:
     recorded = await session.api.wait_for_message_requests(2)
     told = tool_results(recorded[1].body)[-1]
     assert told["is_error"] is True and "non-empty string" in told["content"]
+
+
+async def test_a_cancel_during_the_sub_agent_ends_the_ask_cleanly(session: Session) -> None:
+    cancel = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def cancel_now(request: RecordedRequest) -> Reply:
+        loop.call_soon_threadsafe(cancel.set)
+        return Reply(text="looking…", delay=0.05)
+
+    session.api.add_turns(delegate_turn("Look around"), cancel_now, "Fine.")
+    heard: list[SubagentEvent] = []
+    result = await session.ask("Go", cancel=cancel, events=AgentEvents(on_subagent=heard.append))
+    assert result.stop_reason == "cancelled"
+    assert heard[-1] == SubagentEvent(
+        "c-1/sub-1", "end", text="[cancelled by the user while the sub-agent worked]", is_error=True
+    )
+    again = await session.ask("And now?")  # the thread is valid: every tool_use has a result
+    assert again.text == "Fine."
+    recorded = await session.api.wait_for_message_requests(3)
+    told = tool_results(recorded[2].body)[-1]
+    assert told["content"] == "[cancelled by the user while the sub-agent worked]"
