@@ -53,3 +53,10 @@ async def raw_editor(lsp_process: LanguageClient) -> AsyncIterator[Editor]:
     editor = Editor(lsp_process)
     yield editor
     await lsp_process.shutdown_session()
+
+
+@pytest.fixture
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An API key in the environment the server inherits (the local fake accepts any); use
+    it with `pytest.mark.usefixtures`, which runs it before the server starts."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,44 +19,21 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
+from tests.fakes import conversation
+from tests.fakes.conversation import PRIVATE_KEY, tool_results
+from tests.fakes.conversation import read_file_turn as read
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.lsp.lsp_session import Editor, wait_until
 
-PRIVATE_KEY = "-----BEGIN " + "EC PRIVATE KEY-----\nMHcCAQEEIBLAH\n-----END EC PRIVATE KEY-----\n"
-
-
-@pytest.fixture(autouse=True)
-def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Set before the server starts (autouse runs first): the fake accepts any key."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
-
-
-@pytest.fixture
-def api() -> Iterator[FakeMessagesAPI]:
-    with FakeMessagesAPI() as fake:
-        yield fake
+pytestmark = pytest.mark.usefixtures("api_key")
 
 
 def big_module() -> str:
-    """Large enough (> 1024 tokens) for the prompt cache to apply."""
-    # non-ASCII before the edit on its line: the applyEdit range differs by encoding
-    parts = ["import math\n\n\ndef target():\n    s = 'caf\u00e9 \U0001d11e'; return 'old'\n"]
-    parts += [f"\n\ndef helper_{n}(x):\n    return math.sqrt(x) + {n}\n" for n in range(120)]
-    return "".join(parts)
-
-
-def read(path: str) -> dict[str, Any]:
-    return {"tool_use": [{"name": "read_file", "input": {"path": path}}]}
-
-
-def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        block
-        for message in body["messages"]
-        if message["role"] == "user" and isinstance(message["content"], list)
-        for block in message["content"]
-        if block.get("type") == "tool_result"
-    ]
+    """The shared module with non-ASCII before the edit on its line: the applyEdit range
+    differs by encoding."""
+    return conversation.big_module().replace(
+        "return 'old'", "s = 'caf\u00e9 \U0001d11e'; return 'old'"
+    )
 
 
 def text_of(result: dict[str, Any]) -> str:

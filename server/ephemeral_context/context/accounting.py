@@ -23,6 +23,7 @@ from ephemeral_context.cache_sim import (
     usage_from_dict,
 )
 from ephemeral_context.context.cacheview import END_OF_SEGMENT, END_OF_SYSTEM
+from ephemeral_context.context.items import listed, unseen_pins
 from ephemeral_context.context.layout import BuiltRequest, content_key
 from ephemeral_context.context.ledger import ItemState
 from ephemeral_context.context.state import EngineState
@@ -117,12 +118,12 @@ def status(state: EngineState, convs: list[Conversation]) -> EngineStatus:
     breakdown = {s.value: 0 for s in ItemState}
     for item in state.ledger:
         breakdown[item.state.value] += item.tokens
-    context = max((c.last_built.total_tokens for c in convs if c.last_built), default=0)
+    context = max((next_tokens(state, c) for c in convs), default=next_tokens(state, None))
     last = next((c.last_usage for c in reversed(convs) if c.last_usage), None)
     return EngineStatus(
         context_tokens=context,
         budget=state.config.context_budget,
-        items=len(state.ledger),
+        items=len(listed(state)),
         cache_hit_rate=hit_rate,
         saved_tokens=saved,
         saved_usd=saved_usd,
@@ -131,3 +132,16 @@ def status(state: EngineState, convs: list[Conversation]) -> EngineStatus:
         evictions=sum(len(e.item_ids) for e in state.events),
         rehydrations=sum(sum(c.rehydrated.values()) for c in convs),
     )
+
+
+def next_tokens(state: EngineState, c: Conversation | None) -> int:
+    """Tokens the next request of `c` (or of a new conversation) would carry, from state the
+    engine keeps, without building it: tool schemas and system prompt as last sent, the file
+    segment, the thread, and the pinned files it would show as they are now."""
+    built = [x.last_built for x in state.conversations.values() if x.last_built]
+    if c is not None and c.last_built is not None:
+        head = c.last_built.head_tokens
+    else:
+        head = max((b.head_tokens for b in built), default=0)
+    held = sum(e.tokens for e in c.segment) + c.thread_tokens if c is not None else 0
+    return head + held + sum(i.tokens for i in unseen_pins(state, c))

@@ -222,6 +222,7 @@ class ContextEngine:
         state = self.state
         c = state.conversation(conv)
         now = self.clock() if now is None else now
+        item_api.show_pins(state, c)
         for note in c.pending_notes.values():
             append(c, "user", {"type": "text", "text": note}, state.count(note, "prose"), text=note)
         c.pending_notes.clear()
@@ -303,10 +304,11 @@ class ContextEngine:
     ) -> ItemInfo:
         """Keep `uri` (its current `text`), or one definition of it, in the context.
 
-        The pinned text is appended as one block (nothing before it is rewritten) unless the
-        model already sees exactly this text; it moves into the file segment at the next
-        consolidation. Pinned items are exempt from eviction and from the limits. An unknown
-        `symbol` raises UnknownItem with the names that come close.
+        A pin is engine-wide: before its next request every conversation, present or future,
+        gets the pinned version appended as one block unless it already sees exactly that
+        version; pinning again with newer text moves the pin. It moves into the file segment
+        at the next consolidation. Pinned items are exempt from eviction and from the
+        limits. An unknown `symbol` raises UnknownItem with the names that come close.
         """
         return item_api.pin(self.state, uri, text, version, symbol, conv)
 
@@ -319,8 +321,8 @@ class ContextEngine:
         return item_api.drop(self.state, target)
 
     def items(self) -> list[ItemInfo]:
-        """Every ledger item (each version, tool result, skill) for the Context view."""
-        return [item_api.item_info(i) for i in self.ledger]
+        """The Context view's rows: one per file (its current version), every other item."""
+        return item_api.listed(self.state)
 
     def status(self, conv: str | None = None) -> EngineStatus:
         """The status-bar numbers for one conversation or all of them. Savings compare the

@@ -14,7 +14,13 @@ from ephemeral_context.context import eviction, reads
 from ephemeral_context.context.blocks import label_of
 from ephemeral_context.context.ledger import ItemKind, ItemState, LedgerItem
 from ephemeral_context.context.state import EngineState
-from ephemeral_context.context.thread import FileView, append, reflow, view_visible
+from ephemeral_context.context.thread import (
+    Conversation,
+    FileView,
+    append,
+    reflow,
+    view_visible,
+)
 from ephemeral_context.syntax import address, find_symbol
 
 
@@ -70,10 +76,15 @@ def pin(
     symbol: str | None,
     conv: str | None,
 ) -> ItemInfo:
-    """Keep `uri` (or one definition of it) in `conv`, or in every conversation."""
+    """Make `text` the pinned current version of `uri`: an engine-wide pin every
+    conversation, present or future, shows before its next request (`show_pins`).
+
+    Pinning again with newer text moves the pin to that version. A pinned definition
+    (`symbol`) is appended at once to `conv`, or to every conversation there is.
+    """
     label = label_of(uri)
     entry = state.store.put(text, uri=uri, version=version, tokens=state.count(text, "code"))
-    shown = f"[pinned [[file:{entry.id}]] {label}]\n{text}"
+    shown = ""
     if symbol is not None:
         outline = state.outlines.get(text, label)
         lookup = find_symbol(text, outline, symbol)
@@ -87,24 +98,53 @@ def pin(
             f"of [[file:{entry.id}]]]\n{found.text}"
         )
     targets = [state.conversation(conv)] if conv else list(state.conversations.values())
-    item: LedgerItem | None = None
-    for c in targets or [state.conversation("default")]:
+    # Before any conversation exists the version is recorded at call 0.
+    for c in targets or [Conversation("")]:
         item = reads.record_file_version(state, c, uri, entry.id, text, version)
-        view = c.files.get(uri)
-        seen = view is not None and view.whole and view.text == text
-        if symbol is None and seen and view is not None and view_visible(c, view):
+    if symbol is not None:
+        for c in targets:
+            append(
+                c, "user", {"type": "text", "text": shown}, state.count(shown, "code"),
+                kind="pinned", item_id=entry.id, uri=uri, text=shown,
+            )  # fmt: skip
+        item.state = ItemState.PARTIAL
+    item.pinned = True
+    return item_info(item)
+
+
+def unseen_pins(state: EngineState, c: Conversation | None) -> list[LedgerItem]:
+    """Whole-file pins `c` (or a new conversation) does not see at their current version."""
+    unseen = []
+    for item in state.ledger.current_items():
+        if not (item.pinned and item.kind is ItemKind.FILE and item.state is ItemState.FULL):
             continue
+        view = c.files.get(item.key) if c is not None else None
+        if (
+            c is None
+            or view is None
+            or not (view.whole and view.item_id == item.id and view_visible(c, view))
+        ):
+            unseen.append(item)
+    return unseen
+
+
+def pin_block(item: LedgerItem, text: str) -> str:
+    """How a pinned file is shown to the model."""
+    return f"[pinned [[file:{item.id}]] {label_of(item.key)}]\n{text}"
+
+
+def show_pins(state: EngineState, c: Conversation) -> None:
+    """Before a request: append every pinned file `c` does not see as it is now (a pin is
+    the user's, not one conversation's); its change note, if any, is then redundant."""
+    for item in unseen_pins(state, c):
+        text = state.store.get(item.id).text
+        shown = pin_block(item, text)
         index = append(
             c, "user", {"type": "text", "text": shown}, state.count(shown, "code"),
-            kind="pinned", item_id=entry.id, uri=uri, text=text if symbol is None else shown,
+            kind="pinned", item_id=item.id, uri=item.key, text=text,
         )  # fmt: skip
-        if symbol is None:
-            c.files[uri] = FileView(uri, entry.id, text, 1, True, c.calls, [index])
-    assert item is not None
-    item.pinned = True
-    if symbol is not None:
-        item.state = ItemState.PARTIAL
-    return item_info(item)
+        c.files[item.key] = FileView(item.key, item.id, text, 1, True, c.calls, [index])
+        c.pending_notes.pop(item.key, None)
 
 
 def unpin(state: EngineState, uri: str) -> ItemInfo:
@@ -121,7 +161,8 @@ def unpin(state: EngineState, uri: str) -> ItemInfo:
 
 
 def drop(state: EngineState, target: str) -> list[str]:
-    """Remove a URI or an id from every conversation (protected skills too)."""
+    """Remove a URI or an id from every conversation (protected skills too) and from the
+    ledger; the store keeps the text, so every id already shown stays hydratable."""
     item = state.ledger.get(target)
     key = item.key if item is not None else target
     ids = set(state.ledger.remove_key(key))
@@ -144,7 +185,18 @@ def drop(state: EngineState, target: str) -> list[str]:
         if any(e.uri == key for e in c.segment):
             c.segment = [e for e in c.segment if e.uri != key]
             c.cache.clear()
+    state.ledger.forget(ids)
     return sorted(ids)
+
+
+def listed(state: EngineState) -> list[ItemInfo]:
+    """The Context view's rows: one per file (its current version, the best view the model
+    has of it), then every other item; dropped items are gone."""
+    return [
+        item_info(i)
+        for i in state.ledger
+        if i.kind is not ItemKind.FILE or state.ledger.current(i.key) is i
+    ]
 
 
 def read_session_file(

@@ -136,6 +136,8 @@ class BuiltRequest:
     total_tokens: int = 0
     expected_read: int = 0
     """Tokens the engine expects the cache to serve (its own view of the warm prefix)."""
+    head_tokens: int = 0
+    """Tokens of the tool schemas and the system prompt (the part before the file segment)."""
 
 
 def _control(ttl: Ttl) -> dict[str, str]:
@@ -210,4 +212,5 @@ def build(
         breakpoints=points,
         prefix_tokens=prefix,
         total_tokens=prefix + sum(b.tokens for b in cache_messages),
+        head_tokens=sum(b.tokens for b in tool_blocks) + (system_tokens if system_text else 0),
     )

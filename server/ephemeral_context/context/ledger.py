@@ -14,7 +14,7 @@ the policy's job (policy.py), and shaping requests is the layout's (layout.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -154,6 +154,13 @@ class Ledger:
             item.reason = item.reason or "dropped"
         self._current.pop(key, None)
         return ids
+
+    def forget(self, item_ids: Iterable[str]) -> None:
+        """Remove items altogether (the human dropped them); the store keeps their text."""
+        for item_id in item_ids:
+            item = self._items.pop(item_id, None)
+            if item is not None and self._current.get(item.key) == item_id:
+                del self._current[item.key]
 
     def enforce_limits(self) -> list[Demotion]:
         """Demote least-recently-used unpinned files until the limits hold."""

@@ -8,6 +8,7 @@ protocol.py.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -135,17 +136,28 @@ def status_result(
     )
 
 
-def context_item(info: ItemInfo) -> ContextItem:
+def context_item(info: ItemInfo, folders: Sequence[Path] = ()) -> ContextItem:
+    """An item for the wire; a label naming a path inside a workspace folder is made
+    relative to it (the first folder that holds it), whatever the client."""
     return ContextItem(
         id=info.id,
         kind=info.kind,
         state=info.state,
         tokens=info.tokens,
-        label=info.label,
+        label=relative_label(info.label, folders),
         pinned=info.pinned,
         uri=info.uri,
         version=info.version,
     )
+
+
+def relative_label(label: str, folders: Sequence[Path]) -> str:
+    """`label` without the leading workspace folder, when it starts with one."""
+    for folder in folders:
+        prefix = folder.as_posix().rstrip("/") + "/"
+        if label.startswith(prefix) and len(label) > len(prefix):
+            return label[len(prefix) :]
+    return label
 
 
 def hydrate_result(text: HydratedText) -> HydrateResult:

@@ -28,7 +28,7 @@ from pygls.lsp.server import LanguageServer
 
 from ephemeral_context import __version__
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, UnknownItem
-from ephemeral_context.context.ledger import ItemKind, LedgerLimits
+from ephemeral_context.context.ledger import ItemKind, ItemState, LedgerLimits
 from ephemeral_context.documents import (
     Document,
     DocumentChange,
@@ -128,9 +128,11 @@ class EphemeralContextServer(LanguageServer):
         self.model_client = None
         self.conversation_locks: dict[str, asyncio.Lock] = {}
         self.watching = False
+        """Whether the client accepted our didChangeWatchedFiles registration."""
         self.last_output_tokens = 0
         """Output tokens of the last model call (the engine records the input side)."""
-        """Whether the client accepted our didChangeWatchedFiles registration."""
+        self.pin_hashes: dict[str, str] = {}
+        """The mirror's hash of the text each pinned file was last pinned with."""
         self.attach_mirror(DocumentMirror())
 
     # ----- state --------------------------------------------------------------------------
@@ -190,6 +192,25 @@ class EphemeralContextServer(LanguageServer):
             raise JsonRpcServerNotInitialized("the server has not been initialized")
         return self.engine
 
+    def sync_pins(self, engine: ContextEngine) -> None:
+        """A pin follows its file: a pinned file whose buffer (or disk text) changed since it
+        was pinned is pinned again as it is now, so status counts, and the next ask shows,
+        the current version. Runs at most once per usage notification, not per keystroke."""
+        for item in engine.ledger.current_items():
+            if not (item.pinned and item.kind is ItemKind.FILE and item.state is ItemState.FULL):
+                continue
+            document = self.mirror.get(item.key)
+            if isinstance(document, Document) and self.pin_hashes.get(item.key) != document.hash:
+                engine.pin(item.key, document.text, version=document.version)
+                self.pin_hashes[item.key] = document.hash
+
+    def label_folders(self) -> list[Path]:
+        """Workspace folders as the client names them and with symlinks resolved, deepest
+        first, for workspace-relative item labels."""
+        named = [p for f in self.workspace.folders.values() if (p := uri_to_path(f.uri))]
+        folders = {*named, *self.workspace_folders().roots}
+        return sorted(folders, key=lambda p: len(p.parts), reverse=True)
+
     def workspace_folders(self) -> Workspace:
         """The folders the model may touch (symlinks resolved); the cwd if the client gave none."""
         paths = [p for f in self.workspace.folders.values() if (p := uri_to_path(f.uri))]
@@ -239,6 +260,7 @@ class EphemeralContextServer(LanguageServer):
     def send_usage(self) -> None:
         """The throttle's sender: computes the payload at send time, so it is never stale."""
         if self.engine is not None:
+            self.sync_pins(self.engine)
             status = self.engine.status()
             self.protocol.notify(USAGE, converters.usage_params(status, self.last_output_tokens))
 
@@ -461,6 +483,7 @@ def status_command(ls: EphemeralContextServer) -> StatusResult:
 
 def status_of(ls: EphemeralContextServer) -> StatusResult:
     engine = ls.require_engine()
+    ls.sync_pins(engine)
     encoding = converters.position_encoding(ls.workspace.position_encoding)
     return converters.status_result(
         engine.status(),
@@ -482,7 +505,10 @@ def items_command(ls: EphemeralContextServer) -> ItemsResult:
 
 
 def items_of(ls: EphemeralContextServer) -> ItemsResult:
-    return ItemsResult([converters.context_item(i) for i in ls.require_engine().items()])
+    engine = ls.require_engine()
+    ls.sync_pins(engine)
+    folders = ls.label_folders()
+    return ItemsResult([converters.context_item(i, folders) for i in engine.items()])
 
 
 @SERVER.feature(PIN)
@@ -505,8 +531,10 @@ def pin_file(ls: EphemeralContextServer, params: PinParams) -> PinResult:
         )
     except UnknownItem as exc:
         raise invalid_params(str(exc), "unknown") from exc
+    if params.symbol is None:
+        ls.pin_hashes[document.uri] = document.hash
     ls.usage_throttle.poke()
-    return PinResult(converters.context_item(item))
+    return PinResult(converters.context_item(item, ls.label_folders()))
 
 
 def readable_document(ls: EphemeralContextServer, uri: str) -> Document:
@@ -546,7 +574,7 @@ def unpin_file(ls: EphemeralContextServer, params: PinParams) -> PinResult:
     except UnknownItem as exc:
         raise invalid_params(str(exc), "unknown") from exc
     ls.usage_throttle.poke()
-    return PinResult(converters.context_item(item))
+    return PinResult(converters.context_item(item, ls.label_folders()))
 
 
 @SERVER.feature(DROP)
@@ -641,7 +669,7 @@ async def run_ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
     )
     # One ask at a time per conversation: a second one waits for the first to finish.
     async with ls.conversation_locks.setdefault(conversation, asyncio.Lock()):
-        carry_pins(ls, engine, conversation)
+        ls.sync_pins(engine)  # the engine shows every pin, as it is now, before each call
         reporter.begin()
         try:
             result = await run_agent(
@@ -659,16 +687,6 @@ async def run_ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
             reporter.end()
             ls.usage_throttle.poke()
     return converters.ask_result(result)
-
-
-def carry_pins(ls: EphemeralContextServer, engine: ContextEngine, conversation: str) -> None:
-    """A pin is the user's, not one conversation's: make pinned files (as they are now)
-    part of this conversation too; the engine leaves out what it already shows."""
-    uris = {i.uri for i in engine.items() if i.pinned and i.kind == ItemKind.FILE and i.uri}
-    for uri in sorted(uris):
-        document = ls.mirror.get(uri)
-        if isinstance(document, Document):
-            engine.pin(uri, document.text, version=document.version, conv=conversation)
 
 
 class AskReporter:

@@ -1,0 +1,80 @@
+"""What a Context view and a status bar see, over a real `ectx serve`: contextTokens moves
+when a file is pinned and when the pinned buffer is edited, labels are workspace-relative,
+one row per file whose pin survives an ask that edits it, and a drop removes the row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from tests.fakes.conversation import read_file_turn
+from tests.fakes.messages_api import FakeMessagesAPI
+from tests.lsp.lsp_session import Editor
+
+pytestmark = pytest.mark.usefixtures("api_key")
+
+
+def insert(line: int, text: str) -> types.TextDocumentContentChangePartial:
+    here = types.Position(line, 0)
+    return types.TextDocumentContentChangePartial(range=types.Range(here, here), text=text)
+
+
+async def test_context_tokens_follow_pins_and_edits(editor: Editor, workspace: Path) -> None:
+    uri = editor.open(workspace / "src" / "app.py")
+    await editor.usage()
+    assert (await editor.request("ephemeralContext/status")).contextTokens == 0
+
+    pinned = await editor.request("ephemeralContext/pin", {"uri": uri})
+    assert pinned.item.label == "src/app.py"
+    after_pin = (await editor.request("ephemeralContext/status")).contextTokens
+    assert after_pin == pinned.item.tokens > 0
+
+    editor.change(uri, [insert(0, "# a longer comment typed into the pinned buffer\n")])
+    notice = await editor.usage()
+    assert notice.contextTokens > after_pin
+    status = await editor.request("ephemeralContext/status")
+    assert status.contextTokens == notice.contextTokens
+    rows = (await editor.request("ephemeralContext/items")).items
+    assert [(r.label, r.version, r.pinned) for r in rows] == [("src/app.py", 2, True)]
+
+    dropped = await editor.request("ephemeralContext/drop", {"uri": uri})
+    assert dropped.dropped
+    assert (await editor.request("ephemeralContext/items")).items == []
+    assert (await editor.request("ephemeralContext/status")).contextTokens == 0
+    kept = await editor.request("ephemeralContext/hydrate", {"id": pinned.item.id})
+    assert "def run(self)" in kept.text  # what was shown stays retrievable by id
+
+
+async def test_pin_survives_an_ask_that_edits_the_file(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    await raw_editor.initialize(
+        "visual_studio_code", workspace, {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
+    )
+    uri = raw_editor.open(workspace / "src" / "app.py")
+    await raw_editor.request("ephemeralContext/pin", {"uri": uri})
+    edit = {"path": "src/app.py", "old_string": "def run(self)", "new_string": "def start(self)"}
+    api.add_turns(
+        read_file_turn("src/app.py"),
+        {"tool_use": [{"name": "edit_file", "input": edit}]},
+        "Renamed.",
+    )
+    await raw_editor.request(
+        "ephemeralContext/ask", {"prompt": "Rename run", "conversationId": "a"}
+    )
+    rows = (await raw_editor.request("ephemeralContext/items")).items
+    files = [r for r in rows if r.kind == "file"]
+    assert [(r.uri, r.state, r.pinned) for r in files] == [(uri, "full", True)]
+    assert (await raw_editor.request("ephemeralContext/unpin", {"uri": uri})).item.pinned is False
+
+    # a pin is the user's: a new conversation shows the pinned file as the buffer is now
+    await raw_editor.request("ephemeralContext/pin", {"uri": uri})
+    raw_editor.change(uri, [insert(0, "# typed after the ask\n")])
+    await raw_editor.usage()
+    api.add_turns("Seen it.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "Look", "conversationId": "b"})
+    body = json.dumps(api.message_requests[-1].body)
+    assert "# typed after the ask" in body and body.count("def start(self)") == 1
