@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.documents import DocumentMirror
-from ephemeral_context.model.agent import AgentEvents, AgentResult
+from ephemeral_context.model.agent import AgentEvents, AgentResult, SubagentEvent
 from ephemeral_context.model.client import ModelError, RetryNotice
 from ephemeral_context.model.session import AskSession
 from ephemeral_context.store import Store
@@ -24,11 +24,18 @@ EXIT_MODEL_ERROR = 1
 EXIT_CANCELLED = 130
 
 
+DESCRIBED_CHARS = 70
+
+
 def _describe_call(name: str, args: Mapping[str, Any]) -> str:
-    """`read_file src/app.py` style: the tool and its most telling argument."""
-    for key in ("path", "pattern", "name", "id", "command"):
-        if isinstance(args.get(key), str):
-            return f"{name} {args[key]}"
+    """`read_file src/app.py` style: the tool and its most telling argument (first line,
+    clipped)."""
+    for key in ("path", "pattern", "name", "id", "command", "task"):
+        value = args.get(key)
+        if isinstance(value, str):
+            line = value.strip().split("\n", 1)[0]
+            clipped = line if len(line) <= DESCRIBED_CHARS else line[: DESCRIBED_CHARS - 1] + "…"
+            return f"{name} {clipped}"
     return name
 
 
@@ -39,7 +46,8 @@ def _summary(result: AgentResult) -> str:
         f"[{result.stop_reason}: {result.calls} model calls, "
         f"{usage.get('cache_read_input_tokens', 0)} tokens read from cache, "
         f"{usage.get('cache_creation_input_tokens', 0)} written, "
-        f"{usage.get('input_tokens', 0)} uncached, {usage.get('output_tokens', 0)} out; "
+        f"{usage.get('input_tokens', 0)} uncached, {usage.get('output_tokens', 0)} out"
+        f"{f' (with {result.subagent_calls} sub-agent calls)' if result.subagent_calls else ''}; "
         f"{edits} edit(s); {result.retries} retries]"
     )
 
@@ -88,7 +96,18 @@ async def _ask(
             again = "; the answer starts over" if notice.restarts_text else ""
             err.write(f"\n[{notice.reason}; retrying in {notice.delay:.1f}s{again}]\n")
 
-        events = AgentEvents(on_text=text, on_tool_use=tool, on_retry=retry)
+        def subagent(event: SubagentEvent) -> None:
+            """A sub-agent's calls, indented under its `delegate` line; its text stays out
+            of the answer (its report comes back to the main agent)."""
+            name = event.agent.rsplit("/", 1)[-1]
+            if event.kind == "tool_use":
+                err.write(f"  ↳ {name}: {_describe_call(event.tool, event.input)}\n")
+            elif event.kind == "retry":
+                err.write(f"  ↳ {name}: [{event.text}; retrying]\n")
+            elif event.kind == "end":
+                err.write(f"  ↳ {name}: {'failed' if event.is_error else 'reported'}\n")
+
+        events = AgentEvents(on_text=text, on_tool_use=tool, on_retry=retry, on_subagent=subagent)
         try:
             result = await session.ask(prompt, f"cli-{uuid.uuid4().hex[:8]}", events)
         except ModelError as exc:

@@ -64,6 +64,27 @@ def test_ask_streams_the_answer_and_edits_the_file(api: FakeMessagesAPI, project
     assert (project / "app.py").read_text() == 'def target():\n    return "new"\n'
 
 
+def test_a_sub_agent_shows_on_stderr_and_stays_out_of_the_answer(
+    api: FakeMessagesAPI, project: Path
+) -> None:
+    api.add_turns(
+        {
+            "tool_use": [
+                {"name": "delegate", "input": {"task": "What does target return?\nBe brief."}}
+            ]
+        },
+        {"tool_use": [{"name": "read_file", "input": {"path": "app.py"}}]},
+        "Sub-agent: it returns old.",
+        "It returns old.",
+    )
+    run = ectx("ask", "what does target return", "--workspace", str(project), env=environment(api))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "It returns old.\n"
+    assert "→ delegate What does target return?\n  ↳ sub-1: read_file app.py\n" in run.stderr
+    assert "  ↳ sub-1: reported\n" in run.stderr
+    assert "[end_turn: 2 model calls" in run.stderr and "(with 2 sub-agent calls)" in run.stderr
+
+
 def in_process(
     args: list[str],
     api: FakeMessagesAPI,
