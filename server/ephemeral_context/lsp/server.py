@@ -94,7 +94,7 @@ if TYPE_CHECKING:
     from pygls.server import ServerErrors
 
     from ephemeral_context.model.agent import AgentEvents
-    from ephemeral_context.model.client import ModelClient
+    from ephemeral_context.model.session import AskSession
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class EphemeralContextServer(LanguageServer):
     store: Store | None
     engine: ContextEngine | None
     applier: ClientEditApplier
-    model_client: ModelClient | None
+    asks: AskSession | None
 
     def __init__(self) -> None:
         super().__init__(
@@ -125,7 +125,7 @@ class EphemeralContextServer(LanguageServer):
         self.usage_throttle = Throttle(self.send_usage, self.options.usage_throttle_ms / 1000)
         self.store = None
         self.engine = None
-        self.model_client = None
+        self.asks = None
         self.conversation_locks: dict[str, asyncio.Lock] = {}
         self.watching = False
         """Whether the client accepted our didChangeWatchedFiles registration."""
@@ -172,7 +172,7 @@ class EphemeralContextServer(LanguageServer):
                 log.warning("dataDirectory changes take effect when the server restarts")
             self.engine.config = engine_config(options)
         if options.api_base_url != old.api_base_url:
-            self.model_client = None
+            self.asks = None  # the next ask connects to the new URL
 
     def open_store(self) -> None:
         """The store and the engine over it, where the settings say."""
@@ -245,15 +245,22 @@ class EphemeralContextServer(LanguageServer):
         capabilities = self.client_capabilities.workspace
         return bool(capabilities and capabilities.apply_edit)
 
-    def require_model_client(self) -> ModelClient:
-        from ephemeral_context.model.client import ClientSettings, ModelClient, ModelError
+    def ask_session(self, engine: ContextEngine) -> AskSession:
+        """The model side every ask shares (the CLI's `ectx ask` uses the same AskSession),
+        with the tools and loop settings as they are now: folders, options and the client's
+        capabilities may have changed since the last ask. The API client is kept."""
+        from ephemeral_context.model.agent import AgentSettings
+        from ephemeral_context.model.client import ClientSettings
+        from ephemeral_context.model.session import AskSession
 
-        if self.model_client is None:
-            try:
-                self.model_client = ModelClient(ClientSettings(base_url=self.options.api_base_url))
-            except ModelError as exc:
-                raise request_failed(exc) from exc
-        return self.model_client
+        env = self.tool_env()
+        settings = AgentSettings(model=self.options.model, max_steps=self.options.limits.max_turns)
+        if self.asks is None:
+            client = ClientSettings(base_url=self.options.api_base_url)
+            self.asks = AskSession(engine, env, settings, client)
+        else:
+            self.asks.engine, self.asks.env, self.asks.settings = engine, env, settings
+        return self.asks
 
     # ----- notifications ------------------------------------------------------------------
 
@@ -332,9 +339,9 @@ async def initialized(ls: EphemeralContextServer, params: types.InitializedParam
 async def shutdown(ls: EphemeralContextServer, params: None) -> None:
     """pygls cancels running requests (asks) after this; close what we opened."""
     ls.usage_throttle.cancel()
-    if ls.model_client is not None:
-        await ls.model_client.close()
-        ls.model_client = None
+    if ls.asks is not None:
+        await ls.asks.close()
+        ls.asks = None
     if ls.store is not None:
         ls.store.close()
 
@@ -653,34 +660,20 @@ async def ask_command(ls: EphemeralContextServer, params: AskParams) -> AskResul
 
 
 async def run_ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
-    from ephemeral_context.model.agent import AgentSettings, run_agent
     from ephemeral_context.model.client import ModelError
 
     engine = ls.require_engine()
     if not params.prompt.strip():
         raise invalid_params("the prompt is empty", "invalid")
-    client = ls.require_model_client()
     conversation = params.conversation_id or f"c-{uuid.uuid4().hex[:12]}"
-    env = ls.tool_env()
-    reporter = AskReporter(ls, conversation, env.workspace, params.work_done_token)
-    settings = AgentSettings(
-        model=ls.options.model,
-        max_steps=ls.options.limits.max_turns,
-    )
+    session = ls.ask_session(engine)
+    reporter = AskReporter(ls, conversation, session.env.workspace, params.work_done_token)
     # One ask at a time per conversation: a second one waits for the first to finish.
     async with ls.conversation_locks.setdefault(conversation, asyncio.Lock()):
         ls.sync_pins(engine)  # the engine shows every pin, as it is now, before each call
         reporter.begin()
         try:
-            result = await run_agent(
-                params.prompt,
-                engine=engine,
-                conversation=conversation,
-                client=client,
-                env=env,
-                settings=settings,
-                events=reporter.events(),
-            )
+            result = await session.ask(params.prompt, conversation, reporter.events())
         except ModelError as exc:
             raise request_failed(exc) from exc
         finally:
