@@ -79,3 +79,17 @@ def test_a_dropped_file_leaves_the_items_and_stays_hydratable(engine: ContextEng
     assert all(i.uri != "file:///gone.py" for i in engine.items())
     assert "def gf1" in engine.read_session_file(item_id).text
     assert "def gf1" not in repr(engine.build_request("c", MODEL, SYSTEM))
+
+
+def test_pinning_an_earlier_version_again_makes_it_full(engine: ContextEngine) -> None:
+    """The editor's undo brings back text the ledger had superseded: the pin shows it."""
+    original = source(5, "u")
+    first = engine.pin("file:///undo.py", original)
+    engine.pin("file:///undo.py", original.replace("uf1", "uf1b"))
+    again = engine.pin("file:///undo.py", original)
+    assert (again.id, again.state, again.pinned) == (first.id, "full", True)
+    assert [i.state for i in engine.items()] == ["full"]
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    d.call()
+    assert "def uf1(x)" in repr(d.requests[-1]) and "uf1b" not in repr(d.requests[-1])
