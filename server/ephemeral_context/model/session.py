@@ -42,6 +42,7 @@ class AskSession:
         folders: Sequence[str | Path],
         model: str,
         max_steps: int = 20,
+        subagent_steps: int = 8,
         secret_patterns: Sequence[str] = (),
         allow_secret_files: Sequence[str] = (),
         skills_directory: str | Path | None = None,
@@ -65,7 +66,7 @@ class AskSession:
         return cls(
             engine,
             env,
-            AgentSettings(model=model, max_steps=max_steps),
+            AgentSettings(model=model, max_steps=max_steps, subagent_steps=subagent_steps),
             ClientSettings(base_url=api_base_url),
         )
 
