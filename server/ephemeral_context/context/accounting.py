@@ -5,6 +5,7 @@ and as its recorded-style twin (every block re-sent as first shown, one breakpoi
 end), at the same time, so `status()` can report the savings. The breakpoints a request
 wrote become entries of the conversation's CacheView; the usage the API reports back
 (`record_usage`) corrects that view when nothing was read, and gives the hit rate.
+`next_tokens` estimates the next request's size from the same state, without building it.
 """
 
 from __future__ import annotations
