@@ -622,7 +622,7 @@ def hydrate_id(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResu
     item = engine.ledger.get(params.id)
     if item is not None and item.kind is ItemKind.FILE:
         document = ls.mirror.get(item.key)
-        if isinstance(document, Document) and document.hash != item.content_hash:
+        if isinstance(document, Document):
             if params.offset > len(document.text):
                 message = f"offset {params.offset} is past the end ({len(document.text)})"
                 raise invalid_params(message, "offsetPastEnd")
