@@ -1,13 +1,18 @@
 """What the tests that script a model conversation share (tests/unit/model, tests/lsp).
 
 A workspace file big enough for the prompt cache to apply, a secret for the secret filter
-to withhold, a scripted turn that reads a file, and the tool results a recorded request
-carried.
+to withhold, scripted turns that read a file, delegate a task or hydrate the id a
+sub-agent's brief carried, and the tool results a recorded request carried.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from tests.fakes.messages_api import RecordedRequest, Reply, ToolCall
+
+REF = re.compile(r"\[\[file:([0-9a-f]+)\]\]")
 
 PRIVATE_KEY = "-----BEGIN " + "EC PRIVATE KEY-----\nMHcCAQEEIBLAH\n-----END EC PRIVATE KEY-----\n"
 """Built by concatenation so this file itself does not look like it holds a secret."""
@@ -23,6 +28,22 @@ def big_module() -> str:
 def read_file_turn(path: str) -> dict[str, Any]:
     """A scripted model turn that calls the read_file tool on `path`."""
     return {"tool_use": [{"name": "read_file", "input": {"path": path}}]}
+
+
+def delegate_turn(task: str) -> dict[str, Any]:
+    """A scripted model turn that hands `task` to a sub-agent."""
+    return {"tool_use": [{"name": "delegate", "input": {"task": task}}]}
+
+
+def first_user_text(body: dict[str, Any]) -> str:
+    content = body["messages"][0]["content"]
+    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+
+
+def hydrate_the_reference(request: RecordedRequest) -> Reply:
+    """A sub-agent's first turn: read_session_file on the first id its brief carried."""
+    ids = REF.findall(first_user_text(request.body))
+    return Reply(tool_calls=(ToolCall("read_session_file", {"id": ids[0]}),))
 
 
 def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:

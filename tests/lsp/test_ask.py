@@ -20,7 +20,12 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
 from tests.fakes import conversation
-from tests.fakes.conversation import PRIVATE_KEY, tool_results
+from tests.fakes.conversation import (
+    PRIVATE_KEY,
+    delegate_turn,
+    hydrate_the_reference,
+    tool_results,
+)
 from tests.fakes.conversation import read_file_turn as read
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.lsp.lsp_session import Editor, wait_until
@@ -267,3 +272,53 @@ async def test_outside_change_on_disk_is_noted(
     last = json.dumps(api.message_requests[-1].body)
     assert "README.md changed outside this conversation" in last
     assert "Changed by a checkout." not in last  # a note, not the content
+
+
+async def test_a_sub_agents_work_streams_as_subagent_progress(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """The main agent delegates; the sub-agent hydrates the id its brief carried. The editor
+    hears each of the sub-agent's steps as a labelled "subagent" askProgress, apart from the
+    main answer."""
+    await start(raw_editor, api, workspace, "visual_studio_code")
+    api.add_turns(
+        read("src/app.py"),
+        delegate_turn("What does cwd() return?"),
+        hydrate_the_reference,
+        "Sub-agent: it returns os.getcwd().",
+        "cwd() returns the working directory.",
+    )
+    result = await raw_editor.request(
+        "ephemeralContext/ask", {"prompt": "What does cwd do?", "conversationId": "c-s"}
+    )
+    assert result.text == "cwd() returns the working directory."
+    assert (result.stopReason, result.calls) == ("end_turn", 3)
+
+    progress = raw_editor.notifications["ephemeralContext/askProgress"]
+    sub = [p for p in progress if p.kind == "subagent"]
+    assert {p.agent for p in sub} == {"c-s/sub-1"}
+    assert {p.conversationId for p in progress} == {"c-s"}
+    events = [p.event for p in sub]
+    assert events[0] == "start" and "What does cwd() return?" in sub[0].text
+    assert events[-1] == "end" and sub[-1].text == "Sub-agent: it returns os.getcwd()."
+    assert sub[-1].isError is False
+    used = [p for p in sub if p.event == "toolUse"]
+    assert [p.tool for p in used] == ["read_session_file"]
+    item_id = used[0].input.id
+    assert f"[[file:{item_id}]]" in sub[0].text
+    hydrated = next(p for p in sub if p.event == "toolResult")
+    assert (hydrated.tool, hydrated.isError) == ("read_session_file", False)
+    assert "return os.getcwd()" in hydrated.text
+    assert events.count("usage") == 2 and all(
+        p.usage.outputTokens > 0 for p in sub if p.event == "usage"
+    )
+    sub_text = "".join(p.text for p in sub if p.event == "text")
+    assert sub_text == "Sub-agent: it returns os.getcwd()."
+    # the main agent's own kinds carry none of it: its text is the answer, its tool calls
+    # are read_file and delegate, and the report is the delegate call's result
+    main_text = "".join(p.text for p in progress if p.kind == "text")
+    assert main_text == "cwd() returns the working directory."
+    assert [p.tool for p in progress if p.kind == "toolUse"] == ["read_file", "delegate"]
+    delegated = [p for p in progress if p.kind == "toolResult"][-1]
+    assert (delegated.tool, delegated.text) == ("delegate", sub_text)
+    assert [p.kind for p in progress].count("usage") == 3

@@ -25,6 +25,7 @@ from ephemeral_context.documents import (
 )
 from ephemeral_context.lsp.protocol import (
     AskEdit,
+    AskProgressParams,
     AskResult,
     AskUsage,
     Breakdown,
@@ -32,11 +33,12 @@ from ephemeral_context.lsp.protocol import (
     HydrateResult,
     LastCall,
     StatusResult,
+    SubagentProgressEvent,
     UsageParams,
 )
 
 if TYPE_CHECKING:  # the agent imports the anthropic SDK, which is slow to load
-    from ephemeral_context.model.agent import AgentResult
+    from ephemeral_context.model.agent import AgentResult, SubagentEvent, SubagentEventKind
 
 _ENCODINGS: dict[str, PositionEncoding] = {
     types.PositionEncodingKind.Utf8: "utf-8",
@@ -188,6 +190,34 @@ def ask_result(result: AgentResult) -> AskResult:
         calls=result.calls,
         usage=ask_usage(result.usage),
         edits=[AskEdit(uri=e.uri, applied=e.applied) for e in result.edits if e.uri],
+    )
+
+
+_SUBAGENT_EVENTS: dict[SubagentEventKind, SubagentProgressEvent] = {
+    "start": "start",
+    "text": "text",
+    "tool_use": "toolUse",
+    "tool_result": "toolResult",
+    "usage": "usage",
+    "retry": "retry",
+    "end": "end",
+}
+
+
+def subagent_progress(conversation: str, event: SubagentEvent) -> AskProgressParams:
+    """A sub-agent's event as a "subagent" askProgress; fields that do not apply to its kind
+    stay unset, so they are left out on the wire."""
+    kind = event.kind
+    return AskProgressParams(
+        conversation_id=conversation,
+        kind="subagent",
+        agent=event.agent,
+        event=_SUBAGENT_EVENTS[kind],
+        text=event.text if kind in ("start", "text", "tool_result", "retry", "end") else None,
+        tool=event.tool if kind in ("tool_use", "tool_result") else None,
+        input=dict(event.input) if kind == "tool_use" else None,
+        is_error=event.is_error if kind in ("tool_result", "end") else None,
+        usage=ask_usage(event.usage) if kind == "usage" else None,
     )
 
 

@@ -190,7 +190,10 @@ class AskResult:
     edits: list[AskEdit]
 
 
-AskProgressKind = Literal["text", "toolUse", "toolResult", "edit", "usage"]
+AskProgressKind = Literal["text", "toolUse", "toolResult", "edit", "usage", "subagent"]
+
+SubagentProgressEvent = Literal["start", "text", "toolUse", "toolResult", "usage", "retry", "end"]
+"""What a sub-agent did, in a "subagent" askProgress (agent.SubagentEventKind, camelCase)."""
 
 
 @attrs.define(kw_only=True)
@@ -206,6 +209,11 @@ class AskProgressParams:
     uri: str | None = None
     applied: bool | None = None
     usage: AskUsage | None = None
+    agent: str | None = None
+    """"subagent" only: the sub-agent's label (its conversation id)."""
+    event: SubagentProgressEvent | None = None
+    """"subagent" only: what the sub-agent did; text, tool, input, isError and usage as for
+    the main agent's kinds."""
 
 
 @attrs.define

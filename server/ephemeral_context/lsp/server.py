@@ -93,7 +93,7 @@ from ephemeral_context.store import (
 if TYPE_CHECKING:
     from pygls.server import ServerErrors
 
-    from ephemeral_context.model.agent import AgentEvents
+    from ephemeral_context.model.agent import AgentEvents, SubagentEvent
     from ephemeral_context.model.session import AskSession
 
 log = logging.getLogger(__name__)
@@ -707,6 +707,7 @@ class AskReporter:
             on_tool_use=self.on_tool_use,
             on_tool_result=self.on_tool_result,
             on_usage=self.on_usage,
+            on_subagent=self.on_subagent,
         )
 
     def send(self, kind: AskProgressKind, **fields: Any) -> None:
@@ -740,6 +741,13 @@ class AskReporter:
         self.ls.last_output_tokens = usage.get("output_tokens", 0)
         self.send("usage", usage=converters.ask_usage(usage))
         self.ls.usage_throttle.poke()
+
+    def on_subagent(self, event: SubagentEvent) -> None:
+        """A delegate's work, labelled; its text never joins the main answer."""
+        params = converters.subagent_progress(self.conversation, event)
+        self.ls.protocol.notify(ASK_PROGRESS, params)
+        if event.kind == "usage":
+            self.ls.usage_throttle.poke()
 
     def begin(self) -> None:
         if self.token is not None:

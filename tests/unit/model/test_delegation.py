@@ -38,11 +38,17 @@ from ephemeral_context.model.secrets import Workspace
 from ephemeral_context.model.tools import ToolEnv
 from ephemeral_context.store import Store
 
-from tests.fakes.conversation import big_module, read_file_turn, tool_results
-from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, Reply, ToolCall
+from tests.fakes.conversation import (
+    big_module,
+    delegate_turn,
+    first_user_text,
+    hydrate_the_reference,
+    read_file_turn,
+    tool_results,
+)
+from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, Reply
 
 MODEL = "claude-sonnet-4-6"
-REF = re.compile(r"\[\[file:([0-9a-f]+)\]\]")
 
 
 # -- the pure parts ------------------------------------------------------------------------
@@ -143,21 +149,6 @@ async def session(tmp_path: Path, api: FakeMessagesAPI) -> AsyncIterator[Session
 
 def is_subagent(body: dict[str, Any]) -> bool:
     return SUBAGENT_SYSTEM in json.dumps(body["system"])
-
-
-def first_user_text(body: dict[str, Any]) -> str:
-    content = body["messages"][0]["content"]
-    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
-
-
-def hydrate_the_reference(request: RecordedRequest) -> Reply:
-    """The sub-agent's first turn: read_session_file on the id its brief carried."""
-    ids = REF.findall(first_user_text(request.body))
-    return Reply(tool_calls=(ToolCall("read_session_file", {"id": ids[0]}),))
-
-
-def delegate_turn(task: str) -> dict[str, Any]:
-    return {"tool_use": [{"name": "delegate", "input": {"task": task}}]}
 
 
 async def test_the_sub_agent_gets_ids_hydrates_them_and_its_report_comes_back(
