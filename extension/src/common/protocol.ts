@@ -108,7 +108,27 @@ export type AskProgress =
     | { conversationId: string; kind: 'toolUse'; tool: string; input: Record<string, unknown> }
     | { conversationId: string; kind: 'toolResult'; tool: string; text: string; isError: boolean }
     | { conversationId: string; kind: 'edit'; uri: string; applied: boolean }
-    | { conversationId: string; kind: 'usage'; usage: ApiUsage };
+    | { conversationId: string; kind: 'usage'; usage: ApiUsage }
+    | SubagentProgress;
+
+/** What happened in a sub-agent started by the `delegate` tool. */
+export type SubagentEvent = 'start' | 'text' | 'toolUse' | 'toolResult' | 'usage' | 'retry' | 'end';
+
+/**
+ * A step of a sub-agent (`agent` is `<conversationId>/sub-<n>`); the optional fields are as
+ * for the main agent's kinds of the same name. Its text is never part of the main answer.
+ */
+export interface SubagentProgress {
+    conversationId: string;
+    kind: 'subagent';
+    agent: string;
+    event: SubagentEvent;
+    text?: string;
+    tool?: string;
+    input?: Record<string, unknown>;
+    isError?: boolean;
+    usage?: ApiUsage;
+}
 
 export interface AskResult {
     conversationId: string;

@@ -2,10 +2,11 @@
  * The Ask Claude panel's page script (runs inside the webview, bundled as an IIFE). Builds the
  * prompt box and the transcript with DOM calls only (model text is set as textContent, never
  * parsed as HTML), appends streamed text as it arrives, and lists the files and symbols the
- * model read and the edits it made.
+ * model read, the steps of its sub-agents (muted lines apart from the answer) and the edits
+ * it made.
  */
-import { AskProgress, AskResult } from '../../common/protocol';
-import { describeToolUse, ToExtension, ToWebview } from '../messages';
+import { AskProgress, AskResult, SubagentProgress } from '../../common/protocol';
+import { describeSubagentStep, describeToolUse, subagentName, ToExtension, ToWebview } from '../messages';
 
 declare function acquireVsCodeApi(): { postMessage(message: ToExtension): void };
 
@@ -27,6 +28,7 @@ interface Turn {
     /** Set when a model call ends (a tool call or its usage): the next text starts a new paragraph. */
     paragraphBreak: boolean;
     answer: HTMLElement;
+    subagents: HTMLElement;
     reads: HTMLUListElement;
     edits: HTMLUListElement;
     status: HTMLElement;
@@ -85,6 +87,8 @@ function startTurn(text: string): Turn {
     const root = el('article', 'turn');
     root.append(el('div', 'user', text));
     const answer = el('div', 'answer');
+    const subagents = el('div', 'subagents');
+    subagents.hidden = true;
     const readsBox = el('details', 'reads');
     readsBox.open = true;
     readsBox.append(el('summary', undefined, 'Read'));
@@ -97,10 +101,10 @@ function startTurn(text: string): Turn {
     editsBox.append(edits);
     editsBox.hidden = true;
     const status = el('div', 'status', 'Thinking…');
-    root.append(answer, readsBox, editsBox, status);
+    root.append(answer, subagents, readsBox, editsBox, status);
     transcript.append(root);
     root.scrollIntoView({ block: 'end' });
-    return { root, answer, reads, edits, status, seen: new Set(), paragraphBreak: false };
+    return { root, answer, subagents, reads, edits, status, seen: new Set(), paragraphBreak: false };
 }
 
 function addRead(turn: Turn, tool: string, input: Record<string, unknown>): void {
@@ -112,6 +116,23 @@ function addRead(turn: Turn, tool: string, input: Record<string, unknown>): void
     const li = el('li', `read ${entry.kind}`, entry.label);
     turn.reads.append(li);
     (turn.reads.parentElement as HTMLElement).hidden = false;
+}
+
+function addSubagentStep(turn: Turn, step: SubagentProgress): void {
+    const line = describeSubagentStep(step);
+    turn.status.textContent = step.event === 'end' ? 'Thinking…' : `Sub-agent ${subagentName(step.agent)} working…`;
+    if (!line) {
+        return;
+    }
+    const className = `subagent-step ${line.kind}`;
+    if (line.detail === undefined) {
+        turn.subagents.append(el('div', className, line.text));
+    } else {
+        const box = el('details', className);
+        box.append(el('summary', undefined, line.text), el('div', 'subagent-detail', line.detail));
+        turn.subagents.append(box);
+    }
+    turn.subagents.hidden = false;
 }
 
 function addEdit(turn: Turn, uri: string, applied: boolean, label: string | undefined): void {
@@ -156,6 +177,9 @@ function onProgress(event: AskProgress, label: string | undefined): void {
             break;
         case 'usage':
             turn.paragraphBreak = true;
+            break;
+        case 'subagent':
+            addSubagentStep(turn, event);
             break;
     }
     turn.root.scrollIntoView({ block: 'end' });
