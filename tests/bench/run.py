@@ -46,6 +46,7 @@ def main(names: list[str]) -> int:
         spec = importlib.util.spec_from_file_location(path.stem, path)
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up while it loads
         spec.loader.exec_module(module)
         print(f"== {name}", file=sys.stderr)
         body = module.run()
