@@ -1,13 +1,16 @@
 """What a Context view and a status bar see, over a real `ectx serve`: contextTokens moves
 when a file is pinned and when the pinned buffer is edited, labels are workspace-relative,
-one row per file whose pin survives an ask that edits it, and a drop removes the row."""
+one row per file whose pin survives an ask that edits it, a drop removes the row, and a
+pinned buffer's typed versions reach the store only when an ask shows one."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from ephemeral_context.store import Store
 from lsprotocol import types
 
 from tests.fakes.conversation import read_file_turn
@@ -78,3 +81,36 @@ async def test_pin_survives_an_ask_that_edits_the_file(
     await raw_editor.request("ephemeralContext/ask", {"prompt": "Look", "conversationId": "b"})
     body = json.dumps(api.message_requests[-1].body)
     assert "# typed after the ask" in body and body.count("def start(self)") == 1
+
+
+def stored_versions(uri: str) -> list[int | None]:
+    """Versions of `uri` in the server's store (on disk, under EPHEMERAL_CONTEXT_HOME)."""
+    with Store(Path(os.environ["EPHEMERAL_CONTEXT_HOME"]) / "store") as store:
+        return [e.version for e in store.entries() if e.uri == uri]
+
+
+async def test_typing_into_a_pin_stores_nothing_until_an_ask(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    await raw_editor.initialize(
+        "visual_studio_code", workspace, {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
+    )
+    uri = raw_editor.open(workspace / "src" / "app.py")
+    pinned = await raw_editor.request("ephemeralContext/pin", {"uri": uri})
+    assert stored_versions(uri) == [1]
+
+    tokens = [(await raw_editor.usage()).contextTokens]
+    for n in range(3):
+        raw_editor.change(uri, [insert(0, f"# typed line {n} of a longer comment\n")])
+        tokens.append((await raw_editor.usage()).contextTokens)
+    assert tokens == sorted(set(tokens)) and tokens[0] == pinned.item.tokens
+    status = await raw_editor.request("ephemeralContext/status")
+    assert status.contextTokens == tokens[-1]
+    rows = (await raw_editor.request("ephemeralContext/items")).items
+    assert [(r.version, r.tokens) for r in rows] == [(4, tokens[-1])]
+    assert stored_versions(uri) == [1]  # shown to nobody yet
+
+    api.add_turns("Seen it.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "Look", "conversationId": "a"})
+    assert stored_versions(uri) == [1, 4]
+    assert "# typed line 2" in json.dumps(api.message_requests[-1].body)

@@ -10,6 +10,7 @@ wrote become entries of the conversation's CacheView; the usage the API reports 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -98,9 +99,12 @@ def record_usage(c: Conversation, usage: Any) -> None:
         )  # fmt: skip
 
 
-def status(state: EngineState, convs: list[Conversation]) -> EngineStatus:
+def status(
+    state: EngineState, convs: list[Conversation], pending: Mapping[str, int]
+) -> EngineStatus:
     """The status-bar numbers over `convs`. Savings compare the cache model's bill for the
-    requests built with that of the recorded-style baseline at the same times."""
+    requests built with that of the recorded-style baseline at the same times. `pending`:
+    tokens of pinned files whose text changed since they were pinned (see `next_tokens`)."""
     ours = sum((c.ours_usage for c in convs), Usage())
     base = sum((c.baseline_usage for c in convs), Usage())
     recorded = sum((c.recorded for c in convs), Usage())
@@ -119,7 +123,9 @@ def status(state: EngineState, convs: list[Conversation]) -> EngineStatus:
     breakdown = {s.value: 0 for s in ItemState}
     for item in state.ledger:
         breakdown[item.state.value] += item.tokens
-    context = max((next_tokens(state, c) for c in convs), default=next_tokens(state, None))
+    context = max(
+        (next_tokens(state, c, pending) for c in convs), default=next_tokens(state, None, pending)
+    )
     last = next((c.last_usage for c in reversed(convs) if c.last_usage), None)
     return EngineStatus(
         context_tokens=context,
@@ -135,14 +141,17 @@ def status(state: EngineState, convs: list[Conversation]) -> EngineStatus:
     )
 
 
-def next_tokens(state: EngineState, c: Conversation | None) -> int:
+def next_tokens(state: EngineState, c: Conversation | None, pending: Mapping[str, int]) -> int:
     """Tokens the next request of `c` (or of a new conversation) would carry, from state the
     engine keeps, without building it: tool schemas and system prompt as last sent, the file
-    segment, the thread, and the pinned files it would show as they are now."""
+    segment, the thread, and the pinned files it would show as they are now. A pinned URI in
+    `pending` changed since it was pinned: every conversation will be shown its new text, at
+    the tokens given, once it is pinned again (just before the next request)."""
     built = [x.last_built for x in state.conversations.values() if x.last_built]
     if c is not None and c.last_built is not None:
         head = c.last_built.head_tokens
     else:
         head = max((b.head_tokens for b in built), default=0)
     held = sum(e.tokens for e in c.segment) + c.thread_tokens if c is not None else 0
-    return head + held + sum(i.tokens for i in unseen_pins(state, c))
+    pins = sum(i.tokens for i in unseen_pins(state, c) if i.key not in pending)
+    return head + held + pins + sum(pending.values())

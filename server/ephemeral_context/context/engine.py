@@ -324,12 +324,18 @@ class ContextEngine:
         """The Context view's rows: one per file (its current version), every other item."""
         return item_api.listed(self.state)
 
-    def status(self, conv: str | None = None) -> EngineStatus:
+    def status(
+        self, conv: str | None = None, pending_pins: Mapping[str, int] | None = None
+    ) -> EngineStatus:
         """The status-bar numbers for one conversation or all of them. Savings compare the
         cache model's bill for the requests built with that of the recorded-style baseline
-        (every block re-sent as first shown, one breakpoint at the end) at the same times."""
+        (every block re-sent as first shown, one breakpoint at the end) at the same times.
+
+        `pending_pins` maps pinned URIs whose text changed since they were pinned to the
+        tokens of the new text: counted as the next request will show it, without storing a
+        version nobody has been shown yet (the caller pins it again before that request)."""
         convs = [self.conversation(conv)] if conv else list(self.state.conversations.values())
-        return accounting.status(self.state, convs)
+        return accounting.status(self.state, convs, pending_pins or {})
 
     # ------------------------------------------------------------------ hydration
 

@@ -14,6 +14,7 @@ import logging
 import sys
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,6 +134,8 @@ class EphemeralContextServer(LanguageServer):
         """Output tokens of the last model call (the engine records the input side)."""
         self.pin_hashes: dict[str, str] = {}
         """The mirror's hash of the text each pinned file was last pinned with."""
+        self.pin_token_cache: dict[str, tuple[str, int]] = {}
+        """(hash, tokens) of each changed pinned file's text as last counted."""
         self.attach_mirror(DocumentMirror())
 
     # ----- state --------------------------------------------------------------------------
@@ -192,17 +195,36 @@ class EphemeralContextServer(LanguageServer):
             raise JsonRpcServerNotInitialized("the server has not been initialized")
         return self.engine
 
-    def sync_pins(self, engine: ContextEngine) -> None:
-        """A pin follows its file: a pinned file whose buffer (or disk text) changed since it
-        was pinned is pinned again as it is now, so status counts, and the next ask shows,
-        the current version. Runs at most once per usage notification, not per keystroke."""
+    def changed_pins(self, engine: ContextEngine) -> dict[str, Document]:
+        """Pinned files whose buffer (or disk text) changed since they were pinned."""
+        changed = {}
         for item in engine.ledger.current_items():
             if not (item.pinned and item.kind is ItemKind.FILE and item.state is ItemState.FULL):
                 continue
             document = self.mirror.get(item.key)
             if isinstance(document, Document) and self.pin_hashes.get(item.key) != document.hash:
-                engine.pin(item.key, document.text, version=document.version)
-                self.pin_hashes[item.key] = document.hash
+                changed[item.key] = document
+        return changed
+
+    def sync_pins(self, engine: ContextEngine) -> None:
+        """A pin follows its file: right before a request is built, a pinned file that
+        changed is pinned again as it is now, so the model sees (and the store keeps) only
+        versions that are shown, not every one typed."""
+        for uri, document in self.changed_pins(engine).items():
+            engine.pin(uri, document.text, version=document.version)
+            self.pin_hashes[uri] = document.hash
+
+    def pending_pin_tokens(self, engine: ContextEngine) -> dict[str, int]:
+        """Tokens of each changed pin's new text, for the status numbers while typing;
+        counted once per version of the text, as pinning it would count them."""
+        pending = {}
+        for uri, document in self.changed_pins(engine).items():
+            counted, tokens = self.pin_token_cache.get(uri, ("", 0))
+            if counted != document.hash:
+                tokens = engine.config.count(document.text, "code")
+                self.pin_token_cache[uri] = (document.hash, tokens)
+            pending[uri] = tokens
+        return pending
 
     def label_folders(self) -> list[Path]:
         """Workspace folders as the client names them and with symlinks resolved, deepest
@@ -267,8 +289,7 @@ class EphemeralContextServer(LanguageServer):
     def send_usage(self) -> None:
         """The throttle's sender: computes the payload at send time, so it is never stale."""
         if self.engine is not None:
-            self.sync_pins(self.engine)
-            status = self.engine.status()
+            status = self.engine.status(pending_pins=self.pending_pin_tokens(self.engine))
             self.protocol.notify(USAGE, converters.usage_params(status, self.last_output_tokens))
 
     def report_server_error(self, error: Exception, source: ServerErrors) -> None:
@@ -490,10 +511,9 @@ def status_command(ls: EphemeralContextServer) -> StatusResult:
 
 def status_of(ls: EphemeralContextServer) -> StatusResult:
     engine = ls.require_engine()
-    ls.sync_pins(engine)
     encoding = converters.position_encoding(ls.workspace.position_encoding)
     return converters.status_result(
-        engine.status(),
+        engine.status(pending_pins=ls.pending_pin_tokens(engine)),
         ls.last_output_tokens,
         ls.options.model,
         len(ls.mirror.open_uris()),
@@ -513,9 +533,15 @@ def items_command(ls: EphemeralContextServer) -> ItemsResult:
 
 def items_of(ls: EphemeralContextServer) -> ItemsResult:
     engine = ls.require_engine()
-    ls.sync_pins(engine)
     folders = ls.label_folders()
-    return ItemsResult([converters.context_item(i, folders) for i in engine.items()])
+    changed, tokens = ls.changed_pins(engine), ls.pending_pin_tokens(engine)
+    rows = [
+        replace(i, version=changed[i.uri].version, tokens=tokens[i.uri])
+        if i.uri in changed and i.pinned and i.kind == "file"
+        else i
+        for i in engine.items()
+    ]  # a changed pin's row shows the buffer as the next ask will pin it
+    return ItemsResult([converters.context_item(i, folders) for i in rows])
 
 
 @SERVER.feature(PIN)
