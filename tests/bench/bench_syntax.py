@@ -18,9 +18,9 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from ephemeral_context.documents import ByteEdit
 from ephemeral_context.syntax import IncrementalSyntax, find_symbol, outline_text, render_synopsis
 from ephemeral_context.syntax.outline import new_parser
 from ephemeral_context.tokens import estimate_tokens
@@ -36,16 +36,6 @@ EDITS = 100
 WARMUP = 10  # edits applied first and not timed (allocations, first numpy calls)
 ROUNDS = 3
 CORPUS_FILES = 2500
-
-
-@dataclass(frozen=True)
-class Edit:
-    start_byte: int
-    old_end_byte: int
-    new_end_byte: int
-    start_point: tuple[int, int]
-    old_end_point: tuple[int, int]
-    new_end_point: tuple[int, int]
 
 
 def _python_10k() -> str:
@@ -72,11 +62,11 @@ def _edit_spots(text: str, count: int) -> list[int]:
     return sorted(random.Random(7).sample(spots, min(count, len(spots))))
 
 
-def _replace_char(data: bytes, at: int, char: bytes) -> tuple[bytes, Edit]:
+def _replace_char(data: bytes, at: int, char: bytes) -> tuple[bytes, ByteEdit]:
     row = data.count(b"\n", 0, at)
     column = at - (data.rfind(b"\n", 0, at) + 1)
     new = data[:at] + char + data[at + 1 :]
-    return new, Edit(at, at + 1, at + 1, (row, column), (row, column + 1), (row, column + 1))
+    return new, ByteEdit(at, at + 1, at + 1, (row, column), (row, column + 1), (row, column + 1))
 
 
 def _ms(seconds: list[float]) -> str:
@@ -161,8 +151,8 @@ def _error_toggle_ms(path: str, text: str) -> tuple[float, float]:
         at = len(text[:at].encode()) + 1
         row, column = data.count(b"\n", 0, at), at - (data.rfind(b"\n", 0, at) + 1)
         broken = data[:at] + b"(" + data[at:]
-        breaking = Edit(at, at, at + 1, (row, column), (row, column), (row, column + 1))
-        mending = Edit(at, at + 1, at, (row, column), (row, column + 1), (row, column))
+        breaking = ByteEdit(at, at, at + 1, (row, column), (row, column), (row, column + 1))
+        mending = ByteEdit(at, at + 1, at, (row, column), (row, column + 1), (row, column))
         for new, edit in ((broken, breaking), (data, mending)):
             started = time.perf_counter()
             changes = syntax.apply([edit], new.decode())
@@ -174,7 +164,9 @@ def _error_toggle_ms(path: str, text: str) -> tuple[float, float]:
     return statistics.median(ours) * 1e3, statistics.median(floor) * 1e3
 
 
-def _args(edit: Edit) -> tuple[int, int, int, tuple[int, int], tuple[int, int], tuple[int, int]]:
+def _args(
+    edit: ByteEdit,
+) -> tuple[int, int, int, tuple[int, int], tuple[int, int], tuple[int, int]]:
     return (
         edit.start_byte, edit.old_end_byte, edit.new_end_byte,
         edit.start_point, edit.old_end_point, edit.new_end_point,

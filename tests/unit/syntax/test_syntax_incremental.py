@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from ephemeral_context.documents import ByteEdit
 from ephemeral_context.syntax import IncrementalSyntax, SymbolId, outline_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,31 +14,19 @@ from hypothesis import strategies as st
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "syntax" / "samples"
 
 
-@dataclass(frozen=True)
-class Edit:
-    """A tree-sitter edit built the way documents.py builds its ByteEdit."""
-
-    start_byte: int
-    old_end_byte: int
-    new_end_byte: int
-    start_point: tuple[int, int]
-    old_end_point: tuple[int, int]
-    new_end_point: tuple[int, int]
-
-
 def _point(data: bytes, offset: int) -> tuple[int, int]:
     row = data.count(b"\n", 0, offset)
     return row, offset - (data.rfind(b"\n", 0, offset) + 1)
 
 
-def splice(text: str, start: int, end: int, insert: str) -> tuple[str, Edit]:
+def splice(text: str, start: int, end: int, insert: str) -> tuple[str, ByteEdit]:
     """Replace text[start:end] (code points) and describe it in bytes and points."""
     old = text.encode()
     start_byte, old_end_byte = len(text[:start].encode()), len(text[:end].encode())
     new_text = text[:start] + insert + text[end:]
     new = new_text.encode()
     new_end_byte = start_byte + len(insert.encode())
-    edit = Edit(
+    edit = ByteEdit(
         start_byte, old_end_byte, new_end_byte,
         _point(old, start_byte), _point(old, old_end_byte), _point(new, new_end_byte),
     )  # fmt: skip
@@ -82,7 +70,7 @@ edits_strategy = st.lists(
 )
 
 
-def _apply_random(text: str, raw: list[tuple[float, float, str]]) -> tuple[str, list[Edit]]:
+def _apply_random(text: str, raw: list[tuple[float, float, str]]) -> tuple[str, list[ByteEdit]]:
     edits = []
     for at, length, insert in raw:
         start = int(at * len(text))
@@ -172,7 +160,7 @@ def test_overloads_keep_their_ordinals() -> None:
     }
 
 
-def _valid_edit(data: st.DataObject, text: str, name: str) -> tuple[str, Edit]:
+def _valid_edit(data: st.DataObject, text: str, name: str) -> tuple[str, ByteEdit]:
     """An edit that usually keeps the file valid, so the incremental path is the one tested."""
     symbols = outline_text(text, name).symbols
     lines = text.split("\n")
