@@ -93,20 +93,7 @@ def run() -> str:
         text = _big_file(10_000)
         big.write_text(text, encoding="utf-8")
         with RawServer.start(env=env) as server:
-            server.request("initialize", _initialize_params(root, {"usageThrottleMs": 0}))
-            server.notify("initialized", {})
-            server.notify(
-                "textDocument/didOpen",
-                {
-                    "textDocument": {
-                        "uri": big.as_uri(),
-                        "languageId": "python",
-                        "version": 1,
-                        "text": text,
-                    }
-                },
-            )
-            server.next_notification("ephemeralContext/usage")
+            _open_after_initialize(server, _initialize_params(root, {"usageThrottleMs": 0}), big)
             latencies, round_trips = [], []
             for n in range(EDITS):
                 line = 5_000 + n
@@ -133,20 +120,7 @@ def run() -> str:
                 round_trips.append(time.perf_counter() - start)
 
         with RawServer.start(env=env) as server:
-            server.request("initialize", _initialize_params(root))  # default throttle, 100 ms
-            server.notify("initialized", {})
-            server.notify(
-                "textDocument/didOpen",
-                {
-                    "textDocument": {
-                        "uri": big.as_uri(),
-                        "languageId": "python",
-                        "version": 1,
-                        "text": text,
-                    }
-                },
-            )
-            server.next_notification("ephemeralContext/usage")
+            _open_after_initialize(server, _initialize_params(root), big)  # throttle 100 ms
             start = time.perf_counter()
             for n in range(BURST):
                 server.notify(
@@ -228,3 +202,15 @@ def run() -> str:
 
 if __name__ == "__main__":
     print(run())
+
+
+def _open_after_initialize(server: RawServer, initialize: dict[str, object], path: Path) -> None:
+    """Initialize, open `path` and wait for the usage notification the open sends."""
+    server.request("initialize", initialize)
+    server.notify("initialized", {})
+    document = {"uri": path.as_uri(), "languageId": "python", "version": 1}
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {**document, "text": path.read_text(encoding="utf-8")}},
+    )
+    server.next_notification("ephemeralContext/usage")
