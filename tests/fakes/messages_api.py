@@ -36,6 +36,8 @@ import contextlib
 import itertools
 import json
 import secrets
+import select
+import socket
 import subprocess
 import sys
 import threading
@@ -45,7 +47,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from ephemeral_context.cache_sim import (
     CacheControlError,
@@ -86,6 +88,9 @@ class Reply:
     """Seconds between streamed events (JSON "delay"): lets an editor cancel mid-answer."""
     gate: threading.Event | None = field(default=None, compare=False)
     """In-process only: a stream stops after its first text delta until the test sets this."""
+    cut: Literal["drop", "stall"] | None = None
+    """After the first text delta (JSON "cut"): "drop" closes the connection, "stall" sends
+    nothing more until the client goes away (at most 60 s)."""
 
     def resolved_stop_reason(self) -> str:
         if self.stop_reason:
@@ -166,7 +171,8 @@ def parse_turn(item: Any) -> Turn:
 
     Forms: "text"; {"text": ...}; {"tool_use": [{"name", "input", "id"?}], "text"?: ...};
     {"refusal": "text"} (stop_reason "refusal"); {"stop_reason": ...} alongside text;
-    {"error": {"status", "type", "message", "retry_after"?, "mid_stream"?}}.
+    {"error": {"status", "type", "message", "retry_after"?, "mid_stream"?}};
+    "delay" and "cut" ("drop" or "stall") alongside text.
     """
     if isinstance(item, (Reply, ApiError)):
         return item
@@ -211,6 +217,7 @@ def parse_turn(item: Any) -> Turn:
         tuple(calls),
         item.get("stop_reason"),
         delay=float(item.get("delay", 0.0)),
+        cut=item.get("cut"),
     )
 
 
@@ -721,7 +728,11 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 if block["type"] == "text":
                     start = {"type": "text", "text": ""}
                     pieces = _chunks(block["text"], api._chunk_size)
-                    self._stream_block(index, start, "text_delta", "text", pieces, turn.gate)
+                    self._stream_block(
+                        index, start, "text_delta", "text", pieces, turn.gate, turn.cut
+                    )
+                    if turn.cut is not None:
+                        return
                 else:
                     start = {
                         "type": "tool_use",
@@ -753,10 +764,12 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             field: str,
             pieces: Iterable[str],
             gate: threading.Event | None = None,
+            cut: Literal["drop", "stall"] | None = None,
         ) -> None:
             """One content block as the API streams it: start, a delta per piece, stop.
 
-            With a `gate`, each delta waits for it (a test holds the stream mid-block).
+            With a `gate`, each delta waits for it (a test holds the stream mid-block); with
+            a `cut`, the stream breaks after the first delta.
             """
             self._event(
                 "content_block_start",
@@ -773,7 +786,22 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 )
                 if gate is not None and not gate.is_set():
                     gate.wait(timeout=60)
+                if cut is not None:
+                    self._cut(cut)
+                    return
             self._event("content_block_stop", {"type": "content_block_stop", "index": index})
+
+        def _cut(self, how: Literal["drop", "stall"]) -> None:
+            """End a stream the way a broken network does: closed, or silent until the client
+            walks away."""
+            if how == "stall":
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    readable, _, _ = select.select([self.connection], [], [], 0.05)
+                    if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                        break
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
 
         def _event(self, name: str, data: Mapping[str, Any]) -> None:
             if self._delay:

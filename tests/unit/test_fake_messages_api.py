@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx2
 import pytest
 from ephemeral_context.cache_sim import request_from_messages_api
 
@@ -572,3 +573,34 @@ def test_concurrent_requests_each_get_their_own_turn(fake_messages_api: Start) -
         thread.join(timeout=30)
     assert sorted(texts) == sorted(answers)
     assert len(api.message_requests) == 8
+
+
+def test_a_cut_stream_drops_or_stalls_after_its_first_text(fake_messages_api: Start) -> None:
+    """`"cut": "drop"` closes the connection mid-answer; `"stall"` holds it silent until the
+    client walks away (a read timeout)."""
+    api = fake_messages_api(
+        [
+            {"text": "partial answer, then more " * 10, "cut": "drop"},
+            {"text": "partial answer, then more " * 10, "cut": "stall"},
+            "whole",
+        ]
+    )
+    sdk = client(api, max_retries=0)
+    texts: list[str] = []
+    # Mid-stream, the SDK lets httpx2's own exceptions through (model/client.py retries them).
+    with (
+        pytest.raises(httpx2.RemoteProtocolError),
+        sdk.messages.stream(model=MODEL, max_tokens=500, messages=HI) as stream,
+    ):
+        texts.extend(event.text for event in stream if event.type == "text")
+    assert len(texts) == 1  # one delta, then the connection was gone
+    impatient = client(api, max_retries=0, timeout=0.5)
+    with (
+        pytest.raises(httpx2.ReadTimeout),
+        impatient.messages.stream(model=MODEL, max_tokens=500, messages=HI) as stream,
+    ):
+        texts.extend(event.text for event in stream if event.type == "text")
+    assert len(texts) == 2
+    records = api.message_requests
+    assert records[1].done.wait(10) and not records[0].completed and not records[1].completed
+    assert sdk.messages.create(model=MODEL, max_tokens=8, messages=HI).content
