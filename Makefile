@@ -30,7 +30,7 @@ typecheck: $(STAMP) ## mypy (strict) over the package
 unit: $(STAMP) ## the suite without the real-editor end-to-end tests
 	$(VENV)/bin/pytest -m 'not e2e' -q
 
-e2e-deps: ## install what the real-editor tests need (Neovim, Chromium, code-server)
+e2e-deps: ## install what the real-client tests need (Neovim, Chromium, code-server, Claude Code)
 	bash tests/e2e/install-deps.sh
 
 e2e: $(STAMP) e2e-deps ## only the real-editor end-to-end tests

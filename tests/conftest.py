@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.claude_code import ClaudeCode, claude_code_binary
 from tests.fakes import FakeMessagesAPI
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +47,15 @@ def fake_messages_api() -> Iterator[Callable[..., FakeMessagesAPI]]:
 def api(fake_messages_api: Callable[..., FakeMessagesAPI]) -> FakeMessagesAPI:
     """One local Messages API with an empty script: the test adds the turns it needs."""
     return fake_messages_api()
+
+
+@pytest.fixture
+def claude_code(tmp_path: Path) -> ClaudeCode:
+    """The real Claude Code CLI against tests/fakes, in this test's temporary directory."""
+    binary = claude_code_binary()
+    if binary is None:
+        pytest.skip("the Claude Code CLI is not installed: run `make e2e-deps`")
+    return ClaudeCode(binary, tmp_path / "claude-code")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

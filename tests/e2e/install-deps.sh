@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the real-editor tests need, only when it is missing (idempotent).
-# Debian packages through apt-get; code-server through npm into a cache outside the checkout.
+# Debian packages through apt-get; code-server and the Claude Code CLI through npm into caches
+# outside the checkout.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
@@ -20,4 +21,8 @@ fi
 
 if [ -x "$here/install-code-server.sh" ]; then
   bash "$here/install-code-server.sh"
+fi
+
+if [ -x "$here/install-claude-code.sh" ]; then
+  bash "$here/install-claude-code.sh"
 fi

@@ -235,23 +235,39 @@ def load_script(path: Path) -> list[Turn]:
 # Request checks the real API makes, so a client bug fails here as it would there
 
 
-def conversation_problem(messages: Sequence[Any]) -> str | None:
+MID_CONVERSATION_SYSTEM = (4, 8)
+"""The first model version that accepts role "system" messages inside `messages` (Opus 4.8)."""
+
+
+def conversation_problem(messages: Sequence[Any], *, system_messages: bool = True) -> str | None:
     """What the API would reject in this message list, in its words, or None.
 
-    Checked: every message is an object with a user or assistant role; content is not empty
+    Checked: every message is an object with a user, assistant or (where the model takes
+    them, `system_messages`) system role; the first is a user message; content is not empty
     (except a final assistant prefill); no empty text blocks; each tool_use is answered by a
-    tool_result in the next message, and each tool_result answers a tool_use just before it.
+    tool_result in the next user message, and each tool_result answers a tool_use just before
+    it. A mid-conversation system message comes right after a user turn (or another system
+    message) and holds text only; it leaves the tool_use pairing untouched.
     """
     if not messages:
         return "messages: at least one message is required"
     pending: set[str] = set()
+    previous_role = ""
     for m, message in enumerate(messages):
-        if not isinstance(message, Mapping) or message.get("role") not in ("user", "assistant"):
-            return f"messages.{m}: each message needs a role of 'user' or 'assistant'"
-        if m == 0 and message["role"] != "user":
+        role = message.get("role") if isinstance(message, Mapping) else None
+        if role not in ("user", "assistant", "system"):
+            return f"messages.{m}: each message needs a role of 'user', 'assistant' or 'system'"
+        if m == 0 and role != "user":
             return 'messages: first message must use the "user" role'
+        if role == "system":
+            problem = _system_message_problem(m, message, previous_role, system_messages)
+            if problem is not None:
+                return problem
+            previous_role = role
+            continue
+        previous_role = role
         content = message.get("content")
-        final_prefill = m == len(messages) - 1 and message["role"] == "assistant"
+        final_prefill = m == len(messages) - 1 and role == "assistant"
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if not isinstance(blocks, list) or (not (blocks and content) and not final_prefill):
             return (
@@ -275,7 +291,7 @@ def conversation_problem(messages: Sequence[Any]) -> str | None:
                         "have a corresponding `tool_use` block in the previous message."
                     )
                 answered.add(tool_use_id)
-            elif kind == "tool_use" and message["role"] == "assistant":
+            elif kind == "tool_use" and role == "assistant":
                 uses.add(str(block.get("id")))
         if pending - answered:
             missing = ", ".join(sorted(pending - answered))
@@ -285,6 +301,47 @@ def conversation_problem(messages: Sequence[Any]) -> str | None:
                 "corresponding `tool_result` block in the next message."
             )
         pending = uses
+    return None
+
+
+def _system_message_problem(
+    m: int, message: Mapping[str, Any], previous_role: str, allowed: bool
+) -> str | None:
+    """What the API rejects in a role "system" message at position `m`, or None."""
+    if not allowed:
+        return f"messages.{m}: role 'system' is not supported on this model"
+    if previous_role not in ("user", "system"):
+        return f"messages.{m}: a system message must follow a user turn"
+    content = message.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    if not isinstance(blocks, list) or not blocks:
+        return f"messages.{m}: system messages must have non-empty content"
+    for j, block in enumerate(blocks):
+        if not isinstance(block, Mapping) or block.get("type") != "text":
+            return f"messages.{m}.content.{j}: system messages may only hold text blocks"
+        if not block.get("text"):
+            return f"messages.{m}.content.{j}: text content blocks must be non-empty"
+    return None
+
+
+THINKING_TYPES = frozenset({"enabled", "disabled", "adaptive"})
+
+
+def thinking_problem(thinking: Any) -> str | None:
+    """What the API rejects in the `thinking` parameter, or None (absent is fine).
+
+    The budget is not compared with max_tokens: with interleaved thinking (Claude Code's
+    beta header) it may exceed it.
+    """
+    if thinking is None:
+        return None
+    if not isinstance(thinking, Mapping) or thinking.get("type") not in THINKING_TYPES:
+        return "thinking.type: Input should be 'enabled', 'disabled' or 'adaptive'"
+    if thinking["type"] != "enabled":
+        return None
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or budget < 1024:
+        return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
     return None
 
 
@@ -520,10 +577,12 @@ class FakeMessagesAPI:
                     ApiError(400, "invalid_request_error", "max_tokens: 0 cannot be streamed")
                 )
         try:
-            model_info(model)
+            info = model_info(model)
         except UnknownModelError:
             raise _Reject(unknown_model(model)) from None
-        problem = conversation_problem(body["messages"])
+        problem = conversation_problem(
+            body["messages"], system_messages=info.version >= MID_CONVERSATION_SYSTEM
+        ) or thinking_problem(body.get("thinking"))
         if problem is not None:
             raise _Reject(ApiError(400, "invalid_request_error", problem))
         return body

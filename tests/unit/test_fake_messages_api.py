@@ -532,6 +532,71 @@ def test_a_well_formed_tool_loop_and_a_prefill_are_accepted(fake_messages_api: S
     assert sdk.messages.create(model=MODEL, max_tokens=8, messages=prefill).content  # type: ignore[arg-type]
 
 
+MID_SYSTEM_MODEL = "claude-opus-4-8"  # the first model that takes role "system" in messages
+NOTE = {"role": "system", "content": "Available agent types: Explore, Plan."}
+
+
+@pytest.mark.parametrize(
+    ("model", "body", "complaint"),
+    [
+        (MODEL, {"messages": [*HI, NOTE]}, "not supported on this model"),
+        (MID_SYSTEM_MODEL, {"messages": [NOTE, *HI]}, "first message"),
+        (
+            MID_SYSTEM_MODEL,
+            {"messages": [*HI, {"role": "assistant", "content": "ok"}, NOTE]},
+            "must follow a user turn",
+        ),
+        (
+            MID_SYSTEM_MODEL,
+            {"messages": [*HI, {"role": "system", "content": [{"type": "image"}]}]},
+            "only hold text",
+        ),
+        (MID_SYSTEM_MODEL, {"messages": [*HI, {"role": "system", "content": ""}]}, "non-empty"),
+        (MID_SYSTEM_MODEL, {"messages": HI, "thinking": {"type": "sometimes"}}, "thinking.type"),
+        (
+            MID_SYSTEM_MODEL,
+            {"messages": HI, "thinking": {"type": "enabled", "budget_tokens": 10}},
+            "budget_tokens",
+        ),
+    ],
+)
+def test_request_shapes_the_api_rejects_are_rejected(
+    fake_messages_api: Start, model: str, body: dict[str, Any], complaint: str
+) -> None:
+    api = fake_messages_api(["kept"])
+    status, answer = post(
+        api.base_url + "/v1/messages",
+        {"model": model, "max_tokens": 8, **body},
+        {"x-api-key": "sk-test-0000"},
+    )
+    assert status == 400 and complaint in json.loads(answer)["error"]["message"]
+    assert api.remaining_turns == 1
+
+
+def test_what_claude_code_sends_is_accepted(fake_messages_api: Start) -> None:
+    """Role "system" after a user turn, adaptive thinking, context_management, output_config."""
+    api = fake_messages_api(["one"])
+    status, _ = post(
+        api.base_url + "/v1/messages",
+        {
+            "model": MID_SYSTEM_MODEL,
+            "max_tokens": 64000,
+            "messages": [
+                *HI,
+                NOTE,
+                tool_turn("toolu_a"),
+                result("toolu_a"),
+                {"role": "system", "content": [{"type": "text", "text": "A skill listing."}]},
+            ],
+            "thinking": {"type": "adaptive"},
+            "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+            "output_config": {"effort": "high"},
+        },
+        {"x-api-key": "sk-test-0000"},
+    )
+    assert status == 200
+
+
 def test_a_gated_stream_lets_a_client_cancel_mid_answer(fake_messages_api: Start) -> None:
     gate = threading.Event()
     api = fake_messages_api(

@@ -1,0 +1,137 @@
+"""The Claude Code CLI as a real client of tests/fakes: scripted sessions with real transcripts.
+
+Claude Code runs in print mode (`claude -p PROMPT`) against a local FakeMessagesAPI, with a
+fresh temporary HOME, a dummy API key and its telemetry and other network traffic off
+(../shared/recipes/claude-code-client.md). The script says what "the model" answers; Claude
+Code runs the tools itself, so the transcript it writes under `$HOME/.claude/projects` is a
+real one, and the fake keeps every request exactly as Claude Code sent it: the ground truth
+a transcript reader is compared with.
+
+The CLI comes from the npm registry through tests/e2e/install-claude-code.sh into
+`$ECTX_CLAUDE_CODE_DIR` (default `~/.cache/ectx-claude-code` of the real user: a test's own
+HOME is a temporary one).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.fakes import FakeMessagesAPI, RecordedRequest
+from tests.fakes.messages_api import TurnSource
+
+DUMMY_KEY = "sk-ant-test-000"
+
+
+def claude_code_dir() -> Path:
+    """Where install-claude-code.sh puts the CLI."""
+    configured = os.environ.get("ECTX_CLAUDE_CODE_DIR")
+    if configured:
+        return Path(configured)
+    return Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "ectx-claude-code"
+
+
+def claude_code_binary() -> Path | None:
+    """The installed `claude` launcher, or None when the CLI is not installed."""
+    binary = claude_code_dir() / "node_modules" / ".bin" / "claude"
+    return binary if binary.exists() else None
+
+
+@dataclass(frozen=True)
+class ClaudeCodeRun:
+    """One finished `claude -p` session: what it printed, wrote and sent."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    home: Path
+    requests: list[RecordedRequest]
+    """Every POST /v1/messages the fake received, in order, exactly as sent."""
+
+    @property
+    def projects(self) -> Path:
+        return self.home / ".claude" / "projects"
+
+    @property
+    def transcripts(self) -> list[Path]:
+        """The main session files (one per session), oldest first."""
+        found = self.projects.glob("*/*.jsonl") if self.projects.is_dir() else []
+        return sorted(found, key=lambda path: path.stat().st_mtime)
+
+    @property
+    def transcript(self) -> Path:
+        """The session's transcript (the run must have written exactly one)."""
+        transcripts = self.transcripts
+        assert len(transcripts) == 1, f"expected one transcript, found {transcripts}"
+        return transcripts[0]
+
+    @property
+    def subagent_transcripts(self) -> list[Path]:
+        """Sub-agent files (`<session>/subagents/agent-*.jsonl`), in name order."""
+        return sorted(self.projects.glob("*/*/subagents/agent-*.jsonl"))
+
+    def bodies(self) -> list[Mapping[str, Any]]:
+        """The request bodies, in the order they were sent."""
+        return [request.body for request in self.requests]
+
+
+class ClaudeCode:
+    """Runs scripted Claude Code sessions in one test's temporary directory."""
+
+    def __init__(self, binary: Path, root: Path) -> None:
+        self.binary = binary
+        self.root = root
+        self.workspace = root / "workspace"
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        self._runs = 0
+
+    def run(
+        self,
+        prompt: str,
+        script: Sequence[TurnSource | str | Mapping[str, Any]],
+        *,
+        allowed_tools: Sequence[str] = ("Read",),
+        env: Mapping[str, str] | None = None,
+        args: Sequence[str] = (),
+        home: Path | None = None,
+        timeout: float = 180,
+    ) -> ClaudeCodeRun:
+        """`claude -p PROMPT` in the workspace against a fake that answers from `script`.
+
+        `home` continues an earlier run's HOME (for `--continue`); by default each run gets
+        its own. The environment is built from scratch: nothing of the caller's leaks in.
+        """
+        self._runs += 1
+        if home is None:
+            home = self.root / f"home-{self._runs}"
+            home.mkdir()
+        with FakeMessagesAPI(script) as api:
+            environment = {
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "HOME": str(home),
+                "ANTHROPIC_BASE_URL": api.base_url,
+                "ANTHROPIC_API_KEY": DUMMY_KEY,
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                **(env or {}),
+            }
+            tools = ["--allowedTools", ",".join(allowed_tools)] if allowed_tools else []
+            completed = subprocess.run(
+                [str(self.binary), "-p", prompt, *tools, *args],
+                cwd=self.workspace,
+                env=environment,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+            )
+            requests = api.message_requests
+        return ClaudeCodeRun(
+            completed.returncode, completed.stdout, completed.stderr, home, requests
+        )
