@@ -7,7 +7,7 @@ prefix ending at its block; reads are found at a breakpoint or at most 20 positi
 from it; a prefix shorter than the model's minimum is never cached; entries live 5 minutes
 or 1 hour from the start of the last request that wrote or read them; 1-hour breakpoints
 must come before 5-minute ones; a top-level `cache_control` puts a breakpoint on the last
-cacheable block. Usage comes back in the API's shape, priced with the per-model table.
+cacheable block. Usage comes back in the API's shape; prices.py prices it per model.
 
 Speed matters (a long transcript is replayed under several strategies): blocks carry a
 precomputed token count and content key, prefix hashes are a chain over those keys, and the
@@ -17,14 +17,11 @@ cache is a dict from prefix hash to (expiry, ttl, tokens).
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import xxhash
-
-from ephemeral_context.tokens import estimate_tokens
+from ephemeral_context.prices import lookup
 
 Ttl = Literal["5m", "1h"]
 
@@ -33,20 +30,12 @@ MAX_BREAKPOINTS = 4
 LOOKBACK_POSITIONS = 20
 """Positions checked per breakpoint, the breakpoint itself counted as the first."""
 
-CACHE_WRITE_5M = 1.25
-CACHE_WRITE_1H = 2.0
-CACHE_READ = 0.1
-
 IMAGE_TOKENS = 1600
 """Flat estimate for an image or binary document block (about a 1.1 megapixel image)."""
 
 
 class CacheControlError(ValueError):
     """A request the API would reject with 400 invalid_request_error for its cache_control."""
-
-
-class UnknownModelError(KeyError):
-    """A model id that names no Claude family we have prices for."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -97,16 +86,6 @@ class Usage:
     def total_input_tokens(self) -> int:
         return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
 
-    @property
-    def billed_input(self) -> float:
-        """Base-input-token equivalents: what this call's input costs relative to plain input."""
-        return (
-            self.input_tokens
-            + CACHE_WRITE_5M * self.ephemeral_5m_input_tokens
-            + CACHE_WRITE_1H * self.ephemeral_1h_input_tokens
-            + CACHE_READ * self.cache_read_input_tokens
-        )
-
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
@@ -152,102 +131,6 @@ def usage_from_dict(raw: Mapping[str, Any] | Any) -> Usage:
         ephemeral_5m_input_tokens=five,
         ephemeral_1h_input_tokens=hour,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Prices and minimum cacheable lengths
-
-
-@dataclass(slots=True, frozen=True)
-class ModelInfo:
-    """List prices (USD per million tokens) and the minimum cacheable prompt length."""
-
-    family: str
-    version: tuple[int, ...]
-    name: str
-    input_per_mtok: float
-    output_per_mtok: float
-    min_cacheable_tokens: int
-
-    @property
-    def write_5m_per_mtok(self) -> float:
-        return self.input_per_mtok * CACHE_WRITE_5M
-
-    @property
-    def write_1h_per_mtok(self) -> float:
-        return self.input_per_mtok * CACHE_WRITE_1H
-
-    @property
-    def read_per_mtok(self) -> float:
-        return self.input_per_mtok * CACHE_READ
-
-
-MODELS: tuple[ModelInfo, ...] = (
-    ModelInfo("fable", (5,), "Claude Fable 5", 10.0, 50.0, 512),
-    ModelInfo("mythos", (5,), "Claude Mythos 5", 10.0, 50.0, 512),
-    ModelInfo("opus", (5,), "Claude Opus 5", 5.0, 25.0, 512),
-    ModelInfo("opus", (4, 8), "Claude Opus 4.8", 5.0, 25.0, 1024),
-    ModelInfo("opus", (4, 7), "Claude Opus 4.7", 5.0, 25.0, 2048),
-    ModelInfo("opus", (4, 6), "Claude Opus 4.6", 5.0, 25.0, 4096),
-    ModelInfo("opus", (4, 5), "Claude Opus 4.5", 5.0, 25.0, 4096),
-    ModelInfo("opus", (4, 1), "Claude Opus 4.1", 15.0, 75.0, 1024),
-    ModelInfo("opus", (4,), "Claude Opus 4", 15.0, 75.0, 1024),
-    ModelInfo("opus", (3,), "Claude Opus 3", 15.0, 75.0, 1024),
-    ModelInfo("sonnet", (5,), "Claude Sonnet 5", 2.0, 10.0, 1024),
-    ModelInfo("sonnet", (4, 6), "Claude Sonnet 4.6", 3.0, 15.0, 1024),
-    ModelInfo("sonnet", (4, 5), "Claude Sonnet 4.5", 3.0, 15.0, 1024),
-    ModelInfo("sonnet", (4,), "Claude Sonnet 4", 3.0, 15.0, 1024),
-    ModelInfo("sonnet", (3, 7), "Claude Sonnet 3.7", 3.0, 15.0, 1024),
-    ModelInfo("sonnet", (3, 5), "Claude Sonnet 3.5", 3.0, 15.0, 1024),
-    ModelInfo("haiku", (4, 5), "Claude Haiku 4.5", 1.0, 5.0, 4096),
-    ModelInfo("haiku", (3, 5), "Claude Haiku 3.5", 0.80, 4.0, 2048),
-    ModelInfo("haiku", (3,), "Claude Haiku 3", 0.25, 1.25, 2048),
-)
-
-_BY_VERSION = {(m.family, m.version): m for m in MODELS}
-_FAMILIES = "|".join(sorted({m.family for m in MODELS}))
-# claude-sonnet-4-5, claude-opus-4, claude-opus-5  and the older claude-3-5-haiku, claude-3-opus
-_NEW_STYLE = re.compile(rf"claude-({_FAMILIES})-(\d+)(?:-(\d))?(?![\d])")
-_OLD_STYLE = re.compile(rf"claude-(\d+)(?:-(\d))?-({_FAMILIES})")
-_DATE_SUFFIX = re.compile(r"(-\d{8}|@\d{8}|-latest|-v\d+(:\d+)?|\[[^\]]*\])+$")
-
-
-def model_info(model: str) -> ModelInfo:
-    """Prices for a model id as the API, Bedrock, Vertex or Claude Code spell it.
-
-    An unlisted version of a known family gets the newest listed member of that family.
-    """
-    name = _DATE_SUFFIX.sub("", model.strip().lower())
-    family: str | None = None
-    version: tuple[int, ...] = ()
-    if m := _NEW_STYLE.search(name):
-        family = m.group(1)
-        version = (int(m.group(2)),) + ((int(m.group(3)),) if m.group(3) else ())
-    elif m := _OLD_STYLE.search(name):
-        family = m.group(3)
-        version = (int(m.group(1)),) + ((int(m.group(2)),) if m.group(2) else ())
-    else:
-        for candidate in {mi.family for mi in MODELS}:
-            if candidate in name and "claude" in name:
-                family = candidate
-    if family is None:
-        raise UnknownModelError(f"no prices for model {model!r}")
-    found = _BY_VERSION.get((family, version))
-    if found is not None:
-        return found
-    return max((mi for mi in MODELS if mi.family == family), key=lambda mi: mi.version)
-
-
-def cost_usd(usage: Usage, output_tokens: int, model: str) -> float:
-    """Dollars at list price for one call (or a sum of calls) on `model`."""
-    info = model_info(model)
-    return (
-        usage.input_tokens * info.input_per_mtok
-        + usage.ephemeral_5m_input_tokens * info.write_5m_per_mtok
-        + usage.ephemeral_1h_input_tokens * info.write_1h_per_mtok
-        + usage.cache_read_input_tokens * info.read_per_mtok
-        + output_tokens * info.output_per_mtok
-    ) / 1_000_000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,7 +188,7 @@ class PromptCache:
 
     def __post_init__(self) -> None:
         if not self.min_cacheable_tokens:
-            self.min_cacheable_tokens = model_info(self.model).min_cacheable_tokens
+            self.min_cacheable_tokens = lookup(self.model).min_cacheable_tokens
 
     def call(self, request: Request, now: float) -> Usage:
         """Usage of one call starting at `now` (seconds); the cache is updated as the API would."""
@@ -369,36 +252,12 @@ class PromptCache:
 
 
 # ---------------------------------------------------------------------------------------------
-# From a Messages API body
-
-TokenCounter = Callable[[str, str], int]
+# Tool results, as the API counts them
 
 
-def _cache_ttl(owner: Mapping[str, Any]) -> Ttl | None:
-    control = owner.get("cache_control")
-    if control is None:
-        return None
-    if not isinstance(control, Mapping) or control.get("type") != "ephemeral":
-        raise CacheControlError(f"cache_control must be {{'type': 'ephemeral'}}, got {control!r}")
-    ttl = control.get("ttl", "5m")
-    if ttl == "5m":
-        return "5m"
-    if ttl == "1h":
-        return "1h"
-    raise CacheControlError(f"cache_control.ttl must be '5m' or '1h', got {ttl!r}")
-
-
-def _canonical(value: Any) -> str:
+def canonical_json(value: Any) -> str:
+    """One spelling of a JSON value, so equal content gets equal keys."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def _text_key(text: str) -> int:
-    return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"))
-
-
-def _content_key(prefix: str, block: Mapping[str, Any]) -> int:
-    without = {k: v for k, v in block.items() if k != "cache_control"}
-    return _text_key(prefix + _canonical(without))
 
 
 def tool_result_text(content: Any, *, other_items: bool = True) -> tuple[str, int]:
@@ -420,137 +279,5 @@ def tool_result_text(content: Any, *, other_items: bool = True) -> tuple[str, in
             elif item.get("type") in ("image", "document"):
                 images += IMAGE_TOKENS
             elif other_items:
-                texts.append(_canonical(item))
+                texts.append(canonical_json(item))
     return "\n".join(texts), images
-
-
-def _content_block_tokens(block: Mapping[str, Any], count: TokenCounter) -> int:
-    kind = block.get("type")
-    if kind == "text":
-        return count(str(block.get("text", "")), "prose")
-    if kind == "tool_use" or kind == "server_tool_use":
-        return count(str(block.get("name", "")) + _canonical(block.get("input", {})), "json")
-    if kind == "tool_result":
-        text, flat = tool_result_text(block.get("content", ""))
-        return count(text, "tool_output") + flat
-    if kind == "thinking":
-        return count(str(block.get("thinking", "")), "thinking")
-    if kind == "image":
-        return IMAGE_TOKENS
-    if kind == "document":
-        source = block.get("source", {})
-        if isinstance(source, Mapping) and source.get("type") == "text":
-            return count(str(source.get("data", "")), "prose")
-        return IMAGE_TOKENS
-    return count(_canonical(block), "json")
-
-
-def _content_block(block: Mapping[str, Any], prefix: str, count: TokenCounter, where: str) -> Block:
-    if not isinstance(block, Mapping) or "type" not in block:
-        raise CacheControlError(f"{where}: a content block must be an object with a 'type'")
-    ttl = _cache_ttl(block)
-    kind = block["type"]
-    not_target = kind in ("thinking", "redacted_thinking") or (
-        kind == "text" and not block.get("text")
-    )
-    if ttl is not None and not_target:
-        raise CacheControlError(f"{where}: cache_control cannot be set on an empty text or {kind}")
-    return Block(
-        key=_content_key(prefix, block),
-        tokens=_content_block_tokens(block, count),
-        cache_ttl=ttl,
-        auto_target=not not_target,
-    )
-
-
-def request_from_messages_api(
-    body: Mapping[str, Any], count: TokenCounter = estimate_tokens
-) -> Request:
-    """The cache's view of a Messages API request body, as the SDK sends it.
-
-    Raises CacheControlError for a body the API would refuse for its cache_control (or for a
-    shape so broken that no blocks can be read from it).
-    """
-    tools: list[Block] = []
-    for i, tool in enumerate(body.get("tools") or []):
-        if not isinstance(tool, Mapping):
-            raise CacheControlError(f"tools[{i}] must be an object")
-        without = {k: v for k, v in tool.items() if k != "cache_control"}
-        tools.append(
-            Block(
-                key=_content_key("tool\x00", tool),
-                tokens=count(_canonical(without), "json"),
-                cache_ttl=_cache_ttl(tool),
-            )
-        )
-
-    system: list[Block] = []
-    raw_system = body.get("system")
-    if isinstance(raw_system, str):
-        if raw_system:
-            system.append(Block(_text_key("system\x00" + raw_system), count(raw_system, "prose")))
-    elif isinstance(raw_system, list):
-        for i, item in enumerate(raw_system):
-            system.append(_content_block(item, "system\x00", count, f"system[{i}]"))
-    elif raw_system is not None:
-        raise CacheControlError("system must be a string or a list of text blocks")
-
-    messages: list[Block] = []
-    for m, message in enumerate(body.get("messages") or []):
-        if not isinstance(message, Mapping):
-            raise CacheControlError(f"messages[{m}] must be an object")
-        role = str(message.get("role", ""))
-        content = message.get("content", "")
-        if isinstance(content, str):
-            messages.append(
-                Block(
-                    _text_key(f"{role}\x00first\x00{content}"),
-                    count(content, "prose"),
-                    auto_target=bool(content),
-                )
-            )
-            continue
-        if not isinstance(content, list):
-            raise CacheControlError(f"messages[{m}].content must be a string or a list of blocks")
-        for j, block in enumerate(content):
-            prefix = f"{role}\x00first\x00" if j == 0 else f"{role}\x00"
-            messages.append(_content_block(block, prefix, count, f"messages[{m}].content[{j}]"))
-
-    _salt(system or messages, {"speed": body.get("speed")})
-    output_config = body.get("output_config")
-    _salt(
-        messages,
-        {
-            "tool_choice": body.get("tool_choice"),
-            "thinking": body.get("thinking"),
-            "effort": output_config.get("effort") if isinstance(output_config, Mapping) else None,
-            "images": any(_has_image(m.get("content")) for m in body.get("messages") or []),
-        },
-    )
-    top = body.get("cache_control")
-    auto_ttl = _cache_ttl(body) if top is not None else None
-    return Request(tools=tools, system=system, messages=messages, auto_cache_ttl=auto_ttl)
-
-
-def _salt(blocks: list[Block], settings: Mapping[str, Any]) -> None:
-    """Fold request settings the API renders into the prompt into the first block's key.
-
-    "What invalidates the cache": tool_choice, images anywhere, thinking parameters and
-    effort change the message blocks; the speed setting changes system and messages.
-    Unset settings leave keys as they are, so plain requests hash the same as before.
-    """
-    if not blocks or not any(settings.values()):
-        return
-    first = blocks[0]
-    salted = _text_key(_canonical({k: v for k, v in settings.items() if v}))
-    blocks[0] = Block(hash((salted, first.key)), first.tokens, first.cache_ttl, first.auto_target)
-
-
-def _has_image(content: Any) -> bool:
-    if not isinstance(content, list):
-        return False
-    return any(
-        isinstance(item, Mapping)
-        and (item.get("type") == "image" or _has_image(item.get("content")))
-        for item in content
-    )

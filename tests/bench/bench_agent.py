@@ -32,6 +32,7 @@ from ephemeral_context.model.agent import AgentSettings, run_agent
 from ephemeral_context.model.client import ClientSettings, ModelClient
 from ephemeral_context.model.secrets import Workspace
 from ephemeral_context.model.tools import ToolEnv
+from ephemeral_context.prices import lookup
 from ephemeral_context.store import Store
 
 from tests.fakes.messages_api import FakeMessagesAPI
@@ -39,6 +40,7 @@ from tests.fakes.messages_api import FakeMessagesAPI
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ["store.py", "documents.py", "cache_sim.py", "tokens.py"]
 MODEL = "claude-sonnet-4-6"
+PRICE = lookup(MODEL)
 RUNS = 5
 
 
@@ -97,9 +99,9 @@ async def one_run(work: Path) -> dict[str, float]:
         sent = sum(last.count(json.dumps(text)[1:-1]) for text in originals.values())
         return {
             "calls": result.calls,
-            "ours": ours.billed_input,
-            "ours_engine": state.ours_usage.billed_input,
-            "baseline": state.baseline_usage.billed_input,
+            "ours": PRICE.billed_input(ours),
+            "ours_engine": PRICE.billed_input(state.ours_usage),
+            "baseline": PRICE.billed_input(state.baseline_usage),
             "contents": sent,
             "seconds": elapsed,
             "hit": ours.cache_read_input_tokens / max(1, ours.total_input_tokens),

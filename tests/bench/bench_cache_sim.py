@@ -18,14 +18,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import anthropic
-from ephemeral_context.cache_sim import (
-    Block,
-    PromptCache,
-    Request,
-    request_from_messages_api,
-)
+from ephemeral_context.cache_sim import Block, PromptCache, Request
 
 from tests.fakes import FakeMessagesAPI
+from tests.fakes.request_view import request_from_messages_api
 
 CALLS = 80
 BLOCKS_PER_CALL = 7

@@ -53,14 +53,14 @@ from ephemeral_context.cache_sim import (
     CacheControlError,
     PromptCache,
     Request,
-    UnknownModelError,
     Usage,
-    model_info,
-    request_from_messages_api,
     resolve_breakpoints,
     usage_to_dict,
 )
+from ephemeral_context.prices import UnknownModelError, lookup
 from ephemeral_context.tokens import estimate_tokens
+
+from tests.fakes.request_view import request_from_messages_api
 
 MESSAGES_PATH = "/v1/messages"
 
@@ -577,7 +577,7 @@ class FakeMessagesAPI:
                     ApiError(400, "invalid_request_error", "max_tokens: 0 cannot be streamed")
                 )
         try:
-            info = model_info(model)
+            info = lookup(model)
         except UnknownModelError:
             raise _Reject(unknown_model(model)) from None
         problem = conversation_problem(

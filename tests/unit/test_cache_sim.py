@@ -15,17 +15,16 @@ from ephemeral_context.cache_sim import (
     PromptCache,
     Request,
     Ttl,
-    UnknownModelError,
     Usage,
-    cost_usd,
-    model_info,
-    request_from_messages_api,
     resolve_breakpoints,
     usage_from_dict,
     usage_to_dict,
 )
+from ephemeral_context.prices import lookup
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tests.fakes.request_view import request_from_messages_api
 
 SONNET = "claude-sonnet-4-5-20250929"  # minimum cacheable length 1024
 
@@ -125,7 +124,8 @@ def test_mixed_ttl_reproduces_documented_usage() -> None:
         "cache_read_input_tokens": 1800,
         "cache_creation": {"ephemeral_5m_input_tokens": 148, "ephemeral_1h_input_tokens": 100},
     }
-    assert usage.billed_input == pytest.approx(2048 + 1.25 * 148 + 2 * 100 + 0.1 * 1800)
+    billed = lookup(SONNET).billed_input(usage)
+    assert billed == pytest.approx(2048 + 1.25 * 148 + 2 * 100 + 0.1 * 1800)
     assert usage_from_dict(usage_to_dict(usage)) == usage
 
 
@@ -355,49 +355,6 @@ def test_bad_cache_control_is_a_clear_error() -> None:
         request_from_messages_api(body([{"role": "user", "content": 7}]))
 
 
-# ---------------------------------------------------------------------------------------------
-# Prices
-
-
-@pytest.mark.parametrize(
-    ("model_id", "name"),
-    [
-        ("claude-opus-4-5-20251101", "Claude Opus 4.5"),
-        ("claude-sonnet-4-5-20250929", "Claude Sonnet 4.5"),
-        ("claude-sonnet-4-20250514", "Claude Sonnet 4"),
-        ("claude-haiku-4-5-20251001", "Claude Haiku 4.5"),
-        ("claude-3-5-haiku-20241022", "Claude Haiku 3.5"),
-        ("claude-3-7-sonnet-latest", "Claude Sonnet 3.7"),
-        ("us.anthropic.claude-opus-4-1-20250805-v1:0", "Claude Opus 4.1"),
-        ("claude-sonnet-4@20250514", "Claude Sonnet 4"),
-        ("claude-opus-4-6[1m]", "Claude Opus 4.6"),
-        ("claude-opus-4", "Claude Opus 4"),
-    ],
-)
-def test_model_ids_match_their_family(model_id: str, name: str) -> None:
-    assert model_info(model_id).name == name
-
-
-def test_unlisted_version_falls_back_within_family_and_unknown_is_an_error() -> None:
-    assert model_info("claude-sonnet-4-9").family == "sonnet"
-    with pytest.raises(UnknownModelError):
-        model_info("<synthetic>")
-
-
-def test_cost_in_dollars_uses_the_documented_multipliers() -> None:
-    usage = Usage(
-        input_tokens=1_000_000,
-        cache_creation_input_tokens=3_000_000,
-        cache_read_input_tokens=10_000_000,
-        ephemeral_5m_input_tokens=2_000_000,
-        ephemeral_1h_input_tokens=1_000_000,
-    )
-    # Opus 4.5: $5 input, $6.25 5m write, $10 1h write, $0.50 read, $25 output per MTok.
-    expected = 5 + 2 * 6.25 + 10 + 10 * 0.5 + 0.5 * 25
-    assert cost_usd(usage, 500_000, "claude-opus-4-5-20251101") == pytest.approx(expected)
-    assert usage.billed_input == pytest.approx(1e6 + 1.25 * 2e6 + 2 * 1e6 + 0.1 * 1e7)
-
-
 def test_usage_adds_up() -> None:
     assert Usage(1, 2, 3, 2, 0) + Usage(10, 20, 30, 5, 15) == Usage(11, 22, 33, 7, 15)
 
@@ -560,22 +517,3 @@ def test_a_change_invalidates_its_level_and_everything_after_it() -> None:
     assert new_system == Usage(0, 1500, tools_tokens, 1500, 0)
     new_tool = cache.call(request("t2", "b"), 2)
     assert new_tool.cache_read_input_tokens == 0
-
-
-@pytest.mark.parametrize(
-    ("model_id", "write_5m", "write_1h", "read"),
-    [  # rows of the documented price table, USD per million tokens
-        ("claude-opus-4-1", 18.75, 30.0, 1.50),
-        ("claude-opus-4-5", 6.25, 10.0, 0.50),
-        ("claude-sonnet-4-5", 3.75, 6.0, 0.30),
-        ("claude-haiku-4-5", 1.25, 2.0, 0.10),
-        ("claude-3-5-haiku", 1.0, 1.6, 0.08),
-    ],
-)
-def test_derived_cache_prices_match_the_documented_table(
-    model_id: str, write_5m: float, write_1h: float, read: float
-) -> None:
-    info = model_info(model_id)
-    assert info.write_5m_per_mtok == pytest.approx(write_5m)
-    assert info.write_1h_per_mtok == pytest.approx(write_1h)
-    assert info.read_per_mtok == pytest.approx(read)

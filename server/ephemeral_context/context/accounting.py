@@ -19,9 +19,7 @@ from ephemeral_context.cache_sim import (
     Block,
     PromptCache,
     Request,
-    UnknownModelError,
     Usage,
-    cost_usd,
     usage_from_dict,
 )
 from ephemeral_context.context.cacheview import END_OF_SEGMENT, END_OF_SYSTEM
@@ -30,6 +28,7 @@ from ephemeral_context.context.layout import BuiltRequest, content_key
 from ephemeral_context.context.ledger import ItemState
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.context.thread import Conversation
+from ephemeral_context.prices import priced
 
 
 @dataclass(frozen=True)
@@ -114,12 +113,10 @@ def status(
         if rate_source.total_input_tokens
         else 0.0
     )
-    saved = base.billed_input - ours.billed_input
     model = next((c.model for c in convs if c.model), "")
-    try:
-        saved_usd = cost_usd(base, 0, model) - cost_usd(ours, 0, model) if model else 0.0
-    except UnknownModelError:
-        saved_usd = 0.0
+    price = priced(model)
+    saved = price.billed_input(base) - price.billed_input(ours)
+    saved_usd = price.input_usd(base) - price.input_usd(ours) if price.known else 0.0
     breakdown = {s.value: 0 for s in ItemState}
     for item in state.ledger:
         breakdown[item.state.value] += item.tokens

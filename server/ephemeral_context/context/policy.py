@@ -21,28 +21,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ephemeral_context.cache_sim import (
-    CACHE_READ,
-    CACHE_WRITE_1H,
-    CACHE_WRITE_5M,
-    TTL_SECONDS,
-    Ttl,
-)
+from ephemeral_context.cache_sim import TTL_SECONDS, Ttl
+from ephemeral_context.prices import REFERENCE_MODEL, lookup
+from ephemeral_context.prices import Multipliers as Rates
 
-
-@dataclass(frozen=True)
-class Rates:
-    """Cache prices relative to base input (the same multipliers for every model)."""
-
-    read: float = CACHE_READ
-    write_5m: float = CACHE_WRITE_5M
-    write_1h: float = CACHE_WRITE_1H
-
-    def write(self, ttl: Ttl) -> float:
-        return self.write_1h if ttl == "1h" else self.write_5m
-
-
-RATES = Rates()
+RATES = lookup(REFERENCE_MODEL).multipliers
+"""The multipliers most models have (0.1x reads, 1.25x and 2x writes): the default rates."""
 
 
 def eviction_pays(s: float, m: float, x: float, rates: Rates = RATES, ttl: Ttl = "5m") -> bool:

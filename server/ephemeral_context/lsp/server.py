@@ -804,7 +804,7 @@ async def replay_path(params: ReplayParams) -> dict[str, Any]:
         raise invalid_params(f"{path}: no such file or folder", "notFound")
     report = await asyncio.to_thread(replay_report, discover([path]))
     if not report.sessions and report.errors:
-        raise invalid_params("; ".join(report.errors), "unreadable")
+        raise invalid_params("; ".join(map(str, report.errors)), "unreadable")
     return to_json(report)
 
 

@@ -19,7 +19,6 @@ from typing import Any, Literal
 
 from anthropic.types import Message
 
-from ephemeral_context.cache_sim import UnknownModelError
 from ephemeral_context.context.engine import ContextEngine, ResultKind
 from ephemeral_context.model import DEFAULT_MODEL
 from ephemeral_context.model.client import ModelClient, ModelError, RetryNotice, TextCallback
@@ -33,6 +32,7 @@ from ephemeral_context.model.delegation import (
     workspace_label,
 )
 from ephemeral_context.model.tools import ToolEnv, ToolResult, run_tool, tool_schemas
+from ephemeral_context.prices import UnknownModelError
 
 log = logging.getLogger(__name__)
 

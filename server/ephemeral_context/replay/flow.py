@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import xxhash
 
-from ephemeral_context.cache_sim import Usage
+from ephemeral_context.cache_sim import Ttl, Usage
 
 BlockType = Literal["text", "thinking", "tool_use", "tool_result", "image", "hidden"]
 Role = Literal["user", "assistant"]
@@ -109,6 +110,13 @@ class RecordedUsage(Usage):
 
     output_tokens: int = 0
 
+    @property
+    def ttl(self) -> Ttl | None:
+        """The TTL this call wrote with (None when it wrote nothing)."""
+        if self.ephemeral_1h_input_tokens >= max(self.ephemeral_5m_input_tokens, 1):
+            return "1h"
+        return "5m" if self.ephemeral_5m_input_tokens else None
+
 
 @dataclass
 class Thread:
@@ -192,3 +200,15 @@ class Session:
     def recorded(self) -> bool:
         """True when every call has recorded usage (the fidelity check needs all of them)."""
         return bool(self.calls) and all(call.usage is not None for call in self.calls)
+
+    @cached_property
+    def cache_ttl(self) -> Ttl:
+        """The session's TTL regime (the user's Claude Code setting): the TTL that most of
+        the recorded cache writes used; 5 minutes when nothing was recorded."""
+        hour = sum(c.usage.ephemeral_1h_input_tokens for c in self.calls if c.usage)
+        five = sum(c.usage.ephemeral_5m_input_tokens for c in self.calls if c.usage)
+        return "1h" if hour > five else "5m"
+
+    def call_ttl(self, call: Call) -> Ttl:
+        """The TTL `call` wrote with, as its usage shows; else the session's regime."""
+        return (call.usage.ttl if call.usage else None) or self.cache_ttl

@@ -25,6 +25,7 @@ from typing import Any
 from ephemeral_context.context.blocks import uri_of
 from ephemeral_context.context.engine import ContextEngine, EngineConfig
 from ephemeral_context.context.skills import HARNESS_HEADER
+from ephemeral_context.prices import priced
 from ephemeral_context.replay.flow import Block, Call, FileChange, Message, Session
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
 from ephemeral_context.store import Store
@@ -100,7 +101,7 @@ class OursLayout:
         system = f"prefix:{thread.prefix_key}"
         self.engine.build_request(
             call.thread,
-            call.model,
+            priced(call.model).id,  # an unknown model is laid out as the reference one
             system,
             now=call.started,
             system_tokens=max(1, thread.prefix_tokens + thread.hidden_tokens),

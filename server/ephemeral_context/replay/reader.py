@@ -26,11 +26,11 @@ from typing import Any
 
 from ephemeral_context.cache_sim import (
     IMAGE_TOKENS,
-    UnknownModelError,
-    model_info,
     tool_result_text,
     usage_from_dict,
 )
+from ephemeral_context.prices import REFERENCE_MODEL, priced
+from ephemeral_context.replay.anchor import anchor_tokens
 from ephemeral_context.replay.flow import (
     Block,
     Call,
@@ -630,12 +630,13 @@ def _build_session(reading: _Reading) -> Session:
     if not session.calls:
         reading.problem(0, "no API calls in this transcript")
     for model in session.models:
-        try:
-            model_info(model)
-        except UnknownModelError:
-            reading.problem(0, f"no list price for model {model!r}: its calls cost $0 here")
+        if not priced(model).known:
+            reading.problem(
+                0, f"no list price for model {model!r}: its calls are priced as {REFERENCE_MODEL}"
+            )
     _link_tasks(session)
     _infer_prefixes(session)
+    anchor_tokens(session)
     return session
 
 

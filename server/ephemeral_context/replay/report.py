@@ -1,10 +1,10 @@
 """Replay many transcripts under every strategy and say how they compare.
 
 `replay(paths)` reads each transcript (files, or folders searched for *.jsonl), runs every
-strategy on it, checks the `recorded` strategy against the usage the transcript recorded,
-and returns a `Report`. An unreadable file, or one with no calls, is noted and the others
-still replay. `to_json` gives the documented JSON shape; `render` prints the side-by-side
-table with rich.
+strategy on it, checks the `recorded` strategy against the usage the transcript recorded
+(when Anthropic billed it: replay/billing.py), and returns a `Report`. A file that cannot be
+replayed is listed under `errors` with its path and the others still replay. `to_json`
+gives the documented JSON shape; `render` prints the side-by-side table with rich.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ephemeral_context.cache_sim import Usage
+from ephemeral_context.prices import priced
+from ephemeral_context.replay.billing import Billing, classify
 from ephemeral_context.replay.flow import Problem, RecordedUsage, Session
 from ephemeral_context.replay.reader import TranscriptError, read_session
 from ephemeral_context.replay.simulate import Fidelity, Strategy, StrategyResult, fidelity
@@ -33,7 +35,11 @@ class SessionReport:
     path: str
     session: Session
     recorded_usage: RecordedUsage | None
+    recorded_billed: float | None
+    """Billed input the transcript records, each call at its own model's prices."""
+    billing: Billing
     fidelity: Fidelity | None
+    """Only for sessions Anthropic billed: other billing is not Anthropic's cache."""
     strategies: dict[str, StrategyResult]
 
     @property
@@ -41,12 +47,23 @@ class SessionReport:
         return len(self.session.calls)
 
 
+@dataclass(frozen=True)
+class ReplayError:
+    """A file that could not be replayed, and why."""
+
+    path: str
+    error: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.error}"
+
+
 @dataclass
 class Report:
     """All transcripts replayed, plus what could not be."""
 
     sessions: list[SessionReport] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    errors: list[ReplayError] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
 
@@ -70,17 +87,32 @@ def recorded_total(session: Session) -> RecordedUsage | None:
     return RecordedUsage(**asdict(inputs), output_tokens=sum(u.output_tokens for u in usages))
 
 
+def recorded_billed(session: Session) -> float | None:
+    """The recorded billed input, each call priced by the row in effect for its model."""
+    if not session.recorded:
+        return None
+    return sum(
+        priced(call.model, call.started).billed_input(call.usage)
+        for call in session.calls
+        if call.usage is not None
+    )
+
+
 def replay_session(
     session: Session, strategies: Mapping[str, Strategy] = STRATEGIES
 ) -> SessionReport:
     """Every strategy on one session, and the fidelity of the `recorded` one."""
     results = {name: strategy.replay(session) for name, strategy in strategies.items()}
     baseline = results.get(BASELINE)
+    billing = classify(session)
+    checked = baseline is not None and billing is Billing.ANTHROPIC
     return SessionReport(
         path=session.path,
         session=session,
         recorded_usage=recorded_total(session),
-        fidelity=fidelity(session, baseline) if baseline is not None else None,
+        recorded_billed=recorded_billed(session),
+        billing=billing,
+        fidelity=fidelity(session, baseline) if checked and baseline else None,
         strategies=results,
     )
 
@@ -95,12 +127,13 @@ def replay(
     for path in paths:
         try:
             session = read_session(path)
-        except TranscriptError as error:
-            report.errors.append(str(error))
-        else:
-            report.problems.extend(session.problems)
             if session.calls:
                 report.sessions.append(replay_session(session, strategies))
+            report.problems.extend(session.problems)
+        except TranscriptError as error:
+            report.errors.append(ReplayError(str(path), str(error).removeprefix(f"{path}: ")))
+        except Exception as error:  # one bad file never stops the batch: say why, go on
+            report.errors.append(ReplayError(str(path), f"{type(error).__name__}: {error}"))
         if advance is not None:
             advance(path)
     return report
@@ -127,13 +160,14 @@ def to_json(report: Report) -> dict[str, Any]:
                 "path": item.path,
                 "calls": item.calls,
                 "model": item.session.model,
+                "billing": item.billing.value,
                 "recorded_usage": None
                 if usage is None
                 else {
                     "input_tokens": usage.input_tokens,
                     "cache_creation_input_tokens": usage.cache_creation_input_tokens,
                     "cache_read_input_tokens": usage.cache_read_input_tokens,
-                    "billed_input": round(usage.billed_input, 1),
+                    "billed_input": round(item.recorded_billed or 0.0, 1),
                 },
                 "fidelity": None
                 if item.fidelity is None
@@ -144,7 +178,10 @@ def to_json(report: Report) -> dict[str, Any]:
                 "strategies": {name: _strategy_json(r) for name, r in item.strategies.items()},
             }
         )
-    return {"sessions": sessions}
+    return {
+        "sessions": sessions,
+        "errors": [{"path": e.path, "error": e.error} for e in report.errors],
+    }
 
 
 def _k(tokens: float) -> str:
@@ -185,19 +222,30 @@ def _table(title: str, results: Mapping[str, Sequence[StrategyResult]], calls: i
     return table
 
 
+def _fidelity_line(item: SessionReport) -> str:
+    """What the session's recorded usage says about the cache model, in words."""
+    if item.billing is Billing.NONE:
+        return "  no recorded usage in this transcript: fidelity not checked"
+    billed = _k(item.recorded_billed or 0.0)
+    if item.billing is Billing.OTHER or item.fidelity is None:
+        return (
+            f"  recorded billed input {billed}, not billed by Anthropic's prompt cache "
+            "(reads nothing wrote): strategies compared under Anthropic's rules, "
+            "fidelity not claimed"
+        )
+    return (
+        f"  billed by Anthropic: recorded billed input {billed}; "
+        f"model error {item.fidelity.billed_input_error:+.1%} in total, "
+        f"median per call {item.fidelity.median_call_error:+.1%}"
+    )
+
+
 def render(report: Report, console: Console, per_session_limit: int = 6) -> None:
     """The side-by-side tables: one per session (up to a limit), then the totals."""
     for item in report.sessions[:per_session_limit]:
         title = f"{Path(item.path).name}  ({item.session.model}, {item.calls} calls)"
         console.print(_table(title, {n: [r] for n, r in item.strategies.items()}, item.calls))
-        if item.recorded_usage is not None and item.fidelity is not None:
-            console.print(
-                f"  recorded billed input {_k(item.recorded_usage.billed_input)}; "
-                f"model error {item.fidelity.billed_input_error:+.1%} in total, "
-                f"median per call {item.fidelity.median_call_error:+.1%}"
-            )
-        else:
-            console.print("  no recorded usage in this transcript: fidelity not checked")
+        console.print(_fidelity_line(item))
     if len(report.sessions) > 1:
         names = list(report.sessions[0].strategies)
         totals = {n: [s.strategies[n] for s in report.sessions] for n in names}

@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from ephemeral_context import cache_sim
 from ephemeral_context.cache_sim import PromptCache, Request, Usage
+from ephemeral_context.prices import PriceRow, priced
 from ephemeral_context.replay.flow import Call, Session
 
 PREWARM_LEAD_SECONDS = 1.0
@@ -76,10 +77,16 @@ class CallResult:
     context_tokens: int
     usage: Usage
     output_tokens: int
+    price: PriceRow
+    """The prices in effect for the call's model when it started."""
 
     @property
     def billed_input(self) -> float:
-        return self.usage.billed_input
+        return self.price.billed_input(self.usage)
+
+    @property
+    def cost_usd(self) -> float:
+        return self.price.cost_usd(self.usage, self.output_tokens)
 
 
 @dataclass
@@ -114,9 +121,10 @@ class StrategyResult:
     def cost_usd(self) -> float:
         """Dollars at list price, each call at its own model's prices (output estimated).
 
-        A call on a model without a list price costs nothing here (the reader reports it).
+        A call on a model without a list price is priced as prices.REFERENCE_MODEL (the
+        report warns about it).
         """
-        return sum(_cost(c) for c in self.calls)
+        return sum(c.cost_usd for c in self.calls)
 
     @property
     def cache_hit_rate(self) -> float:
@@ -131,13 +139,6 @@ class StrategyResult:
         if not self.shown_tokens:
             return 1.0
         return max(0.0, 1.0 - self.lost_tokens / self.shown_tokens)
-
-
-def _cost(call: CallResult) -> float:
-    try:
-        return cache_sim.cost_usd(call.usage, call.output_tokens, call.model)
-    except cache_sim.UnknownModelError:
-        return 0.0
 
 
 def simulate(name: str, session: Session, layout: Layout) -> StrategyResult:
@@ -164,7 +165,7 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
         if call.thread not in started_threads:
             started_threads.add(call.thread)
             if thread.warm_tokens > 0 and prompt.system:
-                warm = Request(system=(_cached(prompt.system[0]),))
+                warm = Request(system=(_cached(prompt.system[0], session.cache_ttl),))
                 cache.call(warm, call.started - PREWARM_LEAD_SECONDS)
         usage = cache.call(Request(system=prompt.system, messages=prompt.messages), call.started)
         for block in prompt.messages:
@@ -179,6 +180,7 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
                 context_tokens=prompt.tokens,
                 usage=usage,
                 output_tokens=call.response.tokens,
+                price=priced(call.model, call.started),
             )
         )
     result.shown_tokens = shown_tokens
@@ -187,18 +189,15 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
 
 
 def _new_cache(model: str) -> PromptCache:
-    try:
-        return PromptCache(model)
-    except cache_sim.UnknownModelError:
-        # An unpriced model still has a cache; the default minimum is the common one.
-        return PromptCache(model, min_cacheable_tokens=1024)
+    """A model's cache; an unpriced model's gets the reference model's minimum length."""
+    return PromptCache(model, min_cacheable_tokens=priced(model).min_cacheable_tokens)
 
 
-def _cached(block: cache_sim.Block) -> cache_sim.Block:
-    """The block with a 5-minute breakpoint of its own, unless it already carries one."""
+def _cached(block: cache_sim.Block, ttl: cache_sim.Ttl) -> cache_sim.Block:
+    """The block with a breakpoint of its own, unless it already carries one."""
     if block.cache_ttl is not None:
         return block
-    return cache_sim.Block(block.key, block.tokens, "5m", block.auto_target)
+    return cache_sim.Block(block.key, block.tokens, ttl, block.auto_target)
 
 
 @dataclass(frozen=True)
@@ -229,12 +228,16 @@ def fidelity(session: Session, modelled: StrategyResult) -> Fidelity | None:
     """Compare the `recorded` strategy's modelled usage with what the transcript recorded."""
     if not session.recorded:
         return None
-    recorded = [call.usage for call in session.calls if call.usage is not None]
+    recorded = [
+        model.price.billed_input(call.usage)
+        for call, model in zip(session.calls, modelled.calls, strict=True)
+        if call.usage is not None
+    ]
     errors = tuple(
-        _relative(model.billed_input, rec.billed_input)
+        _relative(model.billed_input, rec)
         for model, rec in zip(modelled.calls, recorded, strict=True)
     )
-    total = sum(rec.billed_input for rec in recorded)
+    total = sum(recorded)
     by_size = sorted(errors, key=abs)
     median = by_size[len(by_size) // 2] if len(by_size) % 2 else _middle(by_size)
     return Fidelity(_relative(modelled.billed_input, total), median, errors)

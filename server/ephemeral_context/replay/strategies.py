@@ -56,7 +56,7 @@ def text_block(text: str, *parts: str) -> cache_sim.Block:
 
 
 def with_breakpoint(
-    blocks: Sequence[cache_sim.Block], ttl: cache_sim.Ttl = "5m"
+    blocks: Sequence[cache_sim.Block], ttl: cache_sim.Ttl
 ) -> tuple[cache_sim.Block, ...]:
     """`blocks` with a breakpoint on the last one that may carry one (not a thinking block)."""
     marked = list(blocks)
@@ -68,10 +68,10 @@ def with_breakpoint(
     return tuple(marked)
 
 
-def prefix(thread: Thread) -> tuple[cache_sim.Block, ...]:
+def prefix(thread: Thread, ttl: cache_sim.Ttl) -> tuple[cache_sim.Block, ...]:
     """The thread's fixed prefix (with Claude Code's breakpoint) and any unrecorded context."""
     blocks = [
-        cache_sim.Block(block_key("prefix", thread.id), max(thread.prefix_tokens, 1), "5m"),
+        cache_sim.Block(block_key("prefix", thread.id), max(thread.prefix_tokens, 1), ttl),
     ]
     if thread.hidden_tokens:
         blocks.append(cache_sim.Block(block_key("hidden", thread.id), thread.hidden_tokens))
@@ -91,6 +91,12 @@ class Outgoing:
     """One tuple per message of `messages`: the blocks that stand for it in this layout."""
     tracker: FileTracker
     """The thread's files as of the last message."""
+    ttl: cache_sim.Ttl
+    """The TTL of this request's breakpoints."""
+
+    @property
+    def prefix(self) -> tuple[cache_sim.Block, ...]:
+        return prefix(self.thread, self.ttl)
 
     def blocks(self, start: int = 0, stop: int | None = None) -> list[cache_sim.Block]:
         """The rewritten blocks of messages[start:stop], in order."""
@@ -109,7 +115,8 @@ class ThreadLayout:
     """A layout that rewrites each message once, in order, and sends the thread as it stands.
 
     Subclasses override `rewrite` (block by block, with the thread's file tracker at hand)
-    and `assemble` (where the rewritten messages go in the request).
+    and `assemble` (where the rewritten messages go in the request). Breakpoints carry the
+    session's TTL regime (the user's Claude Code setting), so baselines compare fairly.
     """
 
     def __init__(self, session: Session) -> None:
@@ -131,7 +138,11 @@ class ThreadLayout:
         for message in messages[len(memo.messages) :]:
             memo.messages.append(tuple(self._rewrite_message(message, memo)))
         rewritten = memo.messages[: len(messages)]
-        return self.assemble(Outgoing(thread, messages, rewritten, memo.tracker))
+        return self.assemble(Outgoing(thread, messages, rewritten, memo.tracker, self.ttl(call)))
+
+    def ttl(self, call: Call) -> cache_sim.Ttl:
+        """The TTL of the call's breakpoints: the session's regime."""
+        return self.session.cache_ttl
 
     def _rewrite_message(self, message: Message, memo: _ThreadMemo) -> Iterable[cache_sim.Block]:
         for block in message.blocks:
@@ -144,11 +155,14 @@ class ThreadLayout:
 
     def assemble(self, out: Outgoing) -> Prompt:
         """Claude Code's shape: prefix, then the messages, breakpoint on the last one."""
-        return Prompt(prefix(out.thread), with_breakpoint(out.blocks()))
+        return Prompt(out.prefix, with_breakpoint(out.blocks(), out.ttl))
 
 
 class RecordedLayout(ThreadLayout):
-    """What Claude Code sent."""
+    """What Claude Code sent, each call with the TTL its recorded usage shows."""
+
+    def ttl(self, call: Call) -> cache_sim.Ttl:
+        return self.session.call_ttl(call)
 
 
 class DedupLayout(ThreadLayout):
@@ -169,11 +183,11 @@ class ClearToolUsesLayout(ThreadLayout):
         self._cleared: set[int] = set()
 
     def assemble(self, out: Outgoing) -> Prompt:
-        head = prefix(out.thread)
+        head = out.prefix
         flow = [block for message in out.messages for block in message.blocks]
         total = sum(b.tokens for b in head) + sum(b.tokens for b in flow)
         if total <= CLEAR_TRIGGER_TOKENS:
-            return Prompt(head, with_breakpoint([cache_block(block) for block in flow]))
+            return Prompt(head, with_breakpoint([cache_block(block) for block in flow], out.ttl))
         uses = [b.tool_use_id for b in flow if b.type == "tool_use" and b.tool_use_id]
         keep = set(uses[-CLEAR_KEEP_TOOL_USES:])
         blocks: list[cache_sim.Block] = []
@@ -185,7 +199,7 @@ class ClearToolUsesLayout(ThreadLayout):
                 self._cleared.add(block.key)
                 self.lose(block.tokens)
             blocks.append(text_block(CLEARED_PLACEHOLDER, "cleared"))
-        return Prompt(head, with_breakpoint(blocks))
+        return Prompt(head, with_breakpoint(blocks, out.ttl))
 
 
 class FileBlockLayout(ThreadLayout):
@@ -211,13 +225,15 @@ class SeedInPlaceLayout(FileBlockLayout):
 
     def assemble(self, out: Outgoing) -> Prompt:
         files = self.file_blocks(out.tracker)
-        system = list(prefix(out.thread))
+        system = list(out.prefix)
         if files:
             merged = cache_sim.Block(
-                block_key("files", *(str(b.key) for b in files)), sum(b.tokens for b in files), "5m"
+                block_key("files", *(str(b.key) for b in files)),
+                sum(b.tokens for b in files),
+                out.ttl,
             )
             system.append(merged)
-        return Prompt(tuple(system), with_breakpoint(out.blocks()))
+        return Prompt(tuple(system), with_breakpoint(out.blocks(), out.ttl))
 
 
 class AiderLayout(FileBlockLayout):
@@ -227,8 +243,8 @@ class AiderLayout(FileBlockLayout):
 
     def assemble(self, out: Outgoing) -> Prompt:
         turn = _current_turn(out.messages)
-        files = with_breakpoint(self.file_blocks(out.tracker))
-        return Prompt(prefix(out.thread), (*out.blocks(0, turn), *files, *out.blocks(turn)))
+        files = with_breakpoint(self.file_blocks(out.tracker), out.ttl)
+        return Prompt(out.prefix, (*out.blocks(0, turn), *files, *out.blocks(turn)))
 
 
 def _current_turn(messages: Sequence[Message]) -> int:

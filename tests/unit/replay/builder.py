@@ -82,11 +82,11 @@ class Transcript:
             if usage is not None:
                 message["usage"] = {
                     "input_tokens": usage.get("input", 0),
-                    "cache_creation_input_tokens": usage.get("write", 0),
+                    "cache_creation_input_tokens": usage.get("write", 0) + usage.get("write_1h", 0),
                     "cache_read_input_tokens": usage.get("read", 0),
                     "cache_creation": {
                         "ephemeral_5m_input_tokens": usage.get("write", 0),
-                        "ephemeral_1h_input_tokens": 0,
+                        "ephemeral_1h_input_tokens": usage.get("write_1h", 0),
                     },
                     "output_tokens": 1,
                 }

@@ -39,12 +39,14 @@ def test_bundled_demo_is_what_the_generator_writes() -> None:
 
 def test_demo_json_has_the_documented_shape(capsys: pytest.CaptureFixture[str]) -> None:
     report = run_json(capsys, "--demo")
-    assert list(report) == ["sessions"]
+    assert list(report) == ["sessions", "errors"]
+    assert report["errors"] == []
     (session,) = report["sessions"]  # type: ignore[misc]
     assert list(session) == [
         "path",
         "calls",
         "model",
+        "billing",
         "recorded_usage",
         "fidelity",
         "strategies",
@@ -52,6 +54,7 @@ def test_demo_json_has_the_documented_shape(capsys: pytest.CaptureFixture[str]) 
     assert session["path"] == str(DEMO_SESSION)
     assert session["calls"] == 17
     assert session["recorded_usage"] is None  # nobody was billed for the demo
+    assert session["billing"] == "none"
     assert session["fidelity"] is None
     assert list(session["strategies"]) == list(STRATEGIES)
     for figures in session["strategies"].values():
@@ -115,7 +118,10 @@ def test_a_bad_file_is_reported_and_the_others_still_replay(
     missing = tmp_path / "missing.jsonl"
     assert main(["replay", "--json", str(folder), str(missing)]) == 0
     captured = capsys.readouterr()
-    assert [s["path"] for s in json.loads(captured.out)["sessions"]] == [str(folder / "a.jsonl")]
+    report = json.loads(captured.out)
+    assert [s["path"] for s in report["sessions"]] == [str(folder / "a.jsonl")]
+    assert [e["path"] for e in report["errors"]] == [str(missing)]
+    assert "cannot read" in report["errors"][0]["error"]
     assert f"{missing}: cannot read" in captured.err
     assert f"{folder / 'b.jsonl'}:1: not JSON" in captured.err
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from ephemeral_context.prices import REFERENCE_MODEL, priced
 from ephemeral_context.replay.reader import TranscriptError, read_session
 from ephemeral_context.replay.strategies import STRATEGIES
 
@@ -247,7 +248,7 @@ def test_a_resent_edited_message_forks_a_thread(tmp_path: Path) -> None:
     assert session.calls[1].thread == first.id and session.calls[2].thread == second.id
 
 
-def test_synthetic_messages_are_not_calls_and_unknown_models_cost_nothing(
+def test_synthetic_messages_are_not_calls_and_unknown_models_take_the_reference_price(
     tmp_path: Path,
 ) -> None:
     t = Transcript(model="acme-large-2")
@@ -260,9 +261,11 @@ def test_synthetic_messages_are_not_calls_and_unknown_models_cost_nothing(
     request = session.request(session.calls[0])
     assert [b.text for m in request for b in m.blocks] == ["hi", "hi again"]
     assert [p.message for p in session.problems] == [
-        "no list price for model 'acme-large-2': its calls cost $0 here"
+        f"no list price for model 'acme-large-2': its calls are priced as {REFERENCE_MODEL}"
     ]
-    assert STRATEGIES["recorded"].replay(session).cost_usd == 0.0
+    (call,) = STRATEGIES["recorded"].replay(session).calls
+    assert call.price.rates == priced(REFERENCE_MODEL, call.started).rates
+    assert not call.price.known
 
 
 def test_fields_of_the_wrong_shape_are_reported_not_raised(tmp_path: Path) -> None:

@@ -1,0 +1,182 @@
+"""The cache's view of a Messages API request body: what tests/fakes bills.
+
+The fake Messages API (and the tests that check the engine's requests against the API's
+rules) turns each request body into a `cache_sim.Request`: one block per tool, system block
+and message content block, each with a content key, an estimated token count and its
+`cache_control` TTL, refused with `CacheControlError` where the API refuses the body. The
+server never parses request bodies this way: the engine builds its `Request` directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import xxhash
+from ephemeral_context.cache_sim import (
+    IMAGE_TOKENS,
+    Block,
+    CacheControlError,
+    Request,
+    Ttl,
+    canonical_json,
+    tool_result_text,
+)
+from ephemeral_context.tokens import estimate_tokens
+
+TokenCounter = Callable[[str, str], int]
+
+
+def _cache_ttl(owner: Mapping[str, Any]) -> Ttl | None:
+    control = owner.get("cache_control")
+    if control is None:
+        return None
+    if not isinstance(control, Mapping) or control.get("type") != "ephemeral":
+        raise CacheControlError(f"cache_control must be {{'type': 'ephemeral'}}, got {control!r}")
+    ttl = control.get("ttl", "5m")
+    if ttl == "5m":
+        return "5m"
+    if ttl == "1h":
+        return "1h"
+    raise CacheControlError(f"cache_control.ttl must be '5m' or '1h', got {ttl!r}")
+
+
+def _text_key(text: str) -> int:
+    return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"))
+
+
+def _content_key(prefix: str, block: Mapping[str, Any]) -> int:
+    without = {k: v for k, v in block.items() if k != "cache_control"}
+    return _text_key(prefix + canonical_json(without))
+
+
+def _content_block_tokens(block: Mapping[str, Any], count: TokenCounter) -> int:
+    kind = block.get("type")
+    if kind == "text":
+        return count(str(block.get("text", "")), "prose")
+    if kind == "tool_use" or kind == "server_tool_use":
+        return count(str(block.get("name", "")) + canonical_json(block.get("input", {})), "json")
+    if kind == "tool_result":
+        text, flat = tool_result_text(block.get("content", ""))
+        return count(text, "tool_output") + flat
+    if kind == "thinking":
+        return count(str(block.get("thinking", "")), "thinking")
+    if kind == "image":
+        return IMAGE_TOKENS
+    if kind == "document":
+        source = block.get("source", {})
+        if isinstance(source, Mapping) and source.get("type") == "text":
+            return count(str(source.get("data", "")), "prose")
+        return IMAGE_TOKENS
+    return count(canonical_json(block), "json")
+
+
+def _content_block(block: Mapping[str, Any], prefix: str, count: TokenCounter, where: str) -> Block:
+    if not isinstance(block, Mapping) or "type" not in block:
+        raise CacheControlError(f"{where}: a content block must be an object with a 'type'")
+    ttl = _cache_ttl(block)
+    kind = block["type"]
+    not_target = kind in ("thinking", "redacted_thinking") or (
+        kind == "text" and not block.get("text")
+    )
+    if ttl is not None and not_target:
+        raise CacheControlError(f"{where}: cache_control cannot be set on an empty text or {kind}")
+    return Block(
+        key=_content_key(prefix, block),
+        tokens=_content_block_tokens(block, count),
+        cache_ttl=ttl,
+        auto_target=not not_target,
+    )
+
+
+def request_from_messages_api(
+    body: Mapping[str, Any], count: TokenCounter = estimate_tokens
+) -> Request:
+    """The cache's view of a Messages API request body, as the SDK sends it.
+
+    Raises CacheControlError for a body the API would refuse for its cache_control (or for a
+    shape so broken that no blocks can be read from it).
+    """
+    tools: list[Block] = []
+    for i, tool in enumerate(body.get("tools") or []):
+        if not isinstance(tool, Mapping):
+            raise CacheControlError(f"tools[{i}] must be an object")
+        without = {k: v for k, v in tool.items() if k != "cache_control"}
+        tools.append(
+            Block(
+                key=_content_key("tool\x00", tool),
+                tokens=count(canonical_json(without), "json"),
+                cache_ttl=_cache_ttl(tool),
+            )
+        )
+
+    system: list[Block] = []
+    raw_system = body.get("system")
+    if isinstance(raw_system, str):
+        if raw_system:
+            system.append(Block(_text_key("system\x00" + raw_system), count(raw_system, "prose")))
+    elif isinstance(raw_system, list):
+        for i, item in enumerate(raw_system):
+            system.append(_content_block(item, "system\x00", count, f"system[{i}]"))
+    elif raw_system is not None:
+        raise CacheControlError("system must be a string or a list of text blocks")
+
+    messages: list[Block] = []
+    for m, message in enumerate(body.get("messages") or []):
+        if not isinstance(message, Mapping):
+            raise CacheControlError(f"messages[{m}] must be an object")
+        role = str(message.get("role", ""))
+        content = message.get("content", "")
+        if isinstance(content, str):
+            messages.append(
+                Block(
+                    _text_key(f"{role}\x00first\x00{content}"),
+                    count(content, "prose"),
+                    auto_target=bool(content),
+                )
+            )
+            continue
+        if not isinstance(content, list):
+            raise CacheControlError(f"messages[{m}].content must be a string or a list of blocks")
+        for j, block in enumerate(content):
+            prefix = f"{role}\x00first\x00" if j == 0 else f"{role}\x00"
+            messages.append(_content_block(block, prefix, count, f"messages[{m}].content[{j}]"))
+
+    _salt(system or messages, {"speed": body.get("speed")})
+    output_config = body.get("output_config")
+    _salt(
+        messages,
+        {
+            "tool_choice": body.get("tool_choice"),
+            "thinking": body.get("thinking"),
+            "effort": output_config.get("effort") if isinstance(output_config, Mapping) else None,
+            "images": any(_has_image(m.get("content")) for m in body.get("messages") or []),
+        },
+    )
+    top = body.get("cache_control")
+    auto_ttl = _cache_ttl(body) if top is not None else None
+    return Request(tools=tools, system=system, messages=messages, auto_cache_ttl=auto_ttl)
+
+
+def _salt(blocks: list[Block], settings: Mapping[str, Any]) -> None:
+    """Fold request settings the API renders into the prompt into the first block's key.
+
+    "What invalidates the cache": tool_choice, images anywhere, thinking parameters and
+    effort change the message blocks; the speed setting changes system and messages.
+    Unset settings leave keys as they are, so plain requests hash the same as before.
+    """
+    if not blocks or not any(settings.values()):
+        return
+    first = blocks[0]
+    salted = _text_key(canonical_json({k: v for k, v in settings.items() if v}))
+    blocks[0] = Block(hash((salted, first.key)), first.tokens, first.cache_ttl, first.auto_target)
+
+
+def _has_image(content: Any) -> bool:
+    if not isinstance(content, list):
+        return False
+    return any(
+        isinstance(item, Mapping)
+        and (item.get("type") == "image" or _has_image(item.get("content")))
+        for item in content
+    )

@@ -1,0 +1,121 @@
+"""The yardstick itself: the TTL a session used, billed token counts, billing, prices.
+
+Each test builds a small transcript whose recorded usage is what Anthropic's cache returns
+for it, and checks one rule of the replay: the `recorded` strategy writes with the TTL the
+usage shows and baselines share the session's regime; the blocks added between two recorded
+calls cost exactly the recorded growth; usage Anthropic's cache cannot produce is billed
+"other"; an unknown model is priced as the reference model with a warning.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ephemeral_context.prices import REFERENCE_MODEL, lookup
+from ephemeral_context.replay.billing import Billing, classify
+from ephemeral_context.replay.reader import read_session
+from ephemeral_context.replay.report import replay, to_json
+from ephemeral_context.replay.strategies import STRATEGIES
+
+from tests.unit.replay.builder import Transcript, text
+
+PREFIX = 6000
+"""Tools + system prompt of the built sessions: above every model's minimum cacheable size."""
+
+
+def two_turns(tmp_path: Path, ttl: str, gap: float, model: str | None = None) -> Path:
+    """Two calls `gap` seconds apart, with the usage Anthropic returns under `ttl` caching.
+
+    The second call reads the whole first request back when the cache outlives the gap.
+    """
+    key = "write_1h" if ttl == "1h" else "write"
+    first = PREFIX + 120
+    warm = gap < (3600 if ttl == "1h" else 300)
+    t = Transcript(model=model or "claude-sonnet-4-5-20250929")
+    t.user("Explain the retry loop in client.py, please, in some detail.")
+    t.assistant([text("It retries with backoff. " * 20)], usage={"input": 3, key: first})
+    t.wait(gap).user("And what does it do on a 529?")
+    second = {"input": 3, key: 400, "read": first} if warm else {"input": 3, key: first + 400}
+    t.assistant([text("It waits and tries again.")], usage=second)
+    return t.write(tmp_path / f"{ttl}-{gap:.0f}.jsonl")
+
+
+def test_a_session_caching_for_an_hour_is_replayed_with_one_hour_writes(tmp_path: Path) -> None:
+    session = read_session(two_turns(tmp_path, "1h", gap=20 * 60))
+    assert session.cache_ttl == "1h"
+    assert [session.call_ttl(call) for call in session.calls] == ["1h", "1h"]
+    modelled = STRATEGIES["recorded"].replay(session)
+    second = modelled.calls[1].usage
+    assert second.cache_read_input_tokens > 0  # a 20-minute gap does not outlive an hour
+    assert second.ephemeral_1h_input_tokens > 0 and second.ephemeral_5m_input_tokens == 0
+    report = to_json(replay([session_path := Path(session.path)]))
+    (item,) = report["sessions"]
+    assert item["path"] == str(session_path)
+    assert abs(item["fidelity"]["billed_input_error"]) < 0.01
+
+
+def test_baselines_share_the_sessions_regime(tmp_path: Path) -> None:
+    session = read_session(two_turns(tmp_path, "1h", gap=20 * 60))
+    for name in ("cc-dedup", "clear-tool-uses", "aider", "seed-inplace"):
+        usage = STRATEGIES[name].replay(session).calls[1].usage
+        assert usage.cache_read_input_tokens > 0, name
+        assert usage.ephemeral_5m_input_tokens == 0, name
+
+
+def test_five_minute_caching_finds_the_cache_cold_after_twenty_minutes(tmp_path: Path) -> None:
+    session = read_session(two_turns(tmp_path, "5m", gap=20 * 60))
+    assert session.cache_ttl == "5m"
+    second = STRATEGIES["recorded"].replay(session).calls[1].usage
+    assert second.cache_read_input_tokens == 0
+
+
+def test_added_blocks_cost_exactly_the_recorded_growth(tmp_path: Path) -> None:
+    session = read_session(two_turns(tmp_path, "1h", gap=60))
+    first, second = session.calls
+    assert first.usage is not None and second.usage is not None
+    added = session.threads[second.thread].messages[first.n_messages : second.n_messages]
+    growth = second.usage.total_input_tokens - first.usage.total_input_tokens
+    assert sum(message.tokens for message in added) == growth == 400
+
+
+def test_reads_that_nothing_wrote_are_billed_other(tmp_path: Path) -> None:
+    t = Transcript(model="glm-4.7")
+    t.user("hello")
+    t.assistant([text("hi")], usage={"input": 900, "read": 12_000})
+    t.user("again")
+    t.assistant([text("hi again")], usage={"input": 40, "read": 12_900})
+    path = t.write(tmp_path / "gateway.jsonl")
+    session = read_session(path)
+    assert classify(session) is Billing.OTHER
+    report = replay([path])
+    (item,) = to_json(report)["sessions"]
+    assert item["billing"] == "other"
+    assert item["fidelity"] is None  # not Anthropic's cache: nothing to claim
+    assert set(item["strategies"]) == set(STRATEGIES)  # still compared under Anthropic's rules
+    warnings = [p.message for p in report.problems]
+    assert f"no list price for model 'glm-4.7': its calls are priced as {REFERENCE_MODEL}" in (
+        warnings
+    )
+    recorded = report.sessions[0].strategies["recorded"]
+    assert recorded.cost_usd > 0  # at the reference prices, never $0 and never a traceback
+
+
+def test_sessions_anthropic_billed_are_anthropic_and_unrecorded_ones_none(tmp_path: Path) -> None:
+    assert classify(read_session(two_turns(tmp_path, "1h", gap=60))) is Billing.ANTHROPIC
+    t = Transcript()
+    t.user("hello")
+    t.assistant([text("hi")])
+    assert classify(read_session(t.write(tmp_path / "none.jsonl"))) is Billing.NONE
+
+
+@pytest.mark.parametrize(("model", "read"), [("claude-opus-4-5", 0.1), ("claude-opus-5-5", 0.05)])
+def test_billed_input_uses_the_sessions_model(tmp_path: Path, model: str, read: float) -> None:
+    report = replay([two_turns(tmp_path, "1h", gap=60, model=model)])
+    recorded = report.sessions[0].strategies["recorded"]
+    assert recorded.calls[1].price == lookup(model, recorded.calls[1].started)
+    usage = recorded.calls[1].usage
+    expected = usage.input_tokens + 2 * usage.ephemeral_1h_input_tokens
+    assert recorded.calls[1].billed_input == pytest.approx(
+        expected + read * usage.cache_read_input_tokens
+    )
