@@ -3,23 +3,143 @@
 Each test runs the real Claude Code CLI (tests/claude_code.py) against tests/fakes with a
 script for "the model"; Claude Code runs the tools, writes its transcript, and the fake keeps
 every request as sent. The reader's reconstruction of that transcript is then compared with
-those requests: how many calls, which messages in which order with which roles, which tool
-ids and what content, and the TTL each call's cache writes asked for.
+those requests: how many calls, which messages in which order with which roles, which blocks
+with which tool ids and what content, the usage each call recorded and the TTL its cache
+writes asked for.
+
+What a transcript cannot hold is left out of the comparison, each for a stated reason:
+the context reminder Claude Code puts before the first prompt (today's date, CLAUDE.md: it
+is part of what the reader infers as the thread's prefix), and in a sub-agent the agent
+listing Claude Code adds as a system message that the sub-agent's file never records.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from ephemeral_context.replay.flow import Block, Session
+from ephemeral_context.replay.reader import AGENT_LISTING, read_session
 
-from tests.claude_code import ClaudeCode
+from tests.claude_code import ClaudeCode, ClaudeCodeRun
+from tests.fakes import RecordedRequest
 
 pytestmark = pytest.mark.e2e
 
+CONTEXT_REMINDER = "<system-reminder>\nAs you answer the user's questions"
+"""How Claude Code's context reminder (date, CLAUDE.md) starts: never in the transcript."""
 
-def read_turn(path: Path) -> dict[str, object]:
+Shape = list[tuple[str, list[str]]]
+"""A request as compared: each message's role and one line per content block."""
+
+
+def read_turn(path: Path) -> dict[str, Any]:
     return {"tool_use": [{"name": "Read", "input": {"file_path": str(path)}}]}
+
+
+def _block_line(kind: str, ident: str, body: str) -> str:
+    return f"{kind} {ident} {' '.join(body.split())}".rstrip()
+
+
+def sent_shape(body: Mapping[str, Any], *, sub_agent: bool = False) -> Shape:
+    """What Claude Code sent, block by block, without what no transcript holds."""
+    shape: Shape = []
+    for message in body["messages"]:
+        content = message["content"]
+        role = message["role"]
+        if role == "system":
+            text = content if isinstance(content, str) else "".join(b["text"] for b in content)
+            if not (sub_agent and text.startswith(AGENT_LISTING)):
+                shape.append((role, [_block_line("text", "", text)]))
+            continue
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        lines = []
+        for block in blocks:
+            kind = block["type"]
+            if kind == "text" and not block["text"].startswith(CONTEXT_REMINDER):
+                lines.append(_block_line("text", "", block["text"]))
+            elif kind == "tool_use":
+                lines.append(_block_line("tool_use", block["id"], block["name"]))
+            elif kind == "tool_result":
+                result = block["content"]
+                text = result if isinstance(result, str) else "\n".join(b["text"] for b in result)
+                lines.append(_block_line("tool_result", block["tool_use_id"], text))
+        shape.append((role, lines))
+    return shape
+
+
+def _reader_line(block: Block) -> str:
+    if block.type == "tool_use":
+        return _block_line("tool_use", block.tool_use_id or "", block.tool or "")
+    if block.type == "tool_result":
+        return _block_line("tool_result", block.tool_use_id or "", block.text)
+    return _block_line(block.type, "", block.text)
+
+
+def read_shape(session: Session, index: int) -> Shape:
+    """The reader's reconstruction of call `index`'s request, in the same form."""
+    shape: Shape = []
+    for message in session.request(session.calls[index]):
+        if message.role == "system":  # one message: Claude Code joins its attachments
+            text = "\n\n".join(block.text for block in message.blocks)
+            shape.append(("system", [_block_line("text", "", text)]))
+        else:
+            shape.append((message.role, [_reader_line(block) for block in message.blocks]))
+    return shape
+
+
+def cache_ttls(body: Mapping[str, Any]) -> set[str]:
+    """The TTLs the request's cache_control breakpoints asked for ("5m" when none is named)."""
+    found: set[str] = set()
+
+    def visit(value: Any) -> None:
+        if isinstance(value, Mapping):
+            control = value.get("cache_control")
+            if isinstance(control, Mapping):
+                found.add(str(control.get("ttl", "5m")))
+            for item in value.values():
+                visit(item)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item)
+
+    visit({k: body.get(k) for k in ("tools", "system", "messages")})
+    return found
+
+
+def assert_reconstructs(
+    session: Session, requests: Sequence[RecordedRequest], *, sub_agent: bool = False
+) -> None:
+    """Call by call: the same requests, the usage the fake billed, the TTL that was asked."""
+    assert session.problems == []
+    assert len(session.calls) == len(requests)
+    for index, (call, request) in enumerate(zip(session.calls, requests, strict=True)):
+        assert read_shape(session, index) == sent_shape(request.body, sub_agent=sub_agent), index
+        assert call.model == request.body["model"]
+        billed = request.usage or {}
+        assert call.usage is not None
+        assert call.usage.input_tokens == billed["input_tokens"]
+        assert call.usage.cache_read_input_tokens == billed["cache_read_input_tokens"]
+        assert call.usage.cache_creation_input_tokens == billed["cache_creation_input_tokens"]
+        ttl = billed["cache_creation"]
+        assert call.usage.ephemeral_1h_input_tokens == ttl["ephemeral_1h_input_tokens"]
+        if call.usage.cache_creation_input_tokens:
+            written = "1h" if call.usage.ephemeral_1h_input_tokens else "5m"
+            assert written in cache_ttls(request.body)
+
+
+def main_requests(run: ClaudeCodeRun, session_id: str) -> list[RecordedRequest]:
+    """The requests of the main session (a sub-agent's carry the same session id header)."""
+    main_tools = max(len(request.body.get("tools") or []) for request in run.requests)
+    return [
+        request
+        for request in run.requests
+        if request.headers.get("x-claude-code-session-id") == session_id
+        and len(request.body.get("tools") or []) == main_tools
+    ]
 
 
 def test_claude_code_runs_against_the_fake_and_writes_a_transcript(
@@ -38,3 +158,69 @@ def test_claude_code_runs_against_the_fake_and_writes_a_transcript(
     assert "context_management" in body and "output_config" in body
     assert "system" in [message["role"] for message in body["messages"]]
     assert run.transcript.parent.parent == run.projects
+
+
+@pytest.mark.parametrize("model", ["claude-opus-4-8", "claude-sonnet-4-6"])
+def test_reads_and_edits_are_reconstructed_call_by_call(
+    claude_code: ClaudeCode, model: str
+) -> None:
+    """Opus 4.8 gets attachments as system messages; Sonnet 4.6 as reminders in the prompt."""
+    app = claude_code.workspace / "app.py"
+    app.write_text('def main():\n    print("hello")\n', encoding="utf-8")
+    edit = {"file_path": str(app), "old_string": '"hello"', "new_string": '"goodbye"'}
+    script = [read_turn(app), {"tool_use": [{"name": "Edit", "input": edit}]}, "Done."]
+    run = claude_code.run(
+        "Make app.py say goodbye.", script, allowed_tools=("Read", "Edit"), args=("--model", model)
+    )
+    assert run.returncode == 0, run.stderr
+    assert '"goodbye"' in app.read_text(encoding="utf-8")
+
+    session = read_session(run.transcript)
+    assert_reconstructs(session, run.requests)
+    roles = [m.role for m in session.request(session.calls[0])]
+    assert roles == (["user", "system"] if model == "claude-opus-4-8" else ["user"])
+    change = session.request(session.calls[2])[-1].blocks[0].file_change
+    assert change is not None and change.replacements == (('"hello"', '"goodbye"'),)
+
+
+def test_one_hour_caching_is_what_the_calls_record(claude_code: ClaudeCode) -> None:
+    app = claude_code.workspace / "app.py"
+    app.write_text("X = 1\n", encoding="utf-8")
+    run = claude_code.run(
+        "What is X?", [read_turn(app), "X is 1."], env={"ENABLE_PROMPT_CACHING_1H": "1"}
+    )
+    assert run.returncode == 0, run.stderr
+    assert all(cache_ttls(request.body) == {"1h"} for request in run.requests)
+    session = read_session(run.transcript)
+    assert_reconstructs(session, run.requests)
+    assert all(c.usage and c.usage.ephemeral_1h_input_tokens for c in session.calls)
+
+
+def test_a_sub_agent_is_its_own_session_linked_to_its_parent(claude_code: ClaudeCode) -> None:
+    app = claude_code.workspace / "app.py"
+    app.write_text('def main():\n    print("hello")\n', encoding="utf-8")
+    task = "Read app.py and report what it does."
+    agent = {"description": "Read app", "prompt": task, "subagent_type": "general-purpose"}
+    script = [
+        {"tool_use": [{"name": "Agent", "input": agent}]},
+        read_turn(app),  # the sub-agent's turns
+        "app.py prints hello.",
+        "The sub-agent says it prints hello.",  # the main session again
+    ]
+    run = claude_code.run(
+        "Use an agent to look at app.py.", script, allowed_tools=("Read", "Agent")
+    )
+    assert run.returncode == 0, run.stderr
+
+    main = read_session(run.transcript)
+    [agent_file] = run.subagent_transcripts
+    sub = read_session(agent_file)
+    assert sub.parent == str(run.transcript) and main.parent is None
+    session_id = run.transcript.stem
+    ours = main_requests(run, session_id)
+    theirs = [r for r in run.requests if r not in ours]
+    assert len(ours) == 2 and len(theirs) == 2
+    assert_reconstructs(main, ours)
+    assert_reconstructs(sub, theirs, sub_agent=True)
+    assert sub.request(sub.calls[0])[0].blocks[0].text == task
+    assert json.dumps(run.requests[1].body["messages"][0]).count(task) == 1

@@ -26,7 +26,8 @@ import xxhash
 from ephemeral_context.cache_sim import Ttl, Usage
 
 BlockType = Literal["text", "thinking", "tool_use", "tool_result", "image", "hidden"]
-Role = Literal["user", "assistant"]
+Role = Literal["user", "assistant", "system"]
+"""A message's role; "system" for the mid-conversation system messages Claude Code sends."""
 
 
 def block_key(*parts: str) -> int:
@@ -175,6 +176,12 @@ class Session:
     threads: dict[str, Thread]
     calls: list[Call]
     problems: list[Problem] = field(default_factory=list)
+    parent: str | None = None
+    """For a sub-agent file (`<session>/subagents/agent-*.jsonl`), its parent session's file.
+
+    A sub-agent's calls use its own cache (its prompt and tools differ from the parent's);
+    one forked from the parent (an aside question) reads what the parent cached, which its
+    first call's recorded cache read shows (Thread.warm_tokens)."""
 
     @property
     def models(self) -> list[str]:

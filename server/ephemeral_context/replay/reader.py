@@ -16,20 +16,22 @@ result is still counted, as plain tool output).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ephemeral_context.cache_sim import (
     IMAGE_TOKENS,
     tool_result_text,
     usage_from_dict,
 )
-from ephemeral_context.prices import REFERENCE_MODEL, priced
+from ephemeral_context.prices import REFERENCE_MODEL, parse_model, priced
 from ephemeral_context.replay.anchor import anchor_tokens
 from ephemeral_context.replay.flow import (
     Block,
@@ -50,6 +52,7 @@ KNOWN_RECORD_TYPES = frozenset(
     {
         "user",
         "assistant",
+        "attachment",
         "progress",
         "system",
         "summary",
@@ -57,12 +60,16 @@ KNOWN_RECORD_TYPES = frozenset(
         "queue-operation",
         "last-prompt",
         "ai-title",
+        "custom-title",
+        "agent-name",
+        "pr-link",
         "permission-mode",
         "result",
         "stream_event",
     }
 )
-"""Record types Claude Code writes; only user and assistant records are sent to the model."""
+"""Record types Claude Code writes; user, assistant and attachment records reach the model,
+the others are bookkeeping (queue operations, titles, links) and are passed over quietly."""
 
 KNOWN_TOOLS = frozenset(
     {
@@ -89,9 +96,28 @@ KNOWN_TOOLS = frozenset(
         "ExitPlanMode",
         "EnterPlanMode",
         "AskUserQuestion",
+        "Agent",
+        "ToolSearch",
+        "TaskCreate",
+        "TaskGet",
+        "TaskList",
+        "TaskUpdate",
+        "TaskStop",
+        "SendMessage",
+        "CronCreate",
+        "CronDelete",
+        "CronList",
+        "ScheduleWakeup",
+        "EnterWorktree",
+        "ExitWorktree",
+        "Workflow",
+        "ReportFindings",
     }
 )
-"""Claude Code's built-in tools; MCP tools (mcp__*) are known by their prefix."""
+"""Claude Code's built-in tools (2.0 to 2.1.x); MCP tools (mcp__*) are known by their prefix."""
+
+TASK_TOOLS = frozenset({"Task", "Agent"})
+"""The tools that start a sub-agent (Task until 2.1.x renamed it Agent)."""
 
 FILE_CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write"})
 
@@ -101,7 +127,8 @@ SYNTHETIC_MODEL = "<synthetic>"
 MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
 """What a record with fields of the wrong shape raises while it is read."""
 
-_CAT_N_LINE = re.compile(r"^ *(\d+)\u2192(.*)$")
+_CAT_N_LINE = re.compile(r"^ *(\d+)(?:\u2192|\t)(.*)$")
+"""A numbered line of a Read result: an arrow up to 2.0, a tab in 2.1.x."""
 _SYSTEM_REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
 
 
@@ -120,6 +147,8 @@ class _Entry:
     usage: RecordedUsage | None = None
     tool_use_result: Any = None
     sidechain: bool = False
+    attachment: bool = False
+    """An attachment record: `content` is the text Claude Code makes of it."""
 
     @classmethod
     def of(
@@ -163,15 +192,31 @@ class _Reading:
     sent: dict[str, _Entry] = field(default_factory=dict)
     tool_uses: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
     blocks: dict[int, tuple[Block, ...]] = field(default_factory=dict)
-    unknown_tools: set[str] = field(default_factory=set)
+    unknown_tools: dict[str, list[int]] = field(default_factory=dict)
+    """Tool names the reader does not know, with the lines that used them."""
 
     def problem(self, line: int, message: str) -> None:
         self.problems.append(Problem(self.path, line, message))
+
+    def note_unknown_tools(self) -> None:
+        """One note for the whole session (at the first use), however often they were used."""
+        if not self.unknown_tools:
+            return
+        uses = [
+            f"{name!r} ({_plural(len(lines), 'use')})" for name, lines in self.unknown_tools.items()
+        ]
+        first = min(lines[0] for lines in self.unknown_tools.values())
+        what = "unknown tool" if len(uses) == 1 else "unknown tools"
+        self.problem(first, f"{what} {', '.join(uses)}: results counted as plain tool output")
 
     def keep(self, entry: _Entry) -> None:
         """Keep a line that was sent to the model."""
         self.entries.append(entry)
         self.sent[entry.uuid] = entry
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 class TranscriptError(OSError):
@@ -181,39 +226,83 @@ class TranscriptError(OSError):
 def read_session(path: str | Path) -> Session:
     """The information flow of one transcript file; bad lines become `Session.problems`.
 
-    Raises TranscriptError when the file cannot be read at all.
+    The file is read line by line, so memory follows the session, not the file. Raises
+    TranscriptError when the file cannot be read at all, at once for what is not a regular
+    file (a device, a FIFO, a folder), which could never end or would never answer.
     """
     file = Path(path)
+    reading = _Reading(str(file))
+    with _open_transcript(file) as stream:
+        records = _parse_lines(stream, reading)
+        head = list(itertools.islice(records, 5))
+        stream_json = any(
+            r.get("type") == "system" and r.get("subtype") == "init" and "session_id" in r
+            for _, r in head
+        )
+        try:
+            for line, record in itertools.chain(head, records):
+                try:
+                    _collect(line, record, reading, stream_json)
+                except MALFORMED as error:
+                    kind = record.get("type")
+                    reading.problem(line, f"malformed {kind} record ({error!r}); skipped")
+        except OSError as error:
+            raise TranscriptError(f"{file}: cannot read: {error.strerror or error}") from error
+    session = _build_session(reading)
+    session.parent = _parent_session(file)
+    return session
+
+
+def _open_transcript(file: Path) -> BinaryIO:
+    """The file opened for reading, once it is known to be a regular file."""
     try:
-        raw = file.read_bytes()
+        mode = file.stat().st_mode
+        if not stat.S_ISREG(mode):
+            raise TranscriptError(f"{file}: cannot read: not a regular file ({_file_kind(mode)})")
+        return file.open("rb")
+    except TranscriptError:
+        raise
     except OSError as error:
         raise TranscriptError(f"{file}: cannot read: {error.strerror or error}") from error
-    text = raw.decode("utf-8", errors="replace")
-    reading = _Reading(str(file))
-    records = list(_parse_lines(text, reading))
-    stream_json = any(
-        r.get("type") == "system" and r.get("subtype") == "init" and "session_id" in r
-        for _, r in records[:5]
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
     )
-    for line, record in records:
-        try:
-            _collect(line, record, reading, stream_json)
-        except MALFORMED as error:
-            reading.problem(line, f"malformed {record.get('type')} record ({error!r}); skipped")
-    return _build_session(reading)
+    return next((name for test, name in kinds if test(mode)), "not a file")
 
 
-def _parse_lines(text: str, reading: _Reading) -> Iterator[tuple[int, dict[str, Any]]]:
-    lines = text.split("\n")
-    for number, line in enumerate(lines, 1):
+def _parent_session(file: Path) -> str | None:
+    """For `<session>/subagents/agent-*.jsonl`, the parent session's file, when it is there."""
+    if file.parent.name != "subagents" or not file.name.startswith("agent-"):
+        return None
+    parent = file.parent.parent.with_suffix(".jsonl")
+    return str(parent) if parent.is_file() else None
+
+
+def _parse_lines(stream: BinaryIO, reading: _Reading) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON object of each line, in file order; a line that fails is reported.
+
+    A line that is not JSON is only known to be the truncated last line once nothing but
+    blank lines follows it, so its report waits for the next line.
+    """
+    failed: tuple[int, str] | None = None
+    for number, raw in enumerate(stream, 1):
+        line = raw.decode("utf-8", errors="replace")
         if not line.strip():
             continue
+        if failed is not None:
+            reading.problem(failed[0], f"not JSON ({failed[1]}); skipped")
+            failed = None
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            last = number == len(lines) or (number == len(lines) - 1 and not lines[-1].strip())
-            what = "truncated last line" if last else "not JSON"
-            reading.problem(number, f"{what} ({error.msg}); skipped")
+            failed = (number, error.msg)
             continue
         if not isinstance(record, dict):
             reading.problem(number, "not a JSON object; skipped")
@@ -223,6 +312,8 @@ def _parse_lines(text: str, reading: _Reading) -> Iterator[tuple[int, dict[str, 
             reading.problem(number, f"unknown record type {kind!r}; skipped")
             continue
         yield number, record
+    if failed is not None:
+        reading.problem(failed[0], f"truncated last line ({failed[1]}); skipped")
 
 
 def _timestamp(value: Any, fallback: float) -> float:
@@ -262,13 +353,30 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
         return
     if record.get("isVisibleInTranscriptOnly") and not record.get("isCompactSummary"):
         return  # shown to the user only; the compaction summary is sent although so marked
+    previous = reading.entries[-1].timestamp if reading.entries else 0.0
+    timestamp = _timestamp(record.get("timestamp"), previous)
+    if record["type"] == "attachment":
+        text = attachment_text(record.get("attachment"))
+        if text:
+            reading.keep(
+                _Entry(
+                    line,
+                    uuid,
+                    reading.links[uuid],
+                    "user",
+                    timestamp,
+                    text,
+                    sidechain=bool(record.get("isSidechain")),
+                    attachment=True,
+                )
+            )
+        return
     message = _sent_message(line, record, reading)
     if message is None:
         return
     assistant = record["type"] == "assistant"
     if assistant and message.get("model") == SYNTHETIC_MODEL:
         return  # made by Claude Code itself (an error notice): neither a call nor sent
-    previous = reading.entries[-1].timestamp if reading.entries else 0.0
     reading.keep(
         _Entry.of(
             line,
@@ -276,7 +384,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
             reading.links[uuid],
             message,
             assistant=assistant,
-            timestamp=_timestamp(record.get("timestamp"), previous),
+            timestamp=timestamp,
             tool_use_result=record.get("toolUseResult"),
             sidechain=bool(record.get("isSidechain")),
         )
@@ -320,6 +428,66 @@ def _sent_message(
         reading.problem(line, f"{kind} record without message content; skipped")
         return None
     return message
+
+
+# ---------------------------------------------------------------------------------------------
+# Attachments
+
+
+AGENT_LISTING = "Available agent types for the Agent tool:\n"
+CONCURRENCY_NOTE = (
+    "When you launch multiple agents for independent work, send them in a single message "
+    "with multiple tool uses so they run concurrently."
+)
+SKILL_LISTING = "The following skills are available for use with the Skill tool:\n\n"
+SYSTEM_MESSAGES_FROM = (4, 8)
+"""Models from this version on (Opus 4.8) get attachments as role "system" messages."""
+
+
+def attachment_text(attachment: Any) -> str:
+    """The text Claude Code sends for an attachment record ("" when it sends nothing).
+
+    Agent and skill listings are rendered as Claude Code renders them (tests/e2e checks it
+    against what the CLI sent); other types by their text fields, which is what they add.
+    """
+    if not isinstance(attachment, Mapping):
+        return ""
+    kind = attachment.get("type")
+    if kind == "agent_listing_delta":
+        lines = [str(line) for line in attachment.get("addedLines") or []]
+        if not lines:
+            return ""
+        note = "\n\n" + CONCURRENCY_NOTE if attachment.get("showConcurrencyNote") else ""
+        return AGENT_LISTING + "\n".join(lines) + note
+    if kind == "skill_listing":
+        content = attachment.get("content")
+        return SKILL_LISTING + content if isinstance(content, str) and content else ""
+    return "\n".join(_strings({k: v for k, v in attachment.items() if k != "type"}))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """The non-empty strings in a JSON value, depth first."""
+    if isinstance(value, str):
+        if value:
+            yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def takes_system_messages(model: str | None) -> bool:
+    """Whether Claude Code sends attachments to this model as role "system" messages."""
+    parsed = parse_model(model) if model is not None else None
+    return parsed is not None and parsed[1] >= SYSTEM_MESSAGES_FROM
+
+
+def _attachment_block(entry: _Entry, system: bool) -> Block:
+    """As a system message its text as is; in a user message inside a system-reminder."""
+    text = str(entry.content)
+    return _text_block(text if system else f"<system-reminder>\n{text}\n</system-reminder>")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,13 +603,8 @@ def _tool_use_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -
     tool_input: Mapping[str, Any] = raw_input if isinstance(raw_input, Mapping) else {}
     tool_use_id = str(item.get("id", ""))
     reading.tool_uses[tool_use_id] = (name, tool_input)
-    if (
-        name not in KNOWN_TOOLS
-        and not name.startswith("mcp__")
-        and name not in reading.unknown_tools
-    ):
-        reading.unknown_tools.add(name)
-        reading.problem(entry.line, f"unknown tool {name!r}; its result counts as plain output")
+    if name not in KNOWN_TOOLS and not name.startswith("mcp__"):
+        reading.unknown_tools.setdefault(name, []).append(entry.line)
     text = name + json.dumps(tool_input, ensure_ascii=False, separators=(",", ":"))
     return Block(
         key=block_key("tool_use", tool_use_id, text),
@@ -536,25 +699,39 @@ def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str]:
     return out, root
 
 
-def _messages(chain: Sequence[_Entry], reading: _Reading) -> list[Message]:
-    """Consecutive lines of one role become one message, as the API requires."""
-    messages: list[Message] = []
-    pending: list[Block] = []
-    role: Role | None = None
-    first: _Entry | None = None
+def _messages(chain: Sequence[_Entry], reading: _Reading, system: bool) -> list[Message]:
+    """Consecutive lines of one role become one message, as the API requires.
+
+    Attachments go where Claude Code puts them. With `system` (the model takes them) they are
+    role "system" messages where they stand; otherwise system-reminder text of the user
+    message, moved up before the prompt they follow (past plain user lines, never past an
+    assistant turn or a tool result), as Claude Code reorders them.
+    """
+    parts: list[tuple[Role, tuple[Block, ...], _Entry]] = []
     for entry in chain:
-        blocks = _blocks(entry, reading)
-        if not blocks:
+        if entry.attachment:
+            at = len(parts)
+            while not system and at > 0 and _plain_prompt(*parts[at - 1]):
+                at -= 1
+            parts.insert(
+                at, ("system" if system else "user", (_attachment_block(entry, system),), entry)
+            )
             continue
-        if entry.role != role and pending and role is not None and first is not None:
-            messages.append(Message(role, tuple(pending), first.timestamp, first.line))
-            pending = []
-        if entry.role != role:
-            role, first = entry.role, entry
-        pending.extend(blocks)
-    if pending and role is not None and first is not None:
-        messages.append(Message(role, tuple(pending), first.timestamp, first.line))
+        blocks = _blocks(entry, reading)
+        if blocks:
+            parts.append((entry.role, blocks, entry))
+    messages: list[Message] = []
+    for role, group in itertools.groupby(parts, key=lambda part: part[0]):
+        members = list(group)
+        first = members[0][2]
+        blocks = tuple(block for _, part_blocks, _ in members for block in part_blocks)
+        messages.append(Message(role, blocks, first.timestamp, first.line))
     return messages
+
+
+def _plain_prompt(role: Role, blocks: tuple[Block, ...], entry: _Entry) -> bool:
+    """A user line a person wrote (no tool result, not itself an attachment)."""
+    return role == "user" and not entry.attachment and all(b.type != "tool_result" for b in blocks)
 
 
 def _same(a: Message, b: Message) -> bool:
@@ -596,15 +773,15 @@ def _build_session(reading: _Reading) -> Session:
         if entry.role == "assistant" and entry.message_id:
             first_lines.setdefault(entry.message_id, entry)
             lines_of.setdefault(entry.message_id, []).append(entry)
-    pending: list[tuple[float, float, str, int, Message, _Entry]] = []
+    pending: list[_Pending] = []
     forks: dict[str, list[str]] = {}
     for message_id, head in first_lines.items():
         chain, root = _chain(head.uuid, reading)
         # The walk starts at the response's own first line (its link may point at a line that
         # was never written); lines of the response are not part of the request.
         chain = [e for e in chain if e.message_id != message_id]
-        messages = _messages(chain, reading)
-        if not messages or messages[-1].role != "user":
+        messages = _messages(chain, reading, takes_system_messages(head.model))
+        if not messages or messages[-1].role == "assistant":
             reading.problem(head.line, "a response with no request before it; skipped")
             continue
         thread_id = _place(messages, root, head.sidechain, session, forks)
@@ -612,8 +789,9 @@ def _build_session(reading: _Reading) -> Session:
         response = Message("assistant", response_blocks, head.timestamp, head.line)
         started = chain[-1].timestamp  # the request's last line: the call starts after it
         pending.append((started, head.timestamp, thread_id, len(messages), response, head))
-    pending.sort(key=lambda item: (item[0], item[1], item[5].line))
-    for index, (started, finished, thread_id, n_messages, response, head) in enumerate(pending):
+    for index, (started, finished, thread_id, n_messages, response, head) in enumerate(
+        _chain_order(pending)
+    ):
         session.calls.append(
             Call(
                 index=index,
@@ -634,10 +812,39 @@ def _build_session(reading: _Reading) -> Session:
             reading.problem(
                 0, f"no list price for model {model!r}: its calls are priced as {REFERENCE_MODEL}"
             )
+    reading.note_unknown_tools()
     _link_tasks(session)
     _infer_prefixes(session)
     anchor_tokens(session)
     return session
+
+
+_Pending = tuple[float, float, str, int, Message, _Entry]
+"""A call being built: started, finished, thread, messages in its request, response, head."""
+
+
+def _chain_order(pending: list[_Pending]) -> list[_Pending]:
+    """Calls in time order, except that a thread's calls follow their place in its chain.
+
+    A clock that goes backwards (an edited or exported transcript) must not put a thread's
+    longer request before its shorter one: each thread keeps the places its calls take in
+    time order, filled in chain order (fewer messages first), and no call of a thread starts
+    before the one it follows.
+    """
+    by_time = sorted(pending, key=lambda item: (item[0], item[1], item[5].line))
+    places: dict[str, list[int]] = {}
+    for place, item in enumerate(by_time):
+        places.setdefault(item[2], []).append(place)
+    ordered: list[_Pending] = list(by_time)
+    for thread_places in places.values():
+        calls = sorted(
+            (by_time[place] for place in thread_places), key=lambda item: (item[3], item[5].line)
+        )
+        started = float("-inf")
+        for place, (start, finish, *rest) in zip(thread_places, calls, strict=True):
+            started = max(started, start)
+            ordered[place] = (started, max(finish, started), *rest)  # type: ignore[assignment]
+    return ordered
 
 
 def _link_tasks(session: Session) -> None:
@@ -648,7 +855,7 @@ def _link_tasks(session: Session) -> None:
         for thread in session.threads.values()
         for message in thread.messages
         for block in message.blocks
-        if block.tool == "Task" and block.type == "tool_use"
+        if block.tool in TASK_TOOLS and block.type == "tool_use"
     )
     for block in uses:
         prompt = (block.tool_input or {}).get("prompt")

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from pathlib import Path
 
 import pytest
 from ephemeral_context.prices import REFERENCE_MODEL, priced
-from ephemeral_context.replay.reader import TranscriptError, read_session
+from ephemeral_context.replay.reader import (
+    AGENT_LISTING,
+    SKILL_LISTING,
+    TranscriptError,
+    read_session,
+)
 from ephemeral_context.replay.strategies import STRATEGIES
 
 from tests.conftest import TRACES_DIR
@@ -130,17 +136,21 @@ def test_bad_lines_are_reported_with_file_and_line_and_skipped(tmp_path: Path) -
     assert all(p.path == str(path) for p in session.problems)
 
 
-def test_unknown_tool_is_reported_once_and_its_result_still_counted(tmp_path: Path) -> None:
+def test_unknown_tools_get_one_note_per_session_and_their_results_still_count(
+    tmp_path: Path,
+) -> None:
     t = Transcript()
     t.user("go")
     t.assistant([tool_use("t1", "Teleport", where="mars")], usage={"write": 5000})
     t.tool_result("t1", "arrived")
     t.assistant([tool_use("t2", "Teleport", where="venus")], usage={"read": 5000, "write": 50})
     t.tool_result("t2", "arrived again")
-    t.assistant([text("ok")], usage={"read": 5050, "write": 40})
+    t.assistant([tool_use("t3", "Warp", factor=9)], usage={"read": 5050, "write": 40})
+    t.tool_result("t3", "warped")
+    t.assistant([text("ok")], usage={"read": 5090, "write": 40})
     session = read_session(t.write(tmp_path / "s.jsonl"))
     assert [p.message for p in session.problems] == [
-        "unknown tool 'Teleport'; its result counts as plain output"
+        "unknown tools 'Teleport' (2 uses), 'Warp' (1 use): results counted as plain tool output"
     ]
     assert session.request(session.calls[2])[-1].blocks[0].text == "arrived again"
 
@@ -312,3 +322,99 @@ def test_random_damage_to_a_real_transcript_never_raises(tmp_path: Path) -> None
         path.write_text("\n".join(damaged), encoding="utf-8")
         session = read_session(path)
         STRATEGIES["recorded"].replay(session)
+
+
+def listing(*names: str) -> dict[str, object]:
+    lines = [f"- {name}: does {name} things" for name in names]
+    return {"type": "agent_listing_delta", "addedLines": lines, "showConcurrencyNote": False}
+
+
+def test_attachments_are_system_messages_for_models_that_take_them(tmp_path: Path) -> None:
+    """Opus 4.8 gets an attachment as a role "system" message right after the prompt."""
+    t = Transcript(model="claude-opus-4-8")
+    t.user("go").other("attachment", attachment=listing("Explore"))
+    t.assistant([text("ok")], usage={"write": 5000})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert session.problems == []
+    request = session.request(session.calls[0])
+    assert [m.role for m in request] == ["user", "system"]
+    assert request[1].blocks[0].text == AGENT_LISTING + "- Explore: does Explore things"
+
+
+def test_attachments_go_before_the_prompt_as_reminders_for_other_models(tmp_path: Path) -> None:
+    """Older models: system-reminder text moved up past the prompt, not past a tool result."""
+    t = Transcript()
+    t.user("go").other("attachment", attachment=listing("Explore"))
+    t.other("attachment", attachment={"type": "skill_listing", "content": "- review: reviews"})
+    t.assistant([tool_use("t1", "Bash", command="ls")], usage={"write": 5000})
+    t.tool_result("t1", "a.py")
+    t.other("attachment", attachment={"type": "queued_command", "prompt": "and then?"})
+    t.assistant([text("ok")], usage={"read": 5000, "write": 30})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert session.problems == []
+    first, _, last = session.request(session.calls[1])
+    assert [b.text.split("\n")[1][:12] for b in first.blocks[:2]] == [
+        AGENT_LISTING[:12],
+        SKILL_LISTING[:12],
+    ]
+    assert first.blocks[0].text.startswith("<system-reminder>\n")
+    assert first.blocks[2].text == "go"
+    assert [b.type for b in last.blocks] == ["tool_result", "text"]
+    assert last.blocks[1].text == "<system-reminder>\nand then?\n</system-reminder>"
+
+
+def test_metadata_records_are_passed_over_quietly(tmp_path: Path) -> None:
+    t = Transcript()
+    t.other("queue-operation", operation="enqueue", content="go")
+    t.user("go")
+    t.other("custom-title", customTitle="My session")
+    t.other("agent-name", agentName="helper")
+    t.other("pr-link", url="https://example.invalid/pr/1")
+    t.assistant([text("ok")], usage={"write": 5000})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert session.problems == [] and len(session.calls) == 1
+
+
+def test_a_threads_calls_follow_the_chain_when_the_clock_goes_back(tmp_path: Path) -> None:
+    t = Transcript()
+    t.user("one").assistant([text("a")], usage={"write": 5000})
+    t.wait(-3600).user("two").assistant([text("b")], usage={"read": 5000, "write": 20})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert [c.n_messages for c in session.calls] == [1, 3]
+    assert session.calls[1].started >= session.calls[0].started
+
+
+def test_read_results_with_tab_numbering_are_file_views(tmp_path: Path) -> None:
+    """Claude Code 2.1.x numbers Read lines with a tab; sub-agent files keep only that text."""
+    t = Transcript()
+    t.user("read it").assistant(
+        [tool_use("t1", "Read", file_path="/w/a.py")], usage={"write": 5000}
+    )
+    t.tool_result("t1", "1\tdef f():\n2\t    return 1\n")
+    t.assistant([text("ok")], usage={"read": 5000, "write": 30})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    view = session.request(session.calls[1])[-1].blocks[0].file_view
+    assert view is not None and view.content == "def f():\n    return 1"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_what_is_not_a_regular_file_is_refused_at_once(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "odd.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it would wait for a writer forever
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path = Path("/dev/zero")  # endless: would grow without bound
+    with pytest.raises(TranscriptError, match="not a regular file"):
+        read_session(path)
+
+
+def test_a_sub_agent_file_names_its_parent_session(tmp_path: Path) -> None:
+    main = Transcript().user("go").assistant([text("ok")], usage={"write": 5000})
+    parent = main.write(tmp_path / "s1.jsonl")
+    folder = tmp_path / "s1" / "subagents"
+    folder.mkdir(parents=True)
+    agent = Transcript(sidechain=True).user("look").assistant([text("ok")], usage={"write": 900})
+    assert read_session(agent.write(folder / "agent-a1.jsonl")).parent == str(parent)
+    assert read_session(parent).parent is None
