@@ -12,7 +12,6 @@ from tests.claude_code import ClaudeCode, claude_code_binary
 from tests.fakes import FakeMessagesAPI
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TRACES_DIR = REPO_ROOT.parent / "shared" / "traces"
 
 
 @pytest.fixture(autouse=True)

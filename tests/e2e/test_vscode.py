@@ -32,7 +32,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO_ROOT, TRACES_DIR
+from tests.conftest import REPO_ROOT
+from tests.transcripts import SUBAGENT, transcript
 
 pytestmark = pytest.mark.e2e
 
@@ -42,7 +43,6 @@ ARTIFACTS = REPO_ROOT / "test-artifacts"
 PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 API_KEY = "sk-ant-e2e-dummy-Q7x9"  # the fake records only the last 4 characters
-TRANSCRIPT = TRACES_DIR / "DRMacIver__claude-reliability__python-to-rust-port.jsonl"
 
 APP_PY = '''"""A tiny app for the end-to-end test."""
 
@@ -310,7 +310,7 @@ def test_extension_in_the_real_workbench(
         prompt="Rename App.run to App.start",
         apiKey=API_KEY,
         expectEdit="def start(self)",
-        replayTranscript=str(TRANSCRIPT),
+        replayTranscript=str(transcript(SUBAGENT)),
         cancelPrompt="Explain the change at length",
     )
 

@@ -15,8 +15,8 @@ from ephemeral_context.tokens import (
     estimate_tokens,
 )
 
-from tests.conftest import TRACES_DIR
 from tests.fakes import FakeMessagesAPI
+from tests.transcripts import all_transcripts
 
 CODE = "def add(a: int, b: int) -> int:\n    return a + b\n" * 20
 
@@ -37,8 +37,8 @@ def test_block_estimate_adds_the_fixed_block_cost() -> None:
 
 
 def test_constants_are_the_fit_on_the_real_transcripts() -> None:
-    """Re-running the fit on shared/traces gives the constants tokens.py ships."""
-    fit = fit_paths(sorted(TRACES_DIR.glob("*.jsonl")))
+    """Re-running the fit on the four transcripts gives the constants tokens.py ships."""
+    fit = fit_paths(all_transcripts())
     assert fit.steps == 348
     for kind in KINDS:
         assert fit.chars_per_token[kind] == pytest.approx(CHARS_PER_TOKEN[kind], abs=0.02)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from ephemeral_context.context.engine import ContextEngine
-from ephemeral_context.replay.report import discover, replay
+from ephemeral_context.replay.report import replay
 
-from tests.conftest import TRACES_DIR
+from tests.transcripts import SUBAGENT, all_transcripts, transcript
 from tests.unit.context.context_helpers import Clock, Driver
 
 PYTHON = "".join(
@@ -52,9 +52,8 @@ def test_an_edit_of_evicted_text_pays_a_symbol_rehydration(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not TRACES_DIR.is_dir(), reason="shared/traces is not beside the clone")
 def test_ours_meets_the_targets_on_the_real_transcripts() -> None:
-    report = replay(discover([TRACES_DIR]))
+    report = replay(all_transcripts())
     assert len(report.sessions) >= 4
     billed, peaks = [], []
     for session in report.sessions:
@@ -68,11 +67,10 @@ def test_ours_meets_the_targets_on_the_real_transcripts() -> None:
     assert statistics.median(peaks) <= -0.30
 
 
-def _replay_json(paths: list[Path], seed: str) -> str:
-    args = [str(p) for p in paths] or ["--demo"]
+def _replay_json(path: Path, seed: str) -> str:
     env = {**os.environ, "PYTHONHASHSEED": seed}
     done = subprocess.run(
-        [sys.executable, "-m", "ephemeral_context", "replay", *args, "--json"],
+        [sys.executable, "-m", "ephemeral_context", "replay", str(path), "--json"],
         env=env,
         capture_output=True,
         text=True,
@@ -84,11 +82,11 @@ def _replay_json(paths: list[Path], seed: str) -> str:
 
 def test_the_replay_report_is_the_same_run_to_run_and_across_hash_seeds() -> None:
     """Nothing in the engine's decisions may depend on str hashing, id() or the clock."""
-    paths = sorted(TRACES_DIR.glob("*.jsonl"))[:1] if TRACES_DIR.is_dir() else []
-    first = _replay_json(paths, "1")
+    path = transcript(SUBAGENT)
+    first = _replay_json(path, "1")
     assert json.loads(first)["sessions"]
-    assert _replay_json(paths, "1") == first
-    assert _replay_json(paths, "2") == first
+    assert _replay_json(path, "1") == first
+    assert _replay_json(path, "2") == first
 
 
 def test_a_new_tool_list_with_other_schemas_is_priced_anew(engine: ContextEngine) -> None:

@@ -1,4 +1,4 @@
-"""Fidelity on the 2026 corpus (../shared/corpus: 61 real sessions of three other users).
+"""Fidelity on the 2026 corpus (shared data: 61 real sessions of three other users).
 
 The issue's targets are billed input within 5% of the recorded figure on at least 90% of the
 sessions Anthropic billed, within 10% on at least 98%, and a median per-call error of at
@@ -10,26 +10,19 @@ what the yardstick reaches now, so a change that makes it worse fails here.
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
 import pytest
 from ephemeral_context.replay.report import Report, replay
 
-from tests.conftest import TRACES_DIR
+from tests.transcripts import shared
 
-CORPUS_DIR = TRACES_DIR.parent / "corpus"
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not CORPUS_DIR.is_dir(), reason=f"the 2026 corpus is not at {CORPUS_DIR} (../shared)"
-    ),
-]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def corpus() -> Report:
-    return replay(sorted(Path(CORPUS_DIR).glob("*.jsonl")))
+    """The corpus replayed once (skips without the shared data: tests/transcripts.py)."""
+    return replay(sorted(shared("corpus").glob("*.jsonl")))
 
 
 def test_every_session_replays_and_anthropic_billed_them_all(corpus: Report) -> None:

@@ -13,7 +13,8 @@ from ephemeral_context.cli import main
 from ephemeral_context.replay.demo import DEMO_SESSION
 from ephemeral_context.replay.strategies import STRATEGIES
 
-from tests.conftest import REPO_ROOT, TRACES_DIR
+from tests.conftest import REPO_ROOT
+from tests.transcripts import DRMACIVER, transcript
 from tests.unit.replay.demo_session import build
 
 STRATEGY_KEYS = {
@@ -67,7 +68,7 @@ def test_demo_json_has_the_documented_shape(capsys: pytest.CaptureFixture[str]) 
 def test_real_transcript_json_carries_recorded_usage_and_fidelity(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    path = TRACES_DIR / "DRMacIver__claude-reliability__python-to-rust-port.jsonl"
+    path = transcript(DRMACIVER)
     (session,) = run_json(capsys, str(path))["sessions"]  # type: ignore[misc]
     assert session["recorded_usage"] == {
         "input_tokens": 38,
@@ -101,7 +102,7 @@ def test_no_path_replays_own_sessions_under_home(
     project = isolated_home / ".claude" / "projects" / "-home-dev-shop"
     project.mkdir(parents=True)
     own = project / "0f1e2d3c.jsonl"
-    shutil.copy(TRACES_DIR / "DRMacIver__claude-reliability__python-to-rust-port.jsonl", own)
+    shutil.copy(transcript(DRMACIVER), own)
     (session,) = run_json(capsys)["sessions"]  # type: ignore[misc]
     assert session["path"] == str(own)
     assert session["calls"] == 39

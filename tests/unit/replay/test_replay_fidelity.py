@@ -11,18 +11,12 @@ from ephemeral_context.replay.reader import read_session
 from ephemeral_context.replay.simulate import fidelity
 from ephemeral_context.replay.strategies import STRATEGIES
 
-from tests.conftest import TRACES_DIR
-
-TRANSCRIPTS = sorted(path.name for path in TRACES_DIR.glob("*.jsonl"))
+from tests.transcripts import NAMES, transcript
 
 
-def test_all_four_transcripts_are_here() -> None:
-    assert len(TRANSCRIPTS) == 4
-
-
-@pytest.mark.parametrize("name", TRANSCRIPTS)
+@pytest.mark.parametrize("name", NAMES)
 def test_recorded_strategy_reproduces_recorded_usage(name: str) -> None:
-    session = read_session(TRACES_DIR / name)
+    session = read_session(transcript(name))
     modelled = STRATEGIES["recorded"].replay(session)
     result = fidelity(session, modelled)
     assert result is not None
@@ -31,10 +25,10 @@ def test_recorded_strategy_reproduces_recorded_usage(name: str) -> None:
     assert len(result.call_errors) == len(session.calls)
 
 
-@pytest.mark.parametrize("name", TRANSCRIPTS)
+@pytest.mark.parametrize("name", NAMES)
 def test_cold_and_warm_calls_land_where_the_transcript_says(name: str) -> None:
     """Calls the API billed as (nearly) all cache write are modelled cold, and vice versa."""
-    session = read_session(TRACES_DIR / name)
+    session = read_session(transcript(name))
     modelled = STRATEGIES["recorded"].replay(session)
     for call, model in zip(session.calls, modelled.calls, strict=True):
         assert call.usage is not None

@@ -17,19 +17,23 @@ from ephemeral_context.replay.reader import (
 )
 from ephemeral_context.replay.strategies import STRATEGIES
 
-from tests.conftest import TRACES_DIR
+from tests.transcripts import (
+    DRMACIVER,
+    HISTORY,
+    NAMES,
+    SUBAGENT,
+    VIEWER,
+    manifest_entry,
+    transcript,
+)
 from tests.unit.replay.builder import Transcript, cat_n, text, tool_use
 
-MANIFEST = {
-    entry["file"]: entry for entry in json.loads((TRACES_DIR / "MANIFEST.json").read_text())
-}
 
-
-@pytest.mark.parametrize("name", sorted(MANIFEST))
+@pytest.mark.parametrize("name", NAMES)
 def test_real_transcript_calls_and_usage_match_the_manifest(name: str) -> None:
     """Each call counted once (lines repeat message.id) and its usage summed once."""
-    session = read_session(TRACES_DIR / name)
-    expected = MANIFEST[name]
+    session = read_session(transcript(name))
+    expected = manifest_entry(name)
     assert session.problems == []
     assert len(session.calls) == expected["llm_turns"]
     usage = [call.usage for call in session.calls]
@@ -52,7 +56,7 @@ def test_real_transcript_calls_and_usage_match_the_manifest(name: str) -> None:
 
 
 def test_compaction_starts_a_thread_with_the_summary_and_unrecorded_context() -> None:
-    session = read_session(TRACES_DIR / "randlee__claude-history__session-967e501d.jsonl")
+    session = read_session(transcript(HISTORY))
     assert len(session.threads) == 2
     after = list(session.threads.values())[1]
     first = after.messages[0]
@@ -66,13 +70,13 @@ def test_compaction_starts_a_thread_with_the_summary_and_unrecorded_context() ->
 
 
 def test_inline_sidechains_become_their_own_threads() -> None:
-    session = read_session(TRACES_DIR / "d-kimuson__claude-code-viewer__fe5e1c67.jsonl")
+    session = read_session(transcript(VIEWER))
     kinds = sorted(thread.prefix_key for thread in session.threads.values())
     assert kinds == ["agent"] * 5 + ["main"]
 
 
 def test_read_and_edit_results_keep_their_meaning() -> None:
-    session = read_session(TRACES_DIR / "randlee__claude-history__session-967e501d.jsonl")
+    session = read_session(transcript(HISTORY))
     blocks = [b for t in session.threads.values() for m in t.messages for b in m.blocks]
     views = [b.file_view for b in blocks if b.file_view is not None]
     changes = [b.file_change for b in blocks if b.file_change is not None]
@@ -217,7 +221,7 @@ def test_stream_json_form(tmp_path: Path) -> None:
 
 def test_subagent_file_without_tool_use_results_parses_read_text() -> None:
     """agent-*.jsonl files carry no toolUseResult: Read views come from the cat -n text."""
-    session = read_session(TRACES_DIR / "randlee__claude-history__subagents__agent-aabf2dd.jsonl")
+    session = read_session(transcript(SUBAGENT))
     (thread,) = session.threads.values()
     assert thread.prefix_key == "agent"
     views = [b.file_view for m in thread.messages for b in m.blocks if b.file_view is not None]
@@ -229,7 +233,7 @@ def test_subagent_file_without_tool_use_results_parses_read_text() -> None:
 
 
 def test_inline_subagents_are_tied_to_their_task_calls() -> None:
-    session = read_session(TRACES_DIR / "d-kimuson__claude-code-viewer__fe5e1c67.jsonl")
+    session = read_session(transcript(VIEWER))
     agents = [t for t in session.threads.values() if t.prefix_key == "agent"]
     assert all(t.task is not None and t.task.startswith("toolu_") for t in agents)
     assert len({t.task for t in agents}) == 5
@@ -299,7 +303,7 @@ def test_random_damage_to_a_real_transcript_never_raises(tmp_path: Path) -> None
     """Any field of any line replaced by a value of another type: problems, never a crash."""
     import random
 
-    source = TRACES_DIR / "DRMacIver__claude-reliability__python-to-rust-port.jsonl"
+    source = transcript(DRMACIVER)
     lines = source.read_text(encoding="utf-8").splitlines()
     odd_values: list[object] = [None, 7, -1, "text", [], {}, [1, "x"], {"type": 3}, 1.5, True]
     rng = random.Random(20261130)
