@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install the package with its dev tools
 
-run: $(STAMP) ## replay the bundled demo session under every strategy and print the table
+run: $(STAMP) ## replay the bundled real session (MIT, recorded usage) under every strategy
 	$(VENV)/bin/ectx replay --demo
 
 lint: $(STAMP) ## ruff

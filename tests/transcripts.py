@@ -1,9 +1,10 @@
 """Where the tests' real transcripts are, so a bare clone runs what it can and skips the rest.
 
-The MIT-licensed transcripts live in the repository (tests/data/transcripts, with their
-notices). The others and the 2026 corpus are the project's shared data: `$ECTX_DATA` (a
-folder holding traces/ and corpus/), else ../shared beside the checkout. A test that needs a
-file which is in neither place is skipped with a reason that says how to get it.
+The MIT-licensed transcripts live in the repository with their notices: tests/data/transcripts,
+and the largest in the package as its demo session. The others and the 2026 corpus are the
+project's shared data: `$ECTX_DATA` (a folder holding traces/ and corpus/), else ../shared
+beside the checkout. A test that needs a file which is in neither place is skipped with a
+reason that says how to get it.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ephemeral_context.replay.demo import DEMO_SESSION
 
 from tests.conftest import REPO_ROOT
 
-IN_REPO = REPO_ROOT / "tests" / "data" / "transcripts"
+FIXTURES = REPO_ROOT / "tests" / "data" / "transcripts"
+IN_REPO = (FIXTURES, DEMO_SESSION.parent)
 
 # The four transcripts of traces/MANIFEST.json, in its order of names.
 DRMACIVER = "DRMacIver__claude-reliability__python-to-rust-port.jsonl"
@@ -52,8 +55,10 @@ def shared(part: str) -> Path:
 
 def transcript(name: str) -> Path:
     """One transcript by file name: from the repository, else from the shared traces."""
-    path = IN_REPO / name
-    return path if path.is_file() else shared("traces") / name
+    for folder in IN_REPO:
+        if (folder / name).is_file():
+            return folder / name
+    return shared("traces") / name
 
 
 def all_transcripts() -> list[Path]:
@@ -68,7 +73,7 @@ def _manifest(path: Path) -> dict[str, dict[str, Any]]:
 
 def manifest_entry(name: str) -> dict[str, Any]:
     """What MANIFEST.json records for one transcript (repository's copy first)."""
-    entries = _manifest(IN_REPO / "MANIFEST.json")
+    entries = _manifest(FIXTURES / "MANIFEST.json")
     if name in entries:
         return entries[name]
     return _manifest(shared("traces") / "MANIFEST.json")[name]
