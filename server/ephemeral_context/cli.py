@@ -11,6 +11,7 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TypeAlias
 
@@ -315,8 +316,9 @@ def _add_replay_command(sub: Subcommands) -> None:
         help="replay Claude Code transcripts under several context strategies, side by side",
         description="Replay Claude Code session transcripts through the prompt-cache model "
         "under each strategy and compare context size, billed input, dollars, cache hits and "
-        "what stays retrievable. With no PATH: your recent ~/.claude/projects sessions if "
-        "any, else the bundled demo session.",
+        "what stays retrievable. With no PATH: your newest ~/.claude/projects sessions "
+        "(sub-agents included) if any, else the bundled demo session; the table ends with "
+        "what the sessions cost at list prices and what each strategy would have cost.",
     )
     replay.add_argument(
         "paths", nargs="*", type=Path, metavar="PATH", help="session file or folder"
@@ -325,7 +327,18 @@ def _add_replay_command(sub: Subcommands) -> None:
     replay.add_argument("--plot", type=Path, metavar="FILE.png", help="write a plot")
     replay.add_argument("--demo", action="store_true", help="replay the bundled demo session")
     replay.add_argument(
-        "--limit", type=int, default=10, metavar="N", help="recent sessions to take (default 10)"
+        "--project",
+        metavar="NAME",
+        help="only your sessions in projects whose path contains NAME (a folder name or path)",
+    )
+    replay.add_argument(
+        "--since",
+        type=_since,
+        metavar="WHEN",
+        help="only your sessions changed since WHEN: a date (2026-11-30), date-time or age (7d)",
+    )
+    replay.add_argument(
+        "--limit", type=int, default=10, metavar="N", help="newest sessions to take (default 10)"
     )
     replay.add_argument(
         "--fit-tokens",
@@ -333,6 +346,15 @@ def _add_replay_command(sub: Subcommands) -> None:
         help="fit the token-estimate constants to the usage the transcripts record",
     )
     replay.set_defaults(handler=_replay)
+
+
+def _since(text: str) -> datetime:
+    from ephemeral_context.replay.projects import parse_since
+
+    try:
+        return parse_since(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -344,6 +366,8 @@ def _replay(args: argparse.Namespace) -> int:
         plot_path=args.plot,
         demo=args.demo,
         fit_tokens=args.fit_tokens,
+        project=args.project,
+        since=args.since,
         limit=args.limit,
     )
 

@@ -1,9 +1,11 @@
 """`ectx replay`: choose the transcripts, replay them with a progress bar, print or plot.
 
-With no PATH it replays the user's own most recent sessions under ~/.claude/projects when
-there are any, else the bundled demo session; `--demo` asks for the demo explicitly (as
-`make run` does, so it never reads outside the repository). Problems in the input go to
-stderr with file and line; the JSON or the table goes to stdout.
+With no PATH it replays the user's own newest sessions under ~/.claude/projects (each with
+its sub-agents; `--project`, `--since` and `--limit` narrow them), else the bundled demo
+session; `--demo` asks for the demo explicitly (as `make run` does, so it never reads
+outside the repository). The table ends with one line: what the sessions cost at list
+prices and what each strategy would have cost. Problems in the input go to stderr with file
+and line; the JSON or the table goes to stdout.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -18,22 +21,32 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from ephemeral_context.replay.calibrate import describe, fit_paths
 from ephemeral_context.replay.demo import DEMO_SESSION
-from ephemeral_context.replay.report import discover, render, replay, to_json
+from ephemeral_context.replay.projects import claude_projects, own_sessions
+from ephemeral_context.replay.report import closing_line, discover, render, replay, to_json
 
 
-def claude_projects() -> Path:
-    """Where Claude Code keeps its transcripts (under the current HOME)."""
-    return Path.home() / ".claude" / "projects"
-
-
-def default_sources(limit: int) -> list[Path]:
-    """The user's `limit` most recent sessions, else the bundled demo."""
+def _groups(
+    paths: Sequence[Path],
+    demo: bool,
+    project: str | None,
+    since: datetime | None,
+    limit: int,
+) -> list[tuple[str, tuple[Path, ...]]]:
+    """What to replay, as (label, files) per session; LookupError when nothing matches."""
+    if demo or paths:
+        files = [DEMO_SESSION, *discover(paths)] if demo else discover(paths)
+        if not files:
+            raise LookupError("no transcripts found in " + ", ".join(map(str, paths)))
+        return [(path.name, (path,)) for path in files]
     root = claude_projects()
-    if root.is_dir():
-        found = sorted(root.rglob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
-        if found:
-            return found[:limit]
-    return [DEMO_SESSION]
+    narrowed = project is not None or since is not None
+    own = own_sessions(root, project=project, since=since, limit=limit) if root.is_dir() else []
+    if own:
+        return [(f"{s.project}/{s.files[0].name}", s.files) for s in own]
+    if narrowed:
+        raise LookupError(f"no sessions under {root} match --project/--since")
+    print(f"no sessions under {root}: replaying the bundled demo session", file=sys.stderr)
+    return [(DEMO_SESSION.name, (DEMO_SESSION,))]
 
 
 def run(
@@ -43,22 +56,22 @@ def run(
     plot_path: Path | None = None,
     demo: bool = False,
     fit_tokens: bool = False,
+    project: str | None = None,
+    since: datetime | None = None,
     limit: int = 10,
 ) -> int:
     """The whole subcommand; returns the exit status (1 when nothing could be replayed)."""
     err = Console(stderr=True)
-    if demo:
-        sources = [DEMO_SESSION, *paths]
-    elif paths:
-        sources = discover(paths)
-    else:
-        sources = default_sources(limit)
-    if not sources:
-        print("error: no transcripts found in " + ", ".join(map(str, paths)), file=sys.stderr)
+    try:
+        groups = _groups(paths, demo, project, since, limit)
+    except LookupError as nothing:
+        print(f"error: {nothing}", file=sys.stderr)
         return 1
+    sources = [path for _, files in groups for path in files]
     if fit_tokens:
         print(describe(fit_paths(sources)))
         return 0
+    ends = {files[-1]: label for label, files in groups}  # a session is done after its last file
     with Progress(
         TextColumn("replaying"),
         BarColumn(),
@@ -66,12 +79,15 @@ def run(
         TextColumn("{task.description}"),
         console=err,
         transient=True,
-        disable=len(sources) < 2,
+        disable=len(groups) < 2 or not err.is_terminal,
     ) as progress:
-        task = progress.add_task("", total=len(sources))
-        report = replay(
-            sources, advance=lambda path: progress.update(task, advance=1, description=path.name)
-        )
+        task = progress.add_task("", total=len(groups))
+
+        def advance(path: Path) -> None:
+            if path in ends:
+                progress.update(task, advance=1, description=ends[path])
+
+        report = replay(sources, advance=advance)
     for error in report.errors:  # plain lines, one per problem, so they can be grepped
         print(f"error: {error}", file=sys.stderr)
     for problem in report.problems:
@@ -80,7 +96,10 @@ def run(
         json.dump(to_json(report), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        render(report, Console(width=max(Console().width, 130)))
+        out = Console(width=max(Console().width, 130))
+        render(report, out)
+        if report.sessions:
+            out.print(closing_line(report), soft_wrap=True, highlight=False)
     if plot_path is not None and report.sessions:
         from ephemeral_context.replay.plot import plot
 

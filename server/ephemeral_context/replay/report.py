@@ -251,3 +251,37 @@ def render(report: Report, console: Console, per_session_limit: int = 6) -> None
         totals = {n: [s.strategies[n] for s in report.sessions] for n in names}
         calls = sum(s.calls for s in report.sessions)
         console.print(_table(f"All {len(report.sessions)} sessions", totals, calls))
+
+
+def recorded_cost(item: SessionReport) -> float | None:
+    """Dollars at list price for what Anthropic billed, None when it billed nothing on record.
+
+    Transcripts keep only the stream-start output count, so the output side is the replay's
+    own estimate (the `recorded` strategy's), as in every strategy's cost.
+    """
+    baseline = item.strategies.get(BASELINE)
+    if item.billing is not Billing.ANTHROPIC or baseline is None:
+        return None
+    return sum(
+        priced(call.model, call.started).cost_usd(call.usage, modelled.output_tokens)
+        for call, modelled in zip(item.session.calls, baseline.calls, strict=True)
+        if call.usage is not None
+    )
+
+
+def closing_line(report: Report) -> str:
+    """One line to end on: what the sessions cost at list prices, what each strategy would."""
+    items = report.sessions
+    costs = [c for c in map(recorded_cost, items) if c is not None]
+    if costs:
+        unknown = len(items) - len(costs)
+        paid = f"${sum(costs):,.2f} at list prices" + (
+            f" ({unknown} not billed by Anthropic on record)" if unknown else ""
+        )
+    else:
+        paid = "no usage billed by Anthropic on record"
+    names = list(items[0].strategies) if items else []
+    each = ", ".join(f"{n} ${sum(i.strategies[n].cost_usd for i in items):,.2f}" for n in names)
+    calls = sum(item.calls for item in items)
+    plural = "" if len(items) == 1 else "s"
+    return f"{len(items)} session{plural}, {calls} calls: {paid}; under each strategy: {each}"

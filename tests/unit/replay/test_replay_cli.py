@@ -1,11 +1,16 @@
-"""`ectx replay` as a user runs it: demo, JSON shape, plot, own sessions, bad files."""
+"""`ectx replay` as a user runs it: demo, JSON shape, plot, own sessions, bad files.
+
+Own sessions are copies of fixture transcripts under the temporary HOME, never ~/.claude.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -14,7 +19,7 @@ from ephemeral_context.replay.demo import DEMO_SESSION
 from ephemeral_context.replay.strategies import STRATEGIES
 
 from tests.conftest import REPO_ROOT
-from tests.transcripts import DRMACIVER, transcript
+from tests.transcripts import DRMACIVER, SUBAGENT, VIEWER, transcript
 
 STRATEGY_KEYS = {
     "peak_context",
@@ -93,16 +98,61 @@ def test_no_path_and_no_own_sessions_replays_the_demo(
     assert session["path"] == str(DEMO_SESSION)
 
 
-def test_no_path_replays_own_sessions_under_home(
+def own_session(home: Path, project: str, session: str, name: str, mtime: float) -> Path:
+    """A copy of a fixture transcript where Claude Code keeps one, dated `mtime`."""
+    path = home / ".claude" / "projects" / project / session
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(transcript(name), path)
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def test_no_path_replays_own_sessions_newest_first_with_their_subagents(
     isolated_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    project = isolated_home / ".claude" / "projects" / "-home-dev-shop"
-    project.mkdir(parents=True)
-    own = project / "0f1e2d3c.jsonl"
-    shutil.copy(transcript(DRMACIVER), own)
-    (session,) = run_json(capsys)["sessions"]  # type: ignore[misc]
-    assert session["path"] == str(own)
-    assert session["calls"] == 39
+    old = own_session(isolated_home, "-home-dev-shop", "0f1e.jsonl", VIEWER, 1_700_000_000)
+    new = own_session(isolated_home, "-home-dev-api", "9a8b.jsonl", SUBAGENT, 1_700_000_500)
+    agent = own_session(
+        isolated_home, "-home-dev-api", "9a8b/subagents/agent-a1.jsonl", SUBAGENT, 1_700_000_400
+    )
+    sessions = run_json(capsys)["sessions"]
+    assert [s["path"] for s in sessions] == [str(new), str(agent), str(old)]  # type: ignore[index]
+    assert [s["calls"] for s in sessions] == [71, 71, 170]  # type: ignore[index]
+
+    (latest, its_agent) = run_json(capsys, "--limit", "1")["sessions"]  # type: ignore[misc]
+    assert (latest["path"], its_agent["path"]) == (str(new), str(agent))
+    (shop,) = run_json(capsys, "--project", "/home/dev/shop")["sessions"]  # type: ignore[misc]
+    assert shop["path"] == str(old)
+    since = datetime.fromtimestamp(1_700_000_450).isoformat()
+    assert len(run_json(capsys, "--since", since)["sessions"]) == 2  # type: ignore[arg-type]
+
+
+def test_the_table_ends_with_what_the_sessions_cost_and_each_strategy_would(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    own_session(isolated_home, "-home-dev-api", "9a8b.jsonl", SUBAGENT, 1_700_000_500)
+    own_session(isolated_home, "-home-dev-shop", "0f1e.jsonl", VIEWER, 1_700_000_000)
+    sessions = run_json(capsys)["sessions"]
+    assert main(["replay"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    head, each = last.split("; under each strategy: ")
+    assert head.startswith("2 sessions, 241 calls: $") and head.endswith(" at list prices")
+    listed = dict(item.split(" $") for item in each.split(", "))
+    assert list(listed) == list(STRATEGIES)
+    for name, dollars in listed.items():
+        total = sum(s["strategies"][name]["cost_usd"] for s in sessions)  # type: ignore[index]
+        assert float(dollars.replace(",", "")) == pytest.approx(total, abs=0.01)
+
+
+def test_own_sessions_that_match_nothing_are_an_error_not_the_demo(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    own_session(isolated_home, "-home-dev-api", "9a8b.jsonl", SUBAGENT, 1_700_000_500)
+    assert main(["replay", "--project", "no-such-project"]) == 1
+    assert "match --project/--since" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["replay", "--since", "last tuesday"])
+    assert "not a date" in capsys.readouterr().err
 
 
 def test_a_bad_file_is_reported_and_the_others_still_replay(

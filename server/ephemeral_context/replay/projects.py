@@ -1,0 +1,77 @@
+"""The user's own Claude Code sessions under ~/.claude/projects, newest first.
+
+Claude Code keeps one folder per project (its path with every other character turned into
+`-`), a `<session>.jsonl` per session in it, and each session's sub-agents in
+`<session>/subagents/agent-*.jsonl`. A session here is its main file plus those sub-agent
+files, dated by the newest of them; `--project`, `--since` and `--limit` narrow the list.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class OwnSession:
+    """One session: its project folder's name, its transcript files and when it last changed."""
+
+    project: str
+    files: tuple[Path, ...]
+    modified: float
+
+
+def claude_projects() -> Path:
+    """Where Claude Code keeps its transcripts (under the current HOME)."""
+    return Path.home() / ".claude" / "projects"
+
+
+def _folded(text: str) -> str:
+    """A project name or path as Claude Code spells its folder, lower-cased for matching."""
+    return re.sub(r"[^a-z0-9]", "-", text.lower())
+
+
+def _sessions(project: Path) -> Iterator[OwnSession]:
+    for main in sorted(project.glob("*.jsonl")):
+        if not main.is_file():
+            continue
+        agents = sorted(p for p in (project / main.stem / "subagents").glob("agent-*.jsonl"))
+        files = (main, *(p for p in agents if p.is_file()))
+        modified = max(f.stat().st_mtime for f in files)
+        yield OwnSession(project.name, files, modified)
+
+
+def own_sessions(
+    root: Path,
+    *,
+    project: str | None = None,
+    since: datetime | None = None,
+    limit: int | None = None,
+) -> list[OwnSession]:
+    """The newest sessions under `root` (projects whose folder name contains `project`)."""
+    wanted = _folded(project) if project else ""
+    found = [
+        session
+        for folder in sorted(p for p in root.iterdir() if p.is_dir())
+        if wanted in _folded(folder.name)
+        for session in _sessions(folder)
+        if since is None or session.modified >= since.timestamp()
+    ]
+    found.sort(key=lambda s: s.modified, reverse=True)
+    return found[:limit] if limit is not None else found
+
+
+def parse_since(text: str) -> datetime:
+    """`--since`: an ISO date or date-time (local time), or an age such as `7d` or `12h`."""
+    age = re.fullmatch(r"(\d+)([dh])", text.strip())
+    if age:
+        amount = int(age.group(1))
+        delta = timedelta(days=amount) if age.group(2) == "d" else timedelta(hours=amount)
+        return datetime.now() - delta
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"not a date (2026-11-30), date-time or age (7d, 12h): {text!r}") from None
