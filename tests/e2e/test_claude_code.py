@@ -224,3 +224,25 @@ def test_a_sub_agent_is_its_own_session_linked_to_its_parent(claude_code: Claude
     assert_reconstructs(sub, theirs, sub_agent=True)
     assert sub.request(sub.calls[0])[0].blocks[0].text == task
     assert json.dumps(run.requests[1].body["messages"][0]).count(task) == 1
+
+
+def test_a_compaction_is_reconstructed_with_what_it_kept(claude_code: ClaudeCode) -> None:
+    """`/compact` between two prompts: the summary, the kept messages, the files re-attached.
+
+    The compaction call itself is not in the transcript (its answer becomes the summary line),
+    so the reader's calls are the first run's and the third's.
+    """
+    app = claude_code.workspace / "app.py"
+    app.write_text('def main():\n    print("hello")\n', encoding="utf-8")
+    first = claude_code.run("What does app.py do?", [read_turn(app), "It prints hello."])
+    summary = "<summary>The user asked about app.py; it prints hello.</summary>"
+    compact = claude_code.run("/compact", [summary], home=first.home, args=("--continue",))
+    after = claude_code.run("And now?", ["Still hello."], home=first.home, args=("--continue",))
+    assert [r.returncode for r in (first, compact, after)] == [0, 0, 0], after.stderr
+    assert len(compact.requests) == 1
+
+    session = read_session(after.transcript)
+    assert_reconstructs(session, [*first.requests, *after.requests])
+    resumed = session.request(session.calls[-1])
+    assert resumed[0].blocks[0].text.startswith("This session is being continued")
+    assert any("Result of calling the Read tool" in b.text for m in resumed for b in m.blocks)

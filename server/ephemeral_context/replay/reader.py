@@ -64,6 +64,7 @@ KNOWN_RECORD_TYPES = frozenset(
         "agent-name",
         "pr-link",
         "permission-mode",
+        "mode",
         "result",
         "stream_event",
     }
@@ -149,6 +150,9 @@ class _Entry:
     sidechain: bool = False
     attachment: bool = False
     """An attachment record: `content` is the text Claude Code makes of it."""
+    synthetic: bool = False
+    """An assistant line Claude Code wrote itself ("No response requested.", flagged as no API
+    error): sent with later requests, never a call."""
 
     @classmethod
     def of(
@@ -162,6 +166,7 @@ class _Entry:
         timestamp: float,
         tool_use_result: Any,
         sidechain: bool,
+        synthetic: bool = False,
     ) -> _Entry:
         """A sent line; a response's id, model and usage are read from its message."""
         return cls(
@@ -176,6 +181,7 @@ class _Entry:
             usage=_usage(message.get("usage")) if assistant else None,
             tool_use_result=tool_use_result,
             sidechain=sidechain,
+            synthetic=synthetic,
         )
 
 
@@ -192,6 +198,8 @@ class _Reading:
     sent: dict[str, _Entry] = field(default_factory=dict)
     tool_uses: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
     blocks: dict[int, tuple[Block, ...]] = field(default_factory=dict)
+    preserved: dict[str, list[str]] = field(default_factory=dict)
+    """Per compaction summary (its uuid), the messages kept after it."""
     unknown_tools: dict[str, list[int]] = field(default_factory=dict)
     """Tool names the reader does not know, with the lines that used them."""
 
@@ -351,6 +359,8 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
         reading.last_uuid[side] = uuid
     if not isinstance(uuid, str):
         return
+    if record["type"] == "system" and record.get("subtype") == "compact_boundary":
+        _note_preserved(record, reading)
     if record.get("isVisibleInTranscriptOnly") and not record.get("isCompactSummary"):
         return  # shown to the user only; the compaction summary is sent although so marked
     previous = reading.entries[-1].timestamp if reading.entries else 0.0
@@ -375,8 +385,9 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
     if message is None:
         return
     assistant = record["type"] == "assistant"
-    if assistant and message.get("model") == SYNTHETIC_MODEL:
-        return  # made by Claude Code itself (an error notice): neither a call nor sent
+    synthetic = assistant and message.get("model") == SYNTHETIC_MODEL
+    if synthetic and record.get("isApiErrorMessage") is not False:
+        return  # an error notice (unflagged before 2.1): shown, neither a call nor sent
     reading.keep(
         _Entry.of(
             line,
@@ -387,8 +398,19 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
             timestamp=timestamp,
             tool_use_result=record.get("toolUseResult"),
             sidechain=bool(record.get("isSidechain")),
+            synthetic=synthetic,
         )
     )
+
+
+def _note_preserved(record: Mapping[str, Any], reading: _Reading) -> None:
+    """The messages a compaction kept: Claude Code sends them again right after the summary."""
+    metadata = record.get("compactMetadata")
+    kept = metadata.get("preservedMessages") if isinstance(metadata, Mapping) else None
+    if not isinstance(kept, Mapping) or not isinstance(kept.get("anchorUuid"), str):
+        return
+    uuids = [u for u in kept.get("uuids") or [] if isinstance(u, str)]
+    reading.preserved[kept["anchorUuid"]] = uuids
 
 
 def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -> None:
@@ -462,7 +484,26 @@ def attachment_text(attachment: Any) -> str:
     if kind == "skill_listing":
         content = attachment.get("content")
         return SKILL_LISTING + content if isinstance(content, str) and content else ""
+    if kind == "file":
+        return _file_attachment_text(attachment)
     return "\n".join(_strings({k: v for k, v in attachment.items() if k != "type"}))
+
+
+def _file_attachment_text(attachment: Mapping[str, Any]) -> str:
+    """A file Claude Code re-attaches after a compaction, rendered as the Read it stands for."""
+    content = attachment.get("content")
+    file = content.get("file") if isinstance(content, Mapping) else None
+    if not isinstance(file, Mapping) or not isinstance(file.get("content"), str):
+        return "\n".join(_strings({k: v for k, v in attachment.items() if k != "type"}))
+    start = int(file.get("startLine") or 1)
+    rows = str(file["content"]).split("\n")
+    numbered = "\n".join(f"{n}\t{row}" for n, row in enumerate(rows, start))
+    path = str(file.get("filePath") or attachment.get("filename") or "")
+    called = json.dumps({"file_path": path}, ensure_ascii=False, separators=(",", ":"))
+    return (
+        f"Called the Read tool with the following input: {called}\n"
+        f"Result of calling the Read tool:\n{numbered}"
+    )
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -679,7 +720,8 @@ def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str]:
     """The sent lines from the root down to `start`, and the root's id.
 
     A link to a line that is not in the file (Claude Code sometimes links to a record it never
-    wrote) continues from the line written before the one holding the link.
+    wrote) continues from the line written before the one holding the link. The messages a
+    compaction preserved follow its summary.
     """
     out: list[_Entry] = []
     seen: set[str] = set()
@@ -696,6 +738,19 @@ def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str]:
             parent = reading.previous.get(node)
         node = parent
     out.reverse()
+    if reading.preserved:
+        out = [
+            kept
+            for entry in out
+            for kept in (
+                entry,
+                *(
+                    reading.sent[u]
+                    for u in reading.preserved.get(entry.uuid, ())
+                    if u in reading.sent
+                ),
+            )
+        ]
     return out, root
 
 
@@ -703,9 +758,9 @@ def _messages(chain: Sequence[_Entry], reading: _Reading, system: bool) -> list[
     """Consecutive lines of one role become one message, as the API requires.
 
     Attachments go where Claude Code puts them. With `system` (the model takes them) they are
-    role "system" messages where they stand; otherwise system-reminder text of the user
-    message, moved up before the prompt they follow (past plain user lines, never past an
-    assistant turn or a tool result), as Claude Code reorders them.
+    role "system" messages after the user lines of their turn; otherwise system-reminder text
+    of the user message, moved up before the prompt they follow (past plain user lines, never
+    past an assistant turn or a tool result), as Claude Code reorders them.
     """
     parts: list[tuple[Role, tuple[Block, ...], _Entry]] = []
     for entry in chain:
@@ -718,8 +773,12 @@ def _messages(chain: Sequence[_Entry], reading: _Reading, system: bool) -> list[
             )
             continue
         blocks = _blocks(entry, reading)
-        if blocks:
-            parts.append((entry.role, blocks, entry))
+        if not blocks:
+            continue
+        at = len(parts)
+        while system and entry.role == "user" and at > 0 and parts[at - 1][2].attachment:
+            at -= 1
+        parts.insert(at, (entry.role, blocks, entry))
     messages: list[Message] = []
     for role, group in itertools.groupby(parts, key=lambda part: part[0]):
         members = list(group)
@@ -770,7 +829,7 @@ def _build_session(reading: _Reading) -> Session:
     first_lines: dict[str, _Entry] = {}
     lines_of: dict[str, list[_Entry]] = {}
     for entry in reading.entries:
-        if entry.role == "assistant" and entry.message_id:
+        if entry.role == "assistant" and entry.message_id and not entry.synthetic:
             first_lines.setdefault(entry.message_id, entry)
             lines_of.setdefault(entry.message_id, []).append(entry)
     pending: list[_Pending] = []

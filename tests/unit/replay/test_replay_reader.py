@@ -282,6 +282,18 @@ def test_synthetic_messages_are_not_calls_and_unknown_models_take_the_reference_
     assert not call.price.known
 
 
+def test_a_synthetic_answer_that_is_no_error_is_sent_but_is_no_call(tmp_path: Path) -> None:
+    """After a compaction Claude Code answers "No response requested." itself and sends it on."""
+    t = Transcript()
+    t.user("Continue from where you left off.")
+    t.assistant([text("No response requested.")], usage={}, model="<synthetic>")
+    t.lines[-1]["isApiErrorMessage"] = False
+    t.user("and now?").assistant([text("hello")], usage={"write": 3000})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert len(session.calls) == 1
+    assert [m.role for m in session.request(session.calls[0])] == ["user", "assistant", "user"]
+
+
 def test_fields_of_the_wrong_shape_are_reported_not_raised(tmp_path: Path) -> None:
     t = Transcript()
     t.user("read it")
@@ -422,3 +434,29 @@ def test_a_sub_agent_file_names_its_parent_session(tmp_path: Path) -> None:
     agent = Transcript(sidechain=True).user("look").assistant([text("ok")], usage={"write": 900})
     assert read_session(agent.write(folder / "agent-a1.jsonl")).parent == str(parent)
     assert read_session(parent).parent is None
+
+
+def test_a_compaction_keeps_its_preserved_messages_and_re_attached_files(tmp_path: Path) -> None:
+    """After the summary come the messages the compaction kept, then the files re-attached."""
+    t = Transcript()
+    t.user("what is in a.py?").assistant([text("x = 1")], usage={"write": 5000})
+    kept = t.lines[-1]["uuid"]
+    t.parent = None
+    t.other("system", subtype="compact_boundary", content="Conversation compacted")
+    summary = t.lines[-1]
+    t.user("This session is being continued ...", isCompactSummary=True)
+    summary["compactMetadata"] = {
+        "preservedMessages": {"anchorUuid": t.lines[-1]["uuid"], "uuids": [kept]}
+    }
+    file = {"filePath": "/w/a.py", "content": "x = 1\n", "startLine": 1}
+    t.other("attachment", attachment={"type": "file", "content": {"type": "text", "file": file}})
+    t.user("and now?").assistant([text("still 1")], usage={"write": 300})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert session.problems == []
+    request = session.request(session.calls[-1])
+    assert [m.role for m in request] == ["user", "assistant", "user"]
+    assert request[1].blocks[0].text == "x = 1"
+    reattached = request[2].blocks[0].text
+    assert reattached.startswith("<system-reminder>\nCalled the Read tool")
+    assert "Result of calling the Read tool:\n1\tx = 1\n2\t" in reattached
+    assert request[2].blocks[1].text == "and now?"
