@@ -22,9 +22,9 @@ END_OF_SYSTEM = -2
 
 @dataclass
 class CacheView:
-    """Entries by position -> (expiry, end offset in tokens)."""
+    """Entries by position -> (expiry, end offset in tokens, TTL in seconds)."""
 
-    entries: dict[int, tuple[float, int]] = field(default_factory=dict)
+    entries: dict[int, tuple[float, int, float]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.entries)
@@ -61,11 +61,11 @@ class CacheView:
     @property
     def warm_end(self) -> int:
         """Tokens the cache would serve if nothing changed (the longest cached prefix)."""
-        return max((end for _, end in self.entries.values()), default=0)
+        return max((end for _, end, _ in self.entries.values()), default=0)
 
     def thread_entries(self) -> list[tuple[int, int]]:
         """(thread block index, end offset) of every cached thread prefix."""
-        return [(p, end) for p, (_, end) in self.entries.items() if p >= 0]
+        return [(p, end) for p, (_, end, _) in self.entries.items() if p >= 0]
 
     def hits(self, breakpoints: Iterable[int]) -> set[int]:
         """The entries these breakpoints read: for each, the latest entry at or up to 19
@@ -83,9 +83,15 @@ class CacheView:
         """After a request: the entries it read are refreshed, the ones it wrote exist.
 
         `written` maps each breakpoint position to its end offset; the TTLs (seconds) are
-        those of the prefix breakpoints and of the thread breakpoints.
+        those of the prefix breakpoints and of the thread breakpoints. A read refreshes an
+        entry for its own TTL (a 1-hour entry read by a 5-minute breakpoint stays an hour),
+        as cache_sim does; a breakpoint that found its entry leaves it as it is.
         """
-        for p in self.hits(written):
-            self.entries[p] = (now + (thread_ttl if p >= 0 else prefix_ttl), self.entries[p][1])
+        hits = self.hits(written)
+        for p in hits:
+            _, end, ttl = self.entries[p]
+            self.entries[p] = (now + ttl, end, ttl)
         for p, end in written.items():
-            self.entries[p] = (now + (thread_ttl if p >= 0 else prefix_ttl), end)
+            if p not in hits:
+                ttl = thread_ttl if p >= 0 else prefix_ttl
+                self.entries[p] = (now + ttl, end, ttl)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context import forecast, policy
 from ephemeral_context.context.blocks import block_tokens, label_of, shrink_input, uri_of
+from ephemeral_context.context.cacheview import END_OF_SYSTEM
 from ephemeral_context.context.layout import SegmentEntry, content_key
 from ephemeral_context.context.ledger import ItemState
 from ephemeral_context.context.outlines import enclosing_symbol
@@ -96,7 +97,7 @@ def rebuild(state: EngineState, c: Conversation, ttl: Ttl) -> None:
     c.segment = entries
     if c.thread:
         reflow(c, 0)
-    c.cache.clear()
+    c.cache.keep_only((END_OF_SYSTEM,))  # the tools and system prompt did not change
 
 
 def used_symbols(state: EngineState, c: Conversation, uri: str, text: str) -> list[tuple[str, str]]:

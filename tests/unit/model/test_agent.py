@@ -66,6 +66,7 @@ async def session(tmp_path: Path, api: FakeMessagesAPI) -> AsyncIterator[Session
     (skills / "review" / "SKILL.md").write_text(
         "---\nname: review\ndescription: review checklist\nephemeral: true\n---\n"
         "Check tests first.\n"
+        + "".join(f"{n}. Read the diff for step {n} and say what it breaks.\n" for n in range(8))
     )
     memory = tmp_path / "data" / "memories"
     with Store(tmp_path / "store") as store:
