@@ -85,6 +85,8 @@ class Block:
     is_error: bool = False
     file_view: FileView | None = None
     file_change: FileChange | None = None
+    raw: Mapping[str, Any] | None = field(default=None, compare=False)
+    """The API dict this block was read from, when it must pass on unchanged (the gateway)."""
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,8 @@
 """The `ours` strategy: the context engine itself, driven by a transcript's information flow.
 
 No second copy of the policy: each call's new messages go into a `ContextEngine` (one
-conversation per thread) exactly as the agent loop would feed them, and the request the
-engine builds is what the cache model prices. Read results go in as file reads (so repeats
-become references or diffs), the model's own Edit/MultiEdit/Write results as edits, Skill
-loads as skills (the Skill tool's result, or the skill body Claude Code sends as a user
-message), everything else as tool results.
+conversation per thread) through replay/feed.py, the mapping `ectx gateway` uses for live
+requests too, and the request the engine builds is what the cache model prices.
 
 Honesty about eviction: before each call, the edits its response makes are checked against
 what the engine left visible. If an Edit's old_string (or the file it edits) is only in
@@ -24,14 +21,11 @@ from typing import Any
 
 from ephemeral_context.context.blocks import uri_of
 from ephemeral_context.context.engine import ContextEngine, EngineConfig
-from ephemeral_context.context.skills import HARNESS_HEADER
 from ephemeral_context.prices import priced
-from ephemeral_context.replay.flow import Block, Call, FileChange, Message, Session
+from ephemeral_context.replay.feed import EDIT_TOOLS, feed_message
+from ephemeral_context.replay.flow import Call, Session
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
 from ephemeral_context.store import Store
-
-EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
-SKILL_TOOLS = frozenset({"Skill"})
 
 
 def _scratch_dir() -> str | None:
@@ -39,32 +33,6 @@ def _scratch_dir() -> str | None:
     (the store fsyncs every new blob, which on a busy disk dominates a replay)."""
     shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
-
-
-def _after(change: FileChange) -> str | None:
-    """The whole file after the model's change, when the transcript lets us know it."""
-    if change.content is not None:
-        return change.content
-    if change.original is None:
-        return None
-    text = change.original
-    for old, new in change.replacements:
-        text = text.replace(old, new, 1)
-    return text
-
-
-def _api_block(block: Block) -> dict[str, Any]:
-    """The Messages API shape of an assistant block."""
-    if block.type == "tool_use":
-        return {
-            "type": "tool_use",
-            "id": block.tool_use_id,
-            "name": block.tool,
-            "input": dict(block.tool_input or {}),
-        }
-    if block.type == "thinking":
-        return {"type": "thinking", "thinking": block.text, "signature": ""}
-    return {"type": "text", "text": block.text or " "}
 
 
 class OursLayout:
@@ -95,7 +63,7 @@ class OursLayout:
         thread = self.session.threads[call.thread]
         messages = self.session.request(call)
         for message in messages[self._fed.get(call.thread, 0) :]:
-            self._feed(call.thread, message)
+            feed_message(self.engine, call.thread, message)
         self._fed[call.thread] = len(messages)
         self._rehydrate_for(call)
         system = f"prefix:{thread.prefix_key}"
@@ -110,47 +78,6 @@ class OursLayout:
         assert built is not None
         request = built.cache_request
         return Prompt(tuple(request.system), tuple(request.messages))
-
-    def _feed(self, conv: str, message: Message) -> None:
-        engine = self.engine
-        if message.role == "assistant":
-            blocks = [b for b in message.blocks if b.type in ("text", "thinking", "tool_use")]
-            engine.add_assistant_content(
-                conv, [_api_block(b) for b in blocks], tokens=[b.tokens for b in blocks]
-            )
-            return
-        for block in message.blocks:
-            if block.type == "tool_result":
-                self._feed_result(conv, block)
-            elif block.type == "text" and block.text.startswith(HARNESS_HEADER):
-                engine.add_user_content(conv, block.text, kind="skill", tokens=block.tokens)
-            elif block.type in ("text", "hidden"):
-                engine.add_user_text(conv, block.text or " ", tokens=block.tokens)
-            else:
-                engine.add_user_text(conv, f"[{block.type}]", tokens=block.tokens)
-
-    def _feed_result(self, conv: str, block: Block) -> None:
-        engine = self.engine
-        tool_use_id = block.tool_use_id or ""
-        view, change = block.file_view, block.file_change
-        if view is not None and not block.is_error:
-            engine.add_tool_result(
-                conv, tool_use_id, block.text, kind="file", uri=uri_of(view.path),
-                content=view.content, start_line=view.start_line, whole=view.whole_file,
-                tokens=block.tokens,
-            )  # fmt: skip
-        elif change is not None and not block.is_error:
-            engine.add_tool_result(
-                conv, tool_use_id, block.text, kind="edit", uri=uri_of(change.path),
-                content=_after(change), tokens=block.tokens,
-            )  # fmt: skip
-        else:
-            engine.add_tool_result(
-                conv, tool_use_id, block.text,
-                kind="skill" if block.tool in SKILL_TOOLS else "tool_result",
-                is_error=block.is_error,
-                tokens=block.tokens,
-            )  # fmt: skip
 
     def _rehydrate_for(self, call: Call) -> None:
         """Content the response is about to use must be visible: re-append what was evicted."""

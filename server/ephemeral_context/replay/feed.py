@@ -1,0 +1,95 @@
+"""One mapping from a coding session's messages to the context engine, shared by every driver.
+
+The `ours` replay strategy (a transcript) and `ectx gateway` (live Claude Code requests) both
+turn messages into `replay.flow` blocks and hand them to a `ContextEngine` here, so what the
+benchmark measures is what the gateway does. Read results go in as file reads (so repeats
+become references or diffs), the model's own Edit/MultiEdit/Write results as edits, Skill
+loads as skills (the Skill tool's result, or the skill body Claude Code sends as a user
+message), everything else as tool results. An assistant block that carries the API dict it
+came from (`Block.raw`, the gateway's case) goes in as that dict, so thinking signatures and
+fields the engine does not know survive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ephemeral_context.context.blocks import uri_of
+from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.context.skills import HARNESS_HEADER
+from ephemeral_context.replay.flow import Block, FileChange, Message
+
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
+SKILL_TOOLS = frozenset({"Skill"})
+ASSISTANT_TYPES = frozenset({"text", "thinking", "tool_use"})
+
+
+def after_change(change: FileChange) -> str | None:
+    """The whole file after the model's change, when the messages let us know it."""
+    if change.content is not None:
+        return change.content
+    if change.original is None:
+        return None
+    text = change.original
+    for old, new in change.replacements:
+        text = text.replace(old, new, 1)
+    return text
+
+
+def api_block(block: Block) -> dict[str, Any]:
+    """The Messages API shape of an assistant block: the dict it came from when known."""
+    if block.raw is not None:
+        return {k: v for k, v in block.raw.items() if k != "cache_control"}
+    if block.type == "tool_use":
+        return {
+            "type": "tool_use",
+            "id": block.tool_use_id,
+            "name": block.tool,
+            "input": dict(block.tool_input or {}),
+        }
+    if block.type == "thinking":
+        return {"type": "thinking", "thinking": block.text, "signature": ""}
+    return {"type": "text", "text": block.text or " "}
+
+
+def feed_message(engine: ContextEngine, conv: str, message: Message) -> None:
+    """Append one message of the session to conversation `conv` of the engine."""
+    if message.role == "assistant":
+        blocks = [b for b in message.blocks if b.type in ASSISTANT_TYPES]
+        engine.add_assistant_content(
+            conv, [api_block(b) for b in blocks], tokens=[b.tokens for b in blocks]
+        )
+        return
+    for block in message.blocks:
+        if block.type == "tool_result":
+            feed_result(engine, conv, block)
+        elif block.type == "text" and block.text.startswith(HARNESS_HEADER):
+            engine.add_user_content(conv, block.text, kind="skill", tokens=block.tokens)
+        elif block.type in ("text", "hidden"):
+            engine.add_user_text(conv, block.text or " ", tokens=block.tokens)
+        else:
+            engine.add_user_text(conv, f"[{block.type}]", tokens=block.tokens)
+
+
+def feed_result(engine: ContextEngine, conv: str, block: Block) -> None:
+    """A tool_result block: a Read as a file read, an edit as an edit, the rest as output."""
+    tool_use_id = block.tool_use_id or ""
+    view, change = block.file_view, block.file_change
+    if view is not None and not block.is_error:
+        engine.add_tool_result(
+            conv, tool_use_id, block.text, kind="file", uri=uri_of(view.path),
+            content=view.content, start_line=view.start_line, whole=view.whole_file,
+            tokens=block.tokens,
+        )  # fmt: skip
+    elif change is not None and not block.is_error:
+        engine.add_tool_result(
+            conv, tool_use_id, block.text, kind="edit", uri=uri_of(change.path),
+            content=after_change(change), tokens=block.tokens,
+        )  # fmt: skip
+    else:
+        engine.add_tool_result(
+            conv, tool_use_id, block.text,
+            kind="skill" if block.tool in SKILL_TOOLS else "tool_result",
+            is_error=block.is_error,
+            tokens=block.tokens,
+        )  # fmt: skip
