@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_index_command(sub)
     _add_replay_command(sub)
     _add_outline_command(sub)
+    _add_gateway_command(sub)
     return parser
 
 
@@ -80,6 +81,32 @@ def _serve(args: argparse.Namespace) -> int:
 
     result: int = serve(SERVER, tcp=args.tcp, max_message_bytes=args.max_message_bytes)
     return result
+
+
+def _add_gateway_command(sub: Subcommands) -> None:
+    gateway = sub.add_parser(
+        "gateway",
+        help="a local Messages API gateway for Claude Code, through the context engine",
+        description="Run a local Messages API that sends each request of Claude Code (or any "
+        "client of the API) through the context engine, then upstream. Point the client at "
+        "it with ANTHROPIC_BASE_URL=<the URL printed first>. Its auth headers go upstream "
+        "only. GET /ectx/status reports what was saved.",
+    )
+    gateway.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    gateway.add_argument("--port", type=int, default=8787, help="0 picks a free port")
+    gateway.add_argument(
+        "--upstream",
+        metavar="URL",
+        help="the real Messages API (default $ECTX_UPSTREAM_URL, else https://api.anthropic.com; "
+        "never $ANTHROPIC_BASE_URL)",
+    )
+    gateway.set_defaults(handler=_gateway)
+
+
+def _gateway(args: argparse.Namespace) -> int:
+    from ephemeral_context.gateway import run_gateway, upstream_url
+
+    return run_gateway(args.host, args.port, upstream_url(args.upstream))
 
 
 def _add_ask_command(sub: Subcommands) -> None:

@@ -684,6 +684,20 @@ def _content_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) ->
     return None
 
 
+def api_content_block(
+    item: Mapping[str, Any], tool_uses: dict[str, tuple[str, Mapping[str, Any]]]
+) -> tuple[Block | None, list[Problem]]:
+    """One Messages API content block as the transcript reader reads it (for `ectx gateway`,
+    which sees requests, not transcripts); `tool_uses` (id -> name, input) carries the tool
+    calls seen so far and is updated. A Read result's view comes from its cat -n text."""
+    reading = _Reading("<request>", tool_uses=tool_uses)
+    entry = _Entry(0, "", None, "user", 0.0, None)
+    try:
+        return _content_block(item, entry, reading), reading.problems
+    except MALFORMED as error:
+        return None, [Problem("<request>", 0, f"malformed content block ({error!r})")]
+
+
 def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
     """The content blocks of one line, made once per line (chains share them)."""
     cached = reading.blocks.get(entry.line)

@@ -1,0 +1,50 @@
+"""`ectx gateway`: the context engine on live Claude Code traffic.
+
+Claude Code honours `ANTHROPIC_BASE_URL`; pointed at this gateway, each of its Messages API
+requests goes through the same ContextEngine the replay measures (core.py), upstream to
+Anthropic (or `--upstream`), and back, with the hydration tool answered here (server.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from typing import TextIO
+
+from ephemeral_context.gateway.core import GatewayCore
+from ephemeral_context.gateway.server import ANTHROPIC_API, Gateway
+
+__all__ = ["ANTHROPIC_API", "Gateway", "GatewayCore", "run_gateway", "upstream_url"]
+
+log = logging.getLogger(__name__)
+
+
+def upstream_url(given: str | None) -> str:
+    """--upstream, else $ECTX_UPSTREAM_URL, else Anthropic's API. Never ANTHROPIC_BASE_URL:
+    in a shell set up for Claude Code that names this gateway itself."""
+    return given or os.environ.get("ECTX_UPSTREAM_URL") or ANTHROPIC_API
+
+
+def run_gateway(host: str, port: int, upstream: str, out: TextIO = sys.stdout) -> int:
+    """Serve until interrupted; the first line on `out` is the base URL."""
+    from ephemeral_context.context.engine import ContextEngine
+    from ephemeral_context.store import Store, default_store_dir
+
+    async def main() -> None:
+        store = Store(default_store_dir())
+        gateway = Gateway(GatewayCore(ContextEngine(store)), upstream)
+        url = await gateway.start(host, port)
+        print(url, file=out, flush=True)
+        log.info("ectx gateway on %s, upstream %s", url, upstream)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await gateway.stop()
+            store.close()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+    return 0

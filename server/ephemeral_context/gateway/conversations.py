@@ -1,0 +1,149 @@
+"""Which conversation a request continues, and what of it the engine has not seen yet.
+
+Claude Code re-sends the whole conversation on every call. The gateway keeps, per engine
+conversation, a key for each client message it has fed; a request continues the thread
+whose keys are a prefix of the request's (first among the threads of its Claude Code
+session, named in `metadata.user_id` or the `x-claude-code-session-id` header; the longest
+prefix wins). A request that extends no thread (a rewind, `/compact`, a sub-agent, a retry
+after a hydration round the client never received) starts a new one, fed from its first
+message: the engine cannot cut a conversation back, so a fork re-feeds.
+
+A message's key is taken over what the model reads (types, texts, tool ids, names and
+inputs, result texts), not over `cache_control` or signatures, so Claude Code moving its
+breakpoint or a merged hydration answer coming back does not look like a rewind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import xxhash
+
+from ephemeral_context.model.tools import ToolResult
+
+_SESSION_IN_USER_ID = re.compile(r"session_([0-9a-fA-F-]{8,})")
+
+
+def session_of(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
+    """Claude Code's session id: from `metadata.user_id` (a JSON object since 2.1, before
+    that `user_<hash>_account_<uuid>_session_<uuid>`), else the session header."""
+    metadata = body.get("metadata")
+    user_id = metadata.get("user_id") if isinstance(metadata, Mapping) else None
+    if isinstance(user_id, str):
+        try:
+            parsed = json.loads(user_id)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, Mapping) and isinstance(parsed.get("session_id"), str):
+            return str(parsed["session_id"])
+        found = _SESSION_IN_USER_ID.search(user_id)
+        if found:
+            return found.group(1)
+    header = headers.get("x-claude-code-session-id")
+    return header or None
+
+
+def _readable(block: Any) -> Any:
+    """The part of a content block the model reads (what a message key covers)."""
+    if not isinstance(block, Mapping):
+        return block
+    kind = block.get("type")
+    if kind == "text":
+        return ["text", block.get("text")]
+    if kind == "thinking":
+        return ["thinking", block.get("thinking")]
+    if kind == "tool_use":
+        return ["tool_use", block.get("id"), block.get("name"), block.get("input")]
+    if kind == "tool_result":
+        content = block.get("content")
+        parts = [_readable(c) for c in content] if isinstance(content, list) else content
+        return ["tool_result", block.get("tool_use_id"), parts, bool(block.get("is_error"))]
+    return {k: v for k, v in block.items() if k not in ("cache_control", "signature")}
+
+
+def message_key(message: Mapping[str, Any]) -> str:
+    """A key for one client message: equal when the model would read the same thing."""
+    content = message.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    parts = [_readable(b) for b in blocks] if isinstance(blocks, list) else [content]
+    text = json.dumps([message.get("role"), parts], sort_keys=True, default=str)
+    return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
+
+
+@dataclass
+class Expected:
+    """An answer the client got merged from several upstream rounds (hydration calls the
+    gateway answered itself), and how to feed it when the client sends it back."""
+
+    visible_key: str
+    """The key of the merged assistant message as the client received it."""
+    content: list[dict[str, Any]]
+    """The last round's full content (hidden hydration calls included): the engine already
+    holds the rounds before it."""
+    owed: list[tuple[str, ToolResult]] = field(default_factory=list)
+    """Hydration answers to put before the client's next tool results (when the last round
+    also called the client's tools)."""
+
+
+@dataclass
+class Thread:
+    """One engine conversation and the client messages it has been fed."""
+
+    conv: str
+    session: str
+    keys: list[str] = field(default_factory=list)
+    tool_uses: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    """Tool calls seen so far (id -> name, input): a result is read by its call's tool."""
+    system_texts: set[str] = field(default_factory=set)
+    """Texts of role "system" messages, fed as user text, given their role back on the way out."""
+    expected: Expected | None = None
+    passthrough: str | None = None
+    """Why this conversation goes upstream unchanged (content the engine cannot hold)."""
+
+    def extended_by(self, keys: Sequence[str]) -> bool:
+        """True when a request with these message keys continues this thread."""
+        n = len(self.keys)
+        if len(keys) < n or list(keys[:n]) != self.keys:
+            return False
+        if self.expected is None:
+            return True
+        return len(keys) > n and keys[n] == self.expected.visible_key
+
+
+class Conversations:
+    """Every thread the gateway has seen, by session."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, list[Thread]] = {}
+        self._count = 0
+
+    def find(self, session: str | None, keys: Sequence[str]) -> Thread | None:
+        """The thread this request continues: its session's first, else any; the longest."""
+        pools = [self._threads.get(session, [])] if session else []
+        pools.append([t for ts in self._threads.values() for t in ts])
+        for pool in pools:
+            found = [t for t in pool if t.extended_by(keys)]
+            if found:
+                return max(found, key=lambda t: len(t.keys))
+        return None
+
+    def start(self, session: str | None) -> Thread:
+        """A new thread (and engine conversation) for a request that continues none."""
+        self._count += 1
+        name = session or "anonymous"
+        thread = Thread(conv=f"gateway/{name}/{self._count}", session=name)
+        self._threads.setdefault(name, []).append(thread)
+        return thread
+
+    def forget(self, thread: Thread) -> None:
+        """Drop a thread whose engine conversation can no longer be trusted."""
+        threads = self._threads.get(thread.session, [])
+        if thread in threads:
+            threads.remove(thread)
+
+    def sessions(self) -> list[str]:
+        return list(self._threads)

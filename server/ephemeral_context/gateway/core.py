@@ -1,0 +1,241 @@
+"""The gateway's core: a client's Messages API request in, the engine's request out.
+
+No HTTP here (server.py owns that). `prepare` finds the conversation a request continues,
+feeds its new messages into the ContextEngine through replay/feed.py (the mapping the `ours`
+replay strategy uses, so the benchmark measures what the gateway does) and builds the body
+to send upstream, or says why the request must go upstream unchanged (fail open). When the
+model calls the hydration tool, `answer_hydrations` feeds that round and answers the calls
+from the engine's store; `finish` remembers how the merged answer the client received will
+come back.
+
+Content the engine cannot hold (images, documents, server tool blocks) makes the whole
+conversation pass through: the engine's copy would be missing it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.documents import DocumentMirror
+from ephemeral_context.gateway.conversations import (
+    Conversations,
+    Expected,
+    Thread,
+    message_key,
+    session_of,
+)
+from ephemeral_context.gateway.outbound import (
+    HYDRATION_TOOL_NAME,
+    engine_tools,
+    system_text,
+    upstream_body,
+)
+from ephemeral_context.gateway.savings import Pricing, Savings
+from ephemeral_context.model.agent import record_result
+from ephemeral_context.model.secrets import Workspace
+from ephemeral_context.model.tools import ToolEnv, ToolResult, run_tool
+from ephemeral_context.replay.feed import feed_message
+from ephemeral_context.replay.flow import Block, Message
+from ephemeral_context.replay.reader import api_content_block
+
+log = logging.getLogger(__name__)
+
+UNSUPPORTED_BLOCKS = frozenset({"image", "document"})
+
+
+class Unsupported(ValueError):
+    """A request the engine cannot represent; it goes upstream as the client sent it."""
+
+
+@dataclass
+class Passthrough:
+    """Forward the client's request unchanged, for this reason."""
+
+    reason: str
+    session: str = "anonymous"
+    pricing: Pricing = field(default_factory=lambda: Pricing(None))
+
+
+@dataclass
+class Plan:
+    """A request the engine handles: the body for the next upstream call, and its thread."""
+
+    thread: Thread
+    client: Mapping[str, Any]
+    body: dict[str, Any]
+    pricing: Pricing
+    rounds: int = 0
+    hydrations: int = 0
+    hydration_errors: int = 0
+
+
+def hydration_calls(content: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The hydration tool calls of one upstream answer (the client never sees them)."""
+    return [
+        b for b in content if b.get("type") == "tool_use" and b.get("name") == HYDRATION_TOOL_NAME
+    ]
+
+
+def visible(content: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """An answer's blocks as the client sees them (hydration calls left out)."""
+    hidden = {id(b) for b in hydration_calls(content)}
+    return [dict(b) for b in content if id(b) not in hidden]
+
+
+def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
+    """One client message as the replay flow knows it; raises Unsupported."""
+    role = message.get("role")
+    content = message.get("content")
+    items = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    if role not in ("user", "assistant", "system") or not isinstance(items, list):
+        raise Unsupported(f"a message of role {role!r} with content of type {type(content)}")
+    blocks: list[Block] = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            raise Unsupported("a content block that is not an object")
+        kind = item.get("type")
+        inner = item.get("content")
+        nested = inner if kind == "tool_result" and isinstance(inner, list) else []
+        if kind in UNSUPPORTED_BLOCKS or any(
+            isinstance(c, Mapping) and c.get("type") != "text" for c in nested
+        ):
+            raise Unsupported(f"{kind} content (the engine holds text only)")
+        block, problems = api_content_block(item, thread.tool_uses)
+        if block is None:
+            if problems:  # an unknown block type: the engine would drop it
+                raise Unsupported("; ".join(p.message for p in problems))
+            continue  # an empty text block adds nothing
+        blocks.append(replace(block, raw=item) if role == "assistant" else block)
+        if role == "system" and block.type == "text":
+            thread.system_texts.add(block.text)
+    return Message("assistant" if role == "assistant" else "user", tuple(blocks), 0.0, 0)
+
+
+class GatewayCore:
+    """One engine for every conversation the gateway carries."""
+
+    def __init__(self, engine: ContextEngine, clock: Callable[[], float] = time.time) -> None:
+        self.engine = engine
+        self.clock = clock
+        self.conversations = Conversations()
+        self.savings = Savings()
+        self._tools = ToolEnv(workspace=Workspace.of(["/"]), mirror=DocumentMirror(), engine=engine)
+
+    # ------------------------------------------------------------------ requests
+
+    def prepare(self, client: Any, headers: Mapping[str, str]) -> Plan | Passthrough:
+        """The plan for one POST /v1/messages body, or why it passes through."""
+        if not isinstance(client, Mapping) or not isinstance(client.get("messages"), list):
+            return Passthrough("not a Messages API request body")
+        session = session_of(client, headers) or "anonymous"
+        now = self.clock()
+        if not client.get("tools"):
+            return self._passthrough("no tools: nothing the engine shortens", session, client, now)
+        messages: list[Mapping[str, Any]] = client["messages"]
+        keys = [message_key(m) for m in messages]
+        thread = self.conversations.find(session, keys)
+        if thread is not None and thread.passthrough:
+            thread.keys = keys
+            return self._passthrough(thread.passthrough, session, client, now)
+        if thread is None:
+            thread = self.conversations.start(session)
+        try:
+            body = self._feed_and_build(thread, client, messages, keys)
+        except Unsupported as why:
+            thread.passthrough, thread.keys = str(why), keys
+            return self._passthrough(str(why), session, client, now)
+        except Exception as error:  # the engine failed: this request goes as it came
+            self.conversations.forget(thread)
+            log.exception("the engine could not handle a request; forwarded unchanged")
+            return self._passthrough(f"engine error: {error!r}", session, client, now)
+        pricing = self.savings.price_direct(thread.session, client, body, now)
+        return Plan(thread, client, body, pricing)
+
+    def _passthrough(
+        self, reason: str, session: str, client: Mapping[str, Any], now: float
+    ) -> Passthrough:
+        return Passthrough(reason, session, self.savings.price_direct(session, client, None, now))
+
+    def _feed_and_build(
+        self,
+        thread: Thread,
+        client: Mapping[str, Any],
+        messages: Sequence[Mapping[str, Any]],
+        keys: list[str],
+    ) -> dict[str, Any]:
+        new = [_flow_message(m, thread) for m in messages[len(thread.keys) :]]
+        expected, thread.expected = thread.expected, None
+        for n, message in enumerate(new):
+            if n == 0 and expected is not None:
+                self._feed_content(thread, expected.content)
+                for use_id, result in expected.owed:
+                    record_result(self.engine, thread.conv, use_id, result)
+                continue
+            feed_message(self.engine, thread.conv, message)
+        thread.keys = keys
+        return self._build(thread, client)
+
+    def _build(self, thread: Thread, client: Mapping[str, Any]) -> dict[str, Any]:
+        system = client.get("system")
+        built = self.engine.build_request(
+            thread.conv,
+            str(client.get("model", "")),
+            system_text(system),
+            engine_tools(client.get("tools") or []),
+        )
+        return upstream_body(client, built, thread.system_texts)
+
+    def _feed_content(self, thread: Thread, content: Sequence[Mapping[str, Any]]) -> None:
+        message = _flow_message({"role": "assistant", "content": list(content)}, thread)
+        feed_message(self.engine, thread.conv, message)
+
+    # ------------------------------------------------------------------ hydration
+
+    async def answer_hydrations(self, plan: Plan, content: Sequence[Mapping[str, Any]]) -> None:
+        """Feed one upstream answer that called only the hydration tool, answer its calls,
+        and set `plan.body` to the next upstream request."""
+        self._feed_content(plan.thread, content)
+        for call in hydration_calls(content):
+            result = await self._hydrate(plan, call)
+            record_result(self.engine, plan.thread.conv, str(call.get("id", "")), result)
+        plan.rounds += 1
+        plan.body = self._build(plan.thread, plan.client)
+
+    async def _hydrate(self, plan: Plan, call: Mapping[str, Any]) -> ToolResult:
+        result = await run_tool(self._tools, HYDRATION_TOOL_NAME, call.get("input"))
+        plan.hydrations += 1
+        plan.hydration_errors += int(result.is_error)
+        if result.is_error:
+            log.warning("hydration %s failed: %s", call.get("input"), result.text)
+        return result
+
+    async def finish(self, plan: Plan, shown: Sequence[Mapping[str, Any]], last: Any) -> None:
+        """The client got `shown` (merged over the rounds); `last` is the last round's full
+        content. Remember how it comes back when hydration changed anything."""
+        hidden = hydration_calls(last)
+        if not plan.rounds and not hidden:
+            return
+        owed = [(str(c.get("id", "")), await self._hydrate(plan, c)) for c in hidden]
+        key = message_key({"role": "assistant", "content": list(shown)})
+        plan.thread.expected = Expected(key, [dict(b) for b in last], owed)
+
+    # ------------------------------------------------------------------ status
+
+    def record(
+        self, session: str, pricing: Pricing, usages: list[Any], plan: Plan | None = None
+    ) -> None:
+        """Account one answered client request (every upstream call's usage)."""
+        self.savings.record(session, pricing, usages, passthrough=plan is None)
+        if plan is not None:
+            figures = self.savings.figures(session)
+            figures.hydrations += plan.hydrations
+            figures.hydration_errors += plan.hydration_errors
+
+    def status(self) -> dict[str, Any]:
+        """GET /ectx/status: per session and in total."""
+        return self.savings.as_json()

@@ -1,0 +1,136 @@
+"""The body the gateway sends upstream: the client's request with the engine's messages.
+
+Pure functions. Everything the engine does not own passes through as the client sent it:
+model, max_tokens, thinking, metadata, stream, tool_choice, context_management and any
+field unknown here; the client's system blocks and tools (their `cache_control` included),
+with the file segment after the system blocks and the hydration tool after the tools. The
+messages are the engine's, role "system" messages given their role back.
+
+Breakpoints: the client's own (tools, system) stay; the engine's (end of segment, a
+mid-thread anchor, the last block) fill what is left of the API's four, the last block
+first, then the segment, then the anchor; none of them is 1 hour after a 5-minute one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from ephemeral_context.cache_sim import MAX_BREAKPOINTS
+from ephemeral_context.model.tools import BASE_TOOLS
+
+HYDRATION_TOOL_NAME = "read_session_file"
+HYDRATION_TOOL: dict[str, Any] = next(
+    dict(t) for t in BASE_TOOLS if t["name"] == HYDRATION_TOOL_NAME
+)
+"""The engine's placeholders name this tool; the gateway answers its calls itself."""
+
+
+def system_blocks(system: Any) -> list[dict[str, Any]]:
+    """The client's system prompt as blocks (a string becomes one text block)."""
+    if isinstance(system, str):
+        return [{"type": "text", "text": system}] if system else []
+    if isinstance(system, list):
+        return [dict(b) for b in system if isinstance(b, Mapping)]
+    return []
+
+
+def system_text(system: Any) -> str:
+    """The client's system prompt as one text (what the engine sizes and keys it by)."""
+    return "\n\n".join(str(b.get("text", "")) for b in system_blocks(system))
+
+
+def engine_tools(client_tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The client's tools, then the hydration tool (unless the client has one so named)."""
+    tools = list(client_tools)
+    if not any(t.get("name") == HYDRATION_TOOL_NAME for t in tools):
+        tools.append(HYDRATION_TOOL)
+    return tools
+
+
+def upstream_body(
+    client: Mapping[str, Any], built: Mapping[str, Any], system_roles: set[str]
+) -> dict[str, Any]:
+    """The client's request with the engine's messages, segment and tools (see the module)."""
+    body = dict(client)
+    own_system = system_blocks(client.get("system"))
+    engine_system = list(built.get("system") or [])
+    segment = engine_system[1:] if own_system else engine_system
+    if segment:
+        body["system"] = own_system + segment
+    body["tools"] = list(built.get("tools") or [])
+    body["messages"] = restore_system_roles(built["messages"], system_roles)
+    fit_breakpoints(body, len(own_system))
+    return body
+
+
+def restore_system_roles(
+    messages: Sequence[Mapping[str, Any]], texts: set[str]
+) -> list[dict[str, Any]]:
+    """The engine's messages with the blocks of role "system" messages split out again."""
+    if not texts:
+        return [dict(m) for m in messages]
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, list):
+            out.append(dict(message))
+            continue
+        run: list[dict[str, Any]] = []
+        for block in content:
+            if block.get("type") == "text" and block.get("text") in texts:
+                if run:
+                    out.append({"role": "user", "content": run})
+                    run = []
+                control = block.get("cache_control")
+                text = block["text"]
+                out.append({"role": "system", "content": [dict(block)] if control else text})
+            else:
+                run.append(block)
+        if run:
+            out.append({"role": "user", "content": run})
+    return out
+
+
+def _marked(blocks: Sequence[Any]) -> Iterator[dict[str, Any]]:
+    for block in blocks:
+        if isinstance(block, dict) and "cache_control" in block:
+            yield block
+
+
+def _message_blocks(messages: Sequence[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            yield from _marked(content)
+
+
+def _is_1h(block: Mapping[str, Any]) -> bool:
+    control = block.get("cache_control")
+    return isinstance(control, Mapping) and control.get("ttl") == "1h"
+
+
+def fit_breakpoints(body: dict[str, Any], own_system: int) -> None:
+    """Keep the client's breakpoints, fit the engine's into the rest (in place)."""
+    system = body.get("system")
+    system_list = system if isinstance(system, list) else []
+    own = [*_marked(body.get("tools") or []), *_marked(system_list[:own_system])]
+    segment = list(_marked(system_list[own_system:]))
+    thread = list(_message_blocks(body["messages"]))
+    last = thread[-1:]
+    anchors = thread[:-1]
+    budget = max(0, MAX_BREAKPOINTS - len(own))
+    keep: list[dict[str, Any]] = []
+    for group in (last, segment, anchors):
+        for block in group:
+            if len(keep) < budget:
+                keep.append(block)
+    kept = {id(b) for b in keep}
+    seen_5m = any(not _is_1h(b) for b in own)
+    for block in [*segment, *thread]:  # prefix order: segment, then messages
+        if id(block) not in kept:
+            del block["cache_control"]
+        elif _is_1h(block) and seen_5m:
+            block["cache_control"] = {"type": "ephemeral"}
+        elif not _is_1h(block):
+            seen_5m = True

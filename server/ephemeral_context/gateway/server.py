@@ -1,0 +1,422 @@
+"""The HTTP side of `ectx gateway`: a local Messages API in front of the real one (aiohttp).
+
+`POST /v1/messages` goes through the engine (core.py); `GET /ectx/status` reports the
+savings; every other request (count_tokens, models, ...) and every request the engine cannot
+handle is forwarded unchanged, its answer streamed back unchanged. The client's headers
+(its API key or OAuth token, beta flags, versions) go to the upstream with each request and
+nowhere else: nothing here logs, stores or writes them.
+
+Answers: upstream errors reach the client as the upstream sent them (status, headers, body;
+an `error` event inside a stream). Streamed text is passed on as it arrives, each event
+byte-for-byte unless it has to be renumbered. When the model calls the hydration tool, the
+client never sees that call: the gateway answers it and asks the upstream again, and the
+next answer's blocks continue the same message (one `message_start`, later blocks numbered
+on, one `message_delta` whose output tokens add up the rounds); a stream pauses for the
+length of one more upstream call. A stream the upstream drops is dropped for the client too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+
+from ephemeral_context.gateway.core import (
+    GatewayCore,
+    Passthrough,
+    Plan,
+    hydration_calls,
+    visible,
+)
+from ephemeral_context.gateway.sse import MessageBuilder, encode, parse_event, read_events
+
+log = logging.getLogger(__name__)
+
+ANTHROPIC_API = "https://api.anthropic.com"
+MAX_HYDRATION_ROUNDS = 8
+"""Upstream calls the gateway adds for one client request, at most."""
+
+_NOT_FORWARDED = frozenset(
+    {
+        "host",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-connection",
+        "accept-encoding",
+        "content-encoding",
+    }
+)
+"""Hop-by-hop headers, and encodings: aiohttp negotiates and decodes its own."""
+
+UPSTREAM_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError)
+
+
+def _forwarded(headers: Mapping[str, str]) -> CIMultiDict[str]:
+    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_FORWARDED)
+
+
+def _usage_of(raw: bytes, content_type: str) -> dict[str, Any] | None:
+    """The usage in an answer the gateway passed on unchanged (JSON or SSE)."""
+    if "event-stream" in content_type:
+        builder = MessageBuilder()
+        for chunk in raw.replace(b"\r\n", b"\n").split(b"\n\n"):
+            if chunk.strip():
+                event = parse_event(chunk)
+                if event.data.get("type") in ("message_start", "message_delta"):
+                    builder.apply(event)
+        return builder.usage or None
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None
+    usage = body.get("usage") if isinstance(body, dict) else None
+    return usage if isinstance(usage, dict) else None
+
+
+def _error_event(status: int, raw: bytes) -> bytes:
+    """An upstream error answer, after the stream began, as the API's own `error` event."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if not isinstance(body, dict) or body.get("type") != "error":
+        message = raw.decode("utf-8", "replace")[:500]
+        body = {"type": "error", "error": {"type": "api_error", "message": f"{status} {message}"}}
+    return encode("error", body)
+
+
+class Gateway:
+    """The aiohttp application and its one upstream client session."""
+
+    def __init__(
+        self,
+        core: GatewayCore,
+        upstream: str = ANTHROPIC_API,
+        on_update: Callable[[], None] | None = None,
+    ) -> None:
+        self.core = core
+        self.upstream = upstream.rstrip("/")
+        self.on_update = on_update
+        self._client: aiohttp.ClientSession | None = None
+        self._runner: web.AppRunner | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def application(self) -> web.Application:
+        app = web.Application(client_max_size=256 * 1024 * 1024)
+        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_get("/ectx/status", self._status)
+        app.router.add_route("*", "/{tail:.*}", self._passthrough)
+        return app
+
+    async def start(self, host: str = "127.0.0.1", port: int = 8787) -> str:
+        """Listen on host:port (0: a free port); returns the base URL."""
+        self._client = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=600)
+        )
+        self._runner = web.AppRunner(self.application(), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        bound_host, bound_port = self._runner.addresses[0][:2]
+        shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
+        return f"http://{shown}:{bound_port}"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._client is not None:
+            await self._client.close()
+
+    @property
+    def client(self) -> aiohttp.ClientSession:
+        assert self._client is not None, "Gateway.start() first"
+        return self._client
+
+    def _url(self, request: web.Request) -> str:
+        return self.upstream + request.rel_url.path_qs
+
+    def _updated(self) -> None:
+        if self.on_update is not None:
+            try:
+                self.on_update()
+            except Exception:
+                log.exception("status listener failed")
+
+    # ------------------------------------------------------------------ routes
+
+    async def _status(self, request: web.Request) -> web.Response:
+        return web.json_response(self.core.status())
+
+    async def _passthrough(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        response, _ = await self._forward(request, raw)
+        return response
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            client: Any = json.loads(raw)
+        except ValueError:
+            client = None
+        try:
+            plan = self.core.prepare(client, request.headers)
+        except Exception as error:  # fail open: a gateway must never break the session
+            log.exception("gateway: preparing a request failed; forwarded unchanged")
+            plan = Passthrough(f"gateway error: {error!r}")
+        if isinstance(plan, Passthrough):
+            log.info("POST /v1/messages passed through unchanged: %s", plan.reason)
+            response, usage = await self._forward(request, raw)
+            self.core.record(plan.session, plan.pricing, [usage] if usage else [])
+            self._updated()
+            return response
+        if client.get("stream"):
+            return await self._stream(request, plan)
+        return await self._json(request, plan)
+
+    # ------------------------------------------------------------------ unchanged
+
+    async def _forward(
+        self, request: web.Request, raw: bytes
+    ) -> tuple[web.StreamResponse, dict[str, Any] | None]:
+        """The client's request as it came, the upstream's answer streamed back as it comes."""
+        try:
+            upstream = await self.client.request(
+                request.method, self._url(request), data=raw, headers=_forwarded(request.headers)
+            )
+        except UPSTREAM_ERRORS as error:
+            return self._unreachable(error), None
+        async with upstream:
+            response = web.StreamResponse(
+                status=upstream.status, reason=upstream.reason, headers=_forwarded(upstream.headers)
+            )
+            await response.prepare(request)
+            seen = bytearray()
+            try:
+                async for chunk in upstream.content.iter_any():
+                    seen += chunk
+                    await response.write(chunk)
+            except UPSTREAM_ERRORS:
+                self._drop(request)
+                return response, None
+            await response.write_eof()
+            return response, _usage_of(bytes(seen), upstream.headers.get("content-type", ""))
+
+    def _unreachable(self, error: BaseException) -> web.Response:
+        log.warning("upstream %s unreachable: %r", self.upstream, error)
+        body = {
+            "type": "error",
+            "error": {
+                "type": "api_error",
+                "message": f"ectx gateway: the upstream {self.upstream} is unreachable ({error!r})",
+            },
+        }
+        return web.json_response(body, status=502)
+
+    @staticmethod
+    def _drop(request: web.Request) -> None:
+        """The upstream dropped the stream: drop the client's connection the same way."""
+        if request.transport is not None:
+            request.transport.close()
+
+    async def _post(self, request: web.Request, body: Mapping[str, Any]) -> aiohttp.ClientResponse:
+        return await self.client.post(
+            self._url(request), json=body, headers=_forwarded(request.headers)
+        )
+
+    # ------------------------------------------------------------------ through the engine
+
+    async def _json(self, request: web.Request, plan: Plan) -> web.StreamResponse:
+        rounds = _Rounds()
+        while True:
+            try:
+                upstream = await self._post(request, plan.body)
+            except UPSTREAM_ERRORS as error:
+                return self._unreachable(error)
+            async with upstream:
+                raw = await upstream.read()
+                if upstream.status != 200:
+                    self._finish_record(plan, rounds)
+                    return web.Response(
+                        status=upstream.status, body=raw, headers=_forwarded(upstream.headers)
+                    )
+                answer = json.loads(raw)
+                headers = _forwarded(upstream.headers)
+            usage = dict(answer.get("usage") or {})
+            content = list(answer.get("content") or [])
+            rounds.add(usage, content)
+            if self._hydrate_again(plan, content, answer.get("stop_reason")):
+                await self.core.answer_hydrations(plan, content)
+                continue
+            await self.core.finish(plan, rounds.shown, content)
+            answer["content"] = rounds.shown
+            answer["usage"] = {**usage, "output_tokens": rounds.output}
+            answer["stop_reason"] = self._stop_reason(content, answer.get("stop_reason"))
+            self._finish_record(plan, rounds)
+            return web.Response(body=json.dumps(answer).encode(), headers=headers)
+
+    @staticmethod
+    def _hydrate_again(plan: Plan, content: list[dict[str, Any]], stop: Any) -> bool:
+        """The answer called only the hydration tool: the gateway answers and asks again."""
+        own_calls = any(b.get("type") == "tool_use" for b in visible(content))
+        return (
+            stop == "tool_use"
+            and bool(hydration_calls(content))
+            and not own_calls
+            and plan.rounds < MAX_HYDRATION_ROUNDS
+        )
+
+    @staticmethod
+    def _stop_reason(content: list[dict[str, Any]], stop: Any) -> Any:
+        """A last round whose only calls are hydration calls ends the turn for the client."""
+        if stop == "tool_use" and not any(b.get("type") == "tool_use" for b in visible(content)):
+            return "end_turn"
+        return stop
+
+    def _finish_record(self, plan: Plan, rounds: _Rounds) -> None:
+        self.core.record(plan.thread.session, plan.pricing, list(rounds.usages), plan)
+        self._updated()
+
+    async def _stream(self, request: web.Request, plan: Plan) -> web.StreamResponse:
+        response: web.StreamResponse | None = None
+        rounds = _Rounds()
+        while True:
+            try:
+                upstream = await self._post(request, plan.body)
+            except UPSTREAM_ERRORS as error:
+                if response is None:
+                    return self._unreachable(error)
+                await response.write(_error_event(502, repr(error).encode()))
+                await response.write_eof()
+                return response
+            async with upstream:
+                if upstream.status != 200:
+                    raw = await upstream.read()
+                    self._finish_record(plan, rounds)
+                    if response is None:
+                        return web.Response(
+                            status=upstream.status, body=raw, headers=_forwarded(upstream.headers)
+                        )
+                    await response.write(_error_event(upstream.status, raw))
+                    await response.write_eof()
+                    return response
+                if response is None:
+                    response = web.StreamResponse(headers=_forwarded(upstream.headers))
+                    await response.prepare(request)
+                relay = _Relay(response, first=not rounds.usages, offset=len(rounds.shown))
+                try:
+                    async for event in read_events(upstream.content.iter_any()):
+                        if not await relay.pass_on(event):
+                            await response.write_eof()  # the upstream's error event, passed on
+                            self._finish_record(plan, rounds)
+                            return response
+                except UPSTREAM_ERRORS:
+                    self._drop(request)
+                    self._finish_record(plan, rounds)
+                    return response
+            builder = relay.builder
+            content = builder.content
+            rounds.add(builder.usage, content)
+            if not builder.complete:  # ended without message_stop: end it the same way
+                await response.write_eof()
+                self._finish_record(plan, rounds)
+                return response
+            if self._hydrate_again(plan, content, builder.stop_reason):
+                await self.core.answer_hydrations(plan, content)
+                continue
+            await self.core.finish(plan, rounds.shown, content)
+            await relay.close(rounds.output, self._stop_reason(content, builder.stop_reason))
+            self._finish_record(plan, rounds)
+            return response
+
+
+@dataclass
+class _Rounds:
+    """The upstream answers given for one client request so far."""
+
+    shown: list[dict[str, Any]] = field(default_factory=list)
+    """Their blocks as the client sees them, merged."""
+    usages: list[dict[str, Any]] = field(default_factory=list)
+    output: int = 0
+
+    def add(self, usage: Mapping[str, Any], content: list[dict[str, Any]]) -> None:
+        self.usages.append(dict(usage))
+        self.output += int(usage.get("output_tokens") or 0)
+        self.shown += visible(content)
+
+
+class _Relay:
+    """One upstream stream passed on to the client: the hydration calls left out, blocks
+    renumbered after earlier rounds, the closing events held until the gateway knows whether
+    another round follows."""
+
+    def __init__(self, response: web.StreamResponse, *, first: bool, offset: int) -> None:
+        self.response = response
+        self.first = first
+        self.offset = offset
+        self.builder = MessageBuilder()
+        self.index: dict[int, int] = {}
+        self.hidden: set[int] = set()
+        self.held: list[Any] = []
+
+    async def pass_on(self, event: Any) -> bool:
+        """Pass one event on (or hold it); False after an `error` event."""
+        self.builder.apply(event)
+        data = event.data
+        kind = data.get("type", event.name)
+        if kind == "message_start":
+            if self.first:
+                await self.response.write(event.raw)
+        elif kind.startswith("content_block_"):
+            await self._block_event(kind, event)
+        elif kind in ("message_delta", "message_stop"):
+            self.held.append(event)
+        else:
+            await self.response.write(event.raw)
+            if kind == "error":
+                return False
+        return True
+
+    async def _block_event(self, kind: str, event: Any) -> None:
+        data = event.data
+        index = int(data["index"])
+        if kind == "content_block_start":
+            block = data.get("content_block") or {}
+            if hydration_calls([block]):
+                self.hidden.add(index)
+            else:
+                self.index[index] = self.offset + len(self.index)
+        if index in self.hidden:
+            return
+        new_index = self.index[index]
+        if new_index == index:
+            await self.response.write(event.raw)
+        else:
+            await self.response.write(encode(event.name, {**data, "index": new_index}))
+
+    async def close(self, output_tokens: int, stop_reason: Any) -> None:
+        """The held message_delta (output tokens of every round, the client's stop reason)
+        and message_stop, then the end of the stream."""
+        for event in self.held:
+            data = event.data
+            if data.get("type") == "message_delta":
+                delta = {**(data.get("delta") or {}), "stop_reason": stop_reason}
+                usage = {**(data.get("usage") or {}), "output_tokens": output_tokens}
+                changed = {**data, "delta": delta, "usage": usage}
+                same = changed == data
+                await self.response.write(event.raw if same else encode(event.name, changed))
+            else:
+                await self.response.write(event.raw)
+        await self.response.write_eof()

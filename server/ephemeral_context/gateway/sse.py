@@ -1,0 +1,112 @@
+"""Server-Sent Events as the Messages API streams them: parse, re-emit, rebuild the message.
+
+`read_events` splits an upstream byte stream into events (the raw bytes kept, so an event
+passed on is byte-for-byte what the upstream sent). `MessageBuilder` folds the events of one
+answer back into its content blocks, as the SDK's accumulator does, so the gateway knows
+what the model said (hydration calls included) without asking the upstream twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Event:
+    """One SSE event: its name, its JSON data (empty when not JSON) and its raw bytes."""
+
+    name: str
+    data: dict[str, Any]
+    raw: bytes
+
+
+def parse_event(raw: bytes) -> Event:
+    name = ""
+    data_lines: list[str] = []
+    for line in raw.decode("utf-8", "replace").splitlines():
+        if line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data_lines.append(line[5:].removeprefix(" "))
+    try:
+        data = json.loads("\n".join(data_lines)) if data_lines else {}
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    return Event(name or str(data.get("type", "")), data, raw)
+
+
+async def read_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[Event]:
+    """Events from a byte stream; a trailing event without its blank line is still given."""
+    buffer = b""
+    async for chunk in chunks:
+        buffer += chunk.replace(b"\r\n", b"\n")
+        while b"\n\n" in buffer:
+            raw, buffer = buffer.split(b"\n\n", 1)
+            if raw.strip():
+                yield parse_event(raw + b"\n\n")
+    if buffer.strip():
+        yield parse_event(buffer)
+
+
+def encode(name: str, data: dict[str, Any]) -> bytes:
+    """An event as the API frames it."""
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+@dataclass
+class MessageBuilder:
+    """One streamed answer, rebuilt: content blocks by index, stop reason, usage."""
+
+    message: dict[str, Any] = field(default_factory=dict)
+    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    partial_json: dict[int, str] = field(default_factory=dict)
+    stop_reason: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    complete: bool = False
+
+    def apply(self, event: Event) -> None:
+        data = event.data
+        kind = data.get("type", event.name)
+        if kind == "message_start":
+            self.message = dict(data.get("message") or {})
+            self.usage = dict(self.message.get("usage") or {})
+        elif kind == "content_block_start":
+            self.blocks[int(data["index"])] = dict(data.get("content_block") or {})
+        elif kind == "content_block_delta":
+            self._delta(int(data["index"]), data.get("delta") or {})
+        elif kind == "content_block_stop":
+            index = int(data["index"])
+            if index in self.partial_json:
+                text = self.partial_json.pop(index)
+                self.blocks[index]["input"] = json.loads(text) if text else {}
+        elif kind == "message_delta":
+            delta = data.get("delta") or {}
+            self.stop_reason = delta.get("stop_reason", self.stop_reason)
+            self.usage.update(data.get("usage") or {})
+        elif kind == "message_stop":
+            self.complete = True
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> None:
+        block = self.blocks[index]
+        kind = delta.get("type")
+        if kind == "text_delta":
+            block["text"] = block.get("text", "") + delta.get("text", "")
+        elif kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+        elif kind == "signature_delta":
+            block["signature"] = block.get("signature", "") + delta.get("signature", "")
+        elif kind == "input_json_delta":
+            self.partial_json[index] = self.partial_json.get(index, "") + delta.get(
+                "partial_json", ""
+            )
+        elif kind == "citations_delta":
+            block.setdefault("citations", []).append(delta.get("citation"))
+
+    @property
+    def content(self) -> list[dict[str, Any]]:
+        return [self.blocks[i] for i in sorted(self.blocks)]

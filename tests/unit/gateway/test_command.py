@@ -1,0 +1,50 @@
+"""`ectx gateway` as a command: the URL on the first stdout line, loopback, the upstream chosen."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+from ephemeral_context.gateway import ANTHROPIC_API, upstream_url
+
+from tests.fakes.messages_api import FakeMessagesAPI
+
+
+def test_the_upstream_is_never_the_gateways_own_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8787")
+    monkeypatch.delenv("ECTX_UPSTREAM_URL", raising=False)
+    assert upstream_url(None) == ANTHROPIC_API
+    monkeypatch.setenv("ECTX_UPSTREAM_URL", "http://upstream.example")
+    assert upstream_url(None) == "http://upstream.example"
+    assert upstream_url("http://given.example") == "http://given.example"
+
+
+def test_port_0_prints_the_base_url_first_and_serves(api: FakeMessagesAPI) -> None:
+    command = [sys.executable, "-m", "ephemeral_context", "gateway", "--port", "0"]
+    process = subprocess.Popen(
+        [*command, "--upstream", api.base_url], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    try:
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(f"{url}/ectx/status", timeout=30) as answer:
+            status = json.loads(answer.read())
+        assert status["total"]["requests"] == 0
+        counted = urllib.request.Request(
+            f"{url}/v1/messages/count_tokens",
+            data=json.dumps(
+                {"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": "hi"}]}
+            ).encode(),
+            headers={"x-api-key": "sk-ant-test-0000", "content-type": "application/json"},
+        )
+        with urllib.request.urlopen(counted, timeout=30) as answer:
+            assert "input_tokens" in json.loads(answer.read())
+        assert api.requests[0].path == "/v1/messages/count_tokens"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        process.stdout.close()

@@ -1,0 +1,69 @@
+"""The upstream body: the client's breakpoints kept, the engine's fitted, system roles back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ephemeral_context.cache_sim import request_from_messages_api, resolve_breakpoints
+from ephemeral_context.gateway.outbound import upstream_body
+
+FIVE = {"type": "ephemeral"}
+HOUR = {"type": "ephemeral", "ttl": "1h"}
+
+
+def built(segment_control: dict[str, str], thread_control: dict[str, str]) -> dict[str, Any]:
+    """An engine request: its system text, a segment block, an anchor and a last breakpoint."""
+    return {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 8192,
+        "system": [
+            {"type": "text", "text": "S", "cache_control": FIVE},
+            {"type": "text", "text": "segment", "cache_control": segment_control},
+        ],
+        "tools": [{"name": "Read"}],
+        "messages": [
+            {"role": "user", "content": [
+                {"type": "text", "text": "a", "cache_control": thread_control},
+            ]},
+            {"role": "assistant", "content": [{"type": "text", "text": "b"}]},
+            {"role": "user", "content": [
+                {"type": "text", "text": "agents: x"},
+                {"type": "text", "text": "c", "cache_control": thread_control},
+            ]},
+        ],
+    }  # fmt: skip
+
+
+def client_body() -> dict[str, Any]:
+    return {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 64000,
+        "thinking": {"type": "adaptive"},
+        "system": [
+            {"type": "text", "text": "billing"},
+            {"type": "text", "text": "one", "cache_control": FIVE},
+            {"type": "text", "text": "two", "cache_control": FIVE},
+        ],
+        "tools": [{"name": "Read"}],
+        "messages": [],
+    }
+
+
+def test_claude_codes_two_system_breakpoints_leave_two_for_the_engine() -> None:
+    body = upstream_body(client_body(), built(HOUR, HOUR), system_roles=set())
+    assert body["system"][:3] == client_body()["system"]
+    assert body["system"][3]["text"] == "segment"
+    assert body["thinking"] == {"type": "adaptive"} and body["max_tokens"] == 64000
+    request = request_from_messages_api(body)
+    points = resolve_breakpoints(request.blocks(), None)
+    assert len(points) == 4  # the client's two, the last block, the segment (anchor dropped)
+    assert all(ttl == "5m" for _, ttl in points)  # never 1h after the client's 5m
+    assert "cache_control" not in body["messages"][0]["content"][0]
+    assert body["messages"][-1]["content"][-1]["cache_control"] == FIVE
+
+
+def test_role_system_messages_get_their_role_back() -> None:
+    body = upstream_body(client_body(), built(FIVE, FIVE), system_roles={"agents: x"})
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["user", "assistant", "system", "user"]
+    assert body["messages"][2]["content"] == "agents: x"

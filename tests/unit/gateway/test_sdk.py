@@ -1,0 +1,282 @@
+"""The anthropic SDK through `ectx gateway` to the local Messages API (tests/fakes).
+
+Real HTTP on both sides: the SDK talks to the gateway, the gateway to the fake. What the
+fake recorded is what the gateway sent upstream; what the SDK returns or raises is what the
+client of the gateway sees.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+
+from tests.fakes.messages_api import FakeMessagesAPI, Reply, overloaded, rate_limited
+from tests.gateway_harness import GatewayThread, cat_n, hydrate_first_reference
+
+MODEL = "claude-sonnet-4-6"
+KEY = "sk-ant-test-" + "g" * 24
+READ_TOOL = {
+    "name": "Read",
+    "description": "Read a file",
+    "input_schema": {
+        "type": "object",
+        "properties": {"file_path": {"type": "string"}},
+        "required": ["file_path"],
+    },
+}
+SYSTEM = [
+    {"type": "text", "text": "You are a coding agent."},
+    {"type": "text", "text": "Be brief. " * 300, "cache_control": {"type": "ephemeral"}},
+]
+APP = "\n".join(f"def f{i}(x):\n    return x * {i}  # helper number {i}" for i in range(200))
+
+
+@pytest.fixture
+def gateway(api: FakeMessagesAPI, tmp_path: Path) -> Iterator[GatewayThread]:
+    with GatewayThread(api.base_url, tmp_path / "store") as running:
+        yield running
+
+
+@pytest.fixture
+def client(gateway: GatewayThread) -> Iterator[anthropic.Anthropic]:
+    with anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as sdk:
+        yield sdk
+
+
+def ask(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {
+        "model": MODEL,
+        "max_tokens": 512,
+        "system": SYSTEM,
+        "tools": [READ_TOOL],
+        "messages": messages,
+        "metadata": {"user_id": '{"session_id": "11111111-2222-3333-4444-555555555555"}'},
+        **extra,
+    }
+
+
+def read_result(use_id: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": use_id, "content": cat_n(APP)}
+
+
+def test_a_plain_answer_passes_the_client_fields_through(
+    api: FakeMessagesAPI, client: anthropic.Anthropic
+) -> None:
+    api.add_turns("hello there")
+    message = client.messages.create(
+        **ask([{"role": "user", "content": "hi"}]),
+        extra_body={"temperature": 0.5, "an_unknown_field": {"kept": [1, 2]}},
+        extra_headers={"anthropic-beta": "interleaved-thinking-2025-05-14"},
+    )
+    assert [b.type for b in message.content] == ["text"]
+    assert message.content[0].text == "hello there"  # type: ignore[union-attr]
+    sent = api.message_requests[0]
+    auth = sent.headers.get("x-api-key") or sent.headers["authorization"]
+    assert auth.endswith(KEY)  # the client's own credentials, to the upstream only
+    assert sent.headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
+    assert sent.body["temperature"] == 0.5
+    assert sent.body["an_unknown_field"] == {"kept": [1, 2]}
+    assert sent.body["metadata"] == ask([])["metadata"]
+    assert sent.body["system"][:2] == SYSTEM
+    names = [t["name"] for t in sent.body["tools"]]
+    assert names == ["Read", "read_session_file"]
+    assert sent.body["tools"][0] == READ_TOOL
+
+
+def test_streaming_text_reaches_the_sdk(api: FakeMessagesAPI, client: anthropic.Anthropic) -> None:
+    api.add_turns("streamed " * 40)
+    with client.messages.stream(**ask([{"role": "user", "content": "hi"}])) as stream:
+        pieces = list(stream.text_stream)
+        final = stream.get_final_message()
+    assert len(pieces) > 1
+    assert "".join(pieces) == "streamed " * 40
+    assert final.stop_reason == "end_turn"
+    assert final.usage.input_tokens + (final.usage.cache_creation_input_tokens or 0) > 0
+
+
+def _read_twice_then_hydrate(api: FakeMessagesAPI, answer: str) -> None:
+    api.add_turns(
+        {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_1"}]},
+        {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_2"}]},
+        hydrate_first_reference,
+        answer,
+    )
+
+
+def _conversation(client: anthropic.Anthropic, stream: bool) -> list[Any]:
+    """Play Claude Code's part: run each Read the model asks for, until it answers."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "What does app.py do?"}]
+    answers = []
+    for _ in range(4):
+        if stream:
+            with client.messages.stream(**ask(messages)) as running:
+                message = running.get_final_message()
+        else:
+            message = client.messages.create(**ask(messages))
+        answers.append(message)
+        content = [b.model_dump(exclude_none=True) for b in message.content]
+        messages.append({"role": "assistant", "content": content})
+        uses = [b for b in content if b["type"] == "tool_use"]
+        if not uses:
+            return answers
+        messages.append({"role": "user", "content": [read_result(u["id"]) for u in uses]})
+    raise AssertionError("the conversation did not end")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_a_reference_the_model_asks_for_hydrates_inside_one_answer(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread, stream: bool
+) -> None:
+    _read_twice_then_hydrate(api, "app.py defines 200 helpers")
+    answers = _conversation(client, stream)
+    assert len(answers) == 3  # the hydration round never reached the client
+    last = answers[-1]
+    assert [b.type for b in last.content] == ["text"]
+    assert last.content[0].text == "app.py defines 200 helpers"  # type: ignore[union-attr]
+    assert last.stop_reason == "end_turn"
+    third, fourth = api.message_requests[2], api.message_requests[3]
+    repeat = third.body["messages"][-1]["content"][0]["content"]
+    assert "unchanged since [[file:" in repeat  # the engine answered the repeat with an id
+    hydrated = fourth.body["messages"][-1]["content"][0]
+    assert hydrated["type"] == "tool_result" and not hydrated.get("is_error")
+    assert "def f199(x):" in hydrated["content"]
+    figures = gateway.status()["sessions"]["11111111-2222-3333-4444-555555555555"]
+    assert figures["requests"] == 3 and figures["upstream_calls"] == 4
+    assert figures["hydrations"] == 1 and figures["hydration_errors"] == 0
+
+
+def test_the_merged_answer_comes_back_and_the_conversation_goes_on(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread
+) -> None:
+    _read_twice_then_hydrate(api, "first answer")
+    answers = _conversation(client, stream=True)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "What does app.py do?"}]
+    for message in answers:
+        content = [b.model_dump(exclude_none=True) for b in message.content]
+        messages.append({"role": "assistant", "content": content})
+        uses = [b for b in content if b["type"] == "tool_use"]
+        if uses:
+            messages.append({"role": "user", "content": [read_result(u["id"]) for u in uses]})
+    messages.append({"role": "user", "content": "thanks; and f3?"})
+    api.add_turns("f3 triples")
+    final = client.messages.create(**ask(messages))
+    assert final.content[0].text == "f3 triples"  # type: ignore[union-attr]
+    sent = api.message_requests[-1].body["messages"]
+    # the engine's copy still holds the hidden round: its call, and the answer it got
+    uses = [b for m in sent if m["role"] == "assistant" for b in m["content"]]
+    assert any(b.get("name") == "read_session_file" for b in uses)
+    assert len(gateway.core.conversations.sessions()) == 1
+    assert len(gateway.core.engine.conversations()) == 1  # no fork
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize(
+    ("turn", "status", "kind"),
+    [
+        (rate_limited(retry_after=7), 429, anthropic.RateLimitError),
+        (overloaded(retry_after=3), 529, anthropic.APIStatusError),
+    ],
+    ids=["429", "529"],
+)
+def test_upstream_errors_reach_the_client_as_sent(
+    api: FakeMessagesAPI,
+    client: anthropic.Anthropic,
+    stream: bool,
+    turn: Any,
+    status: int,
+    kind: type[Exception],
+) -> None:
+    api.add_turns(turn)
+    with pytest.raises(kind) as raised:
+        if stream:
+            with client.messages.stream(**ask([{"role": "user", "content": "hi"}])) as s:
+                s.get_final_message()
+        else:
+            client.messages.create(**ask([{"role": "user", "content": "hi"}]))
+    error = raised.value
+    assert isinstance(error, anthropic.APIStatusError)
+    assert error.status_code == status
+    assert error.response.headers["retry-after"] == str(turn.retry_after)
+    request_id = error.response.headers["request-id"]  # the upstream's, passed on
+    assert error.body == {
+        "type": "error",
+        "error": {"type": turn.type, "message": turn.message},
+        "request_id": request_id,
+    }
+
+
+def test_an_error_event_mid_stream_reaches_the_client(
+    api: FakeMessagesAPI, client: anthropic.Anthropic
+) -> None:
+    api.add_turns(overloaded(mid_stream=True))
+    with (
+        pytest.raises(anthropic.APIStatusError, match="Overloaded"),
+        client.messages.stream(**ask([{"role": "user", "content": "hi"}])) as s,
+    ):
+        s.get_final_message()
+
+
+def test_a_dropped_stream_is_dropped_for_the_client(
+    api: FakeMessagesAPI, client: anthropic.Anthropic
+) -> None:
+    api.add_turns(Reply(text="partial " * 50, cut="drop"))
+    received: list[str] = []
+    with (
+        pytest.raises((anthropic.APIConnectionError, httpx2.HTTPError)),
+        client.messages.stream(**ask([{"role": "user", "content": "hi"}])) as s,
+    ):
+        received.extend(s.text_stream)
+    assert received  # text before the drop arrived as it was sent
+
+
+def test_count_tokens_and_other_paths_pass_through_unchanged(
+    api: FakeMessagesAPI, client: anthropic.Anthropic
+) -> None:
+    request = {"model": MODEL, "messages": [{"role": "user", "content": "count me"}]}
+    counted = client.messages.count_tokens(**request)  # type: ignore[arg-type]
+    assert counted.input_tokens > 0
+    assert api.requests[0].path == "/v1/messages/count_tokens"
+    assert api.requests[0].body == request
+    with pytest.raises(anthropic.NotFoundError):
+        client.models.retrieve("claude-nothing")
+    assert api.requests[1].path == "/v1/models/claude-nothing"
+
+
+def test_a_request_the_engine_cannot_hold_goes_as_it_came(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, caplog: pytest.LogCaptureFixture
+) -> None:
+    api.add_turns("a picture")
+    image = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+    body = ask([{"role": "user", "content": [{"type": "image", "source": image}]}])
+    with caplog.at_level(logging.INFO, logger="ephemeral_context.gateway"):
+        client.messages.create(**body)
+    assert api.message_requests[0].body == body
+    assert "image content" in caplog.text
+    assert KEY not in caplog.text and KEY[-8:] not in caplog.text
+
+
+def test_status_sums_sessions(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread
+) -> None:
+    api.add_turns("one", "two")
+    client.messages.create(**ask([{"role": "user", "content": "hi"}]))
+    plain = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "x"}]}
+    client.messages.create(**plain)  # type: ignore[arg-type]
+    status = httpx2.get(f"{gateway.base_url}/ectx/status").json()
+    sessions = status["sessions"]
+    assert set(sessions) == {"11111111-2222-3333-4444-555555555555", "anonymous"}
+    assert sessions["anonymous"]["passthrough"] == 1
+    assert status["total"]["requests"] == 2
+    for figures in sessions.values():
+        used = api.message_requests
+        assert figures["billed_input_sent"] > 0
+        assert figures["saved"] == pytest.approx(
+            figures["billed_input_direct"] - figures["billed_input_sent"], abs=0.2
+        )
+    assert len(used) == 2
