@@ -14,10 +14,12 @@ HOME is a temporary one).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,21 +102,26 @@ class ClaudeCode:
         args: Sequence[str] = (),
         home: Path | None = None,
         timeout: float = 180,
+        front: Callable[[str], AbstractContextManager[str]] | None = None,
     ) -> ClaudeCodeRun:
         """`claude -p PROMPT` in the workspace against a fake that answers from `script`.
 
         `home` continues an earlier run's HOME (for `--continue`); by default each run gets
         its own. The environment is built from scratch: nothing of the caller's leaks in.
+        `front` puts something between Claude Code and the fake (`ectx gateway`): given the
+        fake's URL, it yields the URL Claude Code is pointed at.
         """
         self._runs += 1
         if home is None:
             home = self.root / f"home-{self._runs}"
             home.mkdir()
-        with FakeMessagesAPI(script) as api:
+        with contextlib.ExitStack() as stack:
+            api = stack.enter_context(FakeMessagesAPI(script))
+            base_url = stack.enter_context(front(api.base_url)) if front else api.base_url
             environment = {
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                 "HOME": str(home),
-                "ANTHROPIC_BASE_URL": api.base_url,
+                "ANTHROPIC_BASE_URL": base_url,
                 "ANTHROPIC_API_KEY": DUMMY_KEY,
                 "DISABLE_TELEMETRY": "1",
                 "DISABLE_AUTOUPDATER": "1",

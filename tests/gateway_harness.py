@@ -10,8 +10,11 @@ model turn that hydrates the first `[[file:<id>]]` reference its request carries
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -22,7 +25,7 @@ from ephemeral_context.store import Store
 
 from tests.fakes.messages_api import RecordedRequest, Reply, ToolCall
 
-REFERENCE = re.compile(r"\[\[(?:file|tool|input|skill|memory):([0-9a-f]{8,})\]\]")
+REFERENCE = re.compile(r"\[\[[a-z_]+:([0-9a-f]{8,})\]\]")
 
 
 class GatewayThread:
@@ -41,6 +44,9 @@ class GatewayThread:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=60)
 
     def status(self) -> dict[str, Any]:
+        """GET /ectx/status's JSON (read on the gateway's loop while it runs)."""
+        if self._loop.is_closed():
+            return self.core.status()
         return self._run(_call(self.core.status))
 
     def stop(self) -> None:
@@ -86,8 +92,28 @@ def request_text(request: RecordedRequest) -> str:
     return "\n".join(out)
 
 
+def referenced_ids(request: RecordedRequest) -> list[str]:
+    """The ids of every `[[kind:id]]` reference or placeholder a request carries, in order."""
+    return REFERENCE.findall(request_text(request))
+
+
 def hydrate_first_reference(request: RecordedRequest) -> Reply:
     """A model turn that asks for the last id referenced in its request."""
-    ids = REFERENCE.findall(request_text(request))
+    ids = referenced_ids(request)
     assert ids, "the request carries no [[kind:id]] reference to hydrate"
     return Reply(tool_calls=(ToolCall("read_session_file", {"id": ids[-1]}),))
+
+
+def gateway_front(
+    store_dir: Path, started: list[GatewayThread]
+) -> Callable[[str], AbstractContextManager[str]]:
+    """A `front` for tests/claude_code.py: the fake's URL in, a fresh gateway's URL out;
+    each gateway started is appended to `started` (for its status after the run)."""
+
+    @contextlib.contextmanager
+    def front(upstream: str) -> Iterator[str]:
+        with GatewayThread(upstream, store_dir / f"store-{len(started)}") as running:
+            started.append(running)
+            yield running.base_url
+
+    return front
