@@ -66,6 +66,13 @@ def _add_serve_command(sub: Subcommands) -> None:
         default=64 * 1024 * 1024,
         help="larger JSON-RPC messages are discarded and answered with an error (stdio)",
     )
+    serve.add_argument(
+        "--gateway",
+        metavar="PORT",
+        type=int,
+        help="also host `ectx gateway` on 127.0.0.1:PORT over the server's engine, so the "
+        "editor's status shows what Claude Code sessions through it saved",
+    )
     serve.set_defaults(handler=_serve)
 
 
@@ -79,7 +86,9 @@ def _host_port(value: str) -> tuple[str, int]:
 def _serve(args: argparse.Namespace) -> int:
     from ephemeral_context.lsp.server import SERVER, serve
 
-    result: int = serve(SERVER, tcp=args.tcp, max_message_bytes=args.max_message_bytes)
+    result: int = serve(
+        SERVER, tcp=args.tcp, max_message_bytes=args.max_message_bytes, gateway_port=args.gateway
+    )
     return result
 
 

@@ -12,12 +12,21 @@ import contextlib
 import logging
 import os
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
+from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.gateway.core import GatewayCore
 from ephemeral_context.gateway.server import ANTHROPIC_API, Gateway
 
-__all__ = ["ANTHROPIC_API", "Gateway", "GatewayCore", "run_gateway", "upstream_url"]
+__all__ = [
+    "ANTHROPIC_API",
+    "Gateway",
+    "GatewayCore",
+    "host_gateway",
+    "run_gateway",
+    "upstream_url",
+]
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +37,19 @@ def upstream_url(given: str | None) -> str:
     return given or os.environ.get("ECTX_UPSTREAM_URL") or ANTHROPIC_API
 
 
+async def host_gateway(
+    engine: ContextEngine, port: int, on_update: Callable[[], None] | None = None
+) -> Gateway:
+    """The gateway on 127.0.0.1:port inside a running event loop (`ectx serve --gateway`),
+    over the caller's engine, so its status (the editor's status bar) counts these sessions."""
+    gateway = Gateway(GatewayCore(engine), upstream_url(None), on_update)
+    url = await gateway.start("127.0.0.1", port)
+    log.info("ectx gateway on %s, upstream %s", url, gateway.upstream)
+    return gateway
+
+
 def run_gateway(host: str, port: int, upstream: str, out: TextIO = sys.stdout) -> int:
     """Serve until interrupted; the first line on `out` is the base URL."""
-    from ephemeral_context.context.engine import ContextEngine
     from ephemeral_context.store import Store, default_store_dir
 
     async def main() -> None:

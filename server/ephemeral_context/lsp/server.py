@@ -94,6 +94,7 @@ from ephemeral_context.store import (
 if TYPE_CHECKING:
     from pygls.server import ServerErrors
 
+    from ephemeral_context.gateway import Gateway
     from ephemeral_context.model.agent import AgentEvents, SubagentEvent
     from ephemeral_context.model.session import AskSession
 
@@ -132,6 +133,9 @@ class EphemeralContextServer(LanguageServer):
         """Whether the client accepted our didChangeWatchedFiles registration."""
         self.last_output_tokens = 0
         """Output tokens of the last model call (the engine records the input side)."""
+        self.gateway_port: int | None = None
+        """`ectx serve --gateway PORT`: host `ectx gateway` over this server's engine."""
+        self.gateway: Gateway | None = None
         self.pin_hashes: dict[str, str] = {}
         """The mirror's hash of the text each pinned file was last pinned with."""
         self.pin_token_cache: dict[str, tuple[str, int]] = {}
@@ -351,6 +355,10 @@ async def initialized(ls: EphemeralContextServer, params: types.InitializedParam
     """Pull the workspace settings and ask to hear about files changed outside the editor."""
     await register_watchers(ls)
     await pull_configuration(ls)
+    if ls.gateway_port is not None and ls.gateway is None and ls.engine is not None:
+        from ephemeral_context.gateway import host_gateway  # aiohttp and the SDK: only if asked
+
+        ls.gateway = await host_gateway(ls.engine, ls.gateway_port, ls.usage_throttle.poke)
     # The model side loads the anthropic SDK (seconds); load it now, off the event loop,
     # rather than on the first ask.
     await asyncio.to_thread(importlib.import_module, "ephemeral_context.model.agent")
@@ -360,6 +368,9 @@ async def initialized(ls: EphemeralContextServer, params: types.InitializedParam
 async def shutdown(ls: EphemeralContextServer, params: None) -> None:
     """pygls cancels running requests (asks) after this; close what we opened."""
     ls.usage_throttle.cancel()
+    if ls.gateway is not None:
+        await ls.gateway.stop()
+        ls.gateway = None
     if ls.asks is not None:
         await ls.asks.close()
         ls.asks = None
@@ -812,8 +823,10 @@ def serve(
     server: EphemeralContextServer,
     tcp: tuple[str, int] | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    gateway_port: int | None = None,
 ) -> int:
     """Run until `exit`; the exit code says whether the client sent `shutdown` first."""
+    server.gateway_port = gateway_port
     if tcp is not None:
         server.start_tcp(*tcp)
     else:

@@ -1,0 +1,94 @@
+"""`ectx serve --gateway PORT`: the language server hosts `ectx gateway` over its own engine,
+so a Claude Code session through it moves the editor's usage notifications and status."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+import pytest_lsp
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from tests.fakes.messages_api import FakeMessagesAPI
+from tests.gateway_harness import cat_n
+from tests.lsp.lsp_session import SERVER_COMMAND, Editor, wait_until
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+PORT = _free_port()
+URL = f"http://127.0.0.1:{PORT}"
+READ = {"name": "Read", "input_schema": {"type": "object", "properties": {}}}
+
+
+@pytest.fixture
+def upstream(api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake as the hosted gateway's upstream (set before the server starts)."""
+    monkeypatch.setenv("ECTX_UPSTREAM_URL", api.base_url)
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=[*SERVER_COMMAND, "--gateway", str(PORT)])
+)
+async def hosting(lsp_client: LanguageClient) -> AsyncIterator[None]:
+    """A running `ectx serve --gateway PORT` with a pytest-lsp client attached."""
+    yield
+
+
+def _status() -> dict[str, Any] | None:
+    try:
+        with urllib.request.urlopen(f"{URL}/ectx/status", timeout=5) as answer:
+            return dict(json.loads(answer.read()))
+    except OSError:
+        return None
+
+
+async def _gateway_up() -> None:
+    for _ in range(200):
+        if await asyncio.to_thread(_status) is not None:
+            return
+        await asyncio.sleep(0.05)  # polling for the port to open, not a timed assertion
+    raise AssertionError("the hosted gateway never answered")
+
+
+@pytest.mark.usefixtures("upstream")
+async def test_a_session_through_the_hosted_gateway_reaches_the_status_bar(
+    hosting: LanguageClient, workspace: Path, api: FakeMessagesAPI
+) -> None:
+    editor = Editor(hosting)
+    await editor.initialize("visual_studio_code", workspace)
+    await _gateway_up()
+    api.add_turns({"tool_use": [{"name": "Read", "input": {}, "id": "toolu_1"}]}, "read it")
+    text = cat_n("\n".join(f"line {n}" for n in range(400)))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "read"}]
+    with anthropic.Anthropic(api_key="sk-ant-test-hosted", base_url=URL, max_retries=0) as sdk:
+        for _ in range(2):
+            body = {"model": "claude-sonnet-4-6", "max_tokens": 256, "tools": [READ]}
+            answer = await asyncio.to_thread(sdk.messages.create, **body, messages=messages)
+            messages.append(
+                {"role": "assistant", "content": [b.model_dump() for b in answer.content]}
+            )
+            result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": text}
+            messages.append({"role": "user", "content": [result]})
+    assert answer.content[0].text == "read it"  # type: ignore[union-attr]
+    await wait_until(
+        lambda: any(n.contextTokens > 1000 for n in editor.notifications["ephemeralContext/usage"])
+    )
+    status = _status()
+    assert status is not None and status["total"]["requests"] == 2
+    assert [t["name"] for t in api.message_requests[0].body["tools"]] == [
+        "Read",
+        "read_session_file",
+    ]
+    await hosting.shutdown_session()
