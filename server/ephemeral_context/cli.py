@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -70,10 +71,17 @@ def _add_serve_command(sub: Subcommands) -> None:
         "--gateway",
         metavar="PORT",
         type=int,
+        default=_env_port("ECTX_GATEWAY_PORT"),
         help="also host `ectx gateway` on 127.0.0.1:PORT over the server's engine, so the "
-        "editor's status shows what Claude Code sessions through it saved",
+        "editor's status shows what Claude Code sessions through it saved (default "
+        "$ECTX_GATEWAY_PORT: how an editor that starts the server passes it)",
     )
     serve.set_defaults(handler=_serve)
+
+
+def _env_port(name: str) -> int | None:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.isdigit() else None
 
 
 def _host_port(value: str) -> tuple[str, int]:

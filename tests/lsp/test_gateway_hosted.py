@@ -1,5 +1,6 @@
 """`ectx serve --gateway PORT`: the language server hosts `ectx gateway` over its own engine,
-so a Claude Code session through it moves the editor's usage notifications and status."""
+so a Claude Code session through it moves the editor's usage notifications and status. The
+port comes from $ECTX_GATEWAY_PORT here, as it does when VS Code's extension starts the server."""
 
 from __future__ import annotations
 
@@ -7,18 +8,16 @@ import asyncio
 import json
 import socket
 import urllib.request
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
-import pytest_lsp
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.gateway_harness import cat_n
-from tests.lsp.lsp_session import SERVER_COMMAND, Editor, wait_until
+from tests.lsp.lsp_session import Editor, wait_until
 
 
 def _free_port() -> int:
@@ -34,16 +33,9 @@ READ = {"name": "Read", "input_schema": {"type": "object", "properties": {}}}
 
 @pytest.fixture
 def upstream(api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fake as the hosted gateway's upstream (set before the server starts)."""
+    """The fake as the hosted gateway's upstream, and its port (set before the server starts)."""
     monkeypatch.setenv("ECTX_UPSTREAM_URL", api.base_url)
-
-
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[*SERVER_COMMAND, "--gateway", str(PORT)])
-)
-async def hosting(lsp_client: LanguageClient) -> AsyncIterator[None]:
-    """A running `ectx serve --gateway PORT` with a pytest-lsp client attached."""
-    yield
+    monkeypatch.setenv("ECTX_GATEWAY_PORT", str(PORT))
 
 
 def _status() -> dict[str, Any] | None:
@@ -64,9 +56,9 @@ async def _gateway_up() -> None:
 
 @pytest.mark.usefixtures("upstream")
 async def test_a_session_through_the_hosted_gateway_reaches_the_status_bar(
-    hosting: LanguageClient, workspace: Path, api: FakeMessagesAPI
+    lsp_process: LanguageClient, workspace: Path, api: FakeMessagesAPI
 ) -> None:
-    editor = Editor(hosting)
+    editor = Editor(lsp_process)
     await editor.initialize("visual_studio_code", workspace)
     await _gateway_up()
     api.add_turns({"tool_use": [{"name": "Read", "input": {}, "id": "toolu_1"}]}, "read it")
@@ -91,4 +83,4 @@ async def test_a_session_through_the_hosted_gateway_reaches_the_status_bar(
         "Read",
         "read_session_file",
     ]
-    await hosting.shutdown_session()
+    await lsp_process.shutdown_session()
