@@ -3,8 +3,9 @@ blocking clients (the anthropic SDK, the Claude Code CLI in a subprocess).
 
 `GatewayThread(upstream, store_dir)` runs `ephemeral_context.gateway.Gateway` on its own event
 loop with a fresh store; `.base_url` is where clients point, `.core` the engine side (its
-status), `.stop()` ends it. Also: a Read result in Claude Code's cat -n form, and a scripted
-model turn that hydrates the first `[[file:<id>]]` reference its request carries.
+status), `.stop()` ends it. Also: a Read result in Claude Code's cat -n form, scripted model
+turns that hydrate an id their request carries, and the scripted Claude Code session the
+e2e test and `make bench` run directly and through the gateway.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from ephemeral_context.cache_sim import usage_from_dict
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.gateway import Gateway, GatewayCore
 from ephemeral_context.store import Store
@@ -117,3 +119,65 @@ def gateway_front(
             yield running.base_url
 
     return front
+
+
+# ---------------------------------------------------------------------------------------------
+# The scripted Claude Code session (tests/claude_code.py runs it)
+
+SESSION_TOOLS = ("Read", "Edit", "Bash", "Agent")
+SESSION_PROMPT = "Survey this workspace."
+SESSION_ANSWER = "Done: a.py edited; b and c are tables."
+
+
+def _big_file(name: str, lines: int = 600) -> str:
+    return "\n".join(
+        f"def {name}_{i}(value):\n    return value * {i} + len('{name}')  # step {i}"
+        for i in range(lines // 2)
+    )
+
+
+def _use(name: str, **tool_input: Any) -> dict[str, Any]:
+    return {"tool_use": [{"name": name, "input": tool_input}]}
+
+
+def hydrate_or_read(fallback: Path) -> Callable[[RecordedRequest], Reply]:
+    """Ask for the last id the request carries; with none (sent directly), read a file."""
+
+    def turn(request: RecordedRequest) -> Reply:
+        ids = referenced_ids(request)
+        if ids:
+            return Reply(tool_calls=(ToolCall("read_session_file", {"id": ids[-1]}),))
+        return Reply(tool_calls=(ToolCall("Read", {"file_path": str(fallback)}),))
+
+    return turn
+
+
+def claude_code_session(workspace: Path) -> list[Any]:
+    """Write a.py, b.py, c.py (300 definitions each) into `workspace` and return the model's
+    turns: many reads of the large files, range re-reads, an edit and a re-read, a long Bash
+    output, a sub-agent that reads a file itself, and a turn that asks for an id."""
+    a, b, c = (workspace / f"{n}.py" for n in "abc")
+    for path in (a, b, c):
+        path.write_text(_big_file(path.stem) + "\n", encoding="utf-8")
+    agent = {"description": "Survey b", "prompt": f"Summarize {b}"}
+    return [
+        _use("Read", file_path=str(a)),
+        _use("Read", file_path=str(b)),
+        _use("Read", file_path=str(c)),
+        _use("Read", file_path=str(a), offset=1, limit=40),  # a range of what it already saw
+        _use("Edit", file_path=str(a), old_string="return value * 7 +", new_string="return 7 *"),
+        _use("Read", file_path=str(a)),  # re-read after the edit
+        _use("Bash", command="seq 1 3000", description="Print numbers"),
+        _use("Read", file_path=str(b), offset=100, limit=60),
+        _use("Agent", **agent, subagent_type="general-purpose"),
+        _use("Read", file_path=str(b)),  # the sub-agent's own read
+        "b.py is a table of multipliers.",  # the sub-agent's report
+        _use("Read", file_path=str(c), offset=1, limit=30),
+        hydrate_or_read(c),
+        SESSION_ANSWER,
+    ]
+
+
+def billed(requests: list[RecordedRequest]) -> float:
+    """What the upstream billed for these requests' input (base-token equivalents)."""
+    return sum(usage_from_dict(r.usage).billed_input for r in requests if r.usage)
