@@ -196,15 +196,22 @@ class GatewayCore:
 
     # ------------------------------------------------------------------ hydration
 
-    async def answer_hydrations(self, plan: Plan, content: Sequence[Mapping[str, Any]]) -> None:
+    async def answer_hydrations(self, plan: Plan, content: Sequence[Mapping[str, Any]]) -> bool:
         """Feed one upstream answer that called only the hydration tool, answer its calls,
-        and set `plan.body` to the next upstream request."""
-        self._feed_content(plan.thread, content)
-        for call in hydration_calls(content):
-            result = await self._hydrate(plan, call)
-            record_result(self.engine, plan.thread.conv, str(call.get("id", "")), result)
-        plan.rounds += 1
-        plan.body = self._build(plan.thread, plan.client)
+        and set `plan.body` to the next upstream request. False when the engine failed (the
+        conversation is dropped; the caller falls back)."""
+        try:
+            self._feed_content(plan.thread, content)
+            for call in hydration_calls(content):
+                result = await self._hydrate(plan, call)
+                record_result(self.engine, plan.thread.conv, str(call.get("id", "")), result)
+            plan.rounds += 1
+            plan.body = self._build(plan.thread, plan.client)
+        except Exception:
+            log.exception("the engine failed while answering a hydration call")
+            self.conversations.forget(plan.thread)
+            return False
+        return True
 
     async def _hydrate(self, plan: Plan, call: Mapping[str, Any]) -> ToolResult:
         result = await run_tool(self._tools, HYDRATION_TOOL_NAME, call.get("input"))
@@ -220,7 +227,12 @@ class GatewayCore:
         hidden = hydration_calls(last)
         if not plan.rounds and not hidden:
             return
-        owed = [(str(c.get("id", "")), await self._hydrate(plan, c)) for c in hidden]
+        try:
+            owed = [(str(c.get("id", "")), await self._hydrate(plan, c)) for c in hidden]
+        except Exception:  # the answer still goes to the client; the conversation restarts
+            log.exception("the engine failed while answering a hydration call")
+            self.conversations.forget(plan.thread)
+            return
         key = message_key({"role": "assistant", "content": list(shown)})
         plan.thread.expected = Expected(key, [dict(b) for b in last], owed)
 

@@ -184,7 +184,7 @@ class Gateway:
             return response
         if client.get("stream"):
             return await self._stream(request, plan)
-        return await self._json(request, plan)
+        return await self._json(request, plan, raw)
 
     # ------------------------------------------------------------------ unchanged
 
@@ -238,7 +238,7 @@ class Gateway:
 
     # ------------------------------------------------------------------ through the engine
 
-    async def _json(self, request: web.Request, plan: Plan) -> web.StreamResponse:
+    async def _json(self, request: web.Request, plan: Plan, raw: bytes) -> web.StreamResponse:
         rounds = _Rounds()
         while True:
             try:
@@ -246,20 +246,23 @@ class Gateway:
             except UPSTREAM_ERRORS as error:
                 return self._unreachable(error)
             async with upstream:
-                raw = await upstream.read()
+                body = await upstream.read()
                 if upstream.status != 200:
                     self._finish_record(plan, rounds)
                     return web.Response(
-                        status=upstream.status, body=raw, headers=_forwarded(upstream.headers)
+                        status=upstream.status, body=body, headers=_forwarded(upstream.headers)
                     )
-                answer = json.loads(raw)
+                answer = json.loads(body)
                 headers = _forwarded(upstream.headers)
             usage = dict(answer.get("usage") or {})
             content = list(answer.get("content") or [])
             rounds.add(usage, content)
             if self._hydrate_again(plan, content, answer.get("stop_reason")):
-                await self.core.answer_hydrations(plan, content)
-                continue
+                if await self.core.answer_hydrations(plan, content):
+                    continue
+                log.warning("POST /v1/messages: hydration failed; forwarded unchanged instead")
+                response, _ = await self._forward(request, raw)
+                return response
             await self.core.finish(plan, rounds.shown, content)
             answer["content"] = rounds.shown
             answer["usage"] = {**usage, "output_tokens": rounds.output}
@@ -333,11 +336,14 @@ class Gateway:
                 await response.write_eof()
                 self._finish_record(plan, rounds)
                 return response
+            stop = self._stop_reason(content, builder.stop_reason)
             if self._hydrate_again(plan, content, builder.stop_reason):
-                await self.core.answer_hydrations(plan, content)
-                continue
-            await self.core.finish(plan, rounds.shown, content)
-            await relay.close(rounds.output, self._stop_reason(content, builder.stop_reason))
+                if await self.core.answer_hydrations(plan, content):
+                    continue
+                stop = "end_turn"  # the engine failed: end the answer where it stands
+            else:
+                await self.core.finish(plan, rounds.shown, content)
+            await relay.close(rounds.output, stop)
             self._finish_record(plan, rounds)
             return response
 

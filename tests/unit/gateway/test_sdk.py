@@ -16,7 +16,7 @@ import anthropic
 import httpx2
 import pytest
 
-from tests.fakes.messages_api import FakeMessagesAPI, Reply, overloaded, rate_limited
+from tests.fakes.messages_api import FakeMessagesAPI, Reply, ToolCall, overloaded, rate_limited
 from tests.gateway_harness import GatewayThread, cat_n, hydrate_first_reference
 
 MODEL = "claude-sonnet-4-6"
@@ -280,3 +280,47 @@ def test_status_sums_sessions(
             figures["billed_input_direct"] - figures["billed_input_sent"], abs=0.2
         )
     assert len(used) == 2
+
+
+def test_an_engine_failure_forwards_the_request_as_it_came(
+    api: FakeMessagesAPI,
+    client: anthropic.Anthropic,
+    gateway: GatewayThread,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("engine bug")
+
+    monkeypatch.setattr(gateway.core.engine, "build_request", broken)
+    api.add_turns("still answered")
+    body = ask([{"role": "user", "content": "hi"}])
+    message = client.messages.create(**body)
+    assert message.content[0].text == "still answered"  # type: ignore[union-attr]
+    assert api.message_requests[0].body == body
+    assert "engine bug" in caplog.text
+
+
+def test_a_failed_hydration_falls_back_to_the_request_as_it_came(
+    api: FakeMessagesAPI,
+    client: anthropic.Anthropic,
+    gateway: GatewayThread,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api.add_turns(
+        Reply(tool_calls=(ToolCall("read_session_file", {"id": "0123abcd"}),)), "direct answer"
+    )
+    original = gateway.core._build
+    calls = []
+
+    def second_build_fails(*args: Any) -> Any:
+        calls.append(args)
+        if len(calls) > 1:
+            raise RuntimeError("engine bug")
+        return original(*args)
+
+    monkeypatch.setattr(gateway.core, "_build", second_build_fails)
+    body = ask([{"role": "user", "content": "hi"}])
+    message = client.messages.create(**body)
+    assert message.content[0].text == "direct answer"  # type: ignore[union-attr]
+    assert api.message_requests[-1].body == body
