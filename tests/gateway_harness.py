@@ -174,6 +174,7 @@ def claude_code_session(workspace: Path) -> list[Any]:
         "b.py is a table of multipliers.",  # the sub-agent's report
         _use("Read", file_path=str(c), offset=1, limit=30),
         hydrate_or_read(c),
+        _use("Read", file_path=str(b), offset=1, limit=20),  # after the merged answer came back
         SESSION_ANSWER,
     ]
 

@@ -62,6 +62,9 @@ def test_claude_code_through_the_gateway_completes_cheaper_and_hydrates(
     assert status["total"]["hydrations"] >= 1
     assert status["total"]["hydration_errors"] == 0
     assert status["total"]["passthrough"] == 0
+    # one conversation for the session, one for the sub-agent: the answer merged over the
+    # hydration round came back and continued its conversation instead of forking it
+    assert len(started[0].core.engine.conversations()) == 2
 
     sent, own = billed(through.requests), billed(direct.requests)
     assert sent < own, f"through the gateway {sent:.0f} >= direct {own:.0f}"
