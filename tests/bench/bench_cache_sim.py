@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import anthropic
 from ephemeral_context.cache_sim import Block, PromptCache, Request
+from ephemeral_context.request_view import request_from_messages_api
 
 from tests.fakes import FakeMessagesAPI
-from tests.fakes.request_view import request_from_messages_api
 
 CALLS = 80
 BLOCKS_PER_CALL = 7

@@ -58,9 +58,8 @@ from ephemeral_context.cache_sim import (
     usage_to_dict,
 )
 from ephemeral_context.prices import UnknownModelError, lookup
+from ephemeral_context.request_view import request_from_messages_api
 from ephemeral_context.tokens import estimate_tokens
-
-from tests.fakes.request_view import request_from_messages_api
 
 MESSAGES_PATH = "/v1/messages"
 

@@ -20,6 +20,7 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+from ephemeral_context.request_view import request_from_messages_api
 
 from tests.conftest import REPO_ROOT
 from tests.fakes import (
@@ -35,7 +36,6 @@ from tests.fakes import (
     server_error,
     unknown_model,
 )
-from tests.fakes.request_view import request_from_messages_api
 
 MODEL = "claude-sonnet-4-6"  # not on the SDK's deprecation list (warnings are errors here)
 Start = Callable[..., FakeMessagesAPI]

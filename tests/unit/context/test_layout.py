@@ -7,9 +7,9 @@ from typing import Any
 
 from ephemeral_context.context.engine import ContextEngine, EngineConfig
 from ephemeral_context.context.layout import choose_anchor, place_breakpoints
+from ephemeral_context.request_view import request_from_messages_api
 from ephemeral_context.store import Store
 
-from tests.fakes.request_view import request_from_messages_api
 from tests.unit.context.context_helpers import Clock, Driver, source
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ephemeral_context.cache_sim import request_from_messages_api, resolve_breakpoints
+from ephemeral_context.cache_sim import resolve_breakpoints
 from ephemeral_context.gateway.outbound import upstream_body
+from ephemeral_context.request_view import request_from_messages_api
 
 FIVE = {"type": "ephemeral"}
 HOUR = {"type": "ephemeral", "ttl": "1h"}

@@ -1,10 +1,12 @@
-"""The cache's view of a Messages API request body: what tests/fakes bills.
+"""The cache's view of a Messages API request body, parsed from the body itself.
 
-The fake Messages API (and the tests that check the engine's requests against the API's
-rules) turns each request body into a `cache_sim.Request`: one block per tool, system block
-and message content block, each with a content key, an estimated token count and its
-`cache_control` TTL, refused with `CacheControlError` where the API refuses the body. The
-server never parses request bodies this way: the engine builds its `Request` directly.
+Two users get request bodies they did not build: tests/fakes (which bills each request it
+receives, and the tests that check the engine's requests against the API's rules) and
+`ectx gateway` (which prices what the client's own requests would have cost). Each body
+becomes a `cache_sim.Request`: one block per tool, system block and message content block,
+each with a content key, an estimated token count and its `cache_control` TTL, refused with
+`CacheControlError` where the API refuses the body. The engine builds its own `Request`
+directly and never parses bodies this way.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import xxhash
+
 from ephemeral_context.cache_sim import (
     IMAGE_TOKENS,
     Block,
