@@ -23,6 +23,7 @@ from typing import Any, Self
 from ephemeral_context.cache_sim import usage_from_dict
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.gateway import Gateway, GatewayCore
+from ephemeral_context.prices import priced
 from ephemeral_context.store import Store
 
 from tests.fakes.messages_api import RecordedRequest, Reply, ToolCall
@@ -180,5 +181,10 @@ def claude_code_session(workspace: Path) -> list[Any]:
 
 
 def billed(requests: list[RecordedRequest]) -> float:
-    """What the upstream billed for these requests' input (base-token equivalents)."""
-    return sum(usage_from_dict(r.usage).billed_input for r in requests if r.usage)
+    """What the upstream billed for these requests' input (base-input-token equivalents at
+    each model's list prices, as the gateway's status counts them)."""
+    return sum(
+        priced(str(r.body["model"]), r.time).billed_input(usage_from_dict(r.usage))
+        for r in requests
+        if r.usage
+    )

@@ -1,8 +1,8 @@
 """What the gateway saved: billed input as sent against what the client's own requests cost.
 
-Per Claude Code session: the requests the client made, the billed input (base-token
-equivalents, cache_sim's `billed_input`) of every upstream call made for them as the
-upstream's usage reports it, and what the client's own requests would have been billed.
+Per Claude Code session: the requests the client made, the billed input (base-input-token
+equivalents at the model's list prices, prices.py) of every upstream call made for them as
+the upstream's usage reports it, and what the client's own requests would have been billed.
 Those were never sent, so the cache model prices them (cache_sim on each client body, one
 prompt cache per session and model, at the time the request arrived), scaled by how the
 upstream's token count for the request actually sent compares with the cache model's
@@ -17,14 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ephemeral_context.cache_sim import (
-    CacheControlError,
-    PromptCache,
-    UnknownModelError,
-    Usage,
-    request_from_messages_api,
-    usage_from_dict,
-)
+from ephemeral_context.cache_sim import CacheControlError, PromptCache, Usage, usage_from_dict
+from ephemeral_context.prices import UnknownModelError, priced
+from ephemeral_context.request_view import request_from_messages_api
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +58,8 @@ class Pricing:
     """The cache model's price for one client request, waiting for the upstream's usage."""
 
     direct: Usage | None
+    model: str = ""
+    at: float = 0.0
     direct_tokens: int = 0
     sent_tokens: int = 0
 
@@ -92,10 +89,11 @@ class Savings:
                 cache = self._caches[(session, model)] = PromptCache(model)
             request = request_from_messages_api(client)
             sent_tokens = request_from_messages_api(sent).total_tokens if sent else 0
-            return Pricing(cache.call(request, now), request.total_tokens, sent_tokens)
+            usage = cache.call(request, now)
+            return Pricing(usage, model, now, request.total_tokens, sent_tokens)
         except (UnknownModelError, CacheControlError) as error:
             log.info("cannot price the direct request in the cache model: %s", error)
-            return Pricing(None)
+            return Pricing(None, model, now)
 
     def record(self, session: str, pricing: Pricing, usages: list[Any], passthrough: bool) -> None:
         """One client request answered, with the usage of every upstream call made for it."""
@@ -104,14 +102,15 @@ class Savings:
         figures.passthrough += int(passthrough)
         sent = [usage_from_dict(u) for u in usages if u]
         figures.upstream_calls += len(usages)
-        billed = sum(u.billed_input for u in sent)
+        price = priced(pricing.model, pricing.at or None)
+        billed = sum(price.billed_input(u) for u in sent)
         figures.billed_input_sent += billed
         if passthrough or pricing.direct is None or not sent:
             figures.billed_input_direct += billed
             return
         first = sent[0].total_input_tokens
         scale = first / pricing.sent_tokens if pricing.sent_tokens else 1.0
-        figures.billed_input_direct += pricing.direct.billed_input * scale
+        figures.billed_input_direct += price.billed_input(pricing.direct) * scale
 
     def total(self) -> Figures:
         total = Figures()
