@@ -7,6 +7,7 @@ client of the gateway sees.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -324,3 +325,27 @@ def test_a_failed_hydration_falls_back_to_the_request_as_it_came(
     message = client.messages.create(**body)
     assert message.content[0].text == "direct answer"  # type: ignore[union-attr]
     assert api.message_requests[-1].body == body
+
+
+def test_a_rewind_or_a_sub_agent_starts_another_conversation(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread
+) -> None:
+    api.add_turns(
+        {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_1"}]},
+        "first",
+        "rewound",
+        "sub-agent",
+    )
+    first = [{"role": "user", "content": "What does app.py do?"}]
+    answer = client.messages.create(**ask(first))
+    read = [b.model_dump(exclude_none=True) for b in answer.content]
+    grown = [*first, {"role": "assistant", "content": read}]
+    grown.append({"role": "user", "content": [read_result("toolu_1")]})
+    client.messages.create(**ask(grown))  # extends the conversation
+    assert len(gateway.core.engine.conversations()) == 1
+    client.messages.create(**ask([{"role": "user", "content": "Something else"}]))  # a rewind
+    client.messages.create(**ask([{"role": "user", "content": "Sub-agent: survey"}]))
+    assert len(gateway.core.engine.conversations()) == 3
+    # the conversation that was extended kept its history: the read went in once
+    assert "def f199(x):" in json.dumps(api.message_requests[1].body["messages"])
+    assert len(api.message_requests[2].body["messages"]) == 1
