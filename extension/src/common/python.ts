@@ -12,7 +12,8 @@ import { MIN_PYTHON } from './pythonProbe';
 import { getExtension } from './vscodeapi';
 
 
-export type InterpreterSource = 'setting' | 'python-envs' | 'ms-python' | 'path';
+/** Where the Python came from; 'private' is the venv the extension installed the server into. */
+export type InterpreterSource = 'setting' | 'python-envs' | 'ms-python' | 'path' | 'private';
 
 export interface InterpreterDetails {
     /** The command that starts Python: executable first, then any arguments. */

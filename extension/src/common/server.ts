@@ -1,6 +1,7 @@
 /**
  * Owns the language client's lifecycle: finds Python, checks that the server package is
- * importable (offering to install it), starts `python -m ephemeral_context serve` over stdio,
+ * importable (else installs the bundled wheel into a private venv, install.ts), starts
+ * `python -m ephemeral_context serve` over stdio,
  * merges bursts of restart requests into one, restarts a crashed server with backoff, and
  * re-binds the `ephemeralContext/*` notification handlers on every new client. The views
  * listen to this module's events, never to a client directly.
@@ -23,16 +24,24 @@ import {
     SECTION,
     SERVER_RESTART_DELAY_MS,
 } from './constants';
-import { createServerVenv } from './install';
+import { bundledWheel, ServerVenv } from './install';
 import { traceError, traceInfo, traceLog } from './log/logging';
 import { AskProgress, Methods, StatusResult, Usage } from './protocol';
-import { getInterpreterDetails } from './python';
+import { getInterpreterDetails, InterpreterDetails } from './python';
 import { checkServerPackage, MIN_PYTHON } from './pythonProbe';
 import { ServerInfo } from './setup';
 import { getWindowSettings, ISettings, toServerSettings } from './settings';
 import { normalizeUsage } from '../model/normalize';
 import { ServerState } from '../model/statusText';
-import { getWorkspaceFolders, isVirtualWorkspace, showErrorMessage, showWarningMessage, withProgress, openSettings } from './vscodeapi';
+import {
+    getWorkspaceFolders,
+    isVirtualWorkspace,
+    showErrorMessage,
+    showInformationMessage,
+    showWarningMessage,
+    withProgress,
+    openSettings,
+} from './vscodeapi';
 
 export interface ServerDependencies {
     info: ServerInfo;
@@ -169,7 +178,7 @@ export class ServerManager implements Disposable {
         this.setState({ kind: 'starting' });
         const settings = getWindowSettings();
         const folder = getWorkspaceFolders()[0];
-        const interpreter = await getInterpreterDetails(settings.interpreter, folder?.uri);
+        let interpreter = await getInterpreterDetails(settings.interpreter, folder?.uri);
         if (!interpreter) {
             this.setState({ kind: 'noPython' });
             this.explainNoPython('No Python interpreter was found.');
@@ -187,9 +196,11 @@ export class ServerManager implements Disposable {
                 this.explainNoPython(`${interpreter.command.join(' ')} is Python ${check.version}; the server needs ${MIN_PYTHON.join('.')} or later.`);
                 return;
             case 'missingPackage':
-                this.setState({ kind: 'missingPackage' });
-                void this.offerInstall(interpreter.command, settings);
-                return;
+                interpreter = await this.privateServer(interpreter.command, settings);
+                if (!interpreter) {
+                    return;
+                }
+                break;
             case 'ok':
                 break;
         }
@@ -314,24 +325,47 @@ export class ServerManager implements Disposable {
         });
     }
 
-    private async offerInstall(command: string[], settings: ISettings): Promise<void> {
-        const create = 'Create Virtual Environment';
-        const choice = await showWarningMessage(
-            `${this.deps.info.name}: ${command.join(' ')} does not have the "${this.deps.info.module}" package. ` +
-                `Create a virtual environment for the server and install "${settings.serverPackageSpec}" into it?`,
-            create,
-            'Open Settings',
+    /**
+     * The private venv's Python, installing the server there first when it does not hold it
+     * yet (the bundled wheel, or the serverPackageSpec setting); undefined when that failed.
+     */
+    private async privateServer(basePython: string[], settings: ISettings): Promise<InterpreterDetails | undefined> {
+        const venv = new ServerVenv(this.deps.storageDir.fsPath);
+        const spec = settings.serverPackageSpec || bundledWheel();
+        const lacks = `${basePython.join(' ')} does not have the "${this.deps.info.module}" package`;
+        if (!spec) {
+            this.setState({ kind: 'missingPackage' });
+            this.explainMissingPackage(`${lacks}, and this build of the extension carries no server wheel: set "${SECTION}.serverPackageSpec".`);
+            return undefined;
+        }
+        if (await venv.holds(spec, this.deps.info.module)) {
+            return { command: [venv.python], source: 'private' };
+        }
+        traceInfo(`${lacks}: installing ${spec} into ${venv.dir}`);
+        this.setState({ kind: 'installing' });
+        const result = await withProgress(
+            { location: ProgressLocation.Notification, title: `${this.deps.info.name}: installing the server`, cancellable: true },
+            (progress, token) => venv.install(basePython, spec, progress, token),
         );
-        if (choice === 'Open Settings') {
-            void openSettings(`${SECTION}.interpreter`);
-            return;
+        if (result.kind !== 'installed') {
+            this.setState({ kind: 'missingPackage' });
+            this.explainMissingPackage(result.kind === 'failed' ? result.message : 'The server install was cancelled.');
+            return undefined;
         }
-        if (choice !== create) {
-            return;
-        }
-        await withProgress(
-            { location: ProgressLocation.Notification, title: `${this.deps.info.name}: setting up the server`, cancellable: true },
-            (progress, token) => createServerVenv(command, this.deps.storageDir, settings.serverPackageSpec, progress, token),
+        void showInformationMessage(`${this.deps.info.name}: the server is installed in ${venv.dir}; starting it.`);
+        return { command: result.command, source: 'private' };
+    }
+
+    private explainMissingPackage(message: string): void {
+        traceError(message);
+        void showErrorMessage(`${this.deps.info.name}: ${message} Run "Restart Server" to try again.`, 'Show Log', 'Open Settings').then(
+            (choice) => {
+                if (choice === 'Open Settings') {
+                    void openSettings(`${SECTION}.serverPackageSpec`);
+                } else if (choice === 'Show Log') {
+                    this.deps.channel.show();
+                }
+            },
         );
     }
 

@@ -10,6 +10,7 @@ export type ServerState =
     | { kind: 'starting' }
     | { kind: 'running' }
     | { kind: 'noPython' }
+    | { kind: 'installing' }
     | { kind: 'missingPackage' }
     | { kind: 'crashed'; restartInMs: number; crashes: number };
 
@@ -76,10 +77,16 @@ export function formatServerState(state: ServerState): StatusText {
                 tooltip: 'Ephemeral Context: no usable Python 3.11+ was found. Set `ephemeralContext.interpreter`.',
                 level: 'error',
             };
+        case 'installing':
+            return {
+                text: '$(sync~spin) Context: installing the server',
+                tooltip: 'Ephemeral Context: the selected Python lacks the server; installing it into a private virtual environment (first start only)…',
+                level: 'normal',
+            };
         case 'missingPackage':
             return {
                 text: '$(warning) Context: server not installed',
-                tooltip: 'Ephemeral Context: the selected Python lacks the `ephemeral_context` package. Run **Restart Server** to be offered an install.',
+                tooltip: 'Ephemeral Context: the selected Python lacks the `ephemeral_context` package and installing it failed (see the log). Run **Restart Server** to try again.',
                 level: 'warning',
             };
         case 'crashed':

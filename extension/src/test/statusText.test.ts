@@ -53,6 +53,7 @@ test('server states have their own text until usage arrives', () => {
     assert.equal(formatServerState({ kind: 'starting' }).text, '$(sync~spin) Context');
     assert.equal(formatServerState({ kind: 'noPython' }).level, 'error');
     assert.equal(formatServerState({ kind: 'missingPackage' }).level, 'warning');
+    assert.equal(formatServerState({ kind: 'installing' }).text, '$(sync~spin) Context: installing the server');
     const crashed = formatServerState({ kind: 'crashed', restartInMs: 4000, crashes: 3 });
     assert.equal(crashed.text, '$(warning) Context: restarting');
     assert.ok(crashed.tooltip.includes('3 in a row'));
