@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint typecheck unit e2e-deps e2e bench extension clean
+.PHONY: help install run test lint typecheck unit e2e-deps e2e bench extension dist clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -45,6 +45,11 @@ bench: $(STAMP) ## benchmarks; figures go to docs/benchmarks.md
 
 extension: ## build the VS Code extension .vsix (offline)
 	cd extension && npm ci --no-audit --no-fund && npm run package
+
+dist: $(STAMP) ## build the sdist and wheel into dist/ and check them with twine (uploads nothing)
+	rm -rf dist
+	$(PY) -m build --outdir dist
+	$(VENV)/bin/twine check --strict dist/*
 
 clean: ## remove the venv and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
