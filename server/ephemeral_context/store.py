@@ -202,6 +202,23 @@ class StoreStats:
     disk_bytes: int
 
 
+def _switch_to_wal(db: sqlite3.Connection) -> None:
+    """`PRAGMA journal_mode = WAL`, retried: the switch needs the database to itself, and
+    SQLite answers "database is locked" at once (no busy wait) while another process creating
+    the same new store holds it."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.001
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
 class Store:
     """Content-addressed text store. One SQLite connection per instance, guarded by a lock."""
 
@@ -228,7 +245,7 @@ class Store:
             check_same_thread=False,
         )
         self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._db.execute("PRAGMA journal_mode = WAL")
+        _switch_to_wal(self._db)
         # In WAL mode NORMAL never corrupts; a power cut may lose the last commits, whose
         # blobs then become orphans for gc. The blob itself is fsynced before its row.
         self._db.execute("PRAGMA synchronous = NORMAL")

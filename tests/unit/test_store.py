@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pytest
@@ -324,3 +326,32 @@ def test_two_processes_share_one_store(tmp_path: Path) -> None:
     assert len(set(ids.values())) == 150
     for index, entry_id in ids.items():
         assert store.get(entry_id).text == store_text(index, 3)
+
+
+def open_new_stores(root: str, rounds: int, barrier: Barrier) -> None:
+    """One of several processes: opens store `root/i` together with the others, round by round."""
+    for i in range(rounds):
+        barrier.wait(timeout=60)
+        try:
+            Store(Path(root) / str(i)).close()
+        except BaseException:
+            barrier.abort()  # the others stop at once instead of waiting out the timeout
+            raise
+
+
+def test_processes_opening_new_stores_at_once_all_succeed(tmp_path: Path) -> None:
+    """Four processes create the same 100 new stores at the same moment (the switch to WAL)."""
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(4)
+    children = [
+        context.Process(target=open_new_stores, args=(str(tmp_path), 100, barrier))
+        for _ in range(4)
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(timeout=120)
+    assert [child.exitcode for child in children] == [0, 0, 0, 0]
+    for i in range(100):
+        with Store(tmp_path / str(i)) as store:
+            assert store.entries() == []
