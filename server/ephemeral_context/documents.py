@@ -66,6 +66,16 @@ def content_hash(data: bytes) -> str:
     return xxhash.xxh3_64_hexdigest(data)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(text: str) -> str:
+    """Half a surrogate pair (a UTF-16 editor can hold one; JSON carries it as "\\ud83d")
+    becomes U+FFFD: UTF-8, and so the store, the tokenizer and the API, cannot carry it.
+    Positions stay put: both are one code point, one UTF-16 unit and three bytes."""
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def _utf8(text: str) -> bytes:
     # Lone surrogates can arrive from JSON; keep them byte-for-byte instead of crashing.
     return text.encode("utf-8", "surrogatepass")
@@ -628,6 +638,7 @@ class DocumentMirror:
     def open(self, uri: str, language_id: str | None, version: int, text: str) -> Document | None:
         """didOpen: the editor's text becomes the truth for `uri` until `close`."""
         key = normalize_uri(uri)
+        text = without_lone_surrogates(text)
         with self._lock:
             previous = self._current(key)
             if len(text) > self.max_bytes or len(data := _utf8(text)) > self.max_bytes:
@@ -685,6 +696,7 @@ class DocumentMirror:
             document = current
             byte_edits: list[ByteEdit] = []
             for edit in edits:
+                edit = TextEdit(edit.range, without_lone_surrogates(edit.text))
                 document, byte_edit = document.apply(edit, version)
                 byte_edits.append(byte_edit)
             too_large = document.size > self.max_bytes

@@ -322,3 +322,23 @@ async def test_a_sub_agents_work_streams_as_subagent_progress(
     delegated = [p for p in progress if p.kind == "toolResult"][-1]
     assert (delegated.tool, delegated.text) == ("delegate", sub_text)
     assert [p.kind for p in progress].count("usage") == 3
+
+
+async def test_a_lone_surrogate_in_a_pinned_buffer_is_sent_as_a_replacement_character(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """A UTF-16 editor can hold half a surrogate pair (JSON carries it as "\\ud83d"); UTF-8
+    cannot encode it, so the request carries U+FFFD there, and every ask still works."""
+    await start(raw_editor, api, workspace, "visual_studio_code")
+    uri = raw_editor.open(workspace / "src" / "app.py")
+    await raw_editor.request("ephemeralContext/pin", {"uri": uri})
+    start_of_file = types.Range(types.Position(0, 0), types.Position(0, 0))
+    edit = types.TextDocumentContentChangePartial(range=start_of_file, text="# half \ud83d here\n")
+    raw_editor.change(uri, [edit])
+    api.add_turns("Seen it.", "Still fine.")
+    for prompt in ("What is in app.py?", "And now \udc00?"):
+        result = await raw_editor.request("ephemeralContext/ask", {"prompt": prompt})
+        assert result.text
+    first, second = (json.dumps(r.body) for r in api.message_requests)
+    assert "# half \\ufffd here" in first and "And now \\ufffd?" in second
+    assert "\\ud83d" not in first + second and "\\udc00" not in second

@@ -246,6 +246,25 @@ def test_crlf_and_missing_final_newline_are_kept() -> None:
     assert document.line_text(1, keep_end=True) == "two!\r\n"
 
 
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_lone_surrogates_become_replacement_characters_in_place(
+    encoding: PositionEncoding,
+) -> None:
+    """Half a pair cannot be UTF-8 encoded; U+FFFD takes its place and the same room in
+    every encoding, so the editor's later positions still land where it meant."""
+    mirror = DocumentMirror(position_encoding=encoding)
+    mirror.open("untitled:s", None, 1, "a\ud83db\n")
+    edit = TextEdit(Range(Position(0, 0), Position(0, 0)), "\udc00")
+    mirror.change("untitled:s", 2, [edit])
+    width = 3 if encoding == "utf-8" else 1  # of a lone surrogate, as the editor counts it
+    at = Position(0, 2 * width + 2)  # after "?a?b"
+    mirror.change("untitled:s", 3, [TextEdit(Range(at, at), "!")])
+    document = mirror.get("untitled:s")
+    assert isinstance(document, Document)
+    assert document.text == "\ufffda\ufffdb!\n"
+    document.text.encode("utf-8")  # strict: no surrogate left
+
+
 def test_full_replacement_and_out_of_range_positions_clamp() -> None:
     mirror = DocumentMirror()
     mirror.open("untitled:f", None, 1, "abc\ndef")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ephemeral_context.context.engine import ContextEngine
-from ephemeral_context.documents import DocumentMirror
+from ephemeral_context.documents import DocumentMirror, without_lone_surrogates
 from ephemeral_context.model.agent import AgentEvents, AgentResult, AgentSettings, run_agent
 from ephemeral_context.model.client import ClientSettings, ModelClient
 from ephemeral_context.model.edits import DiskEditApplier, EditApplier
@@ -81,7 +81,7 @@ class AskSession:
         if self._client is None:
             self._client = ModelClient(self.client_settings)
         return await run_agent(
-            prompt,
+            without_lone_surrogates(prompt),
             engine=self.engine,
             conversation=conversation,
             client=self._client,
