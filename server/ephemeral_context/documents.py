@@ -145,6 +145,7 @@ class UnmirroredReason(StrEnum):
     NOT_A_FILE = "not-a-file"
     UNREADABLE = "unreadable"
     NOT_OPEN = "not-open"
+    OUT_OF_SYNC = "out-of-sync"
 
 
 @dataclass(frozen=True, slots=True)
@@ -717,6 +718,19 @@ class DocumentMirror:
             )
             self._emit(change)
             return change
+
+    def desync(self, uri: str, problem: str) -> None:
+        """An edit of an open document was lost (it could not even be read): its text here
+        is no longer the editor's, and applying later edits on top would drift. It stays
+        unmirrored, so nothing stale is shown, until the editor opens it again."""
+        key = normalize_uri(uri)
+        with self._lock:
+            current = self._open.get(key)
+            if isinstance(current, Document):
+                self._open[key] = Unmirrored(
+                    key, UnmirroredReason.OUT_OF_SYNC, f"an edit was lost: {problem}"
+                )
+                self._emit_removed(key, current, "edit")
 
     def close(self, uri: str) -> None:
         """didClose: the editor lets go; a file: URI is read from disk again on next use."""

@@ -179,3 +179,81 @@ def test_garbage_headers_are_skipped(server: RawServer) -> None:
     server.process.stdin.write(b"Hello there\r\nContent-Length: x\r\n\r\n")
     server.process.stdin.flush()
     still_serving(server)
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        ("ephemeralContext/pin", {"uri": 123}, "uri"),
+        ("ephemeralContext/pin", {"uri": "file:///a", "symbol": ["x"]}, "symbol"),
+        ("ephemeralContext/ask", {"prompt": 5}, "prompt"),
+        ("ephemeralContext/ask", {"prompt": "hi", "conversationId": 7}, "conversationId"),
+        ("ephemeralContext/hydrate", {"id": "abc", "offset": "5"}, "offset"),
+        ("ephemeralContext/hydrate", {"id": "abc", "limit": True}, "limit"),
+        ("ephemeralContext/replay", {"path": None}, "path"),
+        ("workspace/executeCommand", {"command": "ectx.pin", "arguments": [{"uri": 1}]}, "uri"),
+    ],
+)
+def test_wrong_types_are_refused_naming_the_field(
+    server: RawServer, method: str, params: object, field: str
+) -> None:
+    """No coercion: `123` is not the URI "123" and a numeric prompt never reaches the model."""
+    error = error_of(server.request(method, params))
+    assert error["code"] == -32602, error
+    assert field in str(error["message"]), error
+    still_serving(server)
+
+
+def test_a_numeric_method_and_an_object_id_get_invalid_request(server: RawServer) -> None:
+    server.send({"jsonrpc": "2.0", "id": 61, "method": 5, "params": {}})
+    error = error_of(server.response(61))
+    assert error["code"] == -32600 and "method" in str(error["message"])
+    server.send({"jsonrpc": "2.0", "id": {"a": 1}, "method": "ephemeralContext/status"})
+    error = error_of(server.response(None))  # an id that is not one is answered with null
+    assert error["code"] == -32600 and "id" in str(error["message"])
+    server.send({"jsonrpc": "2.0", "id": [1], "method": 5})
+    assert error_of(server.response(None))["code"] == -32600
+    still_serving(server)
+
+
+def test_a_change_with_negative_positions_takes_the_document_out_of_sync(
+    server: RawServer, workspace: Path
+) -> None:
+    """The edit cannot be applied, and skipping it would leave the mirror wrong for every
+    later edit; so the document is marked out of sync (the user is told) until the editor
+    opens it again."""
+    path = workspace / "src" / "app.py"
+    uri = path.as_uri()
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": "abc\n"}},
+    )
+    bad = {"start": {"line": -1, "character": 0}, "end": {"line": 0, "character": -2}}
+    server.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": 2},
+            "contentChanges": [{"range": bad, "text": "x"}],
+        },
+    )
+    shown = server.next_notification("window/showMessage")
+    message = shown["params"]["message"]
+    assert "app.py" in message and "reopen" in message and "range.start" in message
+    later = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+    server.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": 3},
+            "contentChanges": [{"range": later, "text": "y"}],
+        },
+    )
+    error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
+    assert error["data"] == {"reason": "out-of-sync"}
+    server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 4, "text": "fresh\n"}},
+    )
+    item = server.request("ephemeralContext/pin", {"uri": uri})["result"]["item"]
+    text = server.request("ephemeralContext/hydrate", {"id": item["id"]})["result"]["text"]
+    assert text == "fresh\n"

@@ -4,21 +4,32 @@ Every shape here is documented, with JSON examples, in docs/protocol.md; the VS 
 extension is written against that page, so change both together. The lsprotocol converter
 pygls uses maps these snake_case attrs fields to camelCase keys and omits `None` values.
 
-`EphemeralContextProtocol` also closes two gaps in pygls' JSON-RPC handling: a request whose
-params fail to structure, and a message over the size limit, get a JSON-RPC error response
-instead of silence, so a client never waits forever.
+`EphemeralContextProtocol` also closes gaps in pygls' JSON-RPC handling: a request whose
+params fail to structure, whose method is not a string or whose id is not an id, and a
+message the reader discarded, get a JSON-RPC error response instead of silence, so a client
+never waits forever. The params of our own methods are checked for their JSON types before
+they are structured (cattrs would coerce `123` into the URI "123"), and the error names the
+field.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Generator
+import types as pytypes
+import typing
+from collections.abc import Callable, Generator
 from typing import Any, Literal
 
 import attrs
+import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcParseError,
+)
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 log = logging.getLogger(__name__)
@@ -300,17 +311,130 @@ RESULT_TYPES: dict[str, type[Any]] = {
 }
 
 
+# ----- JSON types of our params, checked before cattrs (which coerces) structures them -----
+
+
+class ParamsTypeError(ValueError):
+    """A field of our params has the wrong JSON type; the message names the field."""
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _accepts(kind: Any, value: Any) -> bool:
+    """Whether a JSON value has the type a field declares (no coercion, bool is no int)."""
+    origin = typing.get_origin(kind)
+    if kind is Any:
+        return True
+    if kind is None or kind is type(None):
+        return value is None
+    if origin in (typing.Union, pytypes.UnionType):
+        return any(_accepts(arg, value) for arg in typing.get_args(kind))
+    if origin is Literal:
+        return value in typing.get_args(kind)
+    if origin is list:
+        (item,) = typing.get_args(kind)
+        return isinstance(value, list) and all(_accepts(item, v) for v in value)
+    if origin is dict or kind is dict:
+        return isinstance(value, dict)
+    if attrs.has(kind):
+        return isinstance(value, dict) and params_problem(kind, value) is None
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def _type_name(kind: Any) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+    args = [a for a in typing.get_args(kind) if a is not type(None)] or [kind]
+    return " or ".join(names.get(a, getattr(a, "__name__", str(a))) for a in args)
+
+
+def params_problem(cls: type[Any], data: Any) -> str | None:
+    """What is wrong with the JSON types of `data` as params of the attrs class `cls`."""
+    if data is None and not any(f.default is attrs.NOTHING for f in attrs.fields(cls)):
+        return None
+    if not isinstance(data, dict):
+        return f"params must be an object, got {_json_kind(data)}"
+    hints = typing.get_type_hints(cls)
+    for field in attrs.fields(cls):
+        key = _camel(field.name)
+        if key not in data:
+            if field.default is attrs.NOTHING:
+                return f"{key} is required"
+        elif not _accepts(hints[field.name], data[key]):
+            kind = hints[field.name]
+            return f"{key} must be {_type_name(kind)}, got {_json_kind(data[key])}"
+    return None
+
+
+def check_params_types(converter: cattrs.Converter, classes: typing.Iterable[type[Any]]) -> None:
+    """Structure `classes` only from JSON of their declared types (requests and commands
+    alike): anything else raises ParamsTypeError naming the field."""
+    for cls in classes:
+        structure = converter.get_structure_hook(cls)
+
+        def checked(data: Any, kind: Any, cls: type[Any] = cls, structure: Any = structure) -> Any:
+            if (problem := params_problem(cls, data)) is not None:
+                raise ParamsTypeError(problem)
+            return structure(data, kind)
+
+        converter.register_structure_hook(cls, checked)
+
+
+def _params_error(exc: BaseException) -> str | None:
+    """The ParamsTypeError inside a cattrs validation error, if one caused it."""
+    if isinstance(exc, ParamsTypeError):
+        return str(exc)
+    for inner in getattr(exc, "exceptions", ()):
+        if (found := _params_error(inner)) is not None:
+            return found
+    return _params_error(exc.__cause__) if exc.__cause__ is not None else None
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, int | str) and not isinstance(value, bool)
+
+
 @attrs.define
 class RejectedRequest:
-    """A request that cannot be handled at all; it is answered with `error`."""
+    """A message that cannot be handled at all: a request is answered with `error`, a
+    notification (`is_request` false) is logged, and a rejected didChange reported."""
 
     id: MsgId | None
     error: JsonRpcException
+    method: str | None = None
+    params: Any = None
+    is_request: bool = True
     jsonrpc: str = "2.0"
 
 
 class EphemeralContextProtocol(LanguageServerProtocol):
     """LanguageServerProtocol that knows the custom messages and answers every broken request."""
+
+    rejected_change: Callable[[str, str], None] | None = None
+    """Told (uri, problem) of a didChange that could not be structured: the edit is lost,
+    so the mirror must stop trusting that document."""
+
+    def __init__(self, server: Any, converter: cattrs.Converter) -> None:
+        super().__init__(server, converter)
+        check_params_types(converter, {p for p, _ in REQUESTS.values() if attrs.has(p)})
 
     # Text sync: documents.DocumentMirror is the one copy of every open document. pygls'
     # built-in handlers would keep a second copy in its Workspace and re-split it on every
@@ -345,15 +469,35 @@ class EphemeralContextProtocol(LanguageServerProtocol):
         return RESULT_TYPES.get(method) or super().get_result_type(method)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
-        if data.get("method") == OVERSIZED_METHOD:
+        if "jsonrpc" not in data:
+            return data  # a nested object, or not JSON-RPC at all (handle_message answers)
+        method = data.get("method")
+        if method == OVERSIZED_METHOD:
             return _oversized(data)
+        if "id" in data and not _is_id(data["id"]) and (method is not None or "error" not in data):
+            error = JsonRpcInvalidRequest("id must be a number or a string")
+            return RejectedRequest(id=None, error=error, is_request="method" in data)
+        if "method" in data and not isinstance(method, str):
+            error = JsonRpcInvalidRequest(f"method must be a string, got {_json_kind(method)}")
+            return RejectedRequest(id=data.get("id"), error=error, is_request="id" in data)
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
             # pygls raises here and nobody answers; for a request, answer with the error.
-            if "id" in data and "method" in data and "jsonrpc" in data:
-                return RejectedRequest(id=data["id"], error=exc)
-            raise
+            if (problem := _params_error(exc)) is not None:
+                exc = JsonRpcInvalidParams(f"{JsonRpcInvalidParams.MESSAGE}: {problem}")
+            elif isinstance(exc.__cause__, cattrs.ClassValidationError):
+                where = "; ".join(cattrs.transform_error(exc.__cause__, path="$"))
+                exc = JsonRpcInvalidParams(f"{JsonRpcInvalidParams.MESSAGE}: {where}")
+            if method is None:
+                raise
+            return RejectedRequest(
+                id=data.get("id"),
+                error=exc,
+                method=method,
+                params=data.get("params"),
+                is_request="id" in data,
+            )
 
     def handle_message(self, message: Any) -> None:
         if getattr(message, "jsonrpc", None) != "2.0":
@@ -361,19 +505,25 @@ class EphemeralContextProtocol(LanguageServerProtocol):
             msg_id = (
                 message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
             )
-            if isinstance(msg_id, int | str) or msg_id is None:
-                error = JsonRpcInvalidRequest(
-                    "not a JSON-RPC 2.0 request, response or notification"
-                )
-                self._send_response(msg_id, error=error.to_response_error())  # type: ignore[arg-type]
+            error = JsonRpcInvalidRequest("not a JSON-RPC 2.0 request, response or notification")
+            self._send_response(
+                msg_id if _is_id(msg_id) else None,  # type: ignore[arg-type]
+                error=error.to_response_error(),
+            )
             return
         if isinstance(message, RejectedRequest):
-            if message.id is None:
-                self._server.window_log_message(
-                    types.LogMessageParams(types.MessageType.Warning, message.error.message)
-                )
+            if message.is_request:
+                self._send_response(message.id, error=message.error.to_response_error())  # type: ignore[arg-type]
                 return
-            self._send_response(message.id, error=message.error.to_response_error())
+            problem = f"{message.method or 'notification'} ignored: {message.error.message}"
+            log.warning(problem)
+            self._server.window_log_message(
+                types.LogMessageParams(types.MessageType.Warning, problem)
+            )
+            if message.method == types.TEXT_DOCUMENT_DID_CHANGE and self.rejected_change:
+                document = (message.params or {}).get("textDocument") or {}
+                if isinstance(uri := document.get("uri"), str):
+                    self.rejected_change(uri, message.error.message)
             return
         super().handle_message(message)
 
@@ -391,7 +541,9 @@ def _oversized(data: dict[str, Any]) -> RejectedRequest:
     method = params.get("requestMethod") or "unknown method"
     message = f"message of {size} bytes ({method}) exceeds the limit of {limit} bytes; discarded"
     log.warning(message)
-    return RejectedRequest(id=data.get("id"), error=JsonRpcInvalidRequest(message))
+    return RejectedRequest(
+        id=data.get("id"), error=JsonRpcInvalidRequest(message), is_request="id" in data
+    )
 
 
 def oversized_stand_in(msg_id: MsgId | None, method: str | None, size: int, limit: int) -> bytes:

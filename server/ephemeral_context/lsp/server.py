@@ -141,6 +141,9 @@ class EphemeralContextServer(LanguageServer):
         self.pin_token_cache: dict[str, tuple[str, int]] = {}
         """(hash, tokens) of each changed pinned file's text as last counted."""
         self.attach_mirror(DocumentMirror())
+        protocol = self.protocol
+        assert isinstance(protocol, EphemeralContextProtocol)
+        protocol.rejected_change = self.lost_edit
 
     # ----- state --------------------------------------------------------------------------
 
@@ -157,6 +160,18 @@ class EphemeralContextServer(LanguageServer):
             return
         if self.engine is not None:
             self.engine.note_document_change(change)
+
+    def lost_edit(self, uri: str, problem: str) -> None:
+        """A didChange that could not be read: the mirror stops trusting the document, and
+        the user hears how to resynchronise."""
+        self.mirror.desync(uri, problem)
+        text = (
+            f"Ephemeral Context: an edit to {uri} could not be applied ({problem}); "
+            "close and reopen the file so the server sees its text again"
+        )
+        log.warning(text)
+        self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, text))
+        self.usage_throttle.poke()
 
     def apply_options(self, raw: object, origin: str) -> None:
         """Take new settings; invalid ones fall back to the defaults and tell the user why."""
