@@ -114,3 +114,41 @@ async def test_typing_into_a_pin_stores_nothing_until_an_ask(
     await raw_editor.request("ephemeralContext/ask", {"prompt": "Look", "conversationId": "a"})
     assert stored_versions(uri) == [1, 4]
     assert "# typed line 2" in json.dumps(api.message_requests[-1].body)
+
+
+@pytest.mark.parametrize("asked_first", [False, True], ids=["pinned-only", "seen-by-an-ask"])
+async def test_a_file_deleted_on_disk_leaves_items_and_totals(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path, asked_first: bool
+) -> None:
+    """A pinned file (not open in the editor) is deleted; the watched-file event takes it
+    out of items and its tokens out of the totals, whether or not a model has seen it."""
+    await raw_editor.initialize(
+        "visual_studio_code", workspace, {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
+    )
+    path = workspace / "src" / "app.py"
+    pinned = await raw_editor.request("ephemeralContext/pin", {"uri": path.as_uri()})
+    if asked_first:
+        api.add_turns("Seen.")
+        await raw_editor.request("ephemeralContext/ask", {"prompt": "look", "conversationId": "d"})
+    before = await raw_editor.request("ephemeralContext/status")
+    assert before.breakdown.full == pinned.item.tokens > 0
+    path.unlink()
+    raw_editor.client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            [types.FileEvent(uri=path.as_uri(), type=types.FileChangeType.Deleted)]
+        )
+    )
+    assert (await raw_editor.request("ephemeralContext/items")).items == []
+    status = await raw_editor.request("ephemeralContext/status")
+    assert status.items == 0 and status.breakdown.full == 0
+    if not asked_first:
+        assert status.contextTokens == before.contextTokens - pinned.item.tokens == 0
+    api.add_turns("Gone.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "and now?", "conversationId": "d"})
+    sent = json.dumps(api.message_requests[-1].body)
+    if asked_first:  # what the model was shown stays in its thread; a note says it is gone
+        assert "app.py was deleted" in sent
+    else:
+        assert "return os.getcwd()" not in sent
+    kept = await raw_editor.request("ephemeralContext/hydrate", {"id": pinned.item.id})
+    assert "def run(self)" in kept.text  # what was shown stays retrievable by id

@@ -219,5 +219,5 @@ def note_document_change(state: EngineState, change: Any) -> None:
         c.note_hashes[uri] = new_hash
         if deleted:
             c.files.pop(uri)
-    if deleted and seen:
+    if deleted:  # seen or only pinned: a file that is gone leaves items and totals
         state.ledger.remove_key(uri)
