@@ -65,7 +65,14 @@ def _add_serve_command(sub: Subcommands) -> None:
         "--max-message-bytes",
         type=int,
         default=64 * 1024 * 1024,
-        help="larger JSON-RPC messages are discarded and answered with an error (stdio)",
+        help="larger JSON-RPC messages are discarded and answered with an error",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="a message body with no byte for this long is discarded with an error (default 30)",
     )
     serve.add_argument(
         "--gateway",
@@ -95,7 +102,11 @@ def _serve(args: argparse.Namespace) -> int:
     from ephemeral_context.lsp.server import SERVER, serve
 
     result: int = serve(
-        SERVER, tcp=args.tcp, max_message_bytes=args.max_message_bytes, gateway_port=args.gateway
+        SERVER,
+        tcp=args.tcp,
+        max_message_bytes=args.max_message_bytes,
+        body_timeout=args.body_timeout,
+        gateway_port=args.gateway,
     )
     return result
 

@@ -22,17 +22,19 @@ TIMEOUT_S = 60.0
 
 
 class RawServer:
-    """One server subprocess and a thread that parses whatever it writes to stdout."""
+    """A connection to a server (a subprocess's stdin/stdout, or a TCP socket's file) and a
+    thread that parses whatever the server writes."""
 
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
-        self.process = process
+    def __init__(self, outbox: BinaryIO, inbox: BinaryIO) -> None:
+        self.outbox = outbox
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.notifications: list[dict[str, Any]] = []
         self.arrivals: list[tuple[float, str | None]] = []
         """(time.perf_counter(), method) of every message read, for timing figures."""
+        self.closed = threading.Event()
+        """Set when the server closed its end."""
         self._ids = itertools.count(1)
-        assert process.stdout is not None
-        threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
+        threading.Thread(target=self._read, args=(inbox,), daemon=True).start()
 
     @classmethod
     @contextmanager
@@ -42,8 +44,11 @@ class RawServer:
         process = subprocess.Popen(
             [*command, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
         )
+        assert process.stdin is not None and process.stdout is not None
         try:
-            yield cls(process)
+            server = cls(process.stdin, process.stdout)
+            server.process = process
+            yield server
         finally:
             if process.poll() is None:
                 process.kill()
@@ -52,7 +57,18 @@ class RawServer:
                 if stream is not None:
                     stream.close()
 
+    process: subprocess.Popen[bytes]
+    """The server subprocess (connections made by `start`)."""
+
     def _read(self, stdout: BinaryIO) -> None:
+        try:
+            self._read_messages(stdout)
+        except (OSError, ValueError):
+            pass  # the connection was closed under the reader
+        finally:
+            self.closed.set()
+
+    def _read_messages(self, stdout: BinaryIO) -> None:
         while True:
             length = 0
             while True:
@@ -68,10 +84,13 @@ class RawServer:
             self.arrivals.append((time.perf_counter(), method))
             self.messages.put(message)
 
+    def write(self, data: bytes) -> None:
+        """Raw bytes, framed or not."""
+        self.outbox.write(data)
+        self.outbox.flush()
+
     def send_body(self, body: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.process.stdin.flush()
+        self.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
 
     def send(self, message: dict[str, Any]) -> None:
         self.send_body(json.dumps(message).encode())

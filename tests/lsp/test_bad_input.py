@@ -175,10 +175,39 @@ def test_requests_before_initialize() -> None:
 
 
 def test_garbage_headers_are_skipped(server: RawServer) -> None:
-    assert server.process.stdin is not None
-    server.process.stdin.write(b"Hello there\r\nContent-Length: x\r\n\r\n")
-    server.process.stdin.flush()
+    server.write(b"Hello there\r\nContent-Length: x\r\n\r\n")
     still_serving(server)
+
+
+STATUS = b'{"jsonrpc": "2.0", "id": 90, "method": "ephemeralContext/status"}'
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        b"Content-Type: application/json\r\n\r\n" + STATUS,  # a header block without a length
+        b"\x00\xff not a message at all\r\n\r\n",
+    ],
+    ids=["no-content-length", "garbage"],
+)
+def test_the_server_resynchronises_on_the_next_header(server: RawServer, junk: bytes) -> None:
+    server.write(junk)
+    still_serving(server)
+
+
+def test_the_header_name_may_be_in_any_case(server: RawServer) -> None:
+    server.write(b"content-length: %d\r\n\r\n" % len(STATUS) + STATUS)
+    assert server.response(90)["result"]["budget"] > 0
+
+
+def test_a_stalled_body_is_answered_and_discarded(workspace: Path) -> None:
+    with RawServer.start("--body-timeout", "0.5") as server:
+        server.initialize(workspace.as_uri())
+        server.write(b'Content-Length: 80\r\n\r\n{"jsonrpc": "2.0", "id": 33, "method": "eph')
+        error = error_of(server.response(33))
+        assert error["code"] == -32600 and "stalled" in str(error["message"])
+        server.write(b'emeralContext/status"}')  # the late rest is skipped, not taken as a header
+        still_serving(server)
 
 
 @pytest.mark.parametrize(

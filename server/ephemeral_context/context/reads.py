@@ -207,12 +207,10 @@ def note_document_change(state: EngineState, change: Any) -> None:
         if deleted
         else f"changed outside this conversation (v{old_version} -> v{new_version}{where})"
     )
-    seen = False
     for c in state.conversations.values():
         view = c.files.get(uri)
         if view is None:
             continue
-        seen = True
         if not deleted and view.whole and text_hash(view.text) == new_hash:
             continue  # the version the model already sees (the echo of its own edit)
         c.pending_notes[uri] = f"Note: {label_of(uri)} {what}; read it again if you need it."

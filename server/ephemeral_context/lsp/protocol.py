@@ -29,6 +29,7 @@ from pygls.exceptions import (
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcParseError,
+    JsonRpcServerNotInitialized,
 )
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
@@ -45,8 +46,8 @@ REPLAY = "ephemeralContext/replay"
 USAGE = "ephemeralContext/usage"
 ASK_PROGRESS = "ephemeralContext/askProgress"
 
-# Marks the stand-in body the size-limited reader hands over instead of an oversized message.
-OVERSIZED_METHOD = "$/ephemeralContext/oversizedMessage"
+# Marks the stand-in body the framed reader hands over instead of a message it discarded.
+DISCARDED_METHOD = "$/ephemeralContext/discardedMessage"
 
 MsgId = int | str
 _ID_TYPE: Any = MsgId
@@ -428,6 +429,7 @@ class RejectedRequest:
 class EphemeralContextProtocol(LanguageServerProtocol):
     """LanguageServerProtocol that knows the custom messages and answers every broken request."""
 
+    initialize_received = False
     rejected_change: Callable[[str, str], None] | None = None
     """Told (uri, problem) of a didChange that could not be structured: the edit is lost,
     so the mirror must stop trusting that document."""
@@ -472,8 +474,8 @@ class EphemeralContextProtocol(LanguageServerProtocol):
         if "jsonrpc" not in data:
             return data  # a nested object, or not JSON-RPC at all (handle_message answers)
         method = data.get("method")
-        if method == OVERSIZED_METHOD:
-            return _oversized(data)
+        if method == DISCARDED_METHOD:
+            return _discarded(data)
         if "id" in data and not _is_id(data["id"]) and (method is not None or "error" not in data):
             error = JsonRpcInvalidRequest("id must be a number or a string")
             return RejectedRequest(id=None, error=error, is_request="method" in data)
@@ -525,7 +527,31 @@ class EphemeralContextProtocol(LanguageServerProtocol):
                 if isinstance(uri := document.get("uri"), str):
                     self.rejected_change(uri, message.error.message)
             return
+        if self._out_of_order(message):
+            return
         super().handle_message(message)
+
+    def _out_of_order(self, message: Any) -> bool:
+        """LSP's order, enforced: `initialize` first and once; before it a request gets
+        ServerNotInitialized and a notification other than `exit` is dropped. Over TCP this
+        is what keeps a process that connects from reading anything without a session."""
+        method = getattr(message, "method", None)
+        is_request = getattr(message, "id", None) is not None and method is not None
+        if method == types.INITIALIZE and is_request:
+            if self.initialize_received:
+                error = JsonRpcInvalidRequest("initialize was already received")
+                self._send_response(message.id, error=error.to_response_error())
+                return True
+            self.initialize_received = True
+            return False
+        if self.initialize_received or method is None or method == types.EXIT:
+            return False
+        if is_request:
+            early = JsonRpcServerNotInitialized(f"{method}: send initialize first")
+            self._send_response(message.id, error=early.to_response_error())
+        else:
+            log.warning("%s before initialize: dropped", method)
+        return True
 
     def report_parse_error(self, error: ValueError) -> None:
         """Answer a body that is not JSON with ParseError and id null, as JSON-RPC requires."""
@@ -535,23 +561,22 @@ class EphemeralContextProtocol(LanguageServerProtocol):
         )
 
 
-def _oversized(data: dict[str, Any]) -> RejectedRequest:
+def _discarded(data: dict[str, Any]) -> RejectedRequest:
     params = data.get("params") or {}
-    size, limit = params.get("size"), params.get("limit")
     method = params.get("requestMethod") or "unknown method"
-    message = f"message of {size} bytes ({method}) exceeds the limit of {limit} bytes; discarded"
+    message = f"{params.get('reason')} ({method}); discarded"
     log.warning(message)
     return RejectedRequest(
         id=data.get("id"), error=JsonRpcInvalidRequest(message), is_request="id" in data
     )
 
 
-def oversized_stand_in(msg_id: MsgId | None, method: str | None, size: int, limit: int) -> bytes:
-    """The body the size-limited reader passes on in place of a message it discarded."""
+def discarded_stand_in(msg_id: MsgId | None, method: str | None, reason: str) -> bytes:
+    """The body the framed reader passes on in place of a message it discarded."""
     body: dict[str, Any] = {
         "jsonrpc": "2.0",
-        "method": OVERSIZED_METHOD,
-        "params": {"size": size, "limit": limit, "requestMethod": method},
+        "method": DISCARDED_METHOD,
+        "params": {"reason": reason, "requestMethod": method},
     }
     if msg_id is not None:
         body["id"] = msg_id

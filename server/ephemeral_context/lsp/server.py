@@ -75,7 +75,14 @@ from ephemeral_context.lsp.protocol import (
     StatusResult,
 )
 from ephemeral_context.lsp.throttle import Throttle
-from ephemeral_context.lsp.transport import DEFAULT_MAX_MESSAGE_BYTES, SizeLimitedReader
+from ephemeral_context.lsp.transport import (
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    FramedReader,
+    serve_stdio,
+    serve_tcp,
+    stdin_receiver,
+)
 from ephemeral_context.model.edits import DiskEditApplier
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
 from ephemeral_context.model.tools import SkillFolder, ToolEnv
@@ -838,13 +845,14 @@ def serve(
     server: EphemeralContextServer,
     tcp: tuple[str, int] | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT_S,
     gateway_port: int | None = None,
 ) -> int:
     """Run until `exit`; the exit code says whether the client sent `shutdown` first."""
     server.gateway_port = gateway_port
     if tcp is not None:
-        server.start_tcp(*tcp)
+        serve_tcp(server, *tcp, max_message_bytes, body_timeout)
     else:
-        reader = SizeLimitedReader(sys.stdin.buffer, max_message_bytes)
-        server.start_io(stdin=reader)  # type: ignore[arg-type]  # readline/read is all it uses
+        receive = stdin_receiver(sys.stdin.buffer.fileno(), server.thread_pool)
+        serve_stdio(server, FramedReader(receive, max_message_bytes, body_timeout))
     return 0 if server.protocol._shutdown else 1

@@ -1,49 +1,247 @@
-"""The stdio byte stream with a size limit, so one huge message cannot exhaust the server.
+"""Message framing for stdio and TCP: pygls only ever reads well-formed frames, so no client
+can wedge, flood or stall the server.
 
-pygls reads `Content-Length` bytes into memory before looking at them. This wrapper hands
-pygls the bytes of every message up to the limit unchanged; a larger body is read and thrown
-away in chunks, and pygls receives a small stand-in message instead, which the protocol
-answers with a JSON-RPC InvalidRequest error carrying the original id when it can be found
-in the first bytes (clients write `id` before `params`).
+pygls' own loop (`pygls.io_.run_async`) matches `Content-Length: N` exactly and reads N bytes
+into memory before looking at them: a header in another case, a header block without one, or
+a body that never comes leaves it waiting forever, and over TCP nothing limits N. Here
+`Framer` parses the raw bytes itself and `FramedReader` hands pygls one canonical frame per
+message:
+- headers are matched in any case; bytes that are not a header block with a Content-Length
+  (a malformed block, the tail of a discarded body) are skipped, and logged, up to the next
+  `Content-Length:`;
+- a body over the limit is read and thrown away in chunks, and a body that stalls (no byte
+  for `body_timeout` seconds once its header has arrived) is thrown away too; pygls then gets
+  a small stand-in message instead, which the protocol answers with InvalidRequest carrying
+  the original id when it appears in the first bytes (clients write `id` before `params`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
+import os
 import re
-from typing import BinaryIO
+import select
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
 
-from ephemeral_context.lsp.protocol import MsgId, oversized_stand_in
+from pygls.io_ import StdoutWriter, run_async
+from pygls.lsp.server import LanguageServer
+
+from ephemeral_context.lsp.protocol import MsgId, discarded_stand_in
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+DEFAULT_BODY_TIMEOUT_S = 30.0
 _HEAD_BYTES = 64 * 1024
-_CHUNK_BYTES = 1024 * 1024
+_READ_BYTES = 64 * 1024
+_MAX_HEADER_BYTES = 8 * 1024
+_NAME = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+_VALUE = re.compile(rb"[ \t]*(\d{1,18})[ \t]*\r?\n")
+_END = re.compile(rb"\r?\n\r?\n")
+_HEADER_LINE = re.compile(rb"[A-Za-z][A-Za-z0-9-]*[ \t]*:[^\r\n]*\r?\n")
 _ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _METHOD = re.compile(rb'"method"\s*:\s*"([^"\\]{1,200})"')
 
+Receive = Callable[[float | None], Awaitable[bytes | None]]
+"""Reads the next bytes: b"" at the end of the stream, None when `timeout` seconds passed."""
 
-class SizeLimitedReader:
-    """A blocking reader with the `readline`/`read` pair pygls' stdin reader calls."""
 
-    def __init__(self, raw: BinaryIO, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES):
-        self._raw = raw
+class Framer:
+    """Bytes in, message bodies out (sans I/O): the header parser, size guard and resync."""
+
+    def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self.max_message_bytes = max_message_bytes
+        self._buffer = bytearray()
+        self._length: int | None = None
+        """The declared length of the body being read; None between messages."""
+        self._head = bytearray()
+        self._skipped = 0
+        """Bytes of an oversized body thrown away so far."""
 
-    def readline(self) -> bytes:
-        return self._raw.readline()
+    @property
+    def in_body(self) -> bool:
+        """A header arrived and its body is still being read (the stall timeout applies)."""
+        return self._length is not None
 
-    def read(self, n: int) -> bytes:
-        if n <= self.max_message_bytes:
-            return self._raw.read(n)
-        head = self._raw.read(min(n, _HEAD_BYTES))
-        remaining = n - len(head)
-        while remaining > 0:
-            chunk = self._raw.read(min(remaining, _CHUNK_BYTES))
-            if not chunk:
-                return b""  # the client went away mid-message; pygls stops on an empty body
-            remaining -= len(chunk)
-        msg_id, method = peek_id_and_method(head)
-        return oversized_stand_in(msg_id, method, n, self.max_message_bytes)
+    def feed(self, data: bytes) -> None:
+        if self._length is not None and self._length > self.max_message_bytes:
+            self._discard_some(data)
+        else:
+            self._buffer += data
+
+    def next_message(self) -> bytes | None:
+        """The next complete body (or a stand-in for one discarded), if the bytes fed hold it."""
+        while True:
+            if self._length is None and not self._read_header():
+                return None
+            assert self._length is not None
+            if self._length > self.max_message_bytes:
+                if self._buffer:
+                    data = bytes(self._buffer)
+                    self._buffer.clear()
+                    self._discard_some(data)
+                if self._skipped < self._length:
+                    return None
+                return self._stand_in(
+                    f"exceeds the limit of {self.max_message_bytes} bytes", self._length
+                )
+            if len(self._buffer) < self._length:
+                return None
+            body = bytes(self._buffer[: self._length])
+            del self._buffer[: self._length]
+            self._length = None
+            return body
+
+    def stalled(self, seconds: float) -> bytes:
+        """Give up on the body being read: what arrived is thrown away (a late rest is
+        skipped as garbage up to the next header) and a stand-in says why."""
+        assert self._length is not None
+        if self._length <= self.max_message_bytes:
+            self._head = self._buffer[:_HEAD_BYTES]
+            self._skipped = len(self._buffer)
+            self._buffer.clear()
+        length, arrived = self._length, self._skipped
+        if length > self.max_message_bytes:
+            why = f"exceeds the limit of {self.max_message_bytes} bytes"
+        else:
+            why = f"stalled: {arrived} of {length} bytes arrived, then nothing for {seconds:g} s"
+        return self._stand_in(why, length)
+
+    def _read_header(self) -> bool:
+        """Consume one header block with a valid Content-Length; False if more bytes are needed."""
+        while True:
+            name = _NAME.search(self._buffer)
+            if name is None:
+                keep = len(b"content-length:") - 1
+                self._skip(max(0, len(self._buffer) - keep))
+                return False
+            self._skip(name.start())
+            name_end = name.end() - name.start()
+            end = _END.search(self._buffer, name_end)
+            if end is None:
+                if len(self._buffer) <= _MAX_HEADER_BYTES:
+                    return False
+                self._skip(name_end)  # a header block that never ends is not one
+                continue
+            value = _VALUE.match(self._buffer, name_end)
+            if value is None or int(value.group(1)) == 0:
+                header = bytes(self._buffer[: min(end.start(), 200)])
+                log.warning("malformed header %r: skipped", header)
+                del self._buffer[:name_end]
+                continue
+            self._length = int(value.group(1))
+            del self._buffer[: end.end()]
+            self._head.clear()
+            self._skipped = 0
+            return True
+
+    def _skip(self, count: int) -> None:
+        """Drop bytes before a header; only what is not a header line is worth a warning."""
+        if count <= 0:
+            return
+        dropped = bytes(self._buffer[:count])
+        del self._buffer[:count]
+        garbage = _HEADER_LINE.sub(b"", dropped).strip()
+        if garbage:
+            log.warning(
+                "skipped %d bytes that are not a message (%r...)", len(garbage), garbage[:80]
+            )
+
+    def _discard_some(self, data: bytes) -> None:
+        """Part of an oversized body: keep its first bytes (for the id), count the rest."""
+        assert self._length is not None
+        take = min(len(data), self._length - self._skipped)
+        if len(self._head) < _HEAD_BYTES:
+            self._head += data[: min(take, _HEAD_BYTES - len(self._head))]
+        self._skipped += take
+        if take < len(data):
+            self._buffer += data[take:]  # the next message already began
+
+    def _stand_in(self, why: str, length: int) -> bytes:
+        msg_id, method = peek_id_and_method(bytes(self._head))
+        self._length = None
+        self._head.clear()
+        self._skipped = 0
+        return discarded_stand_in(msg_id, method, f"message of {length} bytes {why}")
+
+
+class FramedReader:
+    """The reader pygls' loop calls (`readline`, then `readexactly`): one canonical
+    `Content-Length` frame per message the `Framer` finds in what `receive` returns."""
+
+    def __init__(
+        self,
+        receive: Receive,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT_S,
+    ) -> None:
+        self._receive = receive
+        self._framer = Framer(max_message_bytes)
+        self.body_timeout = body_timeout
+        self._body: bytes | None = None
+
+    async def readline(self) -> bytes:
+        if self._body is not None:
+            return b"\r\n"  # the blank line after the header
+        body = await self._next_body()
+        if body is None:
+            return b""
+        self._body = body
+        return b"Content-Length: %d\r\n" % len(body)
+
+    async def readexactly(self, n: int) -> bytes:
+        body, self._body = self._body or b"", None
+        return body
+
+    async def _next_body(self) -> bytes | None:
+        while (body := self._framer.next_message()) is None:
+            timeout = self.body_timeout if self._framer.in_body else None
+            data = await self._receive(timeout)
+            if data is None:
+                body = self._framer.stalled(self.body_timeout)
+                log.warning("discarded a message whose body stalled")
+                return body
+            if not data:
+                return None
+            self._framer.feed(data)
+        return body
+
+
+def stdin_receiver(fd: int, executor: Executor) -> Receive:
+    """Reads of a file descriptor in a worker thread; the timeout needs `select`, which
+    works on pipes only on POSIX (elsewhere a stalled body waits)."""
+
+    def read(timeout: float | None) -> bytes | None:
+        if timeout is not None and os.name == "posix":
+            ready, _, _ = select.select([fd], [], [], timeout)
+            if not ready:
+                return None
+        return os.read(fd, _READ_BYTES)
+
+    async def receive(timeout: float | None) -> bytes | None:
+        return await asyncio.get_running_loop().run_in_executor(executor, read, timeout)
+
+    return receive
+
+
+def stream_receiver(reader: asyncio.StreamReader) -> Receive:
+    """Reads of an asyncio stream (a TCP connection); a reset ends it like a close."""
+
+    async def receive(timeout: float | None) -> bytes | None:
+        try:
+            return await asyncio.wait_for(reader.read(_READ_BYTES), timeout)
+        except TimeoutError:
+            return None
+        except ConnectionError:
+            return b""
+
+    return receive
 
 
 def peek_id_and_method(head: bytes) -> tuple[MsgId | None, str | None]:
@@ -56,3 +254,82 @@ def peek_id_and_method(head: bytes) -> tuple[MsgId | None, str | None]:
     method_match = _METHOD.search(head)
     method = method_match.group(1).decode("utf-8", "replace") if method_match else None
     return msg_id, method
+
+
+def serve_stdio(server: LanguageServer, reader: FramedReader) -> None:
+    """pygls' start_io with our reader: run until `exit` or the end of stdin."""
+    server._stop_event = threading.Event()
+    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    try:
+        asyncio.run(_run(server, reader))
+    except BrokenPipeError:
+        log.error("the client went away; shutting down")
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]
+
+
+def serve_tcp(
+    server: LanguageServer,
+    host: str,
+    port: int,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT_S,
+) -> None:
+    """One client at a time: the first connection is the session (it ends when that client
+    goes), a second one while it lasts is told so and closed, and never takes over the replies."""
+    server._stop_event = threading.Event()
+    serving: list[asyncio.StreamWriter] = []
+
+    async def connection(stream: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        if serving:
+            log.warning("refused a connection from %s: a client is already connected", peer)
+            writer.write(_frame(_ONE_CLIENT))
+            await writer.drain()
+            writer.close()
+            return
+        serving.append(writer)
+        log.info("client connected from %s", peer)
+        server.protocol.set_writer(writer)
+        reader = FramedReader(stream_receiver(stream), max_message_bytes, body_timeout)
+        await _run(server, reader)
+        log.info("client %s went away; shutting down", peer)
+        server.shutdown()  # type: ignore[no-untyped-call]
+
+    async def listen() -> None:
+        server._server = await asyncio.start_server(connection, host, port)
+        for sock in server._server.sockets:
+            log.info("listening on %s:%d", *sock.getsockname()[:2])
+        async with server._server:
+            await server._server.serve_forever()
+
+    with contextlib.suppress(asyncio.CancelledError):  # shutdown() closes the listener
+        asyncio.run(listen())
+
+
+async def _run(server: LanguageServer, reader: FramedReader) -> None:
+    assert server._stop_event is not None
+    await run_async(
+        stop_event=server._stop_event,
+        reader=reader,
+        protocol=server.protocol,
+        logger=log,
+        error_handler=server.report_server_error,
+    )
+
+
+_ONE_CLIENT = {
+    "jsonrpc": "2.0",
+    "id": None,
+    "error": {
+        "code": -32600,
+        "message": "ectx serve --tcp serves one client at a time, and another is connected",
+    },
+}
+
+
+def _frame(message: object) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
