@@ -241,9 +241,13 @@ class GatewayCore:
     def record(
         self, session: str, pricing: Pricing, usages: list[Any], plan: Plan | None = None
     ) -> None:
-        """Account one answered client request (every upstream call's usage)."""
+        """Account one answered client request (every upstream call's usage); the engine
+        hears the usage too (its view of the cache, its hit rate)."""
         self.savings.record(session, pricing, usages, passthrough=plan is None)
         if plan is not None:
+            for usage in usages:
+                if usage:
+                    self.engine.record_usage(plan.thread.conv, usage)
             figures = self.savings.figures(session)
             figures.hydrations += plan.hydrations
             figures.hydration_errors += plan.hydration_errors

@@ -149,6 +149,8 @@ def test_a_reference_the_model_asks_for_hydrates_inside_one_answer(
     assert "def f199(x):" in hydrated["content"]
     figures = gateway.status()["sessions"]["11111111-2222-3333-4444-555555555555"]
     assert figures["requests"] == 3 and figures["upstream_calls"] == 4
+    engine_status = gateway.core.engine.status()  # the engine heard the upstream's usage
+    assert engine_status.last_call is not None and engine_status.cache_hit_rate > 0
     assert figures["hydrations"] == 1 and figures["hydration_errors"] == 0
 
 
