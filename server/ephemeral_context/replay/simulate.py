@@ -32,10 +32,20 @@ class Prompt:
 
     system: tuple[cache_sim.Block, ...]
     messages: tuple[cache_sim.Block, ...]
+    steps_before: tuple[Prompt, ...] = ()
+    """Sampling steps the API runs before this one within the same call (a server-side
+    compaction summarises the conversation first): each is billed like a call."""
+    output_tokens: int = 0
+    """Output this step writes on top of the recorded response (a compaction's summary)."""
 
     @property
     def tokens(self) -> int:
         return sum(b.tokens for b in self.system) + sum(b.tokens for b in self.messages)
+
+    @property
+    def steps(self) -> tuple[Prompt, ...]:
+        """Every sampling step of the call, in order, this one last."""
+        return (*self.steps_before, self)
 
 
 class Layout(Protocol):
@@ -167,19 +177,23 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
             if thread.warm_tokens > 0 and prompt.system:
                 warm = Request(system=(_cached(prompt.system[0], session.cache_ttl),))
                 cache.call(warm, call.started - PREWARM_LEAD_SECONDS)
-        usage = cache.call(Request(system=prompt.system, messages=prompt.messages), call.started)
-        for block in prompt.messages:
-            if block.key not in shown:
-                shown.add(block.key)
-                shown_tokens += block.tokens
+        usage = Usage()
+        for step in prompt.steps:
+            usage = usage + cache.call(
+                Request(system=step.system, messages=step.messages), call.started
+            )
+            for block in step.messages:
+                if block.key not in shown:
+                    shown.add(block.key)
+                    shown_tokens += block.tokens
         result.calls.append(
             CallResult(
                 index=call.index,
                 started=call.started,
                 model=call.model,
-                context_tokens=prompt.tokens,
+                context_tokens=max(step.tokens for step in prompt.steps),
                 usage=usage,
-                output_tokens=call.response.tokens,
+                output_tokens=call.response.tokens + sum(s.output_tokens for s in prompt.steps),
                 price=priced(call.model, call.started),
             )
         )

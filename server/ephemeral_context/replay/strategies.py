@@ -11,6 +11,11 @@ differ in what the messages carry:
 - `clear-tool-uses`: Anthropic's clear_tool_uses_20250919 with its defaults: once a request
   exceeds 100,000 input tokens, the results of all but the 3 most recent tool uses are
   replaced by a placeholder, on the server, before the cache is consulted.
+- `clear-at-least`: the same with `clear_at_least` 50,000 tokens: results are cleared oldest
+  first in chunks, so the cache breaks once per chunk.
+- `clear-thinking`: clear_thinking_20251015 keeping the current turn's thinking blocks.
+- `compaction`: server-side compaction (compact_20260112) at its 150,000-token trigger; the
+  summary is as long as the median real Claude Code compaction summary.
 - `aider`: Aider's request shape (Aider-AI/aider e568d09, aider/coders/chat_chunks.py): system,
   history of finished turns, the current text of every file in the chat, then the current
   turn; breakpoints after the system prompt and after the chat files.
@@ -36,6 +41,14 @@ from ephemeral_context.tokens import estimate_block_tokens
 CLEAR_TRIGGER_TOKENS = 100_000
 CLEAR_KEEP_TOOL_USES = 3
 CLEARED_PLACEHOLDER = "[tool result cleared by context management]"
+CLEAR_AT_LEAST_TOKENS = 50_000
+"""The clear_at_least value of the API reference's example ({"type": "input_tokens"})."""
+COMPACTION_TRIGGER_TOKENS = 150_000
+"""compact_20260112's default trigger (input tokens)."""
+COMPACTION_SUMMARY_CHARS = 8_089
+"""The median length of the five compaction summaries in ../shared/corpus and traces
+(7,329 to 12,852 characters): what a summary of a coding session runs to."""
+COMPACTION_SUMMARY_TOKENS = estimate_block_tokens("x" * COMPACTION_SUMMARY_CHARS, "prose")
 UNCHANGED_STUB = (
     "File unchanged since last read. The content from the earlier Read tool_result in this "
     "conversation is still current \u2014 refer to that instead of re-reading."
@@ -176,23 +189,30 @@ class DedupLayout(ThreadLayout):
 
 
 class ClearToolUsesLayout(ThreadLayout):
-    """clear_tool_uses_20250919 with its defaults, applied by the server on every request."""
+    """clear_tool_uses_20250919, applied by the server on every request.
+
+    With its defaults (`clear_at_least` 0) every request over the trigger has the results of
+    all but the `keep` most recent tool uses replaced. With `clear_at_least`, results are
+    cleared oldest first in chunks of at least that many tokens, each time the request as
+    sent goes over the trigger again, and not at all when fewer are clearable: the cache
+    breaks once per chunk instead of on every call (the documented way to keep it warm).
+    """
+
+    clear_at_least = 0
 
     def __init__(self, session: Session) -> None:
         super().__init__(session)
         self._cleared: set[int] = set()
+        self._chunks: dict[str, set[str]] = {}
+        """Per thread, the tool uses whose results a chunked clearing has replaced."""
 
     def assemble(self, out: Outgoing) -> Prompt:
         head = out.prefix
         flow = [block for message in out.messages for block in message.blocks]
-        total = sum(b.tokens for b in head) + sum(b.tokens for b in flow)
-        if total <= CLEAR_TRIGGER_TOKENS:
-            return Prompt(head, with_breakpoint([cache_block(block) for block in flow], out.ttl))
-        uses = [b.tool_use_id for b in flow if b.type == "tool_use" and b.tool_use_id]
-        keep = set(uses[-CLEAR_KEEP_TOOL_USES:])
+        cleared = self._clearing(out.thread.id, head, flow)
         blocks: list[cache_sim.Block] = []
         for block in flow:
-            if block.type != "tool_result" or block.tool_use_id in keep:
+            if block.type != "tool_result" or block.tool_use_id not in cleared:
                 blocks.append(cache_block(block))
                 continue
             if block.key not in self._cleared:
@@ -200,6 +220,97 @@ class ClearToolUsesLayout(ThreadLayout):
                 self.lose(block.tokens)
             blocks.append(text_block(CLEARED_PLACEHOLDER, "cleared"))
         return Prompt(head, with_breakpoint(blocks, out.ttl))
+
+    def _clearing(
+        self, thread: str, head: Sequence[cache_sim.Block], flow: Sequence[Block]
+    ) -> set[str | None]:
+        """The tool uses whose results this request sends as the placeholder."""
+        uses = [b.tool_use_id for b in flow if b.type == "tool_use" and b.tool_use_id]
+        keep = set(uses[-CLEAR_KEEP_TOOL_USES:])
+        old = [b for b in flow if b.type == "tool_result" and b.tool_use_id not in keep]
+        total = sum(b.tokens for b in head) + sum(b.tokens for b in flow)
+        if not self.clear_at_least:
+            return {b.tool_use_id for b in old} if total > CLEAR_TRIGGER_TOKENS else set()
+        chunked = self._chunks.setdefault(thread, set())
+        placeholder = estimate_block_tokens(CLEARED_PLACEHOLDER, "prose")
+        sent = total - sum(b.tokens - placeholder for b in old if b.tool_use_id in chunked)
+        if sent > CLEAR_TRIGGER_TOKENS:
+            chunk: list[str] = []
+            freed = 0
+            for block in old:
+                if block.tool_use_id in chunked or block.tool_use_id is None:
+                    continue
+                chunk.append(block.tool_use_id)
+                freed += block.tokens - placeholder
+                if freed >= self.clear_at_least:
+                    chunked.update(chunk)
+                    break
+        return set(chunked)
+
+
+class ClearAtLeastLayout(ClearToolUsesLayout):
+    """clear_tool_uses_20250919 with clear_at_least: 50,000 input tokens."""
+
+    clear_at_least = CLEAR_AT_LEAST_TOKENS
+
+
+class ClearThinkingLayout(ThreadLayout):
+    """clear_thinking_20251015 keeping the current turn: the thinking blocks of earlier turns
+    are dropped by the server (a turn runs from a person's prompt to the next)."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self._dropped: set[int] = set()
+
+    def assemble(self, out: Outgoing) -> Prompt:
+        turn = _current_turn(out.messages)
+        blocks: list[cache_sim.Block] = []
+        for i, message in enumerate(out.messages):
+            for block in message.blocks:
+                if block.type == "thinking" and i < turn:
+                    if block.key not in self._dropped:
+                        self._dropped.add(block.key)
+                        self.lose(block.tokens)
+                    continue
+                blocks.append(cache_block(block))
+        return Prompt(out.prefix, with_breakpoint(blocks, out.ttl))
+
+
+class CompactionLayout(ThreadLayout):
+    """Server-side compaction (compact_20260112) at its default trigger.
+
+    A request whose input is over the trigger is first summarised in an extra sampling step
+    over the whole prompt; the answer then continues from the prefix and the summary, and
+    every later request of the thread starts from there (the cache restarts from the
+    summary). What was summarised is gone for good.
+    """
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self._since: dict[str, int] = {}
+        """Per thread: how many messages the latest summary replaced."""
+
+    def assemble(self, out: Outgoing) -> Prompt:
+        thread = out.thread.id
+        start = self._since.get(thread, 0)
+        summary = [self._summary(thread, start)] if start else []
+        kept = [cache_block(b) for m in out.messages[start:] for b in m.blocks]
+        prompt = Prompt(out.prefix, with_breakpoint([*summary, *kept], out.ttl))
+        if prompt.tokens <= COMPACTION_TRIGGER_TOKENS:
+            return prompt
+        self.lose(sum(m.tokens for m in out.messages[start:]))
+        self._since[thread] = len(out.messages)
+        fresh = self._summary(thread, len(out.messages))
+        return Prompt(
+            out.prefix,
+            with_breakpoint([fresh], out.ttl),
+            steps_before=(prompt,),
+            output_tokens=fresh.tokens,
+        )
+
+    @staticmethod
+    def _summary(thread: str, upto: int) -> cache_sim.Block:
+        return cache_sim.Block(block_key("summary", thread, str(upto)), COMPACTION_SUMMARY_TOKENS)
 
 
 class FileBlockLayout(ThreadLayout):
@@ -262,6 +373,11 @@ STRATEGIES: dict[str, Strategy] = {
         LayoutStrategy("recorded", RecordedLayout, "what Claude Code sent"),
         LayoutStrategy("cc-dedup", DedupLayout, "Claude Code's file-unchanged stub"),
         LayoutStrategy("clear-tool-uses", ClearToolUsesLayout, "clear_tool_uses_20250919"),
+        LayoutStrategy(
+            "clear-at-least", ClearAtLeastLayout, "clear_tool_uses with clear_at_least 50K"
+        ),
+        LayoutStrategy("clear-thinking", ClearThinkingLayout, "clear_thinking_20251015"),
+        LayoutStrategy("compaction", CompactionLayout, "server-side compaction at 150K"),
         LayoutStrategy("aider", AiderLayout, "files re-sent after the history"),
         LayoutStrategy("seed-inplace", SeedInPlaceLayout, "file block updated in place"),
         *OURS_STRATEGIES,

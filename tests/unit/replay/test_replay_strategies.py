@@ -8,6 +8,7 @@ Sonnet 4.5 (minimum cacheable prefix 1,024 tokens), calls are seconds apart (cac
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,74 @@ def test_first_call_reads_a_prefix_an_earlier_session_warmed(tmp_path: Path) -> 
     assert session.thread_of(session.calls[0]).hidden_tokens == hidden
     result = STRATEGIES["recorded"].replay(session)
     assert usage_of(result) == [(0, hidden + u1, 9000), (0, a1 + u2, 9500)]
+
+
+@pytest.fixture
+def seven_outputs(tmp_path: Path) -> Session:
+    """Seven commands with ~25K-token outputs: the context passes 150K at the seventh call."""
+    t = Transcript()
+    t.user("Run the seven slow suites and summarise.")
+    for i in range(1, 8):
+        t.assistant([tool_use(f"b{i}", "Bash", command=f"make suite-{i}")])
+        t.tool_result(f"b{i}", f"suite {i} line of output\n" * 3300)
+    t.assistant([text("All seven pass.")])
+    return read_session(t.write(tmp_path / "long.jsonl"))
+
+
+def test_clear_at_least_clears_in_chunks_and_keeps_the_cache_warm(
+    seven_outputs: Session,
+) -> None:
+    every_call = STRATEGIES["clear-tool-uses"].replay(seven_outputs)
+    chunked = STRATEGIES["clear-at-least"].replay(seven_outputs)
+    sizes = [c.context_tokens for c in chunked.calls]
+    first = next(i for i, (a, b) in enumerate(itertools.pairwise(sizes)) if b < a) + 1
+    # The chunk (at least 50K: three ~25K results) is cleared once, then the cache is warm:
+    # the next call reads everything the clearing call wrote.
+    clearing = chunked.calls[first].usage
+    assert sizes[first - 1] - sizes[first] > 50_000 - 25_000
+    after = chunked.calls[first + 1].usage
+    assert after.cache_read_input_tokens == clearing.total_input_tokens - clearing.input_tokens
+    assert chunked.billed_input < every_call.billed_input
+    assert 0 < chunked.retrievable < 1  # lossy: the cleared results are gone
+
+
+def test_compaction_summarises_past_the_trigger_and_restarts_from_the_summary(
+    seven_outputs: Session,
+) -> None:
+    recorded = STRATEGIES["recorded"].replay(seven_outputs)
+    compacted = STRATEGIES["compaction"].replay(seven_outputs)
+    sizes = [c.context_tokens for c in recorded.calls]
+    first = next(i for i, size in enumerate(sizes) if size > 150_000)
+    # Until the trigger, the same requests as recorded.
+    assert usage_of(compacted)[:first] == usage_of(recorded)[:first]
+    # The compacting call pays the summarising step over the whole prompt, then the answer.
+    assert compacted.calls[first].context_tokens == sizes[first]
+    assert compacted.calls[first].output_tokens > recorded.calls[first].output_tokens
+    assert compacted.calls[first].billed_input > recorded.calls[first].billed_input
+    # Afterwards the thread is the prefix, the summary and what came after.
+    assert compacted.calls[first + 1].context_tokens < 0.5 * sizes[first + 1]
+    assert compacted.peak_context == sizes[first] < recorded.peak_context
+    assert compacted.retrievable < 0.5
+
+
+def test_clear_thinking_drops_earlier_turns_thinking(tmp_path: Path) -> None:
+    t = Transcript()
+    for turn in range(3):
+        t.user(f"Question {turn}?")
+        t.assistant(
+            [
+                {
+                    "type": "thinking",
+                    "thinking": "Let me think it through. " * 400,
+                    "signature": "s",
+                },
+                text(f"Answer {turn}."),
+            ],
+            usage={"write": 9000 + 3000 * turn},
+        )
+    session = read_session(t.write(tmp_path / "thinking.jsonl"))
+    recorded = STRATEGIES["recorded"].replay(session)
+    cleared = STRATEGIES["clear-thinking"].replay(session)
+    assert cleared.calls[0].context_tokens == recorded.calls[0].context_tokens
+    assert cleared.calls[2].context_tokens < recorded.calls[2].context_tokens
+    assert cleared.retrievable < 1.0
