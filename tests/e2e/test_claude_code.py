@@ -246,3 +246,21 @@ def test_a_compaction_is_reconstructed_with_what_it_kept(claude_code: ClaudeCode
     resumed = session.request(session.calls[-1])
     assert resumed[0].blocks[0].text.startswith("This session is being continued")
     assert any("Result of calling the Read tool" in b.text for m in resumed for b in m.blocks)
+
+
+def test_a_nested_claude_md_and_a_continued_session(claude_code: ClaudeCode) -> None:
+    """Reading a file next to a CLAUDE.md attaches it; `--continue` appends to the same file."""
+    package = claude_code.workspace / "pkg"
+    package.mkdir()
+    (package / "CLAUDE.md").write_text("# pkg rules\nAlways use tabs.\n", encoding="utf-8")
+    app = package / "app.py"
+    app.write_text('def main():\n    print("hello")\n', encoding="utf-8")
+    first = claude_code.run("What does pkg/app.py do?", [read_turn(app), "It prints hello."])
+    again = claude_code.run("And now?", ["Still hello."], home=first.home, args=("--continue",))
+    assert first.returncode == 0 and again.returncode == 0, again.stderr
+
+    session = read_session(again.transcript)
+    assert_reconstructs(session, [*first.requests, *again.requests])
+    memory = session.request(session.calls[-1])[4]
+    assert memory.role == "system"
+    assert memory.blocks[0].text.startswith(f"Contents of {package / 'CLAUDE.md'}:")

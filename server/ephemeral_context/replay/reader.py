@@ -469,8 +469,9 @@ SYSTEM_MESSAGES_FROM = (4, 8)
 def attachment_text(attachment: Any) -> str:
     """The text Claude Code sends for an attachment record ("" when it sends nothing).
 
-    Agent and skill listings are rendered as Claude Code renders them (tests/e2e checks it
-    against what the CLI sent); other types by their text fields, which is what they add.
+    Agent and skill listings, re-attached files and nested CLAUDE.md files are rendered as
+    Claude Code renders them (tests/e2e checks it against what the CLI sent); other types by
+    their text fields, which is what they add.
     """
     if not isinstance(attachment, Mapping):
         return ""
@@ -486,6 +487,10 @@ def attachment_text(attachment: Any) -> str:
         return SKILL_LISTING + content if isinstance(content, str) and content else ""
     if kind == "file":
         return _file_attachment_text(attachment)
+    memory = attachment.get("content")
+    if kind == "nested_memory" and isinstance(memory, Mapping):
+        path, text = memory.get("path") or attachment.get("path"), memory.get("content")
+        return f"Contents of {path}:\n\n{text}" if isinstance(text, str) and text else ""
     return "\n".join(_strings({k: v for k, v in attachment.items() if k != "type"}))
 
 

@@ -158,6 +158,7 @@ def to_json(report: Report) -> dict[str, Any]:
         sessions.append(
             {
                 "path": item.path,
+                "parent": item.session.parent,
                 "calls": item.calls,
                 "model": item.session.model,
                 "billing": item.billing.value,

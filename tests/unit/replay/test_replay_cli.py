@@ -45,6 +45,7 @@ def test_demo_json_has_the_documented_shape(capsys: pytest.CaptureFixture[str]) 
     (session,) = report["sessions"]  # type: ignore[misc]
     assert list(session) == [
         "path",
+        "parent",
         "calls",
         "model",
         "billing",
@@ -118,6 +119,7 @@ def test_no_path_replays_own_sessions_newest_first_with_their_subagents(
     sessions = run_json(capsys)["sessions"]
     assert [s["path"] for s in sessions] == [str(new), str(agent), str(old)]  # type: ignore[index]
     assert [s["calls"] for s in sessions] == [71, 71, 170]  # type: ignore[index]
+    assert [s["parent"] for s in sessions] == [None, str(new), None]  # type: ignore[index]
 
     (latest, its_agent) = run_json(capsys, "--limit", "1")["sessions"]  # type: ignore[misc]
     assert (latest["path"], its_agent["path"]) == (str(new), str(agent))
