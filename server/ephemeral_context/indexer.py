@@ -5,16 +5,18 @@ later says what the content was without reading it.
 
 The default set is the current repository's tracked files (`git ls-files`), so what gets
 loaded is what the project itself considers source; outside a repository, a directory walk
-that skips hidden and generated directories. Files the mirror will not hold (binary, too
-large, unreadable) are reported with their reason, never fatal.
+that skips hidden and generated directories. `project_files` is the one file lister (the
+model's `search` uses it too, for the wider VISIBLE set). Files the mirror will not hold
+(binary, too large, unreadable) are reported with their reason, never fatal.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from ephemeral_context.documents import Document, DocumentMirror, Unmirrored, path_to_uri
@@ -22,8 +24,11 @@ from ephemeral_context.store import Store, StoredEntry
 from ephemeral_context.syntax import outline_text, render_synopsis
 from ephemeral_context.tokens import estimate_tokens
 
-# Directories a walk outside git skips: virtual envs, caches, dependencies, build output.
-SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "dist", "build", "target", "venv"})
+# Folders a walk outside git skips: VCS data, virtual envs, caches, dependencies, build output.
+SKIPPED_DIRS = frozenset({
+    "node_modules", "__pycache__", "dist", "build", "target", "venv", ".git", ".hg", ".svn",
+    ".venv", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox",
+})  # fmt: skip
 TOKEN_KINDS = {".md": "prose", ".rst": "prose", ".txt": "prose", ".json": "json"}
 
 
@@ -75,29 +80,58 @@ def repository_root(start: Path) -> Path | None:
     return Path(done.stdout.strip()) if done.returncode == 0 else None
 
 
-def tracked_files(directory: Path) -> list[Path]:
-    """Files under `directory`: git's tracked ones inside a repository, else a filtered walk."""
-    if repository_root(directory) is not None:
-        done = subprocess.run(
-            ["git", "ls-files", "-z", "--", "."],
-            cwd=directory,
-            capture_output=True,
-            check=True,
-        )
-        names = [os.fsdecode(name) for name in done.stdout.split(b"\0") if name]
-        return sorted((directory / name).resolve() for name in names)
-    found = []
-    for folder, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
-        found += [Path(folder, name).resolve() for name in files]
-    return sorted(found)
+class FileSet(StrEnum):
+    """Which files of a folder count: the two answers differ on purpose."""
+
+    TRACKED = "tracked"
+    """What the project considers source (`ectx index`): git's tracked files; outside git, a
+    walk that also skips hidden folders."""
+    VISIBLE = "visible"
+    """What ripgrep would search (the model's `search`): tracked plus untracked-but-not-ignored
+    files; outside git, a walk that keeps hidden folders such as .github."""
+
+
+_GIT_FLAGS = {
+    FileSet.TRACKED: ("--cached",),
+    FileSet.VISIBLE: ("--cached", "--others", "--exclude-standard"),
+}
+
+
+def project_files(root: Path, which: FileSet) -> Iterator[Path]:
+    """Files under `root` in a stable order (not resolved): `git ls-files` inside a work
+    tree, else a walk that skips SKIPPED_DIRS (and, for TRACKED, every hidden folder)."""
+    if repository_root(root) is not None:
+        try:
+            done = subprocess.run(
+                ["git", "ls-files", "-z", *_GIT_FLAGS[which], "--", "."],
+                cwd=root,
+                capture_output=True,
+                check=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.SubprocessError):
+            pass
+        else:
+            names = sorted({os.fsdecode(n) for n in done.stdout.split(b"\0") if n})
+            yield from (root / name for name in names)
+            return
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not _skipped(d, which))
+        yield from (Path(folder, name) for name in sorted(files))
+
+
+def _skipped(folder: str, which: FileSet) -> bool:
+    return folder in SKIPPED_DIRS or (which is FileSet.TRACKED and folder.startswith("."))
 
 
 def expand(paths: Iterable[Path]) -> list[Path]:
     """Files named directly stay; directories become their tracked files."""
     result: list[Path] = []
     for path in paths:
-        result += tracked_files(path) if path.is_dir() else [path.resolve()]
+        if path.is_dir():
+            result += sorted(p.resolve() for p in project_files(path, FileSet.TRACKED))
+        else:
+            result.append(path.resolve())
     return list(dict.fromkeys(result))
 
 

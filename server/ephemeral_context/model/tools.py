@@ -1,22 +1,20 @@
 """The tools the model gets: their JSON schemas and the handlers that answer them.
 
-Handlers check access first (workspace boundary, secret filter: model/secrets.py), then
-fetch what was asked for from the document mirror, the syntax layer, the context engine or
-the memories folder. A handler never decides how its answer is shown to the model: it
-returns a `ToolResult` and the agent hands it to the context engine, which turns a repeated
-file read into a reference or a diff. Bad input from the model is answered with an error
-result that says how to call the tool correctly; it never raises.
+A thin table: each handler checks its input, then asks the part that knows (the document
+mirror, the syntax layer, the context engine, model/search.py, model/memory.py); file
+access is checked first (workspace boundary, secret filter: model/secrets.py). A handler
+never decides how its answer is shown to the model: it returns a `ToolResult` and the agent
+hands it to the context engine, which turns a repeated file read into a reference or a diff.
+Bad input from the model is answered with an error result that says how to call the tool
+correctly; it never raises.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import logging
-import os
 import re
-import subprocess
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +22,9 @@ from typing import Any
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.context.skills import parse_skill
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri, uri_to_path
-from ephemeral_context.indexer import SKIPPED_DIRS, repository_root
-from ephemeral_context.model.edits import DiskEditApplier, EditApplier, write_atomically
+from ephemeral_context.model.edits import DiskEditApplier, EditApplier
+from ephemeral_context.model.memory import MemoryFolder, MemoryRefused
+from ephemeral_context.model.search import SEARCH_MAX_MATCHES, search_workspace
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace, find_secret
 from ephemeral_context.store import StoreError
 from ephemeral_context.syntax.outline import Outline, outline_text
@@ -33,15 +32,7 @@ from ephemeral_context.syntax.symbols import LookupStatus, address, find_symbol
 from ephemeral_context.syntax.synopsis import render_synopsis
 
 READ_DEFAULT_LINES = 2000
-SEARCH_MAX_MATCHES = 200
-SEARCH_MAX_FILES = 20_000
-SEARCH_MAX_LINE = 300
-SEARCH_MATCH_CHARS = 4000
 log = logging.getLogger(__name__)
-
-SEARCH_SKIPPED_DIRS = SKIPPED_DIRS | {
-    ".git", ".hg", ".svn", ".venv", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox"
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -383,116 +374,7 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     )
 
 
-# -- search --------------------------------------------------------------------------------
-
-
-def _glob_matches(display: str, name: str, glob: str) -> bool:
-    """`src/*.py` against the short path, `*.py` against the name; `**/` may match nothing."""
-    patterns = {glob, glob.removeprefix("**/")}
-    return any(fnmatch.fnmatch(display, p) or fnmatch.fnmatch(name, p) for p in patterns)
-
-
-def _candidates(root: Path) -> Iterator[Path]:
-    """Files under one folder in a stable order: in a git work tree, the tracked and the
-    untracked-but-not-ignored ones (what ripgrep would search); elsewhere a walk that skips
-    VCS, virtualenv, cache and build folders."""
-    if repository_root(root) is not None:
-        try:
-            done = subprocess.run(
-                ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
-                cwd=root,
-                capture_output=True,
-                check=True,
-                timeout=30,
-            )
-        except (OSError, subprocess.SubprocessError):
-            pass
-        else:
-            names = sorted({os.fsdecode(n) for n in done.stdout.split(b"\0") if n})
-            yield from (root / name for name in names)
-            return
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SEARCH_SKIPPED_DIRS)
-        yield from (Path(folder, name) for name in sorted(files))
-
-
-def _walk(env: ToolEnv, glob: str) -> Iterator[tuple[Path, str]]:
-    """Workspace files (resolved, inside the workspace) whose short name matches `glob`."""
-    for root in env.workspace.roots:
-        for path in _candidates(root):
-            try:
-                real = env.workspace.resolve(str(path))
-            except AccessDenied:
-                continue
-            display = env.workspace.relative(real)
-            if glob and not _glob_matches(display, path.name, glob):
-                continue
-            yield real, display
-
-
-def _search_text(env: ToolEnv, real: Path) -> str | None:
-    """An open buffer's text, else the file's, or None for binary/unreadable/huge files."""
-    uri = path_to_uri(real)
-    if env.mirror.is_open(uri):
-        got = env.mirror.get(uri)
-        return got.text if isinstance(got, Document) else None
-    try:
-        if real.stat().st_size > env.mirror.max_bytes:
-            return None
-        data = real.read_bytes()
-    except OSError:
-        return None
-    if b"\0" in data[:8192]:
-        return None
-    return data.decode("utf-8", errors="replace")
-
-
-async def _search(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    pattern = _text(args, "pattern")
-    glob = _text(args, "path", required=False).strip().removeprefix("./")
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        return _error(f"invalid regular expression {pattern!r}: {exc}")
-    # A worker thread: a big workspace must not stall the server's event loop.
-    return await asyncio.to_thread(_search_files, env, regex, glob)
-
-
-def _search_files(env: ToolEnv, regex: re.Pattern[str], glob: str) -> ToolResult:
-    """Matching lines, each line matched on its first SEARCH_MATCH_CHARS characters (so a
-    minified file cannot make a backtracking pattern run for minutes)."""
-    hits: list[str] = []
-    withheld: list[str] = []
-    scanned = 0
-    for real, display in _walk(env, glob):
-        scanned += 1
-        if scanned > SEARCH_MAX_FILES or len(hits) + len(withheld) >= SEARCH_MAX_MATCHES:
-            break
-        if env.secrets.path_reason(real) is not None:
-            continue
-        text = _search_text(env, real)
-        if text is None:
-            continue
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not regex.search(line, 0, SEARCH_MATCH_CHARS):
-                continue
-            if not env.secrets.opted_in(real) and (finding := find_secret(line)) is not None:
-                withheld.append(f"{display}:{number}: [withheld: looks like {finding.kind}]")
-            else:
-                shown = line if len(line) <= SEARCH_MAX_LINE else line[:SEARCH_MAX_LINE] + " …"
-                hits.append(f"{display}:{number}: {shown}")
-            if len(hits) + len(withheld) >= SEARCH_MAX_MATCHES:
-                break
-    lines = hits + withheld
-    if not lines:
-        where = f" in {glob}" if glob else ""
-        return ToolResult(f"no matches for {regex.pattern!r}{where}", kind="search")
-    if len(lines) >= SEARCH_MAX_MATCHES or scanned > SEARCH_MAX_FILES:
-        lines.append(f"[stopped after {len(lines)} matches; narrow the pattern or the path glob]")
-    return ToolResult("\n".join(lines), kind="search")
-
-
-# -- skills and memory ---------------------------------------------------------------------
+# -- skills, memory and search -----------------------------------------------------------------
 
 
 async def _invoke_skill(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
@@ -505,88 +387,53 @@ async def _invoke_skill(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     return ToolResult(env.skills.body(name), kind="skill", uri=f"skill:{name}")
 
 
-def _memory_path(root: Path, raw: str) -> Path:
-    """A path under the memories folder; `/memories/x.md` and `x.md` mean the same file."""
-    parts = [part for part in raw.strip().split("/") if part]
-    if parts and parts[0] == "memories":
-        parts = parts[1:]
-    return Workspace((root.resolve(),)).resolve("/".join(parts) or ".")
-
-
 async def _memory(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     if env.memory_root is None:
         return _error("memory is not configured in this session")
-    root = env.memory_root
-    root.mkdir(parents=True, exist_ok=True)
+    folder = MemoryFolder(env.memory_root)
     command = _text(args, "command")
-    if command == "rename":
-        old = _memory_path(root, _text(args, "old_path"))
-        new = _memory_path(root, _text(args, "new_path"))
-        if not old.is_file():
-            return _error(f"no memory file {args['old_path']}")
-        if new.exists():
-            return _error(f"{args['new_path']} already exists")
-        new.parent.mkdir(parents=True, exist_ok=True)
-        old.rename(new)
-        return ToolResult(f"renamed to /memories/{new.relative_to(root.resolve())}", kind="memory")
-    path = _memory_path(root, _text(args, "path"))
-    name = "/memories/" + path.relative_to(root.resolve()).as_posix()
-    name = name.rstrip("/.") or "/memories"
-    if command == "view":
-        return _memory_view(root, path, name, args.get("view_range"))
-    if command == "create":
-        if path.is_dir():
-            return _error(f"{name} is a folder")
-        write_atomically(path, _text(args, "file_text"))
-        return ToolResult(f"created {name}", kind="memory", uri=path_to_uri(path))
-    if command == "delete":
-        if not path.is_file():
-            return _error(f"no memory file {name}")
-        path.unlink()
-        return ToolResult(f"deleted {name}", kind="memory", uri=path_to_uri(path))
-    if command in ("str_replace", "insert"):
-        if not path.is_file():
-            return _error(f"no memory file {name}")
-        if command == "str_replace":
-            outcome = await DiskEditApplier().apply(
-                path, _text(args, "old_str"), _text(args, "new_str", required=False)
-            )
-            return ToolResult(
-                f"{name}: {outcome.message}", is_error=not outcome.applied, kind="memory"
-            )
-        line = _int(args, "insert_line", 0) or 0
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        if line > len(lines):
-            return _error(f"insert_line {line} is past the end of {name} ({len(lines)} lines)")
-        insert = _text(args, "insert_text")
-        lines.insert(line, insert if insert.endswith("\n") else insert + "\n")
-        write_atomically(path, "".join(lines))
-        return ToolResult(f"inserted into {name} after line {line}", kind="memory")
-    return _error(f"unknown memory command {command!r}")
+    try:
+        if command == "rename":
+            reply = folder.rename(_text(args, "old_path"), _text(args, "new_path"))
+        elif command == "view":
+            reply = folder.view(_text(args, "path"), _view_range(args.get("view_range")))
+        elif command == "create":
+            reply = folder.create(_text(args, "path"), _text(args, "file_text"))
+        elif command == "delete":
+            reply = folder.delete(_text(args, "path"))
+        elif command == "str_replace":
+            old, new = _text(args, "old_str"), _text(args, "new_str", required=False)
+            reply = await folder.str_replace(_text(args, "path"), old, new)
+        elif command == "insert":
+            line = _int(args, "insert_line", 0) or 0
+            reply = folder.insert(_text(args, "path"), line, _text(args, "insert_text"))
+        else:
+            return _error(f"unknown memory command {command!r}")
+    except MemoryRefused as exc:
+        return _error(str(exc))
+    return ToolResult(reply.text, is_error=reply.failed, kind="memory", uri=reply.uri)
 
 
-def _memory_view(root: Path, path: Path, name: str, view_range: object) -> ToolResult:
-    if path.is_dir():
-        entries = sorted(
-            p.relative_to(root.resolve()).as_posix() + ("/" if p.is_dir() else "")
-            for p in path.rglob("*")
-        )
-        listing = "\n".join(f"/memories/{entry}" for entry in entries) or "(empty)"
-        return ToolResult(f"{name}:\n{listing}", kind="memory")
-    if not path.is_file():
-        return _error(f"no memory file {name}")
-    lines = path.read_text(encoding="utf-8").splitlines()
-    first, last = 1, len(lines)
-    if view_range is not None:
-        if (
-            not isinstance(view_range, list)
-            or len(view_range) != 2
-            or not all(isinstance(v, int) for v in view_range)
-        ):
-            raise ToolInputError("'view_range' must be [first_line, last_line]")
-        first, last = max(1, view_range[0]), len(lines) if view_range[1] == -1 else view_range[1]
-    numbered = "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(first, min(last, len(lines)) + 1))
-    return ToolResult(numbered, kind="memory", uri=path_to_uri(path))
+def _view_range(value: object) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, int) for v in value):
+        raise ToolInputError("'view_range' must be [first_line, last_line]")
+    return value[0], value[1]
+
+
+async def _search(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
+    pattern = _text(args, "pattern")
+    glob = _text(args, "path", required=False).strip().removeprefix("./")
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        return _error(f"invalid regular expression {pattern!r}: {exc}")
+    # A worker thread: a big workspace must not stall the server's event loop.
+    text = await asyncio.to_thread(
+        search_workspace, env.workspace, env.mirror, env.secrets, regex, glob
+    )
+    return ToolResult(text, kind="search")
 
 
 # -- dispatch ------------------------------------------------------------------------------

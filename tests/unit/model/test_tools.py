@@ -10,10 +10,10 @@ import pytest
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
 from ephemeral_context.model.edits import DiskEditApplier, EditError, plan_edit
+from ephemeral_context.model.search import SEARCH_MAX_MATCHES
 from ephemeral_context.model.secrets import Workspace
 from ephemeral_context.model.tools import (
     READ_DEFAULT_LINES,
-    SEARCH_MAX_MATCHES,
     SkillFolder,
     ToolEnv,
     run_tool,

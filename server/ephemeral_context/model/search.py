@@ -1,0 +1,101 @@
+"""The model's `search`: a regular expression over the workspace's files, secrets withheld.
+
+Files are the ones ripgrep would search (indexer.project_files, VISIBLE); an open buffer is
+searched as the editor holds it. A file whose name marks it secret is skipped; a matching
+line that looks like a credential is listed as withheld, never shown (model/secrets.py).
+Bounds keep one call cheap: at most SEARCH_MAX_MATCHES lines, SEARCH_MAX_FILES files, and
+each line matched on its first SEARCH_MATCH_CHARS characters.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
+from ephemeral_context.indexer import FileSet, project_files
+from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace, find_secret
+from ephemeral_context.syntax.outline import binary_reason
+
+SEARCH_MAX_MATCHES = 200
+SEARCH_MAX_FILES = 20_000
+SEARCH_MAX_LINE = 300
+SEARCH_MATCH_CHARS = 4000
+
+
+def search_workspace(
+    workspace: Workspace,
+    mirror: DocumentMirror,
+    secrets: SecretPolicy,
+    regex: re.Pattern[str],
+    glob: str,
+) -> str:
+    """Matching lines as `path:line: text`, each line matched on its first SEARCH_MATCH_CHARS
+    characters (so a minified file cannot make a backtracking pattern run for minutes)."""
+    hits: list[str] = []
+    withheld: list[str] = []
+    scanned = 0
+    for real, display in _walk(workspace, glob):
+        scanned += 1
+        if scanned > SEARCH_MAX_FILES or len(hits) + len(withheld) >= SEARCH_MAX_MATCHES:
+            break
+        if secrets.path_reason(real) is not None:
+            continue
+        text = _search_text(mirror, real)
+        if text is None:
+            continue
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not regex.search(line, 0, SEARCH_MATCH_CHARS):
+                continue
+            if not secrets.opted_in(real) and (finding := find_secret(line)) is not None:
+                withheld.append(f"{display}:{number}: [withheld: looks like {finding.kind}]")
+            else:
+                shown = line if len(line) <= SEARCH_MAX_LINE else line[:SEARCH_MAX_LINE] + " …"
+                hits.append(f"{display}:{number}: {shown}")
+            if len(hits) + len(withheld) >= SEARCH_MAX_MATCHES:
+                break
+    lines = hits + withheld
+    if not lines:
+        where = f" in {glob}" if glob else ""
+        return f"no matches for {regex.pattern!r}{where}"
+    if len(lines) >= SEARCH_MAX_MATCHES or scanned > SEARCH_MAX_FILES:
+        lines.append(f"[stopped after {len(lines)} matches; narrow the pattern or the path glob]")
+    return "\n".join(lines)
+
+
+def _glob_matches(display: str, name: str, glob: str) -> bool:
+    """`src/*.py` against the short path, `*.py` against the name; `**/` may match nothing."""
+    patterns = {glob, glob.removeprefix("**/")}
+    return any(fnmatch.fnmatch(display, p) or fnmatch.fnmatch(name, p) for p in patterns)
+
+
+def _walk(workspace: Workspace, glob: str) -> Iterator[tuple[Path, str]]:
+    """Workspace files (resolved, inside the workspace) whose short name matches `glob`."""
+    for root in workspace.roots:
+        for path in project_files(root, FileSet.VISIBLE):
+            try:
+                real = workspace.resolve(str(path))
+            except AccessDenied:
+                continue
+            display = workspace.relative(real)
+            if glob and not _glob_matches(display, path.name, glob):
+                continue
+            yield real, display
+
+
+def _search_text(mirror: DocumentMirror, real: Path) -> str | None:
+    """An open buffer's text, else the file's, or None for binary/unreadable/huge files."""
+    uri = path_to_uri(real)
+    if mirror.is_open(uri):
+        got = mirror.get(uri)
+        return got.text if isinstance(got, Document) else None
+    try:
+        if real.stat().st_size > mirror.max_bytes:
+            return None
+        data = real.read_bytes()
+    except OSError:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    return text if binary_reason(text) is None else None
