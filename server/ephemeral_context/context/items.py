@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ephemeral_context.context import eviction, reads
 from ephemeral_context.context.blocks import label_of
-from ephemeral_context.context.ledger import ItemKind, ItemState, LedgerItem, binary_reason
+from ephemeral_context.context.ledger import ItemKind, ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.context.thread import (
     Conversation,
@@ -101,8 +101,8 @@ def pin(
     # Before any conversation exists the version is recorded at call 0.
     for c in targets or [Conversation("")]:
         item = reads.record_file_version(state, c, uri, entry.id, text, version)
-    if item.state is ItemState.REFERENCE and not binary_reason(
-        text, len(text.encode()), state.config.limits
+    if item.state is ItemState.REFERENCE and (
+        unfit_reason(text, len(text.encode()), state.config.limits) is None
     ):
         item.state, item.reason = ItemState.FULL, ""  # an earlier version is current again (undo)
     if symbol is not None:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from ephemeral_context.syntax.outline import binary_reason
+
 
 class ItemKind(StrEnum):
     FILE = "file"
@@ -79,16 +81,11 @@ class Demotion:
     reason: str
 
 
-def binary_reason(text: str | bytes, size_bytes: int, limits: LedgerLimits) -> str:
-    """Why content cannot enter the ledger as text ('' when it can)."""
+def unfit_reason(text: str, size_bytes: int, limits: LedgerLimits) -> str | None:
+    """Why content cannot enter the ledger as text (None when it can)."""
     if size_bytes > limits.max_file_bytes:
         return f"over the per-file limit ({size_bytes:,} > {limits.max_file_bytes:,} bytes)"
-    sample = text[:8192]
-    if (isinstance(sample, bytes) and b"\0" in sample) or (
-        isinstance(sample, str) and "\0" in sample
-    ):
-        return "binary content"
-    return ""
+    return "binary content" if binary_reason(text) is not None else None
 
 
 @dataclass

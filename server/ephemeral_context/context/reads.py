@@ -15,7 +15,7 @@ from typing import Any
 
 from ephemeral_context.context import policy
 from ephemeral_context.context.blocks import label_of, result_block, splice, text_hash
-from ephemeral_context.context.ledger import ItemKind, ItemState, LedgerItem, binary_reason
+from ephemeral_context.context.ledger import ItemKind, ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.context.thread import Conversation, FileView, append, visible_text
 
@@ -38,7 +38,7 @@ def record_file_version(
 ) -> LedgerItem:
     """Make `text` the current ledger version of `uri`, then enforce the ledger limits."""
     size = len(text.encode())
-    reason = binary_reason(text, size, state.config.limits)
+    reason = unfit_reason(text, size, state.config.limits)
     state.over_limits.discard(uri)
     item = state.ledger.record(
         LedgerItem(
@@ -52,7 +52,7 @@ def record_file_version(
             state=ItemState.REFERENCE if reason else ItemState.FULL,
             last_use=c.calls,
             changed_at=c.calls,
-            reason=reason,
+            reason=reason or "",
             label=label_of(uri),
         )
     )
@@ -75,7 +75,7 @@ def add_read(
     base_key: int,
 ) -> str:
     """A read of `uri` (`content`, from `start_line`); returns what the model sees."""
-    reason = binary_reason(content, len(content.encode()), state.config.limits)
+    reason = unfit_reason(content, len(content.encode()), state.config.limits)
     entry = state.store.put(content, uri=uri, version=version, tokens=state.count(content, "code"))
     if whole:
         record_file_version(state, c, uri, entry.id, content, version)
