@@ -57,6 +57,14 @@ def claude_code(tmp_path: Path) -> ClaudeCode:
     return ClaudeCode(binary, tmp_path / "claude-code")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite tests/golden/*.json from the current output instead of comparing",
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """End-to-end tests (real editors) run last, after the cheap layers have passed."""
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
