@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput
 from ephemeral_context.replay.flow import Session
 from ephemeral_context.replay.ours import OursLayout
 from ephemeral_context.replay.plot import plot
@@ -80,7 +80,10 @@ def session(engine: ContextEngine, timings: list[float]) -> None:
                 ],
             )
             engine.add_tool_result(
-                conv, tool_id, texts[n], kind="file", uri=f"file:///m{n}.py", content=texts[n]
+                conv,
+                ToolOutput(
+                    tool_id, texts[n], kind="file", uri=f"file:///m{n}.py", content=texts[n]
+                ),
             )
         elif call % 5 == 1:
             texts[n] = texts[n].replace("return x * 0 + 1 ", "return x * 1 + 1 ", 1)
@@ -89,14 +92,15 @@ def session(engine: ContextEngine, timings: list[float]) -> None:
                         "input": {"path": f"/m{n}.py", "old": "x * 0 + 1 ", "new": "x * 1 + 1 "}}]
             )  # fmt: skip
             engine.add_tool_result(
-                conv, tool_id, "ok", kind="edit", uri=f"file:///m{n}.py", content=texts[n]
+                conv,
+                ToolOutput(tool_id, "ok", kind="edit", uri=f"file:///m{n}.py", content=texts[n]),
             )
         else:
             engine.add_assistant_content(
                 conv, [{"type": "tool_use", "id": tool_id, "name": "bash",
                         "input": {"command": "make test"}}]
             )  # fmt: skip
-            engine.add_tool_result(conv, tool_id, f"test run {call}: 3 failed\n" * 40)
+            engine.add_tool_result(conv, ToolOutput(tool_id, f"test run {call}: 3 failed\n" * 40))
         now += 1800 if call % 60 == 59 else 15
 
 

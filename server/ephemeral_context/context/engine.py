@@ -7,15 +7,15 @@ benchmark measures the product, not a copy of it.
     engine.add_user_text(conv, "Rename App.run")
     kwargs = engine.build_request(conv, model, system, tools)   # -> messages.create(**kwargs)
     engine.add_assistant_content(conv, response.content)        # tool_use blocks included
-    shown = engine.add_tool_result(conv, tool_use_id, text, kind="file", uri=..., content=...)
+    shown = engine.add_tool_result(conv, ToolOutput(tool_use_id, text, BlockKind.FILE, uri=...))
     engine.record_usage(conv, response.usage)
 
 What the model sees:
-- A Read (`kind="file"`) of content the model can already see becomes
+- A Read (kind FILE) of content the model can already see becomes
   `unchanged since [[file:<id>]] (turn N)`; of a changed file, a unified diff against the
   visible version when that is smaller; otherwise the content. The returned string is what
   goes into the tool_result.
-- The model's own edits (`kind="edit"`) add no content: the new version is in its tool_use.
+- The model's own edits (kind EDIT) add no content: the new version is in its tool_use.
 - External changes (`note_document_change`) of files the model has seen become one compact
   note before the next call.
 - Before each call the policy may evict consumed content (file reads, tool outputs, large
@@ -49,8 +49,9 @@ from ephemeral_context.cache_sim import Block
 from ephemeral_context.context import accounting, eviction, forecast, intake, reads, rehydration
 from ephemeral_context.context import items as item_api
 from ephemeral_context.context.accounting import EngineStatus
-from ephemeral_context.context.intake import ResultKind
+from ephemeral_context.context.intake import ToolOutput
 from ephemeral_context.context.items import HydratedText, ItemInfo, UnknownItem
+from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import BuiltRequest, build, content_key, place_breakpoints
 from ephemeral_context.context.ledger import Ledger
 from ephemeral_context.context.state import (
@@ -63,15 +64,16 @@ from ephemeral_context.context.state import (
 from ephemeral_context.context.thread import Conversation, append
 
 __all__ = [
+    "BlockKind",
     "ContextEngine",
     "EngineConfig",
     "EngineStatus",
     "EvictionEvent",
     "HydratedText",
     "ItemInfo",
-    "ResultKind",
     "StoreLike",
     "TokenCounter",
+    "ToolOutput",
     "UnknownItem",
 ]
 
@@ -139,35 +141,14 @@ class ContextEngine:
         """
         intake.add_assistant_content(self.state, conv, blocks, tokens)
 
-    def add_tool_result(
-        self,
-        conv: str,
-        tool_use_id: str,
-        text: str,
-        *,
-        kind: ResultKind = "tool_result",
-        uri: str | None = None,
-        version: int | None = None,
-        content: str | None = None,
-        start_line: int = 1,
-        whole: bool = True,
-        is_error: bool = False,
-        tokens: int | None = None,
-        name: str | None = None,
-    ) -> str:
+    def add_tool_result(self, conv: str, result: ToolOutput) -> str:
         """Record a tool's result and return the text the model actually sees.
 
-        kind="file": a read of `uri`; `content` is the raw text read (default `text`),
-        `start_line`/`whole` say which part. Returns the full `text`, a diff, or a reference.
-        kind="edit": the model's own change; `content` is the whole file afterwards (if
-        known). Adds no content beyond `text` (the short confirmation).
-        kind="skill" / "memory" / "tool_result": kept as is, evictable by policy.
+        A read (kind FILE) returns the full text, a diff, or a reference; the model's own
+        edit (EDIT) adds no content beyond its short confirmation; SKILL, MEMORY and
+        TOOL_RESULT are kept as they are, evictable by the policy.
         """
-        return intake.add_tool_result(
-            self.state, conv, tool_use_id, text, kind=kind, uri=uri, version=version,
-            content=content, start_line=start_line, whole=whole, is_error=is_error,
-            tokens=tokens, name=name,
-        )  # fmt: skip
+        return intake.add_tool_result(self.state, conv, result)
 
     def add_user_content(
         self,
@@ -179,7 +160,7 @@ class ContextEngine:
         tokens: int | None = None,
     ) -> None:
         """Skill bodies or memories the harness puts in a user message (not a tool result)."""
-        intake.add_user_content(self.state, conv, text, kind, name, tokens)
+        intake.add_user_content(self.state, conv, text, BlockKind(kind), name, tokens)
 
     def note_document_change(self, change: Any) -> None:
         """An external change (documents.DocumentChange) to a file some conversation has seen.

@@ -21,15 +21,14 @@ from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context import forecast, policy, segment
 from ephemeral_context.context.blocks import block_tokens, clip_tokens, label_of, shrink_input
 from ephemeral_context.context.cacheview import END_OF_SEGMENT
+from ephemeral_context.context.kinds import EVICTABLE, FILE_COPIES, BlockKind
 from ephemeral_context.context.layout import ThreadBlock, content_key
-from ephemeral_context.context.ledger import ItemKind, ItemState
+from ephemeral_context.context.ledger import ItemState
 from ephemeral_context.context.skills import trigger_fired
 from ephemeral_context.context.state import EngineState, EvictionEvent
 from ephemeral_context.context.thread import Conversation, reflow
 
 log = logging.getLogger(__name__)
-
-EVICTABLE_KINDS = frozenset({"file", "tool_result", "write_input", "tool_input", "skill", "memory"})
 
 
 def consolidate(state: EngineState, c: Conversation, prefix: int, ttl: Ttl) -> None:
@@ -62,7 +61,7 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, ttl: Ttl) -> N
     limited = [
         i
         for i, tb in enumerate(c.thread)
-        if not tb.evicted and tb.uri in state.over_limits and tb.kind in EVICTABLE_KINDS
+        if not tb.evicted and tb.uri in state.over_limits and tb.kind in EVICTABLE
     ]
     if limited:
         ids = tuple(evict_block(state, c, i, "over the ledger limits") for i in limited)
@@ -92,12 +91,12 @@ def candidates(
     out: list[policy.Candidate] = []
     gaps, open_idles = forecast.file_gaps(c)
     for index, tb in enumerate(c.thread):
-        if tb.evicted or tb.kind not in EVICTABLE_KINDS or index >= c.last_response_start:
+        if tb.evicted or tb.kind not in EVICTABLE or index >= c.last_response_start:
             continue
         item = state.ledger.get(tb.item_id) if tb.item_id else None
         if item is not None and (item.pinned or not item.evictable):
             continue
-        if tb.kind == "skill" and gated:
+        if tb.kind is BlockKind.SKILL and gated:
             skill = c.skills.get(index)
             if skill is None or not trigger_fired(
                 skill.meta,
@@ -123,11 +122,11 @@ def candidates(
 def placeholder_text(tb: ThreadBlock) -> str:
     """What stays where evicted content was: what it was, its size, how to get it back."""
     item = tb.item_id or "?"
-    if tb.kind == "skill":
+    if tb.kind is BlockKind.SKILL:
         return f"[[skill:{item}]] skill used; body evicted. read_session_file('{item}')."
-    if tb.kind == "tool_input":
+    if tb.kind is BlockKind.TOOL_INPUT:
         return f"[[input:{item}]] {tb.original_tokens} tokens; read_session_file('{item}')"
-    if tb.uri is not None and tb.kind in ("file", "write_input", "rehydration"):
+    if tb.uri is not None and tb.kind in FILE_COPIES:
         return (
             f"[[file:{item}]] {label_of(tb.uri)} ({tb.original_tokens} tokens) evicted; "
             f"read_session_file('{item}') or read_symbol shows it again."
@@ -142,7 +141,7 @@ def evicted_form(state: EngineState, c: Conversation, index: int) -> tuple[dict[
     """The block that replaces thread block `index` on eviction, and its tokens."""
     tb = c.thread[index]
     text = placeholder_text(tb)
-    if tb.kind == "skill" and index in c.skills:
+    if tb.kind is BlockKind.SKILL and index in c.skills:
         meta = c.skills[index].meta
         text = clip_tokens(
             f"[[skill:{tb.item_id}]] skill {meta.name} was used; body evicted "
@@ -171,7 +170,7 @@ def evict_block(state: EngineState, c: Conversation, index: int, reason: str = "
     tb.evicted = True
     c.evicted_by_kind[tb.kind] = c.evicted_by_kind.get(tb.kind, 0) + 1
     item = state.ledger.get(tb.item_id) if tb.item_id else None
-    if item is not None and item.kind is not ItemKind.FILE:
+    if item is not None and item.kind is not BlockKind.FILE:
         item.state = ItemState.EVICTED
         item.never_resurrect = True
         item.reason = reason or "evicted by the cost gate"

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from ephemeral_context.context import reads
 from ephemeral_context.context.blocks import (
@@ -22,8 +23,9 @@ from ephemeral_context.context.blocks import (
     result_block,
     uri_of,
 )
+from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import content_key
-from ephemeral_context.context.ledger import ItemKind, LedgerItem
+from ephemeral_context.context.ledger import LedgerItem
 from ephemeral_context.context.skills import SkillMeta, parse_skill
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.context.thread import Conversation, FileView, SkillState, append
@@ -31,7 +33,6 @@ from ephemeral_context.tokens import BLOCK_OVERHEAD_TOKENS
 
 log = logging.getLogger(__name__)
 
-ResultKind = Literal["file", "edit", "tool_result", "skill", "memory"]
 INPUT_EVICTION_MIN_TOKENS = 2 * BLOCK_OVERHEAD_TOKENS
 """A tool_use input smaller than this cannot shrink below its placeholder plus framing."""
 
@@ -90,13 +91,13 @@ def add_assistant_content(
             item_id = entry.id
             state.ledger.record(
                 LedgerItem(
-                    id=entry.id, kind=ItemKind.TOOL_RESULT, key=f"{conv}:input:{entry.id}",
+                    id=entry.id, kind=BlockKind.TOOL_RESULT, key=f"{conv}:input:{entry.id}",
                     tokens=count, size_bytes=len(stored.encode()), content_hash=entry.id,
                     last_use=c.calls, changed_at=c.calls, label=f"{name} input",
                 )
             )  # fmt: skip
         append(
-            c, "assistant", block, count, kind="tool_input" if item_id else "text",
+            c, "assistant", block, count, kind=BlockKind.TOOL_INPUT if item_id else BlockKind.TEXT,
             item_id=item_id, text=input_text(tool_input),
             uri=uri_of(path) if isinstance(path, str) else None,
         )  # fmt: skip
@@ -111,7 +112,14 @@ def _add_write(
     entry = state.store.put(content, uri=uri, tokens=state.count(content, "code"))
     reads.record_file_version(state, c, uri, entry.id, content)
     index = append(
-        c, "assistant", block, count, kind="write_input", item_id=entry.id, uri=uri, text=content
+        c,
+        "assistant",
+        block,
+        count,
+        kind=BlockKind.WRITE_INPUT,
+        item_id=entry.id,
+        uri=uri,
+        text=content,
     )
     view = c.files.get(uri)
     c.files[uri] = FileView(uri, entry.id, content, 1, True, c.calls, [index])
@@ -120,81 +128,87 @@ def _add_write(
     reads.touch(state, c, uri)
 
 
-def add_tool_result(
-    state: EngineState,
-    conv: str,
-    tool_use_id: str,
-    text: str,
-    *,
-    kind: ResultKind,
-    uri: str | None,
-    version: int | None,
-    content: str | None,
-    start_line: int,
-    whole: bool,
-    is_error: bool,
-    tokens: int | None,
-    name: str | None,
-) -> str:
-    """Record a tool's result and return the text the model actually sees (see
-    ContextEngine.add_tool_result)."""
+@dataclass(frozen=True)
+class ToolOutput:
+    """One tool result as it enters the engine (ContextEngine.add_tool_result).
+
+    kind FILE: a read of `uri`; `content` is the raw text read (default `text`),
+    `start_line`/`whole` say which part. kind EDIT: the model's own change; `content` is the
+    whole file afterwards, if known. SKILL, MEMORY, TOOL_RESULT: kept as is, evictable by
+    the policy. `tokens` overrides the estimate (replay: the recorded size); `name` the
+    tool's name when the engine did not see its tool_use.
+    """
+
+    tool_use_id: str
+    text: str
+    kind: BlockKind = BlockKind.TOOL_RESULT
+    uri: str | None = None
+    version: int | None = None
+    content: str | None = None
+    start_line: int = 1
+    whole: bool = True
+    is_error: bool = False
+    tokens: int | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in RESULT_KINDS:
+            raise ValueError(f"a tool result's kind is one of {sorted(RESULT_KINDS)}")
+        object.__setattr__(self, "kind", BlockKind(self.kind))
+
+
+RESULT_KINDS = frozenset(
+    {BlockKind.FILE, BlockKind.EDIT, BlockKind.TOOL_RESULT, BlockKind.SKILL, BlockKind.MEMORY}
+)
+
+
+def add_tool_result(state: EngineState, conv: str, result: ToolOutput) -> str:
+    """Record a tool's result and return the text the model actually sees."""
     c = state.conversation(conv)
-    tool = name or c.tool_uses.get(tool_use_id, ("", {}))[0]
-    given = tokens if tokens is not None else state.count(text, "tool_output")
-    base_key = content_key({"tool_result": tool_use_id, "text": text})
-    if kind == "file" and uri is not None and not is_error:
-        return reads.add_read(
-            state,
-            c,
-            tool_use_id,
-            text,
-            uri,
-            version,
-            content if content is not None else text,
-            start_line,
-            whole,
-            given,
-            base_key,
-        )
-    if kind == "edit" and uri is not None:
-        reads.record_edit(state, c, uri, version, content)
+    r, kind = result, result.kind
+    tool = r.name or c.tool_uses.get(r.tool_use_id, ("", {}))[0]
+    given = r.tokens if r.tokens is not None else state.count(r.text, "tool_output")
+    base_key = content_key({"tool_result": r.tool_use_id, "text": r.text})
+    if kind is BlockKind.FILE and r.uri is not None and not r.is_error:
+        content = r.content if r.content is not None else r.text
+        return reads.add_read(state, c, r, r.uri, content, given, base_key)
+    if kind is BlockKind.EDIT and r.uri is not None:
+        reads.record_edit(state, c, r.uri, r.version, r.content)
     item_id: str | None = None
     meta: SkillMeta | None = None
-    if not is_error and given > INPUT_EVICTION_MIN_TOKENS:
-        item_kind = (
-            ItemKind.SKILL
-            if kind == "skill"
-            else ItemKind.MEMORY
-            if kind == "memory"
-            else ItemKind.TOOL_RESULT
+    if not r.is_error and given > INPUT_EVICTION_MIN_TOKENS:
+        item_kind = kind if kind in (BlockKind.SKILL, BlockKind.MEMORY) else BlockKind.TOOL_RESULT
+        meta = (
+            parse_skill(r.text, default_name=tool or "skill") if kind is BlockKind.SKILL else None
         )
-        meta = parse_skill(text, default_name=tool or "skill") if kind == "skill" else None
         if meta is not None and meta.problems:
             log.warning(
                 "skill %s: %s (treated as not ephemeral)", meta.name, "; ".join(meta.problems)
             )
-        item_id = state.store.put(text, tokens=given).id
-        _record_item(state, c, item_id, text, given, item_kind, f"{conv}:{tool_use_id}", meta, tool)
+        item_id = state.store.put(r.text, tokens=given).id
+        key = f"{conv}:{r.tool_use_id}"
+        _record_item(state, c, item_id, r.text, given, item_kind, key, meta, tool)
+    block_kind = BlockKind.TOOL_RESULT if kind is BlockKind.EDIT else kind
     index = append(
         c,
         "user",
-        result_block(tool_use_id, text, is_error),
+        result_block(r.tool_use_id, r.text, r.is_error),
         given,
-        kind=("tool_result" if kind == "edit" else kind) if item_id else "text",
+        kind=block_kind if item_id else BlockKind.TEXT,
         item_id=item_id,
-        text=text,
-        uri=uri if kind == "edit" else None,
+        text=r.text,
+        uri=r.uri if kind is BlockKind.EDIT else None,
     )
     if meta is not None:
         c.skills[index] = SkillState(meta, c.calls, c.thread_tokens)
-    return text
+    return r.text
 
 
 def add_user_content(
     state: EngineState,
     conv: str,
     text: str,
-    kind: Literal["skill", "memory"],
+    kind: BlockKind,
     name: str,
     tokens: int | None,
 ) -> None:
@@ -202,9 +216,9 @@ def add_user_content(
     c = state.conversation(conv)
     count = tokens if tokens is not None else state.count(text, "prose")
     item_id = state.store.put(text, tokens=count).id
-    meta = parse_skill(text, default_name=name or "skill") if kind == "skill" else None
+    meta = parse_skill(text, default_name=name or "skill") if kind is BlockKind.SKILL else None
     key = f"{conv}:{kind}:{item_id}"
-    _record_item(state, c, item_id, text, count, ItemKind(kind), key, meta, name or kind)
+    _record_item(state, c, item_id, text, count, kind, key, meta, name or kind)
     index = append(
         c, "user", {"type": "text", "text": text}, count, kind=kind, item_id=item_id, text=text
     )
@@ -218,7 +232,7 @@ def _record_item(
     item_id: str,
     text: str,
     tokens: int,
-    kind: ItemKind,
+    kind: BlockKind,
     key: str,
     meta: SkillMeta | None,
     label: str,

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from ephemeral_context.context import eviction, reads
 from ephemeral_context.context.blocks import label_of
-from ephemeral_context.context.ledger import ItemKind, ItemState, LedgerItem, unfit_reason
+from ephemeral_context.context.kinds import BlockKind
+from ephemeral_context.context.ledger import ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.context.thread import (
     Conversation,
@@ -61,7 +62,7 @@ def item_info(item: LedgerItem) -> ItemInfo:
         kind=item.kind.value,
         state=item.state.value,
         tokens=item.tokens if item.holds_content else 0,
-        uri=item.key if item.kind is ItemKind.FILE else None,
+        uri=item.key if item.kind is BlockKind.FILE else None,
         label=item.label or item.key,
         version=item.version,
         pinned=item.pinned,
@@ -109,7 +110,7 @@ def pin(
         for c in targets:
             append(
                 c, "user", {"type": "text", "text": shown}, state.count(shown, "code"),
-                kind="pinned", item_id=entry.id, uri=uri, text=shown,
+                kind=BlockKind.PINNED, item_id=entry.id, uri=uri, text=shown,
             )  # fmt: skip
         item.state = ItemState.PARTIAL
     item.pinned = True
@@ -120,7 +121,7 @@ def unseen_pins(state: EngineState, c: Conversation | None) -> list[LedgerItem]:
     """Whole-file pins `c` (or a new conversation) does not see at their current version."""
     unseen = []
     for item in state.ledger.current_items():
-        if not (item.pinned and item.kind is ItemKind.FILE and item.state is ItemState.FULL):
+        if not (item.pinned and item.kind is BlockKind.FILE and item.state is ItemState.FULL):
             continue
         view = c.files.get(item.key) if c is not None else None
         if (
@@ -145,7 +146,7 @@ def show_pins(state: EngineState, c: Conversation) -> None:
         shown = pin_block(item, text)
         index = append(
             c, "user", {"type": "text", "text": shown}, state.count(shown, "code"),
-            kind="pinned", item_id=item.id, uri=item.key, text=text,
+            kind=BlockKind.PINNED, item_id=item.id, uri=item.key, text=text,
         )  # fmt: skip
         c.files[item.key] = FileView(item.key, item.id, text, 1, True, c.calls, [index])
         c.pending_notes.pop(item.key, None)
@@ -159,8 +160,8 @@ def unpin(state: EngineState, uri: str) -> ItemInfo:
     item.pinned = False
     for c in state.conversations.values():
         for tb in c.thread:
-            if tb.kind == "pinned" and tb.uri == uri:
-                tb.kind = "file"
+            if tb.kind is BlockKind.PINNED and tb.uri == uri:
+                tb.kind = BlockKind.FILE
     return item_info(item)
 
 
@@ -199,7 +200,7 @@ def listed(state: EngineState) -> list[ItemInfo]:
     return [
         item_info(i)
         for i in state.ledger
-        if i.kind is not ItemKind.FILE or state.ledger.current(i.key) is i
+        if i.kind is not BlockKind.FILE or state.ledger.current(i.key) is i
     ]
 
 
@@ -214,7 +215,7 @@ def read_session_file(
         stored.text,
         stored.total_length,
         offset,
-        item.key if item is not None and item.kind is ItemKind.FILE else None,
+        item.key if item is not None and item.kind is BlockKind.FILE else None,
         item.version if item is not None else None,
     )
 
@@ -222,7 +223,7 @@ def read_session_file(
 def hydrate(state: EngineState, item_id: str, offset: int, limit: int | None) -> HydratedText:
     """Like read_session_file, but a file item's id gives the file's current version."""
     item = state.ledger.get(item_id)
-    if item is not None and item.kind is ItemKind.FILE:
+    if item is not None and item.kind is BlockKind.FILE:
         current = state.ledger.current(item.key)
         if current is not None:
             return read_session_file(state, current.id, offset, limit)

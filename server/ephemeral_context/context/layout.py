@@ -23,6 +23,7 @@ from typing import Any, Literal
 import xxhash
 
 from ephemeral_context.cache_sim import LOOKBACK_POSITIONS, MAX_BREAKPOINTS, Block, Request, Ttl
+from ephemeral_context.context.kinds import BlockKind
 
 Role = Literal["user", "assistant"]
 
@@ -47,7 +48,7 @@ class ThreadBlock:
     tokens: int
     call: int
     key: int = 0
-    kind: str = "text"
+    kind: BlockKind = BlockKind.TEXT
     item_id: str | None = None
     uri: str | None = None
     text: str = ""

@@ -18,15 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.syntax.outline import binary_reason
-
-
-class ItemKind(StrEnum):
-    FILE = "file"
-    SYMBOL = "symbol"
-    SKILL = "skill"
-    MEMORY = "memory"
-    TOOL_RESULT = "tool_result"
 
 
 class ItemState(StrEnum):
@@ -51,7 +44,7 @@ class LedgerItem:
     """One version of one piece of content, addressable by its store id."""
 
     id: str
-    kind: ItemKind
+    kind: BlockKind
     key: str
     tokens: int
     size_bytes: int
@@ -161,7 +154,7 @@ class Ledger:
 
     def enforce_limits(self) -> list[Demotion]:
         """Demote least-recently-used unpinned files until the limits hold."""
-        files = [i for i in self.current_items() if i.kind is ItemKind.FILE and i.holds_content]
+        files = [i for i in self.current_items() if i.kind is BlockKind.FILE and i.holds_content]
         total = sum(i.size_bytes for i in files)
         count = len(files)
         demoted: list[Demotion] = []

@@ -11,13 +11,17 @@ shown can be hydrated.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ephemeral_context.context import policy
 from ephemeral_context.context.blocks import label_of, result_block, splice, text_hash
-from ephemeral_context.context.ledger import ItemKind, ItemState, LedgerItem, unfit_reason
+from ephemeral_context.context.kinds import BlockKind
+from ephemeral_context.context.ledger import ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.context.thread import Conversation, FileView, append, visible_text
+
+if TYPE_CHECKING:
+    from ephemeral_context.context.intake import ToolOutput
 
 
 def touch(state: EngineState, c: Conversation, uri: str) -> None:
@@ -43,7 +47,7 @@ def record_file_version(
     item = state.ledger.record(
         LedgerItem(
             id=item_id,
-            kind=ItemKind.FILE,
+            kind=BlockKind.FILE,
             key=uri,
             tokens=state.count(text, "code"),
             size_bytes=size,
@@ -64,17 +68,15 @@ def record_file_version(
 def add_read(
     state: EngineState,
     c: Conversation,
-    tool_use_id: str,
-    text: str,
+    result: ToolOutput,
     uri: str,
-    version: int | None,
     content: str,
-    start_line: int,
-    whole: bool,
     given: int,
     base_key: int,
 ) -> str:
-    """A read of `uri` (`content`, from `start_line`); returns what the model sees."""
+    """A read of `uri` (`content`, from `result.start_line`); returns what the model sees."""
+    tool_use_id, text, version = result.tool_use_id, result.text, result.version
+    start_line, whole = result.start_line, result.whole
     reason = unfit_reason(content, len(content.encode()), state.config.limits)
     entry = state.store.put(content, uri=uri, version=version, tokens=state.count(content, "code"))
     if whole:
@@ -83,7 +85,7 @@ def add_read(
         state.ledger.record(
             LedgerItem(
                 id=entry.id,
-                kind=ItemKind.SYMBOL,
+                kind=BlockKind.SYMBOL,
                 key=f"{uri}#L{start_line}",
                 tokens=given,
                 size_bytes=len(content.encode()),
@@ -121,7 +123,7 @@ def add_read(
         "user",
         result_block(tool_use_id, shown, False),
         tokens,
-        kind="file",
+        kind=BlockKind.FILE,
         item_id=entry.id,
         uri=uri,
         text=content,

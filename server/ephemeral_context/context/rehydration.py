@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ephemeral_context.context.blocks import label_of
+from ephemeral_context.context.kinds import FILE_COPIES, BlockKind
 from ephemeral_context.context.layout import ThreadBlock
 from ephemeral_context.context.outlines import enclosing_symbol
 from ephemeral_context.context.state import EngineState
@@ -59,7 +60,7 @@ def rehydrate_block(state: EngineState, c: Conversation, tb: ThreadBlock, needle
         if tb.uri and needle
         else None
     )
-    if part is not None and tb.kind in ("file", "write_input", "consolidated", "rehydration"):
+    if part is not None and tb.kind in FILE_COPIES | {BlockKind.CONSOLIDATED}:
         qualname, body = part
         text = f"[read_symbol('{label_of(tb.uri or '')}', '{qualname}')]\n{body}"
         shown = body
@@ -67,7 +68,7 @@ def rehydrate_block(state: EngineState, c: Conversation, tb: ThreadBlock, needle
         text, shown = f"[read_session_file('{item}')]\n{tb.text}", tb.text
     tokens = state.count(text, "code")
     index = append(
-        c, "user", {"type": "text", "text": text}, tokens, kind="rehydration",
+        c, "user", {"type": "text", "text": text}, tokens, kind=BlockKind.REHYDRATION,
         item_id=tb.item_id, uri=tb.uri, text=shown,
     )  # fmt: skip
     view = c.files.get(tb.uri) if tb.uri else None
@@ -88,7 +89,7 @@ def rehydrate_file(state: EngineState, c: Conversation, uri: str, item_id: str) 
         "user",
         {"type": "text", "text": shown},
         tokens,
-        kind="rehydration",
+        kind=BlockKind.REHYDRATION,
         item_id=item_id,
         uri=uri,
         text=text,
@@ -99,6 +100,6 @@ def rehydrate_file(state: EngineState, c: Conversation, uri: str, item_id: str) 
     else:
         view.blocks.append(index)
         view.text, view.whole, view.start_line, view.item_id = text, True, 1, item_id
-    c.rehydrated["file"] = c.rehydrated.get("file", 0) + 1
+    c.rehydrated[BlockKind.FILE] = c.rehydrated.get(BlockKind.FILE, 0) + 1
     c.rehydrated_tokens += tokens
     return tokens

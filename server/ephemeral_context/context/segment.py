@@ -16,6 +16,7 @@ from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context import forecast, policy
 from ephemeral_context.context.blocks import block_tokens, label_of, shrink_input, uri_of
 from ephemeral_context.context.cacheview import END_OF_SYSTEM
+from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import SegmentEntry, content_key
 from ephemeral_context.context.ledger import ItemState
 from ephemeral_context.context.outlines import enclosing_symbol
@@ -88,7 +89,12 @@ def rebuild(state: EngineState, c: Conversation, ttl: Ttl) -> None:
             block["input"] = shrink_input(block.get("input") or {}, ref)
         else:
             block = {"type": "text", "text": ref}
-        tb.block, tb.key, tb.evicted, tb.kind = block, content_key(block), True, "consolidated"
+        tb.block, tb.key, tb.evicted, tb.kind = (
+            block,
+            content_key(block),
+            True,
+            BlockKind.CONSOLIDATED,
+        )
         tb.tokens = (
             block_tokens(state.count, block)
             if block.get("type") == "tool_use"

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from ephemeral_context.cache_sim import Block, PromptCache, Usage
 from ephemeral_context.context.cacheview import CacheView
+from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import BuiltRequest, SegmentEntry, ThreadBlock
 from ephemeral_context.context.skills import SkillMeta
 
@@ -84,9 +85,9 @@ class Conversation:
     recorded: Usage = field(default_factory=Usage)
     last_usage: Usage | None = None
     last_built: BuiltRequest | None = None
-    rehydrated: dict[str, int] = field(default_factory=dict)
+    rehydrated: dict[BlockKind, int] = field(default_factory=dict)
     rehydrated_tokens: int = 0
-    evicted_by_kind: dict[str, int] = field(default_factory=dict)
+    evicted_by_kind: dict[BlockKind, int] = field(default_factory=dict)
 
 
 def append(
@@ -95,7 +96,7 @@ def append(
     block: dict[str, Any],
     tokens: int,
     *,
-    kind: str = "text",
+    kind: BlockKind = BlockKind.TEXT,
     item_id: str | None = None,
     uri: str | None = None,
     text: str = "",
@@ -111,7 +112,7 @@ def append(
     if baseline is not None:
         key, base_tokens = baseline
         c.baseline.append(Block(hash((key, role)), base_tokens))
-    elif kind != "rehydration":
+    elif kind is not BlockKind.REHYDRATION:
         c.baseline.append(Block(hash((tb.key, role)), tokens))
     if role == "assistant" and (index == 0 or c.thread[index - 1].role != "assistant"):
         c.last_response_start = index

@@ -29,7 +29,8 @@ from pygls.lsp.server import LanguageServer
 
 from ephemeral_context import __version__
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, UnknownItem
-from ephemeral_context.context.ledger import ItemKind, ItemState, LedgerLimits
+from ephemeral_context.context.kinds import BlockKind
+from ephemeral_context.context.ledger import ItemState, LedgerLimits
 from ephemeral_context.documents import (
     Document,
     DocumentChange,
@@ -225,7 +226,7 @@ class EphemeralContextServer(LanguageServer):
         """Pinned files whose buffer (or disk text) changed since they were pinned."""
         changed = {}
         for item in engine.ledger.current_items():
-            if not (item.pinned and item.kind is ItemKind.FILE and item.state is ItemState.FULL):
+            if not (item.pinned and item.kind is BlockKind.FILE and item.state is ItemState.FULL):
                 continue
             document = self.mirror.get(item.key)
             if isinstance(document, Document) and self.pin_hashes.get(item.key) != document.hash:
@@ -679,7 +680,7 @@ def hydrate_id(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResu
     if params.offset < 0 or (params.limit is not None and params.limit < 0):
         raise invalid_params("offset and limit must not be negative", "invalid")
     item = engine.ledger.get(params.id)
-    if item is not None and item.kind is ItemKind.FILE:
+    if item is not None and item.kind is BlockKind.FILE:
         document = ls.mirror.get(item.key)
         if isinstance(document, Document):
             if params.offset > len(document.text):

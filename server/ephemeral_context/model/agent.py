@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from anthropic.types import Message
 
-from ephemeral_context.context.engine import ContextEngine, ResultKind
+from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 from ephemeral_context.model import DEFAULT_MODEL
 from ephemeral_context.model.client import ModelClient, ModelError, RetryNotice, TextCallback
 from ephemeral_context.model.delegation import (
@@ -53,38 +53,38 @@ TRUNCATED_RESULT = (
 )
 
 
-ENGINE_KINDS: dict[str, ResultKind] = {
-    "file": "file",
-    "edit": "edit",
-    "skill": "skill",
-    "memory": "memory",
+ENGINE_KINDS = {
+    "file": BlockKind.FILE,
+    "edit": BlockKind.EDIT,
+    "skill": BlockKind.SKILL,
+    "memory": BlockKind.MEMORY,
 }
 
 
 def record_result(engine: ContextEngine, conversation: str, use_id: str, result: ToolResult) -> str:
     """Hand one tool result to the engine; returns the text the model will see."""
-    kind: ResultKind = ENGINE_KINDS.get(result.kind, "tool_result")
-    if kind == "file" and result.document is not None:
-        return engine.add_tool_result(
-            conversation,
+    kind = ENGINE_KINDS.get(result.kind, BlockKind.TOOL_RESULT)
+    if kind is BlockKind.FILE and result.document is not None:
+        shown = ToolOutput(
             use_id,
             result.text + result.note,
-            kind="file",
+            kind,
             uri=result.uri,
             content=result.text,
             version=result.document.version,
             start_line=result.first_line,
             whole=result.whole,
         )
-    return engine.add_tool_result(
-        conversation,
-        use_id,
-        result.text,
-        kind=kind,
-        uri=result.uri,
-        content=result.content,
-        is_error=result.is_error,
-    )
+    else:
+        shown = ToolOutput(
+            use_id,
+            result.text,
+            kind,
+            uri=result.uri,
+            content=result.content,
+            is_error=result.is_error,
+        )
+    return engine.add_tool_result(conversation, shown)
 
 
 @dataclass(frozen=True)

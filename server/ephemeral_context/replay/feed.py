@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ephemeral_context.context.blocks import uri_of
-from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 from ephemeral_context.context.skills import HARNESS_HEADER
 from ephemeral_context.replay.flow import Block, FileChange, Message
 
@@ -76,20 +76,19 @@ def feed_result(engine: ContextEngine, conv: str, block: Block) -> None:
     tool_use_id = block.tool_use_id or ""
     view, change = block.file_view, block.file_change
     if view is not None and not block.is_error:
-        engine.add_tool_result(
-            conv, tool_use_id, block.text, kind="file", uri=uri_of(view.path),
+        result = ToolOutput(
+            tool_use_id, block.text, BlockKind.FILE, uri=uri_of(view.path),
             content=view.content, start_line=view.start_line, whole=view.whole_file,
             tokens=block.tokens,
         )  # fmt: skip
     elif change is not None and not block.is_error:
-        engine.add_tool_result(
-            conv, tool_use_id, block.text, kind="edit", uri=uri_of(change.path),
+        result = ToolOutput(
+            tool_use_id, block.text, BlockKind.EDIT, uri=uri_of(change.path),
             content=after_change(change), tokens=block.tokens,
         )  # fmt: skip
     else:
-        engine.add_tool_result(
-            conv, tool_use_id, block.text,
-            kind="skill" if block.tool in SKILL_TOOLS else "tool_result",
-            is_error=block.is_error,
-            tokens=block.tokens,
-        )  # fmt: skip
+        kind = BlockKind.SKILL if block.tool in SKILL_TOOLS else BlockKind.TOOL_RESULT
+        result = ToolOutput(
+            tool_use_id, block.text, kind, is_error=block.is_error, tokens=block.tokens
+        )
+    engine.add_tool_result(conv, result)

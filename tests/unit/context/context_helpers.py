@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ephemeral_context.cache_sim import PromptCache, Usage
-from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.context.engine import ContextEngine, ToolOutput
 
 
 class Clock:
@@ -55,9 +55,9 @@ class Driver:
     def read(self, path: str, text: str) -> str:
         tool_id = self.tool("read_file", {"path": path})
         return self.engine.add_tool_result(
-            self.conv, tool_id, text, kind="file", uri=f"file://{path}", content=text
+            self.conv, ToolOutput(tool_id, text, kind="file", uri=f"file://{path}", content=text)
         )
 
     def bash(self, output: str) -> str:
         tool_id = self.tool("bash", {"command": "make test"})
-        return self.engine.add_tool_result(self.conv, tool_id, output)
+        return self.engine.add_tool_result(self.conv, ToolOutput(tool_id, output))

@@ -8,7 +8,7 @@ from pathlib import Path
 import anthropic
 import pytest
 from ephemeral_context.cache_sim import Usage
-from ephemeral_context.context.engine import ContextEngine, EngineConfig, UnknownItem
+from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput, UnknownItem
 from ephemeral_context.context.ledger import LedgerLimits
 from ephemeral_context.store import ExpiredId, Store, StoreError, UnknownId
 
@@ -238,10 +238,11 @@ def test_a_range_read_diffs_against_the_same_lines_and_keeps_the_view_current(
     changed = "".join(lines[20:40]).replace("x + 7\n", "x - 7\n").replace("x + 8\n", "x - 8\n")
     d.call()
     tool_id = d.tool("read_file", {"path": "/a.py", "offset": 21, "limit": 20})
-    shown = engine.add_tool_result(
-        "c", tool_id, changed, kind="file", uri="file:///a.py", content=changed,
-        start_line=21, whole=False,
+    read = ToolOutput(
+        tool_id, changed, kind="file", uri="file:///a.py", content=changed, start_line=21,
+        whole=False,
     )  # fmt: skip
+    shown = engine.add_tool_result("c", read)
     assert "diff against what you saw" in shown and "+    return x - 7" in shown
     whole_now = "".join(lines[:20]) + changed + "".join(lines[40:])
     d.call()
@@ -272,7 +273,9 @@ def test_a_demoted_file_keeps_the_definitions_the_conversation_edited(
         d.read("/old.py", text)
     edited = text.replace("return x + 79\n", "return x - 79\n")
     tool_id = d.tool("edit_file", {"path": "/old.py", "old": "x + 79", "new": "return x - 79"})
-    engine.add_tool_result("c", tool_id, "ok", kind="edit", uri="file:///old.py", content=edited)
+    engine.add_tool_result(
+        "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///old.py", content=edited)
+    )
     d.call()
     clock.advance(7200)
     d.call()
@@ -297,8 +300,8 @@ def test_the_latest_response_and_what_follows_it_are_never_evicted(
         d.call()
         d.tool("Write", {"file_path": f"/m{step}.py", "content": source(20, f"w{step}_")})
         d.tool("Write", {"file_path": f"/n{step}.py", "content": source(20, f"x{step}_")})
-        engine.add_tool_result("c", f"toolu_{d.n - 1}", "File created")
-        engine.add_tool_result("c", f"toolu_{d.n}", "File created")
+        engine.add_tool_result("c", ToolOutput(f"toolu_{d.n - 1}", "File created"))
+        engine.add_tool_result("c", ToolOutput(f"toolu_{d.n}", "File created"))
         clock.advance(7200 if step % 10 == 9 else 15)
         d.call()
         last_response = [m for m in d.requests[-1]["messages"] if m["role"] == "assistant"][-1]

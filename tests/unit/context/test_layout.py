@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput
 from ephemeral_context.context.layout import choose_anchor, place_breakpoints
 from ephemeral_context.request_view import request_from_messages_api
 from ephemeral_context.store import Store
@@ -97,7 +97,9 @@ def test_an_early_edit_in_a_long_thread_costs_a_delta_while_warm(
     d.call()
     edited = text.replace("x + 7\n", "x - 7\n")
     tool_id = d.tool("edit_file", {"path": "/a.py", "old": "x + 7", "new": "x - 7"})
-    engine.add_tool_result("c", tool_id, "ok", kind="edit", uri="file:///a.py", content=edited)
+    engine.add_tool_result(
+        "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///a.py", content=edited)
+    )
     clock.advance(15)
     before = d.call()
     assert d.read("/a.py", edited).startswith("unchanged since")  # the model made this edit
