@@ -11,10 +11,19 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import xxhash
+
 from ephemeral_context.documents import content_hash
 
 SHRINK_KEEP_CHARS = 120
 """Input fields up to this long (paths, short commands) stay; longer ones become the reference."""
+
+
+def content_key(value: Any) -> int:
+    """A stable key for a block's content (equal keys mean byte-equal blocks)."""
+    return xxhash.xxh3_64_intdigest(
+        json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    )
 
 
 def as_dict(raw: Mapping[str, Any] | Any) -> dict[str, Any]:
@@ -89,6 +98,17 @@ def shrink_input(tool_input: Mapping[str, Any], reference: str) -> dict[str, Any
             out[key] = reference
             replaced = True
     return out
+
+
+def stand_in(block: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """What is sent instead of `block` once `text` (a placeholder or reference) replaces its
+    content: a tool_result keeps its id, a tool_use its short input fields (the API needs
+    the pair), anything else becomes a text block."""
+    if block.get("type") == "tool_result":
+        return {**block, "content": text}
+    if block.get("type") == "tool_use":
+        return {**block, "input": shrink_input(block.get("input") or {}, text)}
+    return {"type": "text", "text": text}
 
 
 def uri_of(path: str) -> str:

@@ -46,13 +46,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from ephemeral_context.cache_sim import Block
-from ephemeral_context.context import accounting, eviction, forecast, intake, reads, rehydration
+from ephemeral_context.context import eviction, forecast, intake, reads, rehydration, status
 from ephemeral_context.context import items as item_api
-from ephemeral_context.context.accounting import EngineStatus
+from ephemeral_context.context.blocks import content_key
+from ephemeral_context.context.conversation import Conversation
 from ephemeral_context.context.intake import ToolOutput
 from ephemeral_context.context.items import HydratedText, ItemInfo, UnknownItem
 from ephemeral_context.context.kinds import BlockKind
-from ephemeral_context.context.layout import BuiltRequest, build, content_key, place_breakpoints
+from ephemeral_context.context.layout import BuiltRequest, build, place_breakpoints
 from ephemeral_context.context.ledger import Ledger
 from ephemeral_context.context.state import (
     EngineConfig,
@@ -61,7 +62,7 @@ from ephemeral_context.context.state import (
     StoreLike,
     TokenCounter,
 )
-from ephemeral_context.context.thread import Conversation, append
+from ephemeral_context.context.status import EngineStatus
 
 __all__ = [
     "BlockKind",
@@ -200,56 +201,64 @@ class ContextEngine:
         `system_tokens` overrides the estimate when the system prompt is known only by its
         size (replay).
         """
-        state = self.state
+        state, config = self.state, self.config
         c = state.conversation(conv)
         now = self.clock() if now is None else now
+        # 1. What happened since the last call: pins the model does not see as they are
+        #    now, then one note per file changed outside the conversation.
         item_api.show_pins(state, c)
         for note in c.pending_notes.values():
-            append(c, "user", {"type": "text", "text": note}, state.count(note, "prose"), text=note)
+            block = {"type": "text", "text": note}
+            c.thread.append(c.calls, "user", block, state.count(note, "prose"), text=note)
         c.pending_notes.clear()
+        # 2. The forecast from the conversation so far: idle gaps give the TTLs.
         if c.last_call_time is not None:
             c.gaps.append(max(0.0, now - c.last_call_time))
-        ttl, thread_ttl = forecast.ttls(c, self.config.cache_ttl, self.config.context_budget)
-        sys_tokens = (
-            system_tokens
-            if system_tokens is not None
-            else (state.count(system, "prose") if system else 0)
-        )
+        ttl, thread_ttl = forecast.ttls(c, config.cache_ttl, config.context_budget)
+        # 3. The head (tool schemas, system prompt): another head leaves nothing cached.
+        if system_tokens is None:
+            system_tokens = state.count(system, "prose") if system else 0
         tool_blocks = self._tools_blocks(tools)
-        prefix = sum(b.tokens for b in tool_blocks) + sys_tokens
-        prefix_key = hash((model, system, tuple(b.key for b in tool_blocks)))
-        if prefix_key != c.prefix_key:  # another model, system prompt or tool set: all cold
-            c.prefix_key = prefix_key
-            c.cache.clear()
-        c.cache.expire(now)
-        if self.config.eviction and c.calls > 0:
-            eviction.consolidate(state, c, prefix, thread_ttl)
-        hit = c.cache.latest_thread_hit
+        head = sum(b.tokens for b in tool_blocks) + system_tokens
+        head_key = hash((model, system, tuple(b.key for b in tool_blocks)))
+        if head_key != c.prefix_key:
+            c.prefix_key = head_key
+            c.thread.cache.clear()
+        c.thread.cache.expire(now)
+        # 4. The policy: evict what pays, rebuild the file segment when the cache is cold.
+        if config.eviction and c.calls > 0:
+            eviction.consolidate(state, c, head, thread_ttl)
+        # 5. The layout, with at most four breakpoints.
         points = place_breakpoints(
-            bool(system), bool(c.segment), c.last_cacheable + 1, hit, ttl, thread_ttl
+            bool(system),
+            bool(c.segment),
+            c.thread.last_cacheable + 1,
+            c.thread.cache.latest_thread_hit,
+            ttl,
+            thread_ttl,
         )
         built = build(
             model=model,
-            max_tokens=self.config.max_tokens,
+            max_tokens=config.max_tokens,
             system_text=system,
-            system_tokens=sys_tokens,
+            system_tokens=system_tokens,
             segment=c.segment,
-            thread=c.thread,
+            thread=c.thread.blocks,
             tools=tools,
             tool_blocks=tool_blocks,
             points=points,
         )
-        built.expected_read = c.cache.warm_end
-        accounting.account(c, built, model, now, sys_tokens, tool_blocks)
-        c.context_token_calls += c.thread_tokens
+        built.expected_read = c.thread.cache.warm_end
+        # 6. Accounting: both bills in the cache model, the boundaries this request writes.
+        c.accounting.account(c.thread, built, model, now, system_tokens, tool_blocks)
+        c.context_token_calls += c.thread.tokens
         c.calls += 1
         c.last_call_time = now
-        c.last_built = built
         return built.kwargs
 
     def last_request(self, conv: str) -> BuiltRequest | None:
         """The last request built for `conv`, with the cache model's view of it."""
-        return self.conversation(conv).last_built
+        return self.conversation(conv).accounting.last_built
 
     def _tools_blocks(self, tools: Sequence[Mapping[str, Any]]) -> list[Block]:
         """The cache model's blocks for the tool schemas, computed once per tool list.
@@ -270,7 +279,8 @@ class ContextEngine:
 
         A call that read nothing from the cache tells the engine its boundaries are gone.
         """
-        accounting.record_usage(self.conversation(conv), usage)
+        c = self.conversation(conv)
+        c.accounting.record_usage(c.thread, usage)
 
     # ------------------------------------------------------------------ human controls and views
 
@@ -316,7 +326,7 @@ class ContextEngine:
         tokens of the new text: counted as the next request will show it, without storing a
         version nobody has been shown yet (the caller pins it again before that request)."""
         convs = [self.conversation(conv)] if conv else list(self.state.conversations.values())
-        return accounting.status(self.state, convs, pending_pins or {})
+        return status.status(self.state, convs, pending_pins or {})
 
     # ------------------------------------------------------------------ hydration
 

@@ -15,18 +15,19 @@ nothing pinned or protected, and a skill only once its frontmatter trigger has f
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context import forecast, policy, segment
-from ephemeral_context.context.blocks import block_tokens, clip_tokens, label_of, shrink_input
+from ephemeral_context.context.blocks import block_tokens, clip_tokens, label_of, stand_in
 from ephemeral_context.context.cacheview import END_OF_SEGMENT
+from ephemeral_context.context.conversation import Conversation
 from ephemeral_context.context.kinds import EVICTABLE, FILE_COPIES, BlockKind
-from ephemeral_context.context.layout import ThreadBlock, content_key
 from ephemeral_context.context.ledger import ItemState
 from ephemeral_context.context.skills import trigger_fired
 from ephemeral_context.context.state import EngineState, EvictionEvent
-from ephemeral_context.context.thread import Conversation, reflow
+from ephemeral_context.context.thread import ThreadBlock
 
 log = logging.getLogger(__name__)
 
@@ -34,28 +35,20 @@ log = logging.getLogger(__name__)
 def consolidate(state: EngineState, c: Conversation, prefix: int, ttl: Ttl) -> None:
     """Evict what the cost gate allows; rebuild the segment when the cache is cold."""
     # Anything after the system prompt still cached? (a thread prefix includes the segment)
-    segment_warm = c.cache.thread_warm or c.cache.has(END_OF_SEGMENT)
+    segment_warm = c.thread.cache.thread_warm or c.thread.cache.has(END_OF_SEGMENT)
     thread_start = prefix + sum(e.tokens for e in c.segment)
-    warm_end = c.cache.warm_end
+    warm_end = c.thread.cache.warm_end
     m = policy.remaining_calls(c.calls, forecast.horizon(c, state.config.context_budget))
     chosen = candidates(state, c, thread_start)
     boundaries = [policy.Boundary(0, thread_start)] + [
-        policy.Boundary(p + 1, end) for p, end in c.cache.thread_entries()
+        policy.Boundary(p + 1, end) for p, end in c.thread.cache.thread_entries()
     ]
     plan = policy.plan_eviction(chosen, boundaries, warm_end, m, ttl=ttl)
-    cold = not c.cache.thread_warm
+    cold = not c.thread.cache.thread_warm
     if plan.evict:
-        labels = [evict_block(state, c, i) for i in plan.evict]
-        reflow(c, min(plan.evict))
-        report(
-            state,
-            c,
-            tuple(label for label in labels if label),
-            plan.tokens_freed,
-            plan.tokens_reprocessed,
-            cold,
-            "cost gate" if not cold else "cold cache",
-        )
+        reason = "cost gate" if not cold else "cold cache"
+        freed, reprocessed = plan.tokens_freed, plan.tokens_reprocessed
+        evict_all(state, c, plan.evict, reason, freed, reprocessed, cold)
     if not segment_warm:
         segment.rebuild(state, c, ttl)
     limited = [
@@ -64,12 +57,10 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, ttl: Ttl) -> N
         if not tb.evicted and tb.uri in state.over_limits and tb.kind in EVICTABLE
     ]
     if limited:
-        ids = tuple(evict_block(state, c, i, "over the ledger limits") for i in limited)
-        reflow(c, min(limited))
-        report(state, c, ids, 0, 0, cold, "over the ledger limits")
+        evict_all(state, c, limited, "over the ledger limits", 0, 0, cold)
     for uri in state.over_limits:
         c.files.pop(uri, None)
-    total = thread_start + c.thread_tokens
+    total = thread_start + c.thread.tokens
     if total > state.config.context_budget:
         evicted = set(plan.evict)
         rest = [
@@ -77,10 +68,23 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, ttl: Ttl) -> N
         ]
         over = policy.fit_budget(rest, total, state.config.context_budget)
         if over:
-            ids = tuple(evict_block(state, c, i, "over the context budget") for i in over)
-            reflow(c, min(over))
             freed = sum(k.freed for k in rest if k.index in set(over))
-            report(state, c, ids, freed, 0, cold, "over the context budget")
+            evict_all(state, c, over, "over the context budget", freed, 0, cold)
+
+
+def evict_all(
+    state: EngineState,
+    c: Conversation,
+    indices: Sequence[int],
+    reason: str,
+    freed: int,
+    reprocessed: int,
+    cold: bool,
+) -> None:
+    """Evict these blocks, reflow once from the first, and report the decision."""
+    ids = [evict_block(state, c, i, reason) for i in indices]
+    c.thread.reflow(min(indices))
+    report(state, c, tuple(i for i in ids if i), freed, reprocessed, cold, reason)
 
 
 def candidates(
@@ -91,7 +95,7 @@ def candidates(
     out: list[policy.Candidate] = []
     gaps, open_idles = forecast.file_gaps(c)
     for index, tb in enumerate(c.thread):
-        if tb.evicted or tb.kind not in EVICTABLE or index >= c.last_response_start:
+        if tb.evicted or tb.kind not in EVICTABLE or not c.thread.consumed(index):
             continue
         item = state.ledger.get(tb.item_id) if tb.item_id else None
         if item is not None and (item.pinned or not item.evictable):
@@ -102,7 +106,7 @@ def candidates(
                 skill.meta,
                 True,
                 c.calls - skill.loaded_call,
-                c.thread_tokens - skill.tokens_at_load,
+                c.thread.tokens - skill.tokens_at_load,
             ):
                 continue
         freed = tb.tokens - evicted_form(state, c, index)[1]
@@ -115,7 +119,9 @@ def candidates(
                 c.rehydrated.get(tb.kind, 0), c.evicted_by_kind.get(tb.kind, 0)
             )
             wait = None
-        out.append(policy.Candidate(index, thread_start + c.offsets[index], freed, reuse, wait))
+        out.append(
+            policy.Candidate(index, thread_start + c.thread.offsets[index], freed, reuse, wait)
+        )
     return out
 
 
@@ -148,32 +154,25 @@ def evicted_form(state: EngineState, c: Conversation, index: int) -> tuple[dict[
             f"(read_session_file('{tb.item_id}') reloads it). {meta.description}",
             meta.placeholder_budget,
         )
-    block = dict(tb.block)
+    block = stand_in(tb.block, text)
     if block.get("type") == "tool_result":
-        block["content"] = text
         return block, state.count(text, "tool_output")
     if block.get("type") == "tool_use":
-        block["input"] = shrink_input(block.get("input") or {}, text)
         return block, block_tokens(state.count, block)
-    return {"type": "text", "text": text}, state.count(text, "prose")
+    return block, state.count(text, "prose")
 
 
-def evict_block(state: EngineState, c: Conversation, index: int, reason: str = "") -> str:
+def evict_block(state: EngineState, c: Conversation, index: int, reason: str) -> str:
     """Replace thread block `index` by its evicted form; returns its item id ('' if none).
     The caller reflows the thread from the first block it evicted."""
     tb = c.thread[index]
-    block, tokens = evicted_form(state, c, index)
-    tb.original = tb.block
-    tb.block = block
-    tb.key = content_key(block)
-    tb.tokens = tokens
-    tb.evicted = True
+    c.thread.replace(index, *evicted_form(state, c, index))
     c.evicted_by_kind[tb.kind] = c.evicted_by_kind.get(tb.kind, 0) + 1
     item = state.ledger.get(tb.item_id) if tb.item_id else None
     if item is not None and item.kind is not BlockKind.FILE:
         item.state = ItemState.EVICTED
         item.never_resurrect = True
-        item.reason = reason or "evicted by the cost gate"
+        item.reason = reason
     return tb.item_id or ""
 
 

@@ -13,14 +13,14 @@ from typing import Literal
 
 from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context import policy
-from ephemeral_context.context.thread import Conversation
+from ephemeral_context.context.conversation import Conversation
 
 
 def horizon(c: Conversation, budget: int) -> float:
     """Calls until this conversation's context would fill its budget, at the growth so
     far of what it was shown (before any eviction)."""
-    shown = sum(b.tokens for b in c.baseline)
-    current = c.last_built.total_tokens if c.last_built else shown
+    shown = sum(b.tokens for b in c.thread.baseline)
+    current = c.accounting.last_built.total_tokens if c.accounting.last_built else shown
     return policy.calls_until_full(budget, current, shown / max(1, c.calls))
 
 
@@ -34,7 +34,7 @@ def ttls(c: Conversation, cache_ttl: Literal["auto", "5m", "1h"], budget: int) -
         return cache_ttl, cache_ttl
     until_full = horizon(c, budget)
     prefix = policy.choose_ttl(c.gaps, c.calls, horizon=until_full)
-    lifetime = policy.mean_lifetime(c.context_token_calls, c.added_tokens)
+    lifetime = policy.mean_lifetime(c.context_token_calls, c.thread.added_tokens)
     thread = policy.choose_ttl(c.gaps, c.calls, horizon=until_full, lifetime=lifetime)
     return prefix, thread
 

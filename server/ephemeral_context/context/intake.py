@@ -19,16 +19,16 @@ from ephemeral_context.context import reads
 from ephemeral_context.context.blocks import (
     as_dict,
     block_tokens,
+    content_key,
     input_text,
     result_block,
     uri_of,
 )
+from ephemeral_context.context.conversation import Conversation, FileView, SkillState
 from ephemeral_context.context.kinds import BlockKind
-from ephemeral_context.context.layout import content_key
 from ephemeral_context.context.ledger import LedgerItem
 from ephemeral_context.context.skills import SkillMeta, parse_skill
 from ephemeral_context.context.state import EngineState
-from ephemeral_context.context.thread import Conversation, FileView, SkillState, append
 from ephemeral_context.tokens import BLOCK_OVERHEAD_TOKENS
 
 log = logging.getLogger(__name__)
@@ -42,8 +42,8 @@ WRITE_TOOLS = frozenset({"Write", "write_file"})
 def add_user_text(state: EngineState, conv: str, text: str, tokens: int | None) -> None:
     """A user message (typed by the human)."""
     c = state.conversation(conv)
-    append(
-        c,
+    c.thread.append(
+        c.calls,
         "user",
         {"type": "text", "text": text},
         tokens if tokens is not None else state.count(text, "prose"),
@@ -74,7 +74,7 @@ def add_assistant_content(
             else block_tokens(state.count, block)
         )
         if kind != "tool_use":
-            append(c, "assistant", block, count, text=str(block.get("text", "")))
+            c.thread.append(c.calls, "assistant", block, count, text=str(block.get("text", "")))
             continue
         name = str(block.get("name", ""))
         tool_input = block.get("input") or {}
@@ -96,8 +96,9 @@ def add_assistant_content(
                     last_use=c.calls, changed_at=c.calls, label=f"{name} input",
                 )
             )  # fmt: skip
-        append(
-            c, "assistant", block, count, kind=BlockKind.TOOL_INPUT if item_id else BlockKind.TEXT,
+        c.thread.append(
+            c.calls, "assistant", block, count,
+            kind=BlockKind.TOOL_INPUT if item_id else BlockKind.TEXT,
             item_id=item_id, text=input_text(tool_input),
             uri=uri_of(path) if isinstance(path, str) else None,
         )  # fmt: skip
@@ -111,8 +112,8 @@ def _add_write(
     """A Write tool_use: its content is the file's new version, and what the model sees."""
     entry = state.store.put(content, uri=uri, tokens=state.count(content, "code"))
     reads.record_file_version(state, c, uri, entry.id, content)
-    index = append(
-        c,
+    index = c.thread.append(
+        c.calls,
         "assistant",
         block,
         count,
@@ -189,8 +190,8 @@ def add_tool_result(state: EngineState, conv: str, result: ToolOutput) -> str:
         key = f"{conv}:{r.tool_use_id}"
         _record_item(state, c, item_id, r.text, given, item_kind, key, meta, tool)
     block_kind = BlockKind.TOOL_RESULT if kind is BlockKind.EDIT else kind
-    index = append(
-        c,
+    index = c.thread.append(
+        c.calls,
         "user",
         result_block(r.tool_use_id, r.text, r.is_error),
         given,
@@ -200,7 +201,7 @@ def add_tool_result(state: EngineState, conv: str, result: ToolOutput) -> str:
         uri=r.uri if kind is BlockKind.EDIT else None,
     )
     if meta is not None:
-        c.skills[index] = SkillState(meta, c.calls, c.thread_tokens)
+        c.skills[index] = SkillState(meta, c.calls, c.thread.tokens)
     return r.text
 
 
@@ -219,11 +220,17 @@ def add_user_content(
     meta = parse_skill(text, default_name=name or "skill") if kind is BlockKind.SKILL else None
     key = f"{conv}:{kind}:{item_id}"
     _record_item(state, c, item_id, text, count, kind, key, meta, name or kind)
-    index = append(
-        c, "user", {"type": "text", "text": text}, count, kind=kind, item_id=item_id, text=text
+    index = c.thread.append(
+        c.calls,
+        "user",
+        {"type": "text", "text": text},
+        count,
+        kind=kind,
+        item_id=item_id,
+        text=text,
     )
     if meta is not None:
-        c.skills[index] = SkillState(meta, c.calls, c.thread_tokens)
+        c.skills[index] = SkillState(meta, c.calls, c.thread.tokens)
 
 
 def _record_item(

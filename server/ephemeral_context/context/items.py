@@ -12,16 +12,10 @@ from dataclasses import dataclass
 
 from ephemeral_context.context import eviction, reads
 from ephemeral_context.context.blocks import label_of
+from ephemeral_context.context.conversation import Conversation, FileView, view_visible
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.ledger import ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
-from ephemeral_context.context.thread import (
-    Conversation,
-    FileView,
-    append,
-    reflow,
-    view_visible,
-)
 from ephemeral_context.syntax import address, find_symbol
 
 
@@ -108,8 +102,8 @@ def pin(
         item.state, item.reason = ItemState.FULL, ""  # an earlier version is current again (undo)
     if symbol is not None:
         for c in targets:
-            append(
-                c, "user", {"type": "text", "text": shown}, state.count(shown, "code"),
+            c.thread.append(
+                c.calls, "user", {"type": "text", "text": shown}, state.count(shown, "code"),
                 kind=BlockKind.PINNED, item_id=entry.id, uri=uri, text=shown,
             )  # fmt: skip
         item.state = ItemState.PARTIAL
@@ -144,8 +138,8 @@ def show_pins(state: EngineState, c: Conversation) -> None:
     for item in unseen_pins(state, c):
         text = state.store.get(item.id).text
         shown = pin_block(item, text)
-        index = append(
-            c, "user", {"type": "text", "text": shown}, state.count(shown, "code"),
+        index = c.thread.append(
+            c.calls, "user", {"type": "text", "text": shown}, state.count(shown, "code"),
             kind=BlockKind.PINNED, item_id=item.id, uri=item.key, text=text,
         )  # fmt: skip
         c.files[item.key] = FileView(item.key, item.id, text, 1, True, c.calls, [index])
@@ -184,12 +178,12 @@ def drop(state: EngineState, target: str) -> list[str]:
         for i in hits:
             eviction.evict_block(state, c, i, reason="dropped by the user")
         if hits:
-            reflow(c, min(hits))
+            c.thread.reflow(min(hits))
             eviction.report(state, c, tuple(sorted(ids)), 0, 0, False, "dropped by the user")
         c.files.pop(key, None)
         if any(e.uri == key for e in c.segment):
             c.segment = [e for e in c.segment if e.uri != key]
-            c.cache.clear()
+            c.thread.cache.clear()
     state.ledger.forget(ids)
     return sorted(ids)
 

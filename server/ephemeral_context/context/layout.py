@@ -15,52 +15,13 @@ account for a request without serialising it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import xxhash
+from typing import Any
 
 from ephemeral_context.cache_sim import LOOKBACK_POSITIONS, MAX_BREAKPOINTS, Block, Request, Ttl
-from ephemeral_context.context.kinds import BlockKind
-
-Role = Literal["user", "assistant"]
-
-
-def content_key(value: Any) -> int:
-    """A stable key for a block's content (equal keys mean byte-equal blocks)."""
-    return xxhash.xxh3_64_intdigest(
-        json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    )
-
-
-@dataclass
-class ThreadBlock:
-    """One content block of the conversation as it is sent now, plus what it carries.
-
-    `original` keeps the block as first shown when a placeholder replaced it, so the content
-    can be appended again (re-hydration) and accounted for.
-    """
-
-    role: Role
-    block: dict[str, Any]
-    tokens: int
-    call: int
-    key: int = 0
-    kind: BlockKind = BlockKind.TEXT
-    item_id: str | None = None
-    uri: str | None = None
-    text: str = ""
-    evicted: bool = False
-    original: dict[str, Any] | None = None
-    original_tokens: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.key:
-            self.key = content_key(self.block)
-        if not self.original_tokens:
-            self.original_tokens = self.tokens
+from ephemeral_context.context.blocks import content_key
+from ephemeral_context.context.thread import ThreadBlock
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from ephemeral_context.context import policy
 from ephemeral_context.context.blocks import label_of, result_block, splice, text_hash
+from ephemeral_context.context.conversation import Conversation, FileView, visible_text
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.ledger import ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
-from ephemeral_context.context.thread import Conversation, FileView, append, visible_text
 
 if TYPE_CHECKING:
     from ephemeral_context.context.intake import ToolOutput
@@ -118,8 +118,8 @@ def add_read(
         tokens = state.count(shown, "code")
     else:
         shown, tokens = text, given
-    index = append(
-        c,
+    index = c.thread.append(
+        c.calls,
         "user",
         result_block(tool_use_id, shown, False),
         tokens,
@@ -153,8 +153,8 @@ def _answer(
 ) -> str:
     """A read answered by a one-line message instead of the content (the baseline still
     carries the content as the recorded transcript showed it)."""
-    append(
-        c,
+    c.thread.append(
+        c.calls,
         "user",
         result_block(tool_use_id, shown, False),
         state.count(shown, "prose"),

@@ -12,17 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ephemeral_context.context.blocks import label_of
-from ephemeral_context.context.kinds import FILE_COPIES, BlockKind
-from ephemeral_context.context.layout import ThreadBlock
-from ephemeral_context.context.outlines import enclosing_symbol
-from ephemeral_context.context.state import EngineState
-from ephemeral_context.context.thread import (
+from ephemeral_context.context.conversation import (
     Conversation,
     FileView,
-    append,
     needle_visible,
     view_visible,
 )
+from ephemeral_context.context.kinds import FILE_COPIES, BlockKind
+from ephemeral_context.context.outlines import enclosing_symbol
+from ephemeral_context.context.state import EngineState
+from ephemeral_context.context.thread import ThreadBlock
 
 
 def ensure_visible(state: EngineState, conv: str, uri: str | None, needles: Sequence[str]) -> int:
@@ -67,8 +66,8 @@ def rehydrate_block(state: EngineState, c: Conversation, tb: ThreadBlock, needle
     else:
         text, shown = f"[read_session_file('{item}')]\n{tb.text}", tb.text
     tokens = state.count(text, "code")
-    index = append(
-        c, "user", {"type": "text", "text": text}, tokens, kind=BlockKind.REHYDRATION,
+    index = c.thread.append(
+        c.calls, "user", {"type": "text", "text": text}, tokens, kind=BlockKind.REHYDRATION,
         item_id=tb.item_id, uri=tb.uri, text=shown,
     )  # fmt: skip
     view = c.files.get(tb.uri) if tb.uri else None
@@ -84,8 +83,8 @@ def rehydrate_file(state: EngineState, c: Conversation, uri: str, item_id: str) 
     text = state.store.get(item_id).text
     shown = f"[read_session_file('{item_id}')] {label_of(uri)}\n{text}"
     tokens = state.count(shown, "code")
-    index = append(
-        c,
+    index = c.thread.append(
+        c.calls,
         "user",
         {"type": "text", "text": shown},
         tokens,

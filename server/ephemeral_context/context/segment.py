@@ -14,14 +14,14 @@ from collections.abc import Mapping
 
 from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context import forecast, policy
-from ephemeral_context.context.blocks import block_tokens, label_of, shrink_input, uri_of
+from ephemeral_context.context.blocks import block_tokens, content_key, label_of, stand_in, uri_of
 from ephemeral_context.context.cacheview import END_OF_SYSTEM
+from ephemeral_context.context.conversation import Conversation, view_visible
 from ephemeral_context.context.kinds import BlockKind
-from ephemeral_context.context.layout import SegmentEntry, content_key
+from ephemeral_context.context.layout import SegmentEntry
 from ephemeral_context.context.ledger import ItemState
 from ephemeral_context.context.outlines import enclosing_symbol
 from ephemeral_context.context.state import EngineState
-from ephemeral_context.context.thread import Conversation, reflow, view_visible
 from ephemeral_context.syntax import render_synopsis
 
 
@@ -35,7 +35,7 @@ def rebuild(state: EngineState, c: Conversation, ttl: Ttl) -> None:
         visible = view_visible(c, view)
         if not view.whole or not (visible or view.demoted):
             continue
-        if any(i >= c.last_response_start for i in view.blocks):
+        if not all(c.thread.consumed(i) for i in view.blocks):
             # Not consumed yet (the model has not answered after it): it stays in the
             # thread, and the segment no longer holds the file.
             view.in_segment = view.demoted = False
@@ -81,29 +81,17 @@ def rebuild(state: EngineState, c: Conversation, ttl: Ttl) -> None:
     for i, note in moved:
         tb = c.thread[i]
         ref = f"[[file:{tb.item_id}]] {label_of(tb.uri or '')}: {note}."
-        tb.original = tb.block
-        block = dict(tb.block)
-        if block.get("type") == "tool_result":
-            block["content"] = ref
-        elif block.get("type") == "tool_use":
-            block["input"] = shrink_input(block.get("input") or {}, ref)
-        else:
-            block = {"type": "text", "text": ref}
-        tb.block, tb.key, tb.evicted, tb.kind = (
-            block,
-            content_key(block),
-            True,
-            BlockKind.CONSOLIDATED,
-        )
-        tb.tokens = (
+        block = stand_in(tb.block, ref)
+        tokens = (
             block_tokens(state.count, block)
             if block.get("type") == "tool_use"
-            else (state.count(ref, "prose"))
+            else state.count(ref, "prose")
         )
+        c.thread.replace(i, block, tokens, BlockKind.CONSOLIDATED)
     c.segment = entries
     if c.thread:
-        reflow(c, 0)
-    c.cache.keep_only((END_OF_SYSTEM,))  # the tools and system prompt did not change
+        c.thread.reflow(0)
+    c.thread.cache.keep_only((END_OF_SYSTEM,))  # the tools and system prompt did not change
 
 
 def used_symbols(state: EngineState, c: Conversation, uri: str, text: str) -> list[tuple[str, str]]:

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from ephemeral_context.context.conversation import Conversation
 from ephemeral_context.context.ledger import Ledger, LedgerLimits
 from ephemeral_context.context.outlines import OutlineCache
-from ephemeral_context.context.thread import Conversation
 from ephemeral_context.tokens import estimate_block_tokens
 
 TokenCounter = Callable[[str, str], int]

@@ -1,0 +1,95 @@
+"""One conversation as the engine holds it: its thread, what the model sees of each file,
+its file segment, loaded skills and accounting.
+
+The visibility checks say what the model can still see: a file view is visible while one of
+its blocks is not evicted or it is in the file segment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ephemeral_context.context.accounting import Accounting
+from ephemeral_context.context.kinds import BlockKind
+from ephemeral_context.context.layout import SegmentEntry
+from ephemeral_context.context.skills import SkillMeta
+from ephemeral_context.context.thread import Thread
+
+
+@dataclass
+class FileView:
+    """What the model of one conversation can see of one file."""
+
+    uri: str
+    item_id: str
+    text: str
+    start_line: int
+    whole: bool
+    call: int
+    blocks: list[int] = field(default_factory=list)
+    in_segment: bool = False
+    demoted: bool = False
+    """Shown as synopsis plus id in the segment (the text itself is not visible)."""
+
+
+@dataclass
+class SkillState:
+    """A loaded skill and where it was loaded (its frontmatter trigger counts from there)."""
+
+    meta: SkillMeta
+    loaded_call: int
+    tokens_at_load: int
+
+
+@dataclass
+class Conversation:
+    """Everything the engine holds for one conversation."""
+
+    id: str
+    thread: Thread = field(default_factory=Thread)
+    calls: int = 0
+    last_call_time: float | None = None
+    gaps: list[float] = field(default_factory=list)
+    files: dict[str, FileView] = field(default_factory=dict)
+    tool_uses: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    pending_notes: dict[str, str] = field(default_factory=dict)
+    note_hashes: dict[str, str | None] = field(default_factory=dict)
+    """The content hash each pending note's change led to (to drop the echo of an edit)."""
+    segment: list[SegmentEntry] = field(default_factory=list)
+    skills: dict[int, SkillState] = field(default_factory=dict)
+    prefix_key: int = 0
+    context_token_calls: int = 0
+    """The thread's size summed over every request built (Little's law numerator)."""
+    touches: dict[str, list[int]] = field(default_factory=dict)
+    accounting: Accounting = field(default_factory=Accounting)
+    rehydrated: dict[BlockKind, int] = field(default_factory=dict)
+    rehydrated_tokens: int = 0
+    evicted_by_kind: dict[BlockKind, int] = field(default_factory=dict)
+
+
+def view_visible(c: Conversation, view: FileView) -> bool:
+    """The model still sees this file view (in the segment, or a block not evicted)."""
+    return view.in_segment or any(not c.thread[i].evicted for i in view.blocks)
+
+
+def visible_text(
+    c: Conversation, uri: str, start_line: int, whole: bool, content: str
+) -> str | None:
+    """The text the model sees for this part of the file, if any is still visible."""
+    view = c.files.get(uri)
+    if view is None or not view_visible(c, view):
+        return None
+    if whole:
+        return view.text if view.whole else None
+    if view.whole:
+        lines = view.text.splitlines(keepends=True)
+        n = max(1, len(content.splitlines()))
+        return "".join(lines[start_line - 1 : start_line - 1 + n])
+    return view.text if view.start_line == start_line else None
+
+
+def needle_visible(c: Conversation, needle: str) -> bool:
+    """`needle` occurs in something the model can see now."""
+    return any(needle in e.text for e in c.segment) or c.thread.shows(needle)
