@@ -11,6 +11,7 @@ the model is scripted.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -29,22 +30,28 @@ from tests.gateway_harness import (
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.parametrize(
+    "env", [{}, {"ENABLE_PROMPT_CACHING_1H": "1"}], ids=["5m-cache", "1h-cache"]
+)
 def test_claude_code_through_the_gateway_completes_cheaper_and_hydrates(
-    claude_code: ClaudeCode, tmp_path: Path
+    claude_code: ClaudeCode, tmp_path: Path, env: dict[str, str]
 ) -> None:
     script = claude_code_session(claude_code.workspace)
-    direct = claude_code.run(SESSION_PROMPT, script, allowed_tools=SESSION_TOOLS)
+    direct = claude_code.run(SESSION_PROMPT, script, allowed_tools=SESSION_TOOLS, env=env)
     assert direct.returncode == 0, direct.stderr
     started: list[GatewayThread] = []
     through = claude_code.run(
         SESSION_PROMPT,
         claude_code_session(claude_code.workspace),  # the files as they were before the edit
         allowed_tools=SESSION_TOOLS,
+        env=env,
         front=gateway_front(tmp_path / "gateway", started),
     )
     assert through.returncode == 0, through.stderr
     assert through.stdout.strip() == SESSION_ANSWER
     assert all(r.status == 200 for r in through.requests)
+    if env:  # Claude Code asked for 1-hour writes, and they went upstream as valid breakpoints
+        assert any('"ttl": "1h"' in json.dumps(r.body) for r in through.requests)
 
     # the model asked for an id and got its content; Claude Code never saw that tool
     hydrations = [
