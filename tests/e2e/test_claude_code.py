@@ -10,7 +10,8 @@ writes asked for.
 What a transcript cannot hold is left out of the comparison, each for a stated reason:
 the context reminder Claude Code puts before the first prompt (today's date, CLAUDE.md: it
 is part of what the reader infers as the thread's prefix), and in a sub-agent the agent
-listing Claude Code adds as a system message that the sub-agent's file never records.
+listing Claude Code adds (a system message, or a reminder after the first tool result for
+models before Opus 4.8) that the sub-agent's file never records.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ pytestmark = pytest.mark.e2e
 
 CONTEXT_REMINDER = "<system-reminder>\nAs you answer the user's questions"
 """How Claude Code's context reminder (date, CLAUDE.md) starts: never in the transcript."""
+
+SUB_AGENT_LISTING = "<system-reminder>\n" + AGENT_LISTING
+"""The agent listing a sub-agent is sent as a reminder (models before Opus 4.8), unrecorded."""
 
 Shape = list[tuple[str, list[str]]]
 """A request as compared: each message's role and one line per content block."""
@@ -59,13 +63,16 @@ def sent_shape(body: Mapping[str, Any], *, sub_agent: bool = False) -> Shape:
         lines = []
         for block in blocks:
             kind = block["type"]
-            if kind == "text" and not block["text"].startswith(CONTEXT_REMINDER):
+            unrecorded = sub_agent and block.get("text", "").startswith(SUB_AGENT_LISTING)
+            if kind == "text" and not block["text"].startswith(CONTEXT_REMINDER) and not unrecorded:
                 lines.append(_block_line("text", "", block["text"]))
             elif kind == "tool_use":
                 lines.append(_block_line("tool_use", block["id"], block["name"]))
             elif kind == "tool_result":
                 result = block["content"]
                 text = result if isinstance(result, str) else "\n".join(b["text"] for b in result)
+                if sub_agent:  # the listing rides at the end of the result
+                    text = text.split(SUB_AGENT_LISTING)[0]
                 lines.append(_block_line("tool_result", block["tool_use_id"], text))
         shape.append((role, lines))
     return shape
@@ -196,7 +203,10 @@ def test_one_hour_caching_is_what_the_calls_record(claude_code: ClaudeCode) -> N
     assert all(c.usage and c.usage.ephemeral_1h_input_tokens for c in session.calls)
 
 
-def test_a_sub_agent_is_its_own_session_linked_to_its_parent(claude_code: ClaudeCode) -> None:
+@pytest.mark.parametrize("model", ["claude-opus-4-8", "claude-sonnet-4-6"])
+def test_a_sub_agent_is_its_own_session_linked_to_its_parent(
+    claude_code: ClaudeCode, model: str
+) -> None:
     app = claude_code.workspace / "app.py"
     app.write_text('def main():\n    print("hello")\n', encoding="utf-8")
     task = "Read app.py and report what it does."
@@ -208,7 +218,10 @@ def test_a_sub_agent_is_its_own_session_linked_to_its_parent(claude_code: Claude
         "The sub-agent says it prints hello.",  # the main session again
     ]
     run = claude_code.run(
-        "Use an agent to look at app.py.", script, allowed_tools=("Read", "Agent")
+        "Use an agent to look at app.py.",
+        script,
+        allowed_tools=("Read", "Agent"),
+        args=("--model", model),
     )
     assert run.returncode == 0, run.stderr
 
@@ -222,7 +235,7 @@ def test_a_sub_agent_is_its_own_session_linked_to_its_parent(claude_code: Claude
     assert len(ours) == 2 and len(theirs) == 2
     assert_reconstructs(main, ours)
     assert_reconstructs(sub, theirs, sub_agent=True)
-    assert sub.request(sub.calls[0])[0].blocks[0].text == task
+    assert sub.request(sub.calls[0])[0].blocks[-1].text == task
     assert json.dumps(run.requests[1].body["messages"][0]).count(task) == 1
 
 

@@ -940,8 +940,10 @@ def _link_tasks(session: Session) -> None:
         if isinstance(prompt, str) and block.tool_use_id:
             tasks.setdefault(prompt, block.tool_use_id)
     for thread in session.threads.values():
-        if thread.prefix_key == "agent" and thread.messages and thread.messages[0].blocks:
-            thread.task = tasks.get(thread.messages[0].blocks[0].text)
+        if thread.prefix_key == "agent" and thread.messages:
+            # the prompt, after any reminders Claude Code moved up before it
+            opening = (tasks.get(block.text) for block in thread.messages[0].blocks)
+            thread.task = next((task for task in opening if task), None)
 
 
 DEFAULT_PREFIX_TOKENS = {"main": 15_000, "agent": 9_500}

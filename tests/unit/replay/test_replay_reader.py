@@ -460,3 +460,21 @@ def test_a_compaction_keeps_its_preserved_messages_and_re_attached_files(tmp_pat
     assert reattached.startswith("<system-reminder>\nCalled the Read tool")
     assert "Result of calling the Read tool:\n1\tx = 1\n2\t" in reattached
     assert request[2].blocks[1].text == "and now?"
+
+
+def test_a_sub_agent_is_tied_to_its_task_behind_the_reminders_before_its_prompt(
+    tmp_path: Path,
+) -> None:
+    t = Transcript()
+    t.user("look around")
+    t.assistant([tool_use("t1", "Agent", prompt="find the py files")], usage={"write": 5000})
+    side = Transcript(sidechain=True, _ids=t._ids, lines=t.lines, seconds=t.seconds)
+    side.user("find the py files")
+    side.other("attachment", attachment={"type": "skill_listing", "content": "- review: reviews"})
+    side.assistant([text("a.py")], usage={"write": 900})
+    t.seconds = side.seconds
+    t.tool_result("t1", "a.py").assistant([text("one file")], usage={"read": 5000, "write": 9})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    (agent,) = [thread for thread in session.threads.values() if thread.prefix_key == "agent"]
+    assert agent.messages[0].blocks[0].text.startswith("<system-reminder>")
+    assert agent.task == "t1"
