@@ -1,8 +1,9 @@
 """One document's syntax tree and outline, kept current edit by edit.
 
 Each edit goes to the tree (`Tree.edit`), the text is reparsed with the old tree, and only
-definitions touching an edited or structurally changed range are queried again; the rest are
-shifted. While the text has syntax errors it is parsed from scratch instead (tree-sitter's
+definitions whose reach (their span and every node their pattern captured, see
+`outline.Definition`) touches an edited or structurally changed range are queried again; the
+rest are shifted. While the text has syntax errors it is parsed from scratch instead (tree-sitter's
 error recovery can build a different tree incrementally than from scratch), and the edited
 old tree's `changed_ranges` against that fresh tree still limits the re-query. The result always
 equals `outline_text` on the final text (the property tests check that), and every update

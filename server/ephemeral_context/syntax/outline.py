@@ -53,6 +53,7 @@ class _Candidate(NamedTuple):
     node: ts.Node
     name: ts.Node
     captures: Captures
+    reach: tuple[int, int]
 
 
 class SymbolId(NamedTuple):
@@ -65,6 +66,10 @@ class SymbolId(NamedTuple):
 
 class Definition(NamedTuple):
     """One definition as the query found it, before nesting gives it a qualified name.
+
+    `reach_start`..`reach_end` covers every node its matches captured, which can lie outside
+    the definition (the `#ifndef` deciding whether a C `#define` is a header guard): an edit
+    anywhere in it can change the definition, so an update re-queries it.
 
     NamedTuples (here and for Symbol) rather than dataclasses: a full-file query builds
     thousands of them, and tuples are several times cheaper to create.
@@ -79,6 +84,8 @@ class Definition(NamedTuple):
     end_line: int
     signature: str
     name_at: int
+    reach_start: int
+    reach_end: int
 
 
 class Symbol(NamedTuple):
@@ -278,7 +285,7 @@ def find_definitions(
 ) -> list[Definition]:
     """Definitions the tags query finds, sorted by position (outermost first on ties).
 
-    With `touching=(start, end)`, only definitions whose span meets that closed range.
+    With `touching=(start, end)`, only definitions whose reach meets that closed range.
     """
     chosen: dict[tuple[int, int], _Candidate] = {}
     query_range = None if touching is None else (max(0, touching[0] - 1), touching[1] + 1)
@@ -287,21 +294,24 @@ def find_definitions(
         names = captures.get(f"name.definition.{kind}")
         if kind is None or not names:
             continue
-        found = _Candidate(pattern, kind, captures[f"definition.{kind}"][0], names[0], captures)
+        captured = [node for nodes in captures.values() for node in nodes]
+        reach = min(n.start_byte for n in captured), max(n.end_byte for n in captured)
+        found = _Candidate(
+            pattern, kind, captures[f"definition.{kind}"][0], names[0], captures, reach
+        )
         key = (found.name.start_byte, found.name.end_byte)
         seen = chosen.get(key)
         if seen is not None:
             later = found if found.pattern > seen.pattern else seen
             widest = max(seen.node, found.node, key=lambda n: n.end_byte - n.start_byte)
-            found = later._replace(node=widest)
+            reach = min(seen.reach[0], reach[0]), max(seen.reach[1], reach[1])
+            found = later._replace(node=widest, reach=reach)
         chosen[key] = found
     comments = tuple(prefix.encode() for prefix in spec_for(language).doc_prefixes)
     candidates = list(chosen.values())
     if touching is not None:
         start, end = touching
-        candidates = [
-            c for c in candidates if c.node.start_byte <= end and start <= c.node.end_byte
-        ]
+        candidates = [c for c in candidates if c.reach[0] <= end and start <= c.reach[1]]
     return sorted((_definition(source, c, comments) for c in candidates), key=outline_order)
 
 
@@ -340,6 +350,8 @@ def _definition(source: bytes, candidate: _Candidate, comments: tuple[bytes, ...
         end_line=end_line,
         signature=signature,
         name_at=name_at,
+        reach_start=candidate.reach[0],
+        reach_end=candidate.reach[1],
     )
 
 

@@ -70,8 +70,9 @@ class SymbolTable:
         return SymbolId(self.kind[row], self.qualname[row], int(self.ordinal[row]))
 
     def remove_touching(self, start: int, end: int) -> set[tuple[str, str]]:
-        """Drop rows whose span meets [start, end]; their kept children become orphans."""
-        return self._remove(np.flatnonzero((self.start <= end) & (self.end >= start)))
+        """Drop rows whose reach (Definition.reach_start..reach_end) meets [start, end];
+        their kept children become orphans."""
+        return self._remove(np.flatnonzero((self.reach_start <= end) & (self.reach_end >= start)))
 
     def remove_replaced(self, fresh: Sequence[Definition]) -> set[tuple[str, str]]:
         """Drop kept rows that a fresh definition replaces (same start, name and query kind).
@@ -107,10 +108,13 @@ class SymbolTable:
         return keys
 
     def shift(self, after: int, bytes_by: int, lines_by: int) -> None:
-        """Rows starting after byte `after` move with an edit (rows touching it are gone)."""
+        """Rows starting after byte `after` move with an edit (rows touching it are gone, and
+        a reach starting before `after` would have touched it)."""
         first = int(np.searchsorted(self.start, after, side="right"))
         self.start[first:] += bytes_by
         self.end[first:] += bytes_by
+        self.reach_start[first:] += bytes_by
+        self.reach_end[first:] += bytes_by
         self.start_line[first:] += lines_by
         self.end_line[first:] += lines_by
 
@@ -258,6 +262,8 @@ class SymbolTable:
     old_end: _Ints = _column("_ints", 8)
     key_hash: _Ints = _column("_ints", 9)  # hash((kind, qualname)): finds same-named rows fast
     orphan_of: _Ints = _column("_ints", 10)  # index into `parents` of the replaced parent
+    reach_start: _Ints = _column("_ints", 11)  # bytes whose edit re-queries the row
+    reach_end: _Ints = _column("_ints", 12)
     kind: _Objects = _column("_objects", 0)
     name: _Objects = _column("_objects", 1)
     qualname: _Objects = _column("_objects", 2)
@@ -273,14 +279,14 @@ def _rows(
 ) -> tuple[_Ints, _Objects, _Bools]:
     """The three blocks for `symbols`; rows created by an update are dirty and have no old span."""
     count = len(symbols)
-    ints = np.empty((count, 11), dtype=np.int64)
+    ints = np.empty((count, 13), dtype=np.int64)
     objects = np.empty((count, 6), dtype=object)
     for row, (s, d) in enumerate(zip(symbols, definitions, strict=True)):
         old_start, old_end = (-1, -1) if dirty else (s.start_byte, s.end_byte)
         ints[row] = (
             s.start_byte, s.end_byte, s.start_line, s.end_line, s.depth,
             0 if dirty else s.ordinal, s.name_at, old_start, old_end,
-            hash((s.kind, s.qualname)), -1,
+            hash((s.kind, s.qualname)), -1, d.reach_start, d.reach_end,
         )  # fmt: skip
         objects[row] = (s.kind, s.name, s.qualname, s.signature, d.scope, d.kind)
     flags = np.zeros((count, 2), dtype=np.bool_)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from ephemeral_context.documents import ByteEdit
-from ephemeral_context.syntax import IncrementalSyntax, SymbolId, outline_text
-from hypothesis import HealthCheck, given, settings
+from ephemeral_context.syntax import IncrementalSyntax, SymbolId, detect_language, outline_text
+from ephemeral_context.syntax.outline import find_definitions, new_parser
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "syntax" / "samples"
@@ -95,6 +96,7 @@ def _apply_random(text: str, raw: list[tuple[float, float, str]]) -> tuple[str, 
 )
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(edits_strategy, min_size=1, max_size=3))
+@example(batches=[[(0.1015625, 0.0, "x")]])  # ring.h: `#ifndef RINGx_H` (found by hypothesis)
 def test_incremental_equals_fresh_parse(
     name: str, batches: list[list[tuple[float, float, str]]]
 ) -> None:
@@ -272,3 +274,42 @@ def test_an_edit_touching_hundreds_of_definitions_reuses_the_new_tree() -> None:
     assert changes.incremental
     assert syntax.outline == outline_text(renamed, "many.py")
     assert len(changes.added) == len(changes.removed) == 400
+
+
+@pytest.mark.parametrize(
+    ("guard", "define_is_listed"), [("RING_H", False), ("OTHER_H", True)]
+)  # fmt: skip
+def test_editing_a_header_guard_re_queries_the_define_it_decides(
+    guard: str, define_is_listed: bool
+) -> None:
+    """`#define RING_H` is a constant unless `#ifndef RING_H` guards it: the match reads a
+    node outside the definition, so an edit there alone must re-query the definition."""
+    text = (SAMPLES / "ring.h").read_text(encoding="utf-8")
+    first = "RING_H" if define_is_listed else "RINGx_H"
+    at = text.index("#ifndef RING_H") + len("#ifndef ")
+    text, _ = splice(text, at, at + len("RING_H"), first)
+    syntax = IncrementalSyntax(text, "ring.h")
+    text, edit = splice(text, at, at + len(first), guard)
+    changes = syntax.apply([edit], text)
+    assert changes.incremental
+    assert syntax.outline == outline_text(text, "ring.h")
+    constant = SymbolId("constant", "RING_H", 1)
+    assert (constant in changes.added) == define_is_listed
+    assert (constant in changes.removed) == (not define_is_listed)
+
+
+@pytest.mark.parametrize(
+    "name", sorted(path.name for path in SAMPLES.iterdir() if detect_language(path.name))
+)
+def test_a_query_near_any_byte_finds_what_the_whole_query_finds_there(name: str) -> None:
+    """The update re-queries only near edits: that must give exactly the definitions, with
+    the same kinds, spans and signatures, whose reach a full query says the byte is in."""
+    language = detect_language(name)
+    assert language is not None
+    source = (SAMPLES / name).read_bytes()
+    tree = new_parser(language).parse(source)
+    everything = find_definitions(tree, source, language)
+    edges = {e + d for x in everything for e in (x.reach_start, x.reach_end) for d in (-1, 0, 1)}
+    for at in sorted(edges | set(range(0, len(source), 7))):
+        wanted = [d for d in everything if d.reach_start <= at <= d.reach_end]
+        assert find_definitions(tree, source, language, touching=(at, at)) == wanted, at
