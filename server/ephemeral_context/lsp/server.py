@@ -139,6 +139,9 @@ class EphemeralContextServer(LanguageServer):
         self.conversation_locks: dict[str, asyncio.Lock] = {}
         self.watching = False
         """Whether the client accepted our didChangeWatchedFiles registration."""
+        self.watch_lock = asyncio.Lock()
+        """Registering and re-registering the watcher one at a time: a folder change that
+        arrives while the first registration is in flight waits for it, then replaces it."""
         self.last_output_tokens = 0
         """Output tokens of the last model call (the engine records the input side)."""
         self.gateway_port: int | None = None
@@ -376,7 +379,8 @@ def initialize(ls: EphemeralContextServer, params: types.InitializeParams) -> No
 @SERVER.feature(types.INITIALIZED)
 async def initialized(ls: EphemeralContextServer, params: types.InitializedParams) -> None:
     """Pull the workspace settings and ask to hear about files changed outside the editor."""
-    await register_watchers(ls)
+    async with ls.watch_lock:
+        await register_watchers(ls)
     await pull_configuration(ls)
     if ls.gateway_port is not None and ls.gateway is None and ls.engine is not None:
         from ephemeral_context.gateway import host_gateway  # aiohttp and the SDK: only if asked
@@ -470,9 +474,10 @@ async def did_change_workspace_folders(
     ls: EphemeralContextServer, params: types.DidChangeWorkspaceFoldersParams
 ) -> None:
     """pygls already updated the folder list; watch the new set instead of the old one."""
-    if ls.watching:
-        await unregister_watchers(ls)
-    await register_watchers(ls)
+    async with ls.watch_lock:
+        if ls.watching:
+            await unregister_watchers(ls)
+        await register_watchers(ls)
 
 
 async def unregister_watchers(ls: EphemeralContextServer) -> None:
