@@ -160,6 +160,13 @@ def _add_ask_command(sub: Subcommands) -> None:
     )
     ask.add_argument("--skills", metavar="DIR", help="folder of SKILL.md skills")
     ask.add_argument("--max-steps", type=int, default=20, help="model calls at most (default 20)")
+    ask.add_argument(
+        "--stall-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="a model call that sends nothing for this long is retried (default 60)",
+    )
     ask.set_defaults(handler=_ask)
 
 
@@ -173,6 +180,7 @@ def _ask(args: argparse.Namespace) -> int:
         allow_secret=args.allow_secret,
         skills=args.skills,
         max_steps=args.max_steps,
+        stall_timeout=args.stall_timeout,
         out=sys.stdout,
         err=sys.stderr,
     )

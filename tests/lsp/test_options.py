@@ -24,6 +24,7 @@ def test_camel_case_sample() -> None:
             "dataDirectory": "/tmp/ectx",
             "skillsDirectory": "/tmp/skills",
             "usageThrottleMs": 250,
+            "stallTimeoutSeconds": 15,
         }
     )
     assert problem is None
@@ -37,6 +38,7 @@ def test_camel_case_sample() -> None:
         data_directory="/tmp/ectx",
         skills_directory="/tmp/skills",
         usage_throttle_ms=250,
+        stall_timeout_seconds=15,
     )
 
 
@@ -53,6 +55,7 @@ def test_invalid_values_give_defaults_and_a_reason() -> None:
         "string for list": {"secretPatterns": "*.pem"},
         "not an object": ["model"],
         "empty model": {"model": " "},
+        "no stall timeout": {"stallTimeoutSeconds": 0},
     }
     for name, raw in cases.items():
         options, problem = parse_options(raw)

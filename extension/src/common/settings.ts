@@ -31,6 +31,7 @@ export interface ServerSettings {
     dataDirectory: string | null;
     skillsDirectory: string | null;
     usageThrottleMs: number;
+    stallTimeoutSeconds: number;
 }
 
 /** Everything under `ephemeralContext.*`: the server's part plus what only the extension uses. */
@@ -76,6 +77,7 @@ export function getSettings(folder?: WorkspaceFolder): ISettings {
         dataDirectory: optionalPath(get<string | null>('dataDirectory'), folder),
         skillsDirectory: optionalPath(get<string | null>('skillsDirectory'), folder),
         usageThrottleMs: get<number>('usageThrottleMs'),
+        stallTimeoutSeconds: get<number>('stallTimeoutSeconds'),
     };
 }
 
@@ -96,6 +98,7 @@ export function toServerSettings(settings: ServerSettings): ServerSettings {
         dataDirectory: settings.dataDirectory,
         skillsDirectory: settings.skillsDirectory,
         usageThrottleMs: settings.usageThrottleMs,
+        stallTimeoutSeconds: settings.stallTimeoutSeconds,
     };
 }
 

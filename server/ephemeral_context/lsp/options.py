@@ -48,12 +48,16 @@ class Options:
     data_directory: str | None = None
     skills_directory: str | None = None
     usage_throttle_ms: int = 100
+    stall_timeout_seconds: int = 60
+    """A model call that sends no byte for this long is given up and retried."""
 
     def __post_init__(self) -> None:
         if not self.model.strip():
             raise ValueError("model must not be empty")
         if self.usage_throttle_ms < 0:
             raise ValueError("usageThrottleMs must not be negative")
+        if self.stall_timeout_seconds <= 0:
+            raise ValueError("stallTimeoutSeconds must be positive")
 
 
 def _camel(name: str) -> str:

@@ -204,8 +204,11 @@ class EphemeralContextServer(LanguageServer):
             if options.data_directory != old.data_directory:
                 log.warning("dataDirectory changes take effect when the server restarts")
             self.engine.config = engine_config(options)
-        if options.api_base_url != old.api_base_url:
-            self.asks = None  # the next ask connects to the new URL
+        if (options.api_base_url, options.stall_timeout_seconds) != (
+            old.api_base_url,
+            old.stall_timeout_seconds,
+        ):
+            self.asks = None  # the next ask connects anew, to that URL with that timeout
 
     def open_store(self) -> None:
         """The store and the engine over it, where the settings say."""
@@ -308,7 +311,10 @@ class EphemeralContextServer(LanguageServer):
         env = self.tool_env()
         settings = AgentSettings(model=self.options.model, max_steps=self.options.limits.max_turns)
         if self.asks is None:
-            client = ClientSettings(base_url=self.options.api_base_url)
+            client = ClientSettings(
+                base_url=self.options.api_base_url,
+                stall_timeout=self.options.stall_timeout_seconds,
+            )
             self.asks = AskSession(engine, env, settings, client)
         else:
             self.asks.engine, self.asks.env, self.asks.settings = engine, env, settings

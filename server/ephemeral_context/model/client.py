@@ -1,10 +1,11 @@
 """The one place that talks to the Anthropic Messages API: streaming, retries, clear errors.
 
 The SDK's own retries are switched off so that one policy covers both failures the SDK sees
-before the stream starts (429, 529, 5xx, timeouts, dropped connections) and error events that
-arrive in the middle of a stream, which the SDK never retries. Every failure ends as a
-`ModelError` whose message tells the user what to do; the API key never appears in a message
-or a log line.
+before the stream starts (429, 529, 5xx, timeouts, dropped connections) and those in the middle
+of a stream, which the SDK never retries: error events, a dropped connection, and a stall (no
+byte for `stall_timeout` seconds; the SDK lets httpx's own exceptions through there). Every
+failure ends as a `ModelError` whose message tells the user what to do; the API key never
+appears in a message or a log line.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import anthropic
+import httpx2
 from anthropic.types import Message
 
 log = logging.getLogger(__name__)
@@ -89,9 +91,16 @@ class ClientSettings:
 
     api_key: str | None = None
     base_url: str | None = None
-    timeout: float = 600.0
+    stall_timeout: float = 60.0
+    """Seconds without a byte (before or during the stream) after which an attempt is given
+    up and retried; the API sends pings while it thinks, so silence this long is a fault."""
     connect_timeout: float = 10.0
     retry: RetryPolicy = RetryPolicy()
+
+
+def _stalled(exc: BaseException) -> bool:
+    """A timeout: before the stream (the SDK's) or in it (httpx's, passed through)."""
+    return isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException)
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -136,7 +145,9 @@ class ModelClient:
             api_key=key,
             auth_token=token,
             base_url=self.settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
-            timeout=anthropic.Timeout(self.settings.timeout, connect=self.settings.connect_timeout),
+            timeout=anthropic.Timeout(
+                self.settings.stall_timeout, connect=self.settings.connect_timeout
+            ),
             max_retries=0,
         )
         self._sleep = sleep
@@ -178,13 +189,11 @@ class ModelClient:
                     raise self._final_error(exc, request, attempt) from None
                 retry_after = parse_retry_after(exc.response.headers)
                 reason = f"{exc.status_code} {exc.type or 'error'}"
-            except anthropic.APIConnectionError as exc:
+            except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
                 if attempt >= policy.max_attempts:
                     raise self._final_error(exc, request, attempt) from None
                 retry_after = None
-                reason = (
-                    "timeout" if isinstance(exc, anthropic.APITimeoutError) else "connection lost"
-                )
+                reason = "stalled" if _stalled(exc) else "connection lost"
             delay = policy.delay(attempt, retry_after, self._rng)
             log.warning(
                 "model call attempt %d failed (%s); retrying in %.2fs", attempt, reason, delay
@@ -205,14 +214,24 @@ class ModelClient:
             return await stream.get_final_message()
 
     def _final_error(
-        self, exc: anthropic.APIError, request: Mapping[str, Any], attempts: int
+        self,
+        exc: anthropic.APIError | httpx2.TransportError,
+        request: Mapping[str, Any],
+        attempts: int,
     ) -> ModelError:
         """Turns an SDK error into a message that says what went wrong and what to do."""
         tried = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
-        if isinstance(exc, anthropic.APITimeoutError):
+        if _stalled(exc):
             return ModelError(
                 "timeout",
-                f"The Anthropic API did not answer within {self.settings.timeout:g}s{tried}.",
+                f"The Anthropic API sent nothing for {self.settings.stall_timeout:g}s{tried}; "
+                "check the network, or allow longer silences (the stall timeout).",
+            )
+        if isinstance(exc, httpx2.TransportError):
+            return ModelError(
+                "connection",
+                f"The connection to the Anthropic API broke mid-answer{tried}: "
+                f"{self._scrub(str(exc) or type(exc).__name__)}",
             )
         if not isinstance(exc, anthropic.APIStatusError):
             return ModelError("connection", f"Cannot reach the Anthropic API{tried}: {exc.message}")

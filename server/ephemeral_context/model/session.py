@@ -49,6 +49,7 @@ class AskSession:
         memory_root: Path | None = None,
         applier: EditApplier | None = None,
         api_base_url: str | None = None,
+        stall_timeout: float = 60.0,
     ) -> AskSession:
         """Everything from plain settings (the server's Options or the CLI's flags)."""
         workspace = Workspace.of(folders)
@@ -67,7 +68,7 @@ class AskSession:
             engine,
             env,
             AgentSettings(model=model, max_steps=max_steps, subagent_steps=subagent_steps),
-            ClientSettings(base_url=api_base_url),
+            ClientSettings(base_url=api_base_url, stall_timeout=stall_timeout),
         )
 
     async def ask(

@@ -1,7 +1,10 @@
 """`ectx ask`: the agent loop in a terminal, for one prompt against one workspace folder.
 
 The answer streams to stdout as it arrives; tool calls, retries and the closing summary go
-to stderr, so `ectx ask ... > answer.md` keeps only the answer. Edits are written to disk.
+to stderr, so `ectx ask ... > answer.md` keeps only the answer. A model call that breaks and
+is retried starts its text over: on a terminal the reader sees both (stderr says so), but
+stdout redirected to a file or a pipe gets each call's text only once the call succeeded, so
+it holds the final answer only. Edits are written to disk.
 Ctrl-C cancels the running call and exits with 130.
 """
 
@@ -60,6 +63,7 @@ async def _ask(
     allow_secret: Sequence[str],
     skills: str | None,
     max_steps: int,
+    stall_timeout: float,
     out: TextIO,
     err: TextIO,
 ) -> int:
@@ -75,11 +79,15 @@ async def _ask(
             max_steps=max_steps,
             allow_secret_files=allow_secret,
             skills_directory=skills,
+            stall_timeout=stall_timeout,
         )
 
         wrote, after_tool = False, False
+        live = out.isatty()
+        held: list[str] = []
+        """This call's text, until it succeeds (stdout not a terminal)."""
 
-        def text(delta: str) -> None:
+        def show(delta: str) -> None:
             nonlocal wrote, after_tool
             if wrote and after_tool:  # a new turn of the answer starts on a new line
                 out.write("\n")
@@ -87,12 +95,24 @@ async def _ask(
             out.write(delta)
             out.flush()
 
+        def text(delta: str) -> None:
+            if live:
+                show(delta)
+            else:
+                held.append(delta)
+
+        def call_done(_: Mapping[str, int]) -> None:
+            if held:
+                show("".join(held))
+                held.clear()
+
         def tool(name: str, args: Mapping[str, Any]) -> None:
             nonlocal after_tool
             after_tool = True
             err.write(f"→ {_describe_call(name, args)}\n")
 
         def retry(notice: RetryNotice) -> None:
+            held.clear()
             again = "; the answer starts over" if notice.restarts_text else ""
             err.write(f"\n[{notice.reason}; retrying in {notice.delay:.1f}s{again}]\n")
 
@@ -107,7 +127,13 @@ async def _ask(
             elif event.kind == "end":
                 err.write(f"  ↳ {name}: {'failed' if event.is_error else 'reported'}\n")
 
-        events = AgentEvents(on_text=text, on_tool_use=tool, on_retry=retry, on_subagent=subagent)
+        events = AgentEvents(
+            on_text=text,
+            on_tool_use=tool,
+            on_usage=call_done,
+            on_retry=retry,
+            on_subagent=subagent,
+        )
         try:
             result = await session.ask(prompt, f"cli-{uuid.uuid4().hex[:8]}", events)
         except ModelError as exc:
@@ -128,6 +154,7 @@ def run_ask(
     allow_secret: Sequence[str] = (),
     skills: str | None = None,
     max_steps: int = 20,
+    stall_timeout: float = 60.0,
     out: TextIO,
     err: TextIO,
 ) -> int:
@@ -143,6 +170,9 @@ def run_ask(
     if max_steps < 1:
         err.write("ectx ask: --max-steps must be at least 1\n")
         return 2
+    if not stall_timeout > 0:
+        err.write("ectx ask: --stall-timeout must be positive\n")
+        return 2
     try:
         return asyncio.run(
             _ask(
@@ -152,6 +182,7 @@ def run_ask(
                 allow_secret=allow_secret,
                 skills=skills,
                 max_steps=max_steps,
+                stall_timeout=stall_timeout,
                 out=out,
                 err=err,
             )

@@ -204,7 +204,7 @@ async def test_timeout_is_retried_then_reported(api: FakeMessagesAPI, make_clien
         return "too late"
 
     api.add_turns(stall, stall)
-    client = make_client(timeout=0.3, retry=RetryPolicy(max_attempts=2))
+    client = make_client(stall_timeout=0.3, retry=RetryPolicy(max_attempts=2))
     try:
         with pytest.raises(ModelError) as caught:
             await client.stream(request())
@@ -264,3 +264,33 @@ def test_retry_after_is_capped_and_backoff_grows() -> None:
     for attempt, ceiling in enumerate(ceilings, start=1):
         delay = policy.delay(attempt, None, rng)
         assert ceiling / 2 <= delay <= ceiling
+
+
+@pytest.mark.parametrize("cut", ["drop", "stall"])
+async def test_a_stream_broken_mid_answer_is_retried_and_restarts_the_text(
+    api: FakeMessagesAPI, make_client: Factory, cut: str
+) -> None:
+    """A connection that drops after the first text delta, or goes silent for the stall
+    timeout, is retried like any lost connection; the caller hears the answer starts over."""
+    api.add_turns({"text": "a partial answer that breaks " * 4, "cut": cut}, "The whole answer.")
+    client = make_client(stall_timeout=0.5)
+    texts: list[str] = []
+    notices: list[RetryNotice] = []
+    message = await client.stream(request(), texts.append, notices.append)
+    assert message.content[0].text == "The whole answer."  # type: ignore[union-attr]
+    assert [(n.reason, n.restarts_text) for n in notices] == [
+        ("connection lost" if cut == "drop" else "stalled", True)
+    ]
+    assert texts[-1] and "".join(texts).endswith("The whole answer.")
+    assert client.retries == 1
+
+
+async def test_a_stream_that_keeps_stalling_ends_as_a_clear_error(
+    api: FakeMessagesAPI, make_client: Factory
+) -> None:
+    api.add_turns(*({"text": "starts, then nothing " * 4, "cut": "stall"} for _ in range(2)))
+    client = make_client(stall_timeout=0.3, retry=RetryPolicy(max_attempts=2))
+    with pytest.raises(ModelError) as caught:
+        await client.stream(request())
+    assert caught.value.kind == "timeout"
+    assert "nothing for 0.3s" in str(caught.value) and "2 attempts" in str(caught.value)

@@ -160,3 +160,32 @@ def test_bad_arguments(
     code, _, err = in_process(args, api, monkeypatch, capsys)
     assert code == 2
     assert words in err
+
+
+def test_a_broken_stream_is_retried_and_stdout_holds_the_final_answer_only(
+    api: FakeMessagesAPI, project: Path
+) -> None:
+    api.add_turns(
+        {"text": "A first try that breaks off " * 3, "cut": "drop"},
+        {"text": "A second try that goes silent " * 3, "cut": "stall"},
+        "The final answer.",
+    )
+    args = ("ask", "hi", "--workspace", str(project), "--stall-timeout", "0.5")
+    run = ectx(*args, env=environment(api))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "The final answer.\n"  # nothing of the broken tries
+    assert "[connection lost; retrying" in run.stderr and "[stalled; retrying" in run.stderr
+
+
+def test_a_stream_that_keeps_stalling_ends_with_a_message_and_exit_1(
+    api: FakeMessagesAPI, project: Path
+) -> None:
+    api.add_turns(*({"text": "Starts, then nothing " * 3, "cut": "stall"} for _ in range(5)))
+    run = ectx(
+        "ask", "hi", "--workspace", str(project), "--stall-timeout", "0.3", env=environment(api)
+    )
+    assert run.returncode == 1
+    assert (
+        "ectx ask: The Anthropic API sent nothing for 0.3s (gave up after 5 attempts)" in run.stderr
+    )
+    assert "Traceback" not in run.stderr and run.stdout == ""
