@@ -1,8 +1,9 @@
 """The model's `search`: a regular expression over the workspace's files, secrets withheld.
 
 Files are the ones ripgrep would search (indexer.project_files, VISIBLE); an open buffer is
-searched as the editor holds it. A file whose name marks it secret is skipped; a matching
-line that looks like a credential is listed as withheld, never shown (model/secrets.py).
+searched as the editor holds it. A file whose name marks it secret is skipped; a file whose
+content holds a credential is not searched and gets one note, whatever the pattern
+(model/secrets.py).
 Bounds keep one call cheap: at most SEARCH_MAX_MATCHES lines, SEARCH_MAX_FILES files, and
 each line matched on its first SEARCH_MATCH_CHARS characters.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
 from ephemeral_context.indexer import FileSet, project_files
-from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace, find_secret
+from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
 from ephemeral_context.syntax.outline import binary_reason
 
 SEARCH_MAX_MATCHES = 200
@@ -33,36 +34,40 @@ def search_workspace(
     glob: str,
 ) -> str:
     """Matching lines as `path:line: text`, each line matched on its first SEARCH_MATCH_CHARS
-    characters (so a minified file cannot make a backtracking pattern run for minutes)."""
+    characters (so a minified file cannot make a backtracking pattern run for minutes).
+
+    A file withheld for its content (a key or token inside) is not searched at all: it gets
+    one note, the same whatever the pattern, so a withheld match reads exactly like a miss
+    and no probe can recover a secret (or the rest of that file) a character at a time."""
     hits: list[str] = []
     withheld: list[str] = []
     scanned = 0
     for real, display in _walk(workspace, glob):
         scanned += 1
-        if scanned > SEARCH_MAX_FILES or len(hits) + len(withheld) >= SEARCH_MAX_MATCHES:
+        if scanned > SEARCH_MAX_FILES or len(hits) >= SEARCH_MAX_MATCHES:
             break
         if secrets.path_reason(real) is not None:
             continue
         text = _search_text(mirror, real)
         if text is None:
             continue
+        if (reason := secrets.content_reason(real, text)) is not None:
+            withheld.append(f"{display}: [withheld: {reason}; not searched]")
+            continue
         for number, line in enumerate(text.splitlines(), start=1):
             if not regex.search(line, 0, SEARCH_MATCH_CHARS):
                 continue
-            if not secrets.opted_in(real) and (finding := find_secret(line)) is not None:
-                withheld.append(f"{display}:{number}: [withheld: looks like {finding.kind}]")
-            else:
-                shown = line if len(line) <= SEARCH_MAX_LINE else line[:SEARCH_MAX_LINE] + " …"
-                hits.append(f"{display}:{number}: {shown}")
-            if len(hits) + len(withheld) >= SEARCH_MAX_MATCHES:
+            shown = line if len(line) <= SEARCH_MAX_LINE else line[:SEARCH_MAX_LINE] + " …"
+            hits.append(f"{display}:{number}: {shown}")
+            if len(hits) >= SEARCH_MAX_MATCHES:
                 break
-    lines = hits + withheld
-    if not lines:
+    lines = list(hits)
+    if not hits:
         where = f" in {glob}" if glob else ""
-        return f"no matches for {regex.pattern!r}{where}"
-    if len(lines) >= SEARCH_MAX_MATCHES or scanned > SEARCH_MAX_FILES:
-        lines.append(f"[stopped after {len(lines)} matches; narrow the pattern or the path glob]")
-    return "\n".join(lines)
+        lines.append(f"no matches for {regex.pattern!r}{where}")
+    elif len(hits) >= SEARCH_MAX_MATCHES or scanned > SEARCH_MAX_FILES:
+        lines.append(f"[stopped after {len(hits)} matches; narrow the pattern or the path glob]")
+    return "\n".join(lines + withheld)
 
 
 def _glob_matches(display: str, name: str, glob: str) -> bool:

@@ -157,7 +157,10 @@ async def test_secrets_are_withheld_and_never_sent(session: Session) -> None:
     results = tool_results((await session.bodies(2))[1])
     assert results[0]["is_error"] is True and "secret pattern '.env'" in results[0]["content"]
     assert results[1]["is_error"] is True and "private-key block" in results[1]["content"]
-    assert "withheld: looks like a private-key block" in results[2]["content"]
+    assert (
+        "keys.py: [withheld: keys.py contains what looks like a private-key block"
+        in (results[2]["content"])
+    )
     assert [error for _, _, error in seen] == [True, True, False]
 
 
