@@ -43,7 +43,7 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, ttl: Ttl) -> N
     boundaries = [policy.Boundary(0, thread_start)] + [
         policy.Boundary(p + 1, end) for p, end in c.thread.cache.thread_entries()
     ]
-    plan = policy.plan_eviction(chosen, boundaries, warm_end, m, ttl=ttl)
+    plan = policy.plan_eviction(chosen, boundaries, warm_end, m, forecast.rates(c), ttl=ttl)
     cold = not c.thread.cache.thread_warm
     if plan.evict:
         reason = "cost gate" if not cold else "cold cache"

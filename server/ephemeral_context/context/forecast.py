@@ -14,6 +14,13 @@ from typing import Literal
 from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context import policy
 from ephemeral_context.context.conversation import Conversation
+from ephemeral_context.prices import Multipliers, priced
+
+
+def rates(c: Conversation) -> Multipliers:
+    """The cost gate's read and write multipliers: those of the model the conversation's
+    last request used (prices.py; the reference model's before the first request)."""
+    return priced(c.accounting.model).multipliers
 
 
 def horizon(c: Conversation, budget: int) -> float:
@@ -33,9 +40,9 @@ def ttls(c: Conversation, cache_ttl: Literal["auto", "5m", "1h"], budget: int) -
     if cache_ttl != "auto":
         return cache_ttl, cache_ttl
     until_full = horizon(c, budget)
-    prefix = policy.choose_ttl(c.gaps, c.calls, horizon=until_full)
+    prefix = policy.choose_ttl(c.gaps, c.calls, rates(c), horizon=until_full)
     lifetime = policy.mean_lifetime(c.context_token_calls, c.thread.added_tokens)
-    thread = policy.choose_ttl(c.gaps, c.calls, horizon=until_full, lifetime=lifetime)
+    thread = policy.choose_ttl(c.gaps, c.calls, rates(c), horizon=until_full, lifetime=lifetime)
     return prefix, thread
 
 

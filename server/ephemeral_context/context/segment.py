@@ -61,7 +61,7 @@ def rebuild(state: EngineState, c: Conversation, ttl: Ttl) -> None:
         keep = policy.Candidate(0, 0, freed, reuse, wait)
         demote = bool(synopsis) and (
             not visible
-            or (keep.freed > 0 and policy.candidate_value(keep, m, policy.RATES, ttl) > 0)
+            or (keep.freed > 0 and policy.candidate_value(keep, m, forecast.rates(c), ttl) > 0)
         )
         if demote:
             text, tokens = short, state.count(short, "code")

@@ -103,3 +103,21 @@ def test_read_form_reference_diff_or_full() -> None:
     assert "-    return x + 7" in body and "+    return x - 7" in body
     assert policy.read_form(None, text, "a.py", count) == ("full", text)
     assert policy.read_form("short\n", text, "a.py", count)[0] == "full"
+
+
+def test_the_gate_weighs_the_conversations_own_model() -> None:
+    """With 0.05x reads (Opus 5.5) keeping content costs half as much: eviction pays later."""
+    from ephemeral_context.context.conversation import Conversation
+    from ephemeral_context.context.forecast import rates
+
+    c = Conversation("c")
+    assert rates(c) == policy.RATES  # before any request: the reference model's
+    c.accounting.model = "claude-opus-5-5"
+    cheap = rates(c)
+    assert cheap.read == pytest.approx(0.05)
+    s, x = 2_000, 20_000
+    assert policy.break_even_calls(s, x, cheap) == pytest.approx(
+        2 * policy.break_even_calls(s, x, policy.RATES)
+    )
+    m = 1.5 * policy.break_even_calls(s, x, policy.RATES)
+    assert policy.eviction_pays(s, m, x, policy.RATES) and not policy.eviction_pays(s, m, x, cheap)
