@@ -30,13 +30,14 @@ Human controls: `pin`, `unpin`, `drop` (the only way to evict a protected skill)
 `items()` report what the context holds and what it saved against the recorded-style
 baseline (every block re-sent as first shown, one breakpoint at the end).
 
-This module is the facade: each method hands over to the module that owns the idea.
-state.py (what the parts share), thread.py (a conversation's blocks and file views),
-intake.py (what enters the thread), reads.py (file reads, edits, outside changes),
-eviction.py (candidates, placeholders), segment.py (the file segment), rehydration.py,
-forecast.py (horizon, TTLs, reuse from the conversation so far), accounting.py (cache-model
-pricing, usage, status), items.py (pin, unpin, drop, items, hydration), blocks.py and
-outlines.py (pure helpers).
+The public API is `ContextEngine`'s methods and the names in `__all__` (`ToolOutput`,
+`BlockKind`, `EngineConfig`, `EngineStatus`, `ItemInfo`, `HydratedText`, `FileView`,
+`UnknownItem`, `EvictionEvent`); front ends (lsp/, model/, replay/, gateway/) call nothing
+else in context/, and `engine.state` is the parts' business only. Each method hands over to
+the module that owns the idea: thread.py (a conversation's blocks), conversation.py (its
+file views and what the model sees), intake.py (what enters), reads.py (file reads, edits,
+outside changes), eviction.py, segment.py (the file segment), rehydration.py, forecast.py,
+accounting.py (the bills), status.py, items.py (pin, unpin, drop, items, hydration).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from ephemeral_context.cache_sim import Block
 from ephemeral_context.context import eviction, forecast, intake, reads, rehydration, status
 from ephemeral_context.context import items as item_api
 from ephemeral_context.context.blocks import content_key
-from ephemeral_context.context.conversation import Conversation
+from ephemeral_context.context.conversation import Conversation, FileView
 from ephemeral_context.context.intake import ToolOutput
 from ephemeral_context.context.items import HydratedText, ItemInfo, UnknownItem
 from ephemeral_context.context.kinds import BlockKind
@@ -70,6 +71,7 @@ __all__ = [
     "EngineConfig",
     "EngineStatus",
     "EvictionEvent",
+    "FileView",
     "HydratedText",
     "ItemInfo",
     "StoreLike",
@@ -310,6 +312,30 @@ class ContextEngine:
     def drop(self, target: str) -> list[str]:
         """Human override: remove a URI or an id (protected skills too); ids stay hydratable."""
         return item_api.drop(self.state, target)
+
+    def pinned_files(self) -> list[str]:
+        """URIs of the whole files pinned now."""
+        return item_api.pinned_files(self.state)
+
+    def holds(self, uri: str) -> bool:
+        """Some version of `uri` is in the context (an outside change then makes a note)."""
+        return self.state.ledger.current(uri) is not None
+
+    def empty(self) -> bool:
+        """Nothing was recorded yet (the store under the engine may still be swapped)."""
+        return not len(self.state.ledger)
+
+    def file_views(self, conv: str) -> list[FileView]:
+        """What `conv` has been shown of each file, with the id it was shown under."""
+        return list(self.conversation(conv).files.values())
+
+    def rehydrated_tokens(self, conv: str) -> int:
+        """Tokens appended again to `conv` because it used evicted content."""
+        return self.conversation(conv).rehydrated_tokens
+
+    def count_tokens(self, text: str, kind: str) -> int:
+        """Tokens of `text` as the engine counts content of `kind` (tokens.KINDS)."""
+        return self.state.count(text, kind)
 
     def items(self) -> list[ItemInfo]:
         """The Context view's rows: one per file (its current version), every other item."""

@@ -111,11 +111,20 @@ def pin(
     return item_info(item)
 
 
+def pinned_files(state: EngineState) -> list[str]:
+    """URIs of the whole files pinned now."""
+    return [item.key for item in state.ledger.current_items() if _whole_pin(item)]
+
+
+def _whole_pin(item: LedgerItem) -> bool:
+    return item.pinned and item.kind is BlockKind.FILE and item.state is ItemState.FULL
+
+
 def unseen_pins(state: EngineState, c: Conversation | None) -> list[LedgerItem]:
     """Whole-file pins `c` (or a new conversation) does not see at their current version."""
     unseen = []
     for item in state.ledger.current_items():
-        if not (item.pinned and item.kind is BlockKind.FILE and item.state is ItemState.FULL):
+        if not _whole_pin(item):
             continue
         view = c.files.get(item.key) if c is not None else None
         if (

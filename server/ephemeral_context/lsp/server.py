@@ -30,12 +30,11 @@ from pygls.lsp.server import LanguageServer
 from ephemeral_context import __version__
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, UnknownItem
 from ephemeral_context.context.kinds import BlockKind
-from ephemeral_context.context.ledger import ItemState, LedgerLimits
+from ephemeral_context.context.ledger import LedgerLimits
 from ephemeral_context.documents import (
     Document,
     DocumentChange,
     DocumentMirror,
-    Unmirrored,
     normalize_uri,
     path_to_uri,
     uri_to_path,
@@ -85,6 +84,7 @@ from ephemeral_context.lsp.transport import (
     stdin_receiver,
 )
 from ephemeral_context.model.edits import DiskEditApplier
+from ephemeral_context.model.pins import Pins
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
 from ephemeral_context.model.tools import SkillFolder, ToolEnv
 from ephemeral_context.replay.report import discover, to_json
@@ -135,6 +135,7 @@ class EphemeralContextServer(LanguageServer):
         self.usage_throttle = Throttle(self.send_usage, self.options.usage_throttle_ms / 1000)
         self.store = None
         self.engine = None
+        self.pins: Pins | None = None
         self.asks = None
         self.conversation_locks: dict[str, asyncio.Lock] = {}
         self.watching = False
@@ -147,10 +148,6 @@ class EphemeralContextServer(LanguageServer):
         self.gateway_port: int | None = None
         """`ectx serve --gateway PORT`: host `ectx gateway` over this server's engine."""
         self.gateway: Gateway | None = None
-        self.pin_hashes: dict[str, str] = {}
-        """The mirror's hash of the text each pinned file was last pinned with."""
-        self.pin_token_cache: dict[str, tuple[str, int]] = {}
-        """(hash, tokens) of each changed pinned file's text as last counted."""
         self.attach_mirror(DocumentMirror())
         protocol = self.protocol
         assert isinstance(protocol, EphemeralContextProtocol)
@@ -197,7 +194,7 @@ class EphemeralContextServer(LanguageServer):
         self.mirror.max_bytes = options.limits.max_file_bytes
         self.usage_throttle.interval_s = options.usage_throttle_ms / 1000
         if self.engine is None or (
-            options.data_directory != old.data_directory and not len(self.engine.ledger)
+            options.data_directory != old.data_directory and self.engine.empty()
         ):
             self.open_store()
         else:
@@ -216,6 +213,7 @@ class EphemeralContextServer(LanguageServer):
             self.store.close()
         self.store = Store(self.data_root() / "store")
         self.engine = ContextEngine(self.store, engine_config(self.options))
+        self.pins = Pins(self.engine)
 
     def data_root(self) -> Path:
         """`dataDirectory`, else $EPHEMERAL_CONTEXT_HOME or the platform's data folder."""
@@ -228,36 +226,10 @@ class EphemeralContextServer(LanguageServer):
             raise JsonRpcServerNotInitialized("the server has not been initialized")
         return self.engine
 
-    def changed_pins(self, engine: ContextEngine) -> dict[str, Document]:
-        """Pinned files whose buffer (or disk text) changed since they were pinned."""
-        changed = {}
-        for item in engine.ledger.current_items():
-            if not (item.pinned and item.kind is BlockKind.FILE and item.state is ItemState.FULL):
-                continue
-            document = self.mirror.get(item.key)
-            if isinstance(document, Document) and self.pin_hashes.get(item.key) != document.hash:
-                changed[item.key] = document
-        return changed
-
-    def sync_pins(self, engine: ContextEngine) -> None:
-        """A pin follows its file: right before a request is built, a pinned file that
-        changed is pinned again as it is now, so the model sees (and the store keeps) only
-        versions that are shown, not every one typed."""
-        for uri, document in self.changed_pins(engine).items():
-            engine.pin(uri, document.text, version=document.version)
-            self.pin_hashes[uri] = document.hash
-
-    def pending_pin_tokens(self, engine: ContextEngine) -> dict[str, int]:
-        """Tokens of each changed pin's new text, for the status numbers while typing;
-        counted once per version of the text, as pinning it would count them."""
-        pending = {}
-        for uri, document in self.changed_pins(engine).items():
-            counted, tokens = self.pin_token_cache.get(uri, ("", 0))
-            if counted != document.hash:
-                tokens = engine.config.count(document.text, "code")
-                self.pin_token_cache[uri] = (document.hash, tokens)
-            pending[uri] = tokens
-        return pending
+    def require_pins(self) -> Pins:
+        if self.pins is None:
+            raise JsonRpcServerNotInitialized("the server has not been initialized")
+        return self.pins
 
     def label_folders(self) -> list[Path]:
         """Workspace folders as the client names them and with symlinks resolved, deepest
@@ -324,8 +296,9 @@ class EphemeralContextServer(LanguageServer):
 
     def send_usage(self) -> None:
         """The throttle's sender: computes the payload at send time, so it is never stale."""
-        if self.engine is not None:
-            status = self.engine.status(pending_pins=self.pending_pin_tokens(self.engine))
+        if self.engine is not None and self.pins is not None:
+            pending = self.pins.pending_tokens(self.mirror)
+            status = self.engine.status(pending_pins=pending)
             self.protocol.notify(USAGE, converters.usage_params(status, self.last_output_tokens))
 
     def report_server_error(self, error: Exception, source: ServerErrors) -> None:
@@ -535,7 +508,7 @@ def did_change_watched_files(
     for change in params.changes:
         ls.mirror.mark_stale(change.uri)
         uri = normalize_uri(change.uri)
-        held = ls.engine is not None and ls.engine.ledger.current(uri) is not None
+        held = ls.engine is not None and ls.engine.holds(uri)
         if held and not ls.mirror.is_open(uri):
             ls.mirror.get(uri)  # emits the disk change the engine turns into a note
     ls.usage_throttle.poke()
@@ -558,7 +531,7 @@ def status_of(ls: EphemeralContextServer) -> StatusResult:
     engine = ls.require_engine()
     encoding = converters.position_encoding(ls.workspace.position_encoding)
     return converters.status_result(
-        engine.status(pending_pins=ls.pending_pin_tokens(engine)),
+        engine.status(pending_pins=ls.require_pins().pending_tokens(ls.mirror)),
         ls.last_output_tokens,
         ls.options.model,
         len(ls.mirror.open_uris()),
@@ -579,7 +552,8 @@ def items_command(ls: EphemeralContextServer) -> ItemsResult:
 def items_of(ls: EphemeralContextServer) -> ItemsResult:
     engine = ls.require_engine()
     folders = ls.label_folders()
-    changed, tokens = ls.changed_pins(engine), ls.pending_pin_tokens(engine)
+    pins = ls.require_pins()
+    changed, tokens = pins.changed(ls.mirror), pins.pending_tokens(ls.mirror)
     rows = [
         replace(i, version=changed[i.uri].version, tokens=tokens[i.uri])
         if i.uri in changed and i.pinned and i.kind == "file"
@@ -601,39 +575,14 @@ def pin_command(ls: EphemeralContextServer, params: PinParams) -> PinResult:
 
 def pin_file(ls: EphemeralContextServer, params: PinParams) -> PinResult:
     """Pinning sends the current version, so the same rules as a model read apply to it."""
-    engine = ls.require_engine()
-    document = readable_document(ls, params.uri)
     try:
-        item = engine.pin(
-            document.uri, document.text, version=document.version, symbol=params.symbol
-        )
+        item = ls.require_pins().pin(ls.tool_env(), params.uri, params.symbol)
+    except AccessDenied as exc:
+        raise invalid_params(str(exc), exc.reason) from exc
     except UnknownItem as exc:
         raise invalid_params(str(exc), "unknown") from exc
-    if params.symbol is None:
-        ls.pin_hashes[document.uri] = document.hash
     ls.usage_throttle.poke()
     return PinResult(converters.context_item(item, ls.label_folders()))
-
-
-def readable_document(ls: EphemeralContextServer, uri: str) -> Document:
-    """The text behind `uri` if the model may see it; else InvalidParams saying why not."""
-    path = uri_to_path(uri)
-    workspace = ls.workspace_folders()
-    policy = ls.secret_policy(workspace)
-    real: Path | None = None
-    if path is not None:
-        try:
-            real = workspace.resolve(str(path))
-        except AccessDenied as exc:
-            raise invalid_params(str(exc), "outsideWorkspace") from exc
-        if (why := policy.path_reason(real)) is not None:
-            raise invalid_params(why, "secret")
-    document = ls.mirror.get(uri)
-    if isinstance(document, Unmirrored):
-        raise invalid_params(str(document), document.reason.value)
-    if real is not None and (why := policy.content_reason(real, document.text)) is not None:
-        raise invalid_params(why, "secret")
-    return document
 
 
 @SERVER.feature(UNPIN)
@@ -741,7 +690,9 @@ async def run_ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
     reporter = AskReporter(ls, conversation, session.env.workspace, params.work_done_token)
     # One ask at a time per conversation: a second one waits for the first to finish.
     async with ls.conversation_locks.setdefault(conversation, asyncio.Lock()):
-        ls.sync_pins(engine)  # the engine shows every pin, as it is now, before each call
+        for released in ls.require_pins().follow(session.env):  # pins as they are now
+            text = f"Ephemeral Context: {released}"
+            ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, text))
         reporter.begin()
         try:
             result = await session.ask(params.prompt, conversation, reporter.events())

@@ -92,7 +92,7 @@ def seen_files(
 ) -> list[SeenFile]:
     """The file versions `conversation` has been shown (each with the id it was shown
     under, hydratable whether or not it is still in the context), most recent first."""
-    views = engine.conversation(conversation).files.values()
+    views = engine.file_views(conversation)
     ordered = sorted(views, key=lambda view: view.call, reverse=True)
     return [SeenFile(v.item_id, label(v.uri), v.text, v.start_line, v.whole) for v in ordered]
 

@@ -64,7 +64,14 @@ def _is_glob(pattern: str) -> bool:
 
 
 class AccessDenied(Exception):
-    """A path the model asked for is outside the workspace or unusable; the message says why."""
+    """A path the model asked for is outside the workspace or unusable; the message says why.
+
+    `reason` names the check that refused: "outsideWorkspace", "secret", or the mirror's
+    reason for a file it does not hold as text ("binary", "too-large", ...)."""
+
+    def __init__(self, message: str, reason: str = "outsideWorkspace") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True)

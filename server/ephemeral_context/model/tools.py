@@ -109,6 +109,36 @@ class ToolEnv:
     skills: SkillFolder | None = None
     memory_root: Path | None = None
 
+    def guarded_path(self, raw: str) -> tuple[Path, str]:
+        """The resolved path and its short name, after the workspace and secret-name checks."""
+        real = self.workspace.resolve(raw)
+        display = self.workspace.relative(real)
+        reason = self.secrets.path_reason(real)
+        if reason is not None:
+            raise AccessDenied(SecretPolicy.withheld_message(display, reason), "secret")
+        return real, display
+
+    def guarded_document(self, real: Path, display: str, uri: str | None = None) -> Document:
+        """The current text (the editor's buffer if open, by `uri` when the editor named
+        it), after the secret-content check: what the model may be shown."""
+        got = self.mirror.get(uri) if uri is not None else self.mirror.get_path(real)
+        if not isinstance(got, Document):
+            message = f"{display}: cannot read ({got.reason.value}: {got.detail})"
+            raise AccessDenied(message, got.reason.value)
+        reason = self.secrets.content_reason(real, got.text)
+        if reason is not None:
+            raise AccessDenied(SecretPolicy.withheld_message(display, reason), "secret")
+        return got
+
+    def readable(self, uri: str) -> Document:
+        """The editor's `uri` through the checks of a model's read (a pin shows it to the
+        model); an untitled buffer, with no path, gets the content check only."""
+        path = uri_to_path(uri)
+        if path is None:
+            return self.guarded_document(Path(uri), uri, uri)
+        real, display = self.guarded_path(str(path))
+        return self.guarded_document(real, display, uri)
+
 
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required}
@@ -269,32 +299,11 @@ def _error(text: str) -> ToolResult:
 # -- file access ---------------------------------------------------------------------------
 
 
-def _guarded_path(env: ToolEnv, raw: str) -> tuple[Path, str]:
-    """The resolved path and its short name, after the workspace and secret-name checks."""
-    real = env.workspace.resolve(raw)
-    display = env.workspace.relative(real)
-    reason = env.secrets.path_reason(real)
-    if reason is not None:
-        raise AccessDenied(SecretPolicy.withheld_message(display, reason))
-    return real, display
-
-
-def _document(env: ToolEnv, real: Path, display: str) -> Document:
-    """The current text (the editor's buffer if open), after the secret-content check."""
-    got = env.mirror.get_path(real)
-    if not isinstance(got, Document):
-        raise AccessDenied(f"{display}: cannot read ({got.reason.value}: {got.detail})")
-    reason = env.secrets.content_reason(real, got.text)
-    if reason is not None:
-        raise AccessDenied(SecretPolicy.withheld_message(display, reason))
-    return got
-
-
 async def _read_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    real, display = _guarded_path(env, _text(args, "path"))
+    real, display = env.guarded_path(_text(args, "path"))
     offset = _int(args, "offset", 1) or 1
     limit = _int(args, "limit", 1)
-    doc = _document(env, real, display)
+    doc = env.guarded_document(real, display)
     lines = doc.text.splitlines(keepends=True)
     if offset > max(len(lines), 1):
         return _error(f"offset {offset} is past the end of {display} ({len(lines)} lines)")
@@ -315,9 +324,9 @@ def _outline_of(doc: Document, display: str) -> Outline:
 
 
 async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    real, display = _guarded_path(env, _text(args, "path"))
+    real, display = env.guarded_path(_text(args, "path"))
     symbol = _text(args, "symbol")
-    doc = _document(env, real, display)
+    doc = env.guarded_document(real, display)
     outline = _outline_of(doc, display)
     lookup = find_symbol(doc.text, outline, symbol)
     if lookup.found is not None:
@@ -333,8 +342,8 @@ async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
 
 
 async def _outline(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    real, display = _guarded_path(env, _text(args, "path"))
-    doc = _document(env, real, display)
+    real, display = env.guarded_path(_text(args, "path"))
+    doc = env.guarded_document(real, display)
     return ToolResult(render_synopsis(_outline_of(doc, display)), kind="outline", uri=doc.uri)
 
 
@@ -360,7 +369,7 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
 
 
 async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    real, display = _guarded_path(env, _text(args, "path"))
+    real, display = env.guarded_path(_text(args, "path"))
     old, new = _text(args, "old_string"), _text(args, "new_string")
     if real.exists() and not real.is_file():
         return _error(f"{display} is not a regular file")

@@ -57,7 +57,7 @@ class OursLayout:
 
     def rehydrated_tokens(self) -> int:
         """Tokens appended again because a later call used evicted content."""
-        return sum(self.engine.conversation(conv).rehydrated_tokens for conv in self._fed)
+        return sum(self.engine.rehydrated_tokens(conv) for conv in self._fed)
 
     def prompt(self, call: Call) -> Prompt:
         thread = self.session.threads[call.thread]

@@ -1,0 +1,73 @@
+"""Pins follow their files, through the checks a fresh pin passes.
+
+A pin is the user's: the engine shows every pinned file to each conversation as it is now.
+The editor's buffer changes on every keystroke, so the text is not pinned again then: only
+right before a request (`follow`), and only if it still passes the checks of a model's read
+(workspace, secret names and contents, size). A file that no longer passes them (an AWS key
+typed into it) is unpinned instead, so its new text is neither sent nor stored; the version
+shown earlier stays hydratable. The LSP server and `ectx` hold no pin state of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ephemeral_context.context.blocks import label_of
+from ephemeral_context.context.engine import ContextEngine, ItemInfo
+from ephemeral_context.documents import Document, DocumentMirror
+from ephemeral_context.model.secrets import AccessDenied
+from ephemeral_context.model.tools import ToolEnv
+
+
+@dataclass
+class Pins:
+    """The pinned files' last pinned texts (by hash), over one engine."""
+
+    engine: ContextEngine
+    _hashes: dict[str, str] = field(default_factory=dict)
+    _counted: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Per URI: the hash of the text last counted, and its tokens."""
+
+    def pin(self, env: ToolEnv, uri: str, symbol: str | None = None) -> ItemInfo:
+        """Pin the file (or one definition of it) as the editor holds it now; AccessDenied
+        when a model's read would be refused, UnknownItem for an unknown symbol."""
+        document = env.readable(uri)
+        item = self.engine.pin(document.uri, document.text, version=document.version, symbol=symbol)
+        if symbol is None:
+            self._hashes[document.uri] = document.hash
+        return item
+
+    def changed(self, mirror: DocumentMirror) -> dict[str, Document]:
+        """Whole-file pins whose text changed since they were pinned (nothing is read from
+        disk that the mirror does not hold already, and nothing is sent)."""
+        changed = {}
+        for uri in self.engine.pinned_files():
+            document = mirror.get(uri)
+            if isinstance(document, Document) and self._hashes.get(uri) != document.hash:
+                changed[uri] = document
+        return changed
+
+    def follow(self, env: ToolEnv) -> list[str]:
+        """Right before a request: pin each changed file again as it is now, or unpin it
+        when it no longer passes the checks; returns one sentence per pin released."""
+        released = []
+        for uri in self.changed(env.mirror):
+            try:
+                self.pin(env, uri)
+            except AccessDenied as exc:
+                self.engine.unpin(uri)
+                self._hashes.pop(uri, None)
+                released.append(f"{label_of(uri)} is no longer pinned: {exc}")
+        return released
+
+    def pending_tokens(self, mirror: DocumentMirror) -> dict[str, int]:
+        """Tokens of each changed pin's new text, for the status numbers while typing;
+        counted once per text, as pinning it would count them (the checks run at `follow`)."""
+        pending = {}
+        for uri, document in self.changed(mirror).items():
+            counted, tokens = self._counted.get(uri, ("", 0))
+            if counted != document.hash:
+                tokens = self.engine.count_tokens(document.text, "code")
+                self._counted[uri] = (document.hash, tokens)
+            pending[uri] = tokens
+        return pending

@@ -1,0 +1,48 @@
+"""A pin follows its file through the same checks as a fresh pin, over a real `ectx serve`:
+a pinned buffer that gains a secret (an AWS key typed into it) is neither sent to the model
+nor stored; the pin is released and the user is told why."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from ephemeral_context.store import Store
+from lsprotocol import types
+
+from tests.fakes.messages_api import FakeMessagesAPI
+from tests.lsp.lsp_session import Editor
+
+pytestmark = pytest.mark.usefixtures("api_key")
+
+AWS_KEY = "AKIA" + "QWERTYUIOPASDFGH"
+
+
+def stored_texts() -> list[str]:
+    """Every text in the server's store (on disk, under EPHEMERAL_CONTEXT_HOME)."""
+    with Store(Path(os.environ["EPHEMERAL_CONTEXT_HOME"]) / "store") as store:
+        return [store.get(entry.id).text for entry in store.entries()]
+
+
+async def test_a_pinned_buffer_that_gains_a_secret_is_neither_sent_nor_stored(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    await raw_editor.initialize(
+        "visual_studio_code", workspace, {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
+    )
+    uri = raw_editor.open(workspace / "src" / "app.py")
+    await raw_editor.request("ephemeralContext/pin", {"uri": uri})
+    here = types.Position(0, 0)
+    typed = f'AWS_ACCESS_KEY_ID = "{AWS_KEY}"\n'
+    raw_editor.change(uri, [types.TextDocumentContentChangePartial(types.Range(here, here), typed)])
+    await raw_editor.usage()
+
+    api.add_turns("Seen it.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "Look", "conversationId": "a"})
+    assert AWS_KEY not in json.dumps(api.message_requests[-1].body)
+    assert not any(AWS_KEY in text for text in stored_texts())
+    rows = (await raw_editor.request("ephemeralContext/items")).items
+    assert [(r.uri, r.pinned) for r in rows] == [(uri, False)]
+    assert any("AWS access key" in m.message for m in raw_editor.client.messages)
