@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from ephemeral_context.replay.report import replay
+from memory import peak_rss_mb
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CORPUS = Path(os.environ.get("ECTX_DATA") or REPO.parent / "shared") / "corpus"
@@ -34,8 +33,6 @@ else:
         with path.open(encoding="utf-8", errors="replace") as lines:
             for line in lines:
                 json.loads(line) if line.strip() else None
-with open("/proc/self/status") as status:
-    print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
 """
 
 
@@ -48,14 +45,7 @@ def _read_only(files: list[Path]) -> None:
 
 
 def _peak_rss_mb(mode: str) -> float:
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, mode, str(CORPUS)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO,
-    )
-    return int(done.stdout.strip()) / 1024
+    return peak_rss_mb(_CHILD, mode, str(CORPUS))
 
 
 def run() -> str:

@@ -9,13 +9,12 @@ the same modules, so the replay's own share is the difference. Aim: under 3 s an
 from __future__ import annotations
 
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from ephemeral_context.replay.reader import read_session
 from ephemeral_context.replay.strategies import STRATEGIES
+from memory import peak_rss_mb
 
 ROUNDS = 5
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -28,22 +27,11 @@ from ephemeral_context.replay.report import replay_session
 from ephemeral_context.replay.strategies import STRATEGIES
 if sys.argv[1] == "replay":
     replay_session(read_session(sys.argv[2]))
-with open("/proc/self/status") as status:
-    print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
 """
 
 
 def _peak_rss_mb(mode: str) -> float:
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, mode, str(TRACE)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO,
-    )
-    # VmHWM (peak resident set, KiB) belongs to the new process image; ru_maxrss would
-    # carry over the forked parent's peak across exec.
-    return int(done.stdout.strip()) / 1024
+    return peak_rss_mb(_CHILD, mode, str(TRACE))
 
 
 def run() -> str:

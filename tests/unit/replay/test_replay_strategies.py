@@ -106,16 +106,21 @@ def test_aider_sends_files_after_the_history_with_a_breakpoint_there(reread: Ses
     ]
 
 
-@pytest.fixture
-def big_outputs(tmp_path: Path) -> Session:
-    """Five commands with ~30K-token outputs: the context passes 100K at the fourth call."""
+def slow_suites(path: Path, count: int) -> Session:
+    """`count` commands with ~25K-token outputs each, then a short answer."""
     t = Transcript()
-    t.user("Run the five slow suites and summarise.")
-    for i in range(1, 6):
+    t.user(f"Run the {count} slow suites and summarise.")
+    for i in range(1, count + 1):
         t.assistant([tool_use(f"b{i}", "Bash", command=f"make suite-{i}")])
         t.tool_result(f"b{i}", f"suite {i} line of output\n" * 3300)
-    t.assistant([text("All five pass.")])
-    return read_session(t.write(tmp_path / "big.jsonl"))
+    t.assistant([text(f"All {count} pass.")])
+    return read_session(t.write(path))
+
+
+@pytest.fixture
+def big_outputs(tmp_path: Path) -> Session:
+    """Five commands: the context passes 100K at the fourth call."""
+    return slow_suites(tmp_path / "big.jsonl", 5)
 
 
 def test_clear_tool_uses_clears_old_results_and_breaks_the_cache(big_outputs: Session) -> None:
@@ -183,14 +188,8 @@ def test_first_call_reads_a_prefix_an_earlier_session_warmed(tmp_path: Path) -> 
 
 @pytest.fixture
 def seven_outputs(tmp_path: Path) -> Session:
-    """Seven commands with ~25K-token outputs: the context passes 150K at the seventh call."""
-    t = Transcript()
-    t.user("Run the seven slow suites and summarise.")
-    for i in range(1, 8):
-        t.assistant([tool_use(f"b{i}", "Bash", command=f"make suite-{i}")])
-        t.tool_result(f"b{i}", f"suite {i} line of output\n" * 3300)
-    t.assistant([text("All seven pass.")])
-    return read_session(t.write(tmp_path / "long.jsonl"))
+    """Seven commands: the context passes 150K at the seventh call."""
+    return slow_suites(tmp_path / "long.jsonl", 7)
 
 
 def test_clear_at_least_clears_in_chunks_and_keeps_the_cache_warm(
