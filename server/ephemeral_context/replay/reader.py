@@ -21,7 +21,7 @@ import json
 import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -200,6 +200,8 @@ class _Reading:
     blocks: dict[int, tuple[Block, ...]] = field(default_factory=dict)
     preserved: dict[str, list[str]] = field(default_factory=dict)
     """Per compaction summary (its uuid), the messages kept after it."""
+    cleared: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Per microcompaction boundary (its uuid), the tool results Claude Code cleared there."""
     unknown_tools: dict[str, list[int]] = field(default_factory=dict)
     """Tool names the reader does not know, with the lines that used them."""
 
@@ -361,6 +363,8 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
         return
     if record["type"] == "system" and record.get("subtype") == "compact_boundary":
         _note_preserved(record, reading)
+    if record["type"] == "system" and record.get("subtype") == "microcompact_boundary":
+        _note_cleared(uuid, record, reading)
     if record.get("isVisibleInTranscriptOnly") and not record.get("isCompactSummary"):
         return  # shown to the user only; the compaction summary is sent although so marked
     previous = reading.entries[-1].timestamp if reading.entries else 0.0
@@ -411,6 +415,14 @@ def _note_preserved(record: Mapping[str, Any], reading: _Reading) -> None:
         return
     uuids = [u for u in kept.get("uuids") or [] if isinstance(u, str)]
     reading.preserved[kept["anchorUuid"]] = uuids
+
+
+def _note_cleared(uuid: str, record: Mapping[str, Any], reading: _Reading) -> None:
+    """The tool results a microcompaction cleared: every later request sends them as a stub."""
+    metadata = record.get("microcompactMetadata")
+    ids = metadata.get("compactedToolIds") if isinstance(metadata, Mapping) else None
+    if isinstance(ids, list):
+        reading.cleared[uuid] = frozenset(i for i in ids if isinstance(i, str))
 
 
 def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -> None:
@@ -735,8 +747,9 @@ def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
 # Chains, threads and calls
 
 
-def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str]:
-    """The sent lines from the root down to `start`, and the root's id.
+def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str, frozenset[str]]:
+    """The sent lines from the root down to `start`, the root's id, and the tool results the
+    microcompactions on the way cleared.
 
     A link to a line that is not in the file (Claude Code sometimes links to a record it never
     wrote) continues from the line written before the one holding the link. The messages a
@@ -744,6 +757,7 @@ def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str]:
     """
     out: list[_Entry] = []
     seen: set[str] = set()
+    cleared: frozenset[str] = frozenset()
     node = start
     root = start or ""
     while node is not None and node not in seen:
@@ -752,6 +766,8 @@ def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str]:
         entry = reading.sent.get(node)
         if entry is not None:
             out.append(entry)
+        if node in reading.cleared:
+            cleared |= reading.cleared[node]
         parent = reading.links.get(node)
         if parent is not None and parent not in reading.links:
             parent = reading.previous.get(node)
@@ -770,16 +786,19 @@ def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str]:
                 ),
             )
         ]
-    return out, root
+    return out, root, cleared
 
 
-def _messages(chain: Sequence[_Entry], reading: _Reading, system: bool) -> list[Message]:
+def _messages(
+    chain: Sequence[_Entry], reading: _Reading, system: bool, cleared: frozenset[str]
+) -> list[Message]:
     """Consecutive lines of one role become one message, as the API requires.
 
     Attachments go where Claude Code puts them. With `system` (the model takes them) they are
     role "system" messages after the user lines of their turn; otherwise system-reminder text
     of the user message, moved up before the prompt they follow (past plain user lines, never
-    past an assistant turn or a tool result), as Claude Code reorders them.
+    past an assistant turn or a tool result), as Claude Code reorders them. Tool results in
+    `cleared` are sent as Claude Code's stub.
     """
     parts: list[tuple[Role, tuple[Block, ...], _Entry]] = []
     for entry in chain:
@@ -794,6 +813,8 @@ def _messages(chain: Sequence[_Entry], reading: _Reading, system: bool) -> list[
         blocks = _blocks(entry, reading)
         if not blocks:
             continue
+        if cleared and any(b.tool_use_id in cleared for b in blocks if b.type == "tool_result"):
+            blocks = tuple(_cleared(b) if b.tool_use_id in cleared else b for b in blocks)
         at = len(parts)
         while system and entry.role == "user" and at > 0 and parts[at - 1][2].attachment:
             at -= 1
@@ -807,13 +828,36 @@ def _messages(chain: Sequence[_Entry], reading: _Reading, system: bool) -> list[
     return messages
 
 
+CLEARED_RESULT = "[Old tool result content cleared]"
+"""What Claude Code's microcompaction sends in place of an old tool result."""
+
+
+def _cleared(block: Block) -> Block:
+    """A tool result as sent after a microcompaction cleared it (the file edit it made stays)."""
+    if block.type != "tool_result":
+        return block
+    return replace(
+        block,
+        key=block_key("tool_result", block.tool_use_id or "", CLEARED_RESULT),
+        text=CLEARED_RESULT,
+        tokens=estimate_block_tokens(CLEARED_RESULT, "tool_output"),
+        kind="tool_output",
+        file_view=None,
+    )
+
+
 def _plain_prompt(role: Role, blocks: tuple[Block, ...], entry: _Entry) -> bool:
     """A user line a person wrote (no tool result, not itself an attachment)."""
     return role == "user" and not entry.attachment and all(b.type != "tool_result" for b in blocks)
 
 
 def _same(a: Message, b: Message) -> bool:
-    return a.line == b.line and len(a.blocks) == len(b.blocks)
+    """The same message sent the same way (a microcompaction sends an old one changed)."""
+    return (
+        a.line == b.line
+        and len(a.blocks) == len(b.blocks)
+        and all(x is y or x.key == y.key for x, y in zip(a.blocks, b.blocks, strict=True))
+    )
 
 
 def _place(
@@ -854,11 +898,11 @@ def _build_session(reading: _Reading) -> Session:
     pending: list[_Pending] = []
     forks: dict[str, list[str]] = {}
     for message_id, head in first_lines.items():
-        chain, root = _chain(head.uuid, reading)
+        chain, root, cleared = _chain(head.uuid, reading)
         # The walk starts at the response's own first line (its link may point at a line that
         # was never written); lines of the response are not part of the request.
         chain = [e for e in chain if e.message_id != message_id]
-        messages = _messages(chain, reading, takes_system_messages(head.model))
+        messages = _messages(chain, reading, takes_system_messages(head.model), cleared)
         if not messages or messages[-1].role == "assistant":
             reading.problem(head.line, "a response with no request before it; skipped")
             continue

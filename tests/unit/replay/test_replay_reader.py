@@ -11,6 +11,7 @@ import pytest
 from ephemeral_context.prices import REFERENCE_MODEL, priced
 from ephemeral_context.replay.reader import (
     AGENT_LISTING,
+    CLEARED_RESULT,
     SKILL_LISTING,
     TranscriptError,
     read_session,
@@ -460,6 +461,37 @@ def test_a_compaction_keeps_its_preserved_messages_and_re_attached_files(tmp_pat
     assert reattached.startswith("<system-reminder>\nCalled the Read tool")
     assert "Result of calling the Read tool:\n1\tx = 1\n2\t" in reattached
     assert request[2].blocks[1].text == "and now?"
+
+
+def test_a_microcompaction_clears_its_tool_results_in_every_later_request(
+    tmp_path: Path,
+) -> None:
+    """Claude Code sends the results it cleared as a stub from the boundary on; the calls
+    before keep the originals, and the cache breaks at the first cleared result."""
+    t = Transcript()
+    t.user("look at both logs")
+    t.assistant([tool_use("t1", "Bash", command="cat a.log")], usage={"write": 6000})
+    t.tool_result("t1", "a " * 4000)
+    t.assistant([tool_use("t2", "Bash", command="cat b.log")], usage={"read": 6000, "write": 2000})
+    t.tool_result("t2", "b " * 500)
+    t.assistant([text("both read")], usage={"read": 8000, "write": 500})
+    t.other(
+        "system",
+        subtype="microcompact_boundary",
+        content="Context microcompacted",
+        microcompactMetadata={"trigger": "auto", "compactedToolIds": ["t1"]},
+    )
+    t.user("and now?").assistant([text("done")], usage={"read": 2000, "write": 1000})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert session.problems == []
+    before, after = session.request(session.calls[2]), session.request(session.calls[3])
+    results = [b for m in after for b in m.blocks if b.type == "tool_result"]
+    assert [b.text for b in results] == [CLEARED_RESULT, "b " * 500]
+    assert before[2].blocks[0].text == "a " * 4000
+    assert session.calls[3].thread != session.calls[2].thread
+
+    calls = STRATEGIES["recorded"].replay(session).calls
+    assert calls[3].usage.cache_read_input_tokens < calls[2].usage.cache_read_input_tokens
 
 
 def test_a_sub_agent_is_tied_to_its_task_behind_the_reminders_before_its_prompt(
