@@ -38,7 +38,7 @@ from ephemeral_context.store import Store
 from tests.fakes.messages_api import FakeMessagesAPI
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ["store.py", "documents.py", "cache_sim.py", "tokens.py"]
+SOURCES = ["store.py", "documents/mirror.py", "cache_sim.py", "tokens.py"]
 MODEL = "claude-sonnet-4-6"
 PRICE = lookup(MODEL)
 RUNS = 5
@@ -55,7 +55,7 @@ def script() -> list[Any]:
     }
     return [
         call("read_file", path="store.py"),
-        call("read_file", path="documents.py"),
+        call("read_file", path="documents/mirror.py"),
         call("search", pattern=r"def put\("),
         call("read_symbol", path="store.py", symbol="Store.put"),
         call("read_file", path="store.py"),
@@ -64,7 +64,7 @@ def script() -> list[Any]:
             "tool_use": [{"name": "edit_file", "input": edit}],
         },
         call("read_file", path="store.py"),
-        call("read_file", path="documents.py"),
+        call("read_file", path="documents/mirror.py"),
         call("outline", path="cache_sim.py"),
         "Done: ids are at least 10 hex digits now.",
     ]
@@ -75,6 +75,7 @@ async def one_run(work: Path) -> dict[str, float]:
     shutil.rmtree(workspace, ignore_errors=True)
     workspace.mkdir(parents=True)
     for name in SOURCES:
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / "server" / "ephemeral_context" / name, workspace / name)
     originals = {name: (workspace / name).read_text() for name in SOURCES}
     with FakeMessagesAPI(script()) as api, Store(work / f"store-{time.monotonic_ns()}") as store:

@@ -34,7 +34,7 @@ from ephemeral_context.store import Store
 from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, Reply, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ["store.py", "documents.py", "cache_sim.py", "tokens.py"]
+SOURCES = ["store.py", "documents/mirror.py", "cache_sim.py", "tokens.py"]
 MODEL = "claude-sonnet-4-6"
 PASTED = slice(100, 140)
 
@@ -65,6 +65,7 @@ async def measure(work: Path) -> dict[str, int]:
     workspace = work / "ws"
     workspace.mkdir(parents=True)
     for name in SOURCES:
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / "server" / "ephemeral_context" / name, workspace / name)
     task = task_text(workspace)
     script: list[Any] = [

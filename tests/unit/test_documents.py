@@ -11,7 +11,6 @@ from unittest.mock import patch
 
 import pytest
 import tree_sitter_python
-from ephemeral_context import documents
 from ephemeral_context.documents import (
     ByteEdit,
     Document,
@@ -28,6 +27,8 @@ from ephemeral_context.documents import (
     normalize_uri,
     path_to_uri,
 )
+from ephemeral_context.documents import lines as line_table
+from ephemeral_context.documents import pieces as piece_table
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tree_sitter import Language, Parser
@@ -149,8 +150,8 @@ def test_random_edits_match_reference(
     insertion over 2 characters, so both the piece list and the full rescan get exercised.
     """
     with (
-        patch.object(documents, "_PIECE", piece or documents._PIECE),
-        patch.object(documents, "_REBUILD_ABOVE", 2 if piece else documents._REBUILD_ABOVE),
+        patch.object(piece_table, "_PIECE", piece or piece_table._PIECE),
+        patch.object(line_table, "_REBUILD_ABOVE", 2 if piece else line_table._REBUILD_ABOVE),
     ):
         run_script(encoding, script)
 

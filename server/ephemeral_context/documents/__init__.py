@@ -1,0 +1,58 @@
+"""Documents: the text of every file the assistant may see, and positions in it.
+
+Positions come in three units: client units (UTF-16 by default, UTF-8 or UTF-32 when
+negotiated), code points (Python `str` indices) and UTF-8 bytes (tree-sitter); this package
+is the only place that converts between them. It does not import pygls or lsprotocol; the
+LSP layer converts its types into `TextEdit` and `Position`. Callers import from here:
+
+- positions.py: `Position`, `Range`, `Point`, `PositionEncoding`, `without_lone_surrogates`.
+- pieces.py: a version's text as pieces; `content_hash`.
+- lines.py: `LineIndex`, the line table carried across edits.
+- document.py: `Document` (one version), `TextEdit`, `ByteEdit`, `DocumentSource`.
+- uris.py: `normalize_uri`, `uri_to_path`, `path_to_uri`.
+- mirror.py: `DocumentMirror`, `DocumentChange`, `ChangeReason`, `Unmirrored`,
+  `UnmirroredReason`.
+"""
+
+from ephemeral_context.documents.document import ByteEdit, Document, DocumentSource, TextEdit
+from ephemeral_context.documents.lines import LineIndex
+from ephemeral_context.documents.mirror import (
+    ChangeReason,
+    DocumentChange,
+    DocumentMirror,
+    Listener,
+    Unmirrored,
+    UnmirroredReason,
+)
+from ephemeral_context.documents.pieces import content_hash
+from ephemeral_context.documents.positions import (
+    Point,
+    Position,
+    PositionEncoding,
+    Range,
+    without_lone_surrogates,
+)
+from ephemeral_context.documents.uris import normalize_uri, path_to_uri, uri_to_path
+
+__all__ = [
+    "ByteEdit",
+    "ChangeReason",
+    "Document",
+    "DocumentChange",
+    "DocumentMirror",
+    "DocumentSource",
+    "LineIndex",
+    "Listener",
+    "Point",
+    "Position",
+    "PositionEncoding",
+    "Range",
+    "TextEdit",
+    "Unmirrored",
+    "UnmirroredReason",
+    "content_hash",
+    "normalize_uri",
+    "path_to_uri",
+    "uri_to_path",
+    "without_lone_surrogates",
+]

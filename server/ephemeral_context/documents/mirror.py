@@ -1,0 +1,390 @@
+"""The document mirror: the text of every file the assistant may see, keyed by URI.
+
+Open documents come from the editor (didOpen/didChange/didClose) and the editor is then the
+source of truth. Other files are read from disk on use and re-read only when their
+(mtime_ns, size) changes, when a watched-file event marks them stale, or when their mtime is
+too recent to trust. Every version carries an xxh3 hash of its UTF-8 bytes, so a change of
+content is told apart from a touch, and every change goes to the listeners as a
+`DocumentChange` with the edits in tree-sitter's terms.
+
+API:
+- `DocumentMirror(position_encoding, max_bytes)`: `.open`, `.change`, `.close`, `.desync`
+  (the editor); `.get`, `.get_path`, `.documents`, `.is_open`, `.open_uris`, `.mark_stale`
+  (reading); `.subscribe(listener)` (changes).
+- `DocumentChange`, `ChangeReason`: what changed for one URI, from which version to which.
+- `Unmirrored`, `UnmirroredReason`: a URI the mirror holds no text for, and why.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat as stat_module
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+from ephemeral_context.documents.document import ByteEdit, Document, TextEdit
+from ephemeral_context.documents.pieces import content_hash
+from ephemeral_context.documents.positions import (
+    PositionEncoding,
+    utf8,
+    without_lone_surrogates,
+)
+from ephemeral_context.documents.uris import normalize_uri, path_to_uri, uri_to_path
+
+log = logging.getLogger(__name__)
+
+ChangeReason = Literal["open", "edit", "close", "disk"]
+
+# A file whose mtime is this close to the moment we read it may be rewritten within the same
+# mtime tick without changing its size; such a stat is not trusted next time (git calls this
+# "racily clean").
+_RACY_WINDOW_NS = 2_000_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentChange:
+    """What changed for one URI, from which version to which.
+
+    `old_version`/`old_hash` are None when the mirror did not hold the URI before;
+    `new_version`/`new_hash` are None when the document left the mirror (closed, deleted,
+    no longer mirrorable). `byte_edits` apply one after the other to the old UTF-8 bytes;
+    an empty tuple means there is no old text to edit (parse from scratch or drop).
+    """
+
+    uri: str
+    old_version: int | None
+    new_version: int | None
+    old_hash: str | None
+    new_hash: str | None
+    byte_edits: tuple[ByteEdit, ...]
+    reason: ChangeReason
+
+
+class UnmirroredReason(StrEnum):
+    """Why a URI has no text in the mirror."""
+
+    BINARY = "binary"
+    TOO_LARGE = "too-large"
+    NOT_FOUND = "not-found"
+    NOT_A_FILE = "not-a-file"
+    UNREADABLE = "unreadable"
+    NOT_OPEN = "not-open"
+    OUT_OF_SYNC = "out-of-sync"
+
+
+@dataclass(frozen=True, slots=True)
+class Unmirrored:
+    """A URI the mirror holds no text for, and why (never an exception: bad input is normal)."""
+
+    uri: str
+    reason: UnmirroredReason
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.uri}: {self.reason.value}" + (f" ({self.detail})" if self.detail else "")
+
+
+Listener = Callable[[DocumentChange], None]
+
+
+@dataclass(slots=True)
+class _DiskEntry:
+    document: Document
+    mtime_ns: int
+    size: int
+    trust_stat: bool
+
+
+class DocumentMirror:
+    """URI -> current text. Thread-safe; listeners are called in order, under the lock."""
+
+    def __init__(
+        self, position_encoding: PositionEncoding = "utf-16", max_bytes: int = 1_000_000
+    ) -> None:
+        self.position_encoding: PositionEncoding = position_encoding
+        self.max_bytes = max_bytes
+        self._open: dict[str, Document | Unmirrored] = {}
+        self._disk: dict[str, _DiskEntry] = {}
+        self._stale: set[str] = set()
+        self._disk_versions: dict[str, int] = {}
+        self._listeners: list[Listener] = []
+        self._lock = threading.RLock()
+
+    # -- listeners -----------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener` on every change; returns a function that unsubscribes it."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _emit(self, change: DocumentChange) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(change)
+            except Exception:
+                log.exception("document listener failed on %s", change.uri)
+
+    # -- the editor ----------------------------------------------------------------------
+
+    def open(self, uri: str, language_id: str | None, version: int, text: str) -> Document | None:
+        """didOpen: the editor's text becomes the truth for `uri` until `close`."""
+        key = normalize_uri(uri)
+        text = without_lone_surrogates(text)
+        with self._lock:
+            previous = self._current(key)
+            if len(text) > self.max_bytes or len(data := utf8(text)) > self.max_bytes:
+                self._open[key] = Unmirrored(
+                    key, UnmirroredReason.TOO_LARGE, f"over {self.max_bytes} bytes"
+                )
+                self._emit_removed(key, previous, "open")
+                return None
+            if "\0" in text:
+                self._open[key] = Unmirrored(key, UnmirroredReason.BINARY, "contains NUL bytes")
+                self._emit_removed(key, previous, "open")
+                return None
+            document = Document.create(
+                key,
+                version,
+                text,
+                language_id=language_id,
+                source="editor",
+                encoding=self.position_encoding,
+                data=data,
+            )
+            self._open[key] = document
+            self._emit(
+                DocumentChange(
+                    key,
+                    previous.version if previous else None,
+                    version,
+                    previous.hash if previous else None,
+                    document.hash,
+                    _replace_all(previous, document) if previous else (),
+                    "open",
+                )
+            )
+            return document
+
+    def change(self, uri: str, version: int, edits: Sequence[TextEdit]) -> DocumentChange | None:
+        """didChange: apply the edits in order. Unknown URIs and stale versions are ignored."""
+        key = normalize_uri(uri)
+        with self._lock:
+            current = self._open.get(key)
+            if current is None:
+                log.warning("didChange for %s, which is not open: ignored", key)
+                return None
+            if isinstance(current, Unmirrored):
+                log.info("didChange for unmirrored %s (%s): ignored", key, current.reason)
+                return None
+            if version <= current.version:
+                log.warning(
+                    "didChange for %s with version %d, mirror has %d: ignored",
+                    key,
+                    version,
+                    current.version,
+                )
+                return None
+            document = current
+            byte_edits: list[ByteEdit] = []
+            for edit in edits:
+                edit = TextEdit(edit.range, without_lone_surrogates(edit.text))
+                document, byte_edit = document.apply(edit, version)
+                byte_edits.append(byte_edit)
+            too_large = document.size > self.max_bytes
+            if too_large or any("\0" in edit.text for edit in edits):
+                reason = UnmirroredReason.TOO_LARGE if too_large else UnmirroredReason.BINARY
+                self._open[key] = Unmirrored(key, reason, f"after the edit to version {version}")
+                self._emit_removed(key, current, "edit")
+                return None
+            self._open[key] = document
+            change = DocumentChange(
+                key,
+                current.version,
+                version,
+                current.hash,
+                document.hash,
+                tuple(byte_edits),
+                "edit",
+            )
+            self._emit(change)
+            return change
+
+    def desync(self, uri: str, problem: str) -> None:
+        """An edit of an open document was lost (it could not even be read): its text here
+        is no longer the editor's, and applying later edits on top would drift. It stays
+        unmirrored, so nothing stale is shown, until the editor opens it again."""
+        key = normalize_uri(uri)
+        with self._lock:
+            current = self._open.get(key)
+            if isinstance(current, Document):
+                self._open[key] = Unmirrored(
+                    key, UnmirroredReason.OUT_OF_SYNC, f"an edit was lost: {problem}"
+                )
+                self._emit_removed(key, current, "edit")
+
+    def close(self, uri: str) -> None:
+        """didClose: the editor lets go; a file: URI is read from disk again on next use."""
+        key = normalize_uri(uri)
+        with self._lock:
+            current = self._open.pop(key, None)
+            if isinstance(current, Document):
+                self._stale.add(key)
+                self._emit_removed(key, current, "close")
+
+    def _emit_removed(self, key: str, previous: Document | None, reason: ChangeReason) -> None:
+        if previous is not None:
+            self._emit(DocumentChange(key, previous.version, None, previous.hash, None, (), reason))
+
+    # -- reading -------------------------------------------------------------------------
+
+    def is_open(self, uri: str) -> bool:
+        with self._lock:
+            return normalize_uri(uri) in self._open
+
+    def open_uris(self) -> list[str]:
+        with self._lock:
+            return list(self._open)
+
+    def mark_stale(self, uri: str) -> None:
+        """A watched-file event: re-read and re-hash this file on next use."""
+        with self._lock:
+            self._stale.add(normalize_uri(uri))
+
+    def get(self, uri: str) -> Document | Unmirrored:
+        """The current text: the editor's if open, else the file's (read only if changed)."""
+        key = normalize_uri(uri)
+        with self._lock:
+            opened = self._open.get(key)
+            if opened is not None:
+                return opened
+            path = uri_to_path(key)
+            if path is None:
+                return Unmirrored(
+                    key, UnmirroredReason.NOT_OPEN, "non-file URIs live in memory only"
+                )
+            return self._from_disk(key, path)
+
+    def get_path(self, path: str | os.PathLike[str]) -> Document | Unmirrored:
+        return self.get(path_to_uri(path))
+
+    def _current(self, key: str) -> Document | None:
+        opened = self._open.get(key)
+        if isinstance(opened, Document):
+            return opened
+        entry = self._disk.get(key)
+        return entry.document if entry else None
+
+    def _from_disk(self, key: str, path: Path) -> Document | Unmirrored:
+        cached = self._disk.get(key)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return self._drop_disk(key, UnmirroredReason.NOT_FOUND, "no such file")
+        except OSError as error:
+            return self._drop_disk(key, UnmirroredReason.UNREADABLE, error.strerror or str(error))
+        if not stat_module.S_ISREG(stat.st_mode):
+            return self._drop_disk(key, UnmirroredReason.NOT_A_FILE, "not a regular file")
+        if stat.st_size > self.max_bytes:
+            return self._drop_disk(
+                key, UnmirroredReason.TOO_LARGE, f"{stat.st_size} bytes, limit {self.max_bytes}"
+            )
+        stale = key in self._stale
+        if (
+            cached is not None
+            and not stale
+            and cached.trust_stat
+            and (cached.mtime_ns, cached.size) == (stat.st_mtime_ns, stat.st_size)
+        ):
+            return cached.document
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            return self._drop_disk(key, UnmirroredReason.UNREADABLE, error.strerror or str(error))
+        self._stale.discard(key)
+        trust = time.time_ns() - stat.st_mtime_ns > _RACY_WINDOW_NS
+        digest = content_hash(data)
+        if cached is not None and cached.document.hash == digest:
+            self._disk[key] = _DiskEntry(cached.document, stat.st_mtime_ns, stat.st_size, trust)
+            return cached.document
+        text = _decode(data, self.max_bytes)
+        if not isinstance(text, str):
+            return self._drop_disk(key, *text)
+        version = self._disk_versions.get(key, -1) + 1
+        self._disk_versions[key] = version
+        document = Document.create(
+            key,
+            version,
+            text,
+            language_id=None,
+            source="disk",
+            encoding=self.position_encoding,
+            data=data,
+        )
+        self._disk[key] = _DiskEntry(document, stat.st_mtime_ns, stat.st_size, trust)
+        if cached is not None:
+            previous = cached.document
+            self._emit(
+                DocumentChange(
+                    key,
+                    previous.version,
+                    version,
+                    previous.hash,
+                    digest,
+                    _replace_all(previous, document),
+                    "disk",
+                )
+            )
+        return document
+
+    def _drop_disk(self, key: str, reason: UnmirroredReason, detail: str) -> Unmirrored:
+        self._stale.discard(key)
+        cached = self._disk.pop(key, None)
+        if cached is not None:
+            self._emit_removed(key, cached.document, "disk")
+        return Unmirrored(key, reason, detail)
+
+    def documents(self) -> Iterable[Document]:
+        """Every document held right now (open ones first), without touching the disk."""
+        with self._lock:
+            held = [doc for doc in self._open.values() if isinstance(doc, Document)]
+            held += [e.document for k, e in self._disk.items() if k not in self._open]
+            return held
+
+
+def _decode(data: bytes, max_bytes: int) -> str | tuple[UnmirroredReason, str]:
+    """The text of a file's bytes, or why it is not text the mirror holds."""
+    if len(data) > max_bytes:
+        return UnmirroredReason.TOO_LARGE, f"{len(data)} bytes, limit {max_bytes}"
+    if b"\0" in data:
+        return UnmirroredReason.BINARY, "contains NUL bytes"
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return UnmirroredReason.BINARY, f"not UTF-8 at byte {error.start}"
+
+
+def _replace_all(old: Document, new: Document) -> tuple[ByteEdit, ...]:
+    """A whole-text replacement as one tree-sitter edit (the tree is then reparsed fully)."""
+    return (
+        ByteEdit(
+            start_byte=0,
+            old_end_byte=old.size,
+            new_end_byte=new.size,
+            start_point=(0, 0),
+            old_end_point=old.point_at_byte(old.size),
+            new_end_point=new.point_at_byte(new.size),
+        ),
+    )
