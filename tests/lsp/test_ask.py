@@ -200,12 +200,14 @@ async def test_pinned_file_is_in_a_new_conversation(
 async def test_cancel_ask_command(
     raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
 ) -> None:
-    """$/cancelRequest also stops an ask started with workspace/executeCommand ectx.ask."""
+    """$/cancelRequest also stops an ask started with workspace/executeCommand ectx.ask:
+    the task running the command, not only the executeCommand request's answer."""
     await start(raw_editor, api, workspace, "neovim")
     gate = threading.Event()
     api.add_turns(Reply(text="A long answer.", gate=gate), "Next.")
     protocol = raw_editor.client.protocol
-    params = types.ExecuteCommandParams(command="ectx.ask", arguments=[{"prompt": "long"}])
+    ask = {"prompt": "long", "conversationId": "c-cmd"}
+    params = types.ExecuteCommandParams(command="ectx.ask", arguments=[ask])
     pending = asyncio.wrap_future(
         protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, params, msg_id="cmd-1")
     )
@@ -213,11 +215,15 @@ async def test_cancel_ask_command(
     protocol.notify("$/cancelRequest", types.CancelParams(id="cmd-1"))
     with pytest.raises(JsonRpcRequestCancelled):
         await pending
-    api.message_requests[0].done.wait(30)  # the server dropped the stream
-    gate.set()
-    assert api.message_requests[0].completed is False
-    again = await raw_editor.command("ectx.ask", {"prompt": "short"})
+    try:  # the fake still holds the first stream: only a cancelled task frees its conversation
+        again = await asyncio.wait_for(
+            raw_editor.command("ectx.ask", {"prompt": "short", "conversationId": "c-cmd"}), 30
+        )
+    finally:
+        gate.set()
     assert again["text"] == "Next."
+    assert api.message_requests[0].done.wait(30)
+    assert api.message_requests[0].completed is False  # the server dropped the stream
 
 
 async def test_edit_of_a_file_not_open_goes_to_disk(

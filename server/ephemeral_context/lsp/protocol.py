@@ -4,7 +4,9 @@ Every shape here is documented, with JSON examples, in docs/protocol.md; the VS 
 extension is written against that page, so change both together. The lsprotocol converter
 pygls uses maps these snake_case attrs fields to camelCase keys and omits `None` values.
 
-`EphemeralContextProtocol` also closes gaps in pygls' JSON-RPC handling: a request whose
+`EphemeralContextProtocol` also closes gaps in pygls' JSON-RPC handling: `$/cancelRequest`
+reaches a task that runs inside another request (an `ectx.*` command inside its
+`workspace/executeCommand`), which pygls alone would leave running; a request whose
 params fail to structure, whose method is not a string or whose id is not an id, and a
 message the reader discarded, get a JSON-RPC error response instead of silence, so a client
 never waits forever. The params of our own methods are checked for their JSON types before
@@ -14,11 +16,13 @@ field.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import types as pytypes
 import typing
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any, Literal
 
 import attrs
@@ -437,6 +441,25 @@ class EphemeralContextProtocol(LanguageServerProtocol):
     def __init__(self, server: Any, converter: cattrs.Converter) -> None:
         super().__init__(server, converter)
         check_params_types(converter, {p for p, _ in REQUESTS.values() if attrs.has(p)})
+        self._cancellable: dict[MsgId, asyncio.Task[Any]] = {}
+
+    @contextlib.contextmanager
+    def cancellable(self) -> Iterator[None]:
+        """While inside, a `$/cancelRequest` for the current request cancels the running task.
+
+        pygls cancels the future of the request it answers; for a command that is the
+        executeCommand request's, not the task running the command, so this hands the
+        cancel on to the task itself (for a plain request the two are one, and cancelling
+        twice is harmless)."""
+        msg_id, task = self.msg_id, asyncio.current_task()
+        if msg_id is None or task is None:
+            yield
+            return
+        self._cancellable[msg_id] = task
+        try:
+            yield
+        finally:
+            self._cancellable.pop(msg_id, None)
 
     # Text sync: documents.DocumentMirror is the one copy of every open document. pygls'
     # built-in handlers would keep a second copy in its Workspace and re-split it on every
@@ -529,6 +552,10 @@ class EphemeralContextProtocol(LanguageServerProtocol):
             return
         if self._out_of_order(message):
             return
+        if getattr(message, "method", None) == types.CANCEL_REQUEST:
+            task = self._cancellable.get(message.params.id)
+            if task is not None:
+                task.cancel()
         super().handle_message(message)
 
     def _out_of_order(self, message: Any) -> bool:

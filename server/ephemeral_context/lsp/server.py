@@ -13,10 +13,10 @@ import importlib
 import logging
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import (
@@ -53,8 +53,10 @@ from ephemeral_context.lsp.protocol import (
     DROP,
     HYDRATE,
     ITEMS,
+    OPTIONAL_EMPTY,
     PIN,
     REPLAY,
+    REQUESTS,
     STATUS,
     UNPIN,
     USAGE,
@@ -110,6 +112,9 @@ log = logging.getLogger(__name__)
 
 WATCHER_REGISTRATION_ID = "ephemeralContext/watchedFiles"
 REQUEST_FAILED = types.LSPErrorCodes.RequestFailed.value
+COMMAND_PREFIX = "ectx."
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
 class EphemeralContextServer(LanguageServer):
@@ -148,10 +153,41 @@ class EphemeralContextServer(LanguageServer):
         self.gateway_port: int | None = None
         """`ectx serve --gateway PORT`: host `ectx gateway` over this server's engine."""
         self.gateway: Gateway | None = None
+        self.shut_down = False
+        """Whether the client sent `shutdown`: `exit` then ends the process with 0, else 1."""
         self.attach_mirror(DocumentMirror())
+        self.rpc.rejected_change = self.lost_edit
+
+    @property
+    def rpc(self) -> EphemeralContextProtocol:
+        """The protocol object, typed as ours (pygls types it as its base class)."""
         protocol = self.protocol
         assert isinstance(protocol, EphemeralContextProtocol)
-        protocol.rejected_change = self.lost_edit
+        return protocol
+
+    def request_and_command(self, method: str) -> Callable[[Handler], Handler]:
+        """Register a handler for an `ephemeralContext/*` request and as its `ectx.*` command
+        (`ephemeralContext/pin` and `ectx.pin`), for clients that cannot send custom requests.
+
+        A command takes the request's params object as its one argument (pygls structures
+        it from the handler's annotation, through the same type checks), and no argument
+        for a request without params."""
+        command = COMMAND_PREFIX + method.split("/", 1)[1]
+        takes_params = REQUESTS[method][0] != OPTIONAL_EMPTY
+
+        def register(handler: Handler) -> Handler:
+            self.feature(method)(handler)
+            if takes_params:
+                self.command(command)(handler)
+            else:
+
+                def without_params(ls: EphemeralContextServer) -> Any:
+                    return handler(ls, None)
+
+                self.command(command)(without_params)
+            return handler
+
+        return register
 
     # ----- state --------------------------------------------------------------------------
 
@@ -305,9 +341,7 @@ class EphemeralContextServer(LanguageServer):
         """Answer a body that is not JSON; other out-of-band errors go to the log only."""
         if isinstance(error, ValueError):  # json.JSONDecodeError and UnicodeDecodeError
             log.warning("unparsable message: %s", error)
-            protocol = self.protocol
-            assert isinstance(protocol, EphemeralContextProtocol)
-            protocol.report_parse_error(error)
+            self.rpc.report_parse_error(error)
             return
         if source is FeatureRequestError:  # already answered with a JSON-RPC error
             log.debug("request failed: %s", error)
@@ -373,6 +407,7 @@ async def initialized(ls: EphemeralContextServer, params: types.InitializedParam
 @SERVER.feature(types.SHUTDOWN)
 async def shutdown(ls: EphemeralContextServer, params: None) -> None:
     """pygls cancels running requests (asks) after this; close what we opened."""
+    ls.shut_down = True
     ls.usage_throttle.cancel()
     if ls.gateway is not None:
         await ls.gateway.stop()
@@ -517,17 +552,8 @@ def did_change_watched_files(
 # ----- the ephemeralContext/* protocol and its ectx.* commands ------------------------------
 
 
-@SERVER.feature(STATUS)
+@SERVER.request_and_command(STATUS)
 def status(ls: EphemeralContextServer, params: EmptyParams | None) -> StatusResult:
-    return status_of(ls)
-
-
-@SERVER.command("ectx.status")
-def status_command(ls: EphemeralContextServer) -> StatusResult:
-    return status_of(ls)
-
-
-def status_of(ls: EphemeralContextServer) -> StatusResult:
     engine = ls.require_engine()
     encoding = converters.position_encoding(ls.workspace.position_encoding)
     return converters.status_result(
@@ -539,17 +565,8 @@ def status_of(ls: EphemeralContextServer) -> StatusResult:
     )
 
 
-@SERVER.feature(ITEMS)
+@SERVER.request_and_command(ITEMS)
 def items(ls: EphemeralContextServer, params: EmptyParams | None) -> ItemsResult:
-    return items_of(ls)
-
-
-@SERVER.command("ectx.items")
-def items_command(ls: EphemeralContextServer) -> ItemsResult:
-    return items_of(ls)
-
-
-def items_of(ls: EphemeralContextServer) -> ItemsResult:
     engine = ls.require_engine()
     folders = ls.label_folders()
     pins = ls.require_pins()
@@ -563,17 +580,8 @@ def items_of(ls: EphemeralContextServer) -> ItemsResult:
     return ItemsResult([converters.context_item(i, folders) for i in rows])
 
 
-@SERVER.feature(PIN)
+@SERVER.request_and_command(PIN)
 def pin(ls: EphemeralContextServer, params: PinParams) -> PinResult:
-    return pin_file(ls, params)
-
-
-@SERVER.command("ectx.pin")
-def pin_command(ls: EphemeralContextServer, params: PinParams) -> PinResult:
-    return pin_file(ls, params)
-
-
-def pin_file(ls: EphemeralContextServer, params: PinParams) -> PinResult:
     """Pinning sends the current version, so the same rules as a model read apply to it."""
     try:
         item = ls.require_pins().pin(ls.tool_env(), params.uri, params.symbol)
@@ -585,17 +593,8 @@ def pin_file(ls: EphemeralContextServer, params: PinParams) -> PinResult:
     return PinResult(converters.context_item(item, ls.label_folders()))
 
 
-@SERVER.feature(UNPIN)
+@SERVER.request_and_command(UNPIN)
 def unpin(ls: EphemeralContextServer, params: PinParams) -> PinResult:
-    return unpin_file(ls, params)
-
-
-@SERVER.command("ectx.unpin")
-def unpin_command(ls: EphemeralContextServer, params: PinParams) -> PinResult:
-    return unpin_file(ls, params)
-
-
-def unpin_file(ls: EphemeralContextServer, params: PinParams) -> PinResult:
     try:
         item = ls.require_engine().unpin(normalize_uri(params.uri))
     except UnknownItem as exc:
@@ -604,17 +603,8 @@ def unpin_file(ls: EphemeralContextServer, params: PinParams) -> PinResult:
     return PinResult(converters.context_item(item, ls.label_folders()))
 
 
-@SERVER.feature(DROP)
+@SERVER.request_and_command(DROP)
 def drop(ls: EphemeralContextServer, params: DropParams) -> DropResult:
-    return drop_item(ls, params)
-
-
-@SERVER.command("ectx.drop")
-def drop_command(ls: EphemeralContextServer, params: DropParams) -> DropResult:
-    return drop_item(ls, params)
-
-
-def drop_item(ls: EphemeralContextServer, params: DropParams) -> DropResult:
     if (params.uri is None) == (params.id is None):
         raise invalid_params("give exactly one of uri and id", "invalid")
     target = normalize_uri(params.uri) if params.uri is not None else str(params.id)
@@ -623,17 +613,8 @@ def drop_item(ls: EphemeralContextServer, params: DropParams) -> DropResult:
     return DropResult(dropped)
 
 
-@SERVER.feature(HYDRATE)
+@SERVER.request_and_command(HYDRATE)
 def hydrate(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResult:
-    return hydrate_id(ls, params)
-
-
-@SERVER.command("ectx.hydrate")
-def hydrate_command(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResult:
-    return hydrate_id(ls, params)
-
-
-def hydrate_id(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResult:
     """A file item's id gives the file as it is now: the buffer, which may be newer than
     any version the context recorded."""
     engine = ls.require_engine()
@@ -662,24 +643,10 @@ STORE_ERROR_REASONS: dict[type[StoreError], str] = {
 }
 
 
-@SERVER.feature(ASK)
+@SERVER.request_and_command(ASK)
 async def ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
-    """Runs as a task of its own: the server keeps serving, and $/cancelRequest cancels it."""
-    return await run_ask(ls, params)
-
-
-@SERVER.command("ectx.ask")
-async def ask_command(ls: EphemeralContextServer, params: AskParams) -> AskResult:
-    """pygls runs a command as a task inside the executeCommand request; a $/cancelRequest
-    cancels only that request's future, so pass the cancel on to this task."""
-    request = ls.protocol._request_futures.get(ls.protocol.msg_id) if ls.protocol.msg_id else None
-    task = asyncio.current_task()
-    if request is not None and task is not None:
-        request.add_done_callback(lambda done: task.cancel() if done.cancelled() else None)
-    return await run_ask(ls, params)
-
-
-async def run_ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
+    """Runs as a task of its own: the server keeps serving, and $/cancelRequest cancels it
+    (for the command too: see EphemeralContextProtocol.cancellable)."""
     from ephemeral_context.model.client import ModelError
 
     engine = ls.require_engine()
@@ -688,19 +655,20 @@ async def run_ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
     conversation = params.conversation_id or f"c-{uuid.uuid4().hex[:12]}"
     session = ls.ask_session(engine)
     reporter = AskReporter(ls, conversation, session.env.workspace, params.work_done_token)
-    # One ask at a time per conversation: a second one waits for the first to finish.
-    async with ls.conversation_locks.setdefault(conversation, asyncio.Lock()):
-        for released in ls.require_pins().follow(session.env):  # pins as they are now
-            text = f"Ephemeral Context: {released}"
-            ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, text))
-        reporter.begin()
-        try:
-            result = await session.ask(params.prompt, conversation, reporter.events())
-        except ModelError as exc:
-            raise request_failed(exc) from exc
-        finally:
-            reporter.end()
-            ls.usage_throttle.poke()
+    lock = ls.conversation_locks.setdefault(conversation, asyncio.Lock())
+    with ls.rpc.cancellable():
+        async with lock:  # one ask at a time per conversation: a second one waits
+            for released in ls.require_pins().follow(session.env):  # pins as they are now
+                text = f"Ephemeral Context: {released}"
+                ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, text))
+            reporter.begin()
+            try:
+                result = await session.ask(params.prompt, conversation, reporter.events())
+            except ModelError as exc:
+                raise request_failed(exc) from exc
+            finally:
+                reporter.end()
+                ls.usage_throttle.poke()
     return converters.ask_result(result)
 
 
@@ -783,17 +751,8 @@ class AskReporter:
             self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd())
 
 
-@SERVER.feature(REPLAY)
+@SERVER.request_and_command(REPLAY)
 async def replay(ls: EphemeralContextServer, params: ReplayParams) -> dict[str, Any]:
-    return await replay_path(params)
-
-
-@SERVER.command("ectx.replay")
-async def replay_command(ls: EphemeralContextServer, params: ReplayParams) -> dict[str, Any]:
-    return await replay_path(params)
-
-
-async def replay_path(params: ReplayParams) -> dict[str, Any]:
     """Replays can take seconds: a worker thread runs them while the server keeps serving."""
     path = Path(params.path).expanduser()
     if not path.exists():
@@ -818,4 +777,4 @@ def serve(
     else:
         receive = stdin_receiver(sys.stdin.buffer.fileno(), server.thread_pool)
         serve_stdio(server, FramedReader(receive, max_message_bytes, body_timeout))
-    return 0 if server.protocol._shutdown else 1
+    return 0 if server.shut_down else 1
