@@ -2,7 +2,7 @@
 
 `ContextEngine` (engine.py) ties them together for the server, the agent loop and the `ours`
 replay strategy; it is a facade over one module per idea (thread, intake, reads, eviction,
-segment, rehydration, forecast, accounting, items), listed in engine.py's docstring.
+segment, rehydration, policy, accounting, items), listed in engine.py's docstring.
 """
 
 from ephemeral_context.context.engine import ContextEngine, EngineConfig

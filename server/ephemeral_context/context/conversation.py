@@ -1,5 +1,5 @@
 """One conversation as the engine holds it: its thread, what the model sees of each file,
-its file segment, loaded skills and accounting.
+its file segment, loaded skills, policy and accounting.
 
 The visibility checks say what the model can still see: a file view is visible while one of
 its blocks is not evicted or it is in the file segment.
@@ -14,6 +14,7 @@ from typing import Any
 from ephemeral_context.context.accounting import Accounting
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import SegmentEntry
+from ephemeral_context.context.policy import Policy
 from ephemeral_context.context.skills import SkillMeta
 from ephemeral_context.context.thread import Thread
 
@@ -50,8 +51,6 @@ class Conversation:
     id: str
     thread: Thread = field(default_factory=Thread)
     calls: int = 0
-    last_call_time: float | None = None
-    gaps: list[float] = field(default_factory=list)
     files: dict[str, FileView] = field(default_factory=dict)
     tool_uses: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
     pending_notes: dict[str, str] = field(default_factory=dict)
@@ -60,9 +59,7 @@ class Conversation:
     segment: list[SegmentEntry] = field(default_factory=list)
     skills: dict[int, SkillState] = field(default_factory=dict)
     prefix_key: int = 0
-    context_token_calls: int = 0
-    """The thread's size summed over every request built (Little's law numerator)."""
-    touches: dict[str, list[int]] = field(default_factory=dict)
+    policy: Policy = field(default_factory=Policy)
     accounting: Accounting = field(default_factory=Accounting)
     rehydrated: dict[BlockKind, int] = field(default_factory=dict)
     rehydrated_tokens: int = 0

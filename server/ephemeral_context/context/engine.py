@@ -36,8 +36,9 @@ The public API is `ContextEngine`'s methods and the names in `__all__` (`ToolOut
 else in context/, and `engine.state` is the parts' business only. Each method hands over to
 the module that owns the idea: thread.py (a conversation's blocks), conversation.py (its
 file views and what the model sees), intake.py (what enters), reads.py (file reads, edits,
-outside changes), eviction.py, segment.py (the file segment), rehydration.py, forecast.py,
-accounting.py (the bills), status.py, items.py (pin, unpin, drop, items, hydration).
+outside changes), policy.py (the forecast and the cost model), eviction.py, segment.py (the
+file segment), rehydration.py, accounting.py (the bills), status.py, items.py (pin, unpin,
+drop, items, hydration).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from ephemeral_context.cache_sim import Block
-from ephemeral_context.context import eviction, forecast, intake, reads, rehydration, status
+from ephemeral_context.context import eviction, intake, reads, rehydration, status
 from ephemeral_context.context import items as item_api
 from ephemeral_context.context.blocks import content_key
 from ephemeral_context.context.conversation import Conversation, FileView
@@ -213,10 +214,8 @@ class ContextEngine:
             block = {"type": "text", "text": note}
             c.thread.append(c.calls, "user", block, state.count(note, "prose"), text=note)
         c.pending_notes.clear()
-        # 2. The forecast from the conversation so far: idle gaps give the TTLs.
-        if c.last_call_time is not None:
-            c.gaps.append(max(0.0, now - c.last_call_time))
-        ttl, thread_ttl = forecast.ttls(c, config.cache_ttl, config.context_budget)
+        # 2. The policy's outlook from the conversation so far: prices, calls to come, TTLs.
+        outlook = c.policy.outlook(c, now, config.cache_ttl, config.context_budget)
         # 3. The head (tool schemas, system prompt): another head leaves nothing cached.
         if system_tokens is None:
             system_tokens = state.count(system, "prose") if system else 0
@@ -229,15 +228,15 @@ class ContextEngine:
         c.thread.cache.expire(now)
         # 4. The policy: evict what pays, rebuild the file segment when the cache is cold.
         if config.eviction and c.calls > 0:
-            eviction.consolidate(state, c, head, thread_ttl)
+            eviction.consolidate(state, c, head, outlook)
         # 5. The layout, with at most four breakpoints.
         points = place_breakpoints(
             bool(system),
             bool(c.segment),
             c.thread.last_cacheable + 1,
             c.thread.cache.latest_thread_hit,
-            ttl,
-            thread_ttl,
+            outlook.ttl,
+            outlook.thread_ttl,
         )
         built = build(
             model=model,
@@ -253,9 +252,8 @@ class ContextEngine:
         built.expected_read = c.thread.cache.warm_end
         # 6. Accounting: both bills in the cache model, the boundaries this request writes.
         c.accounting.account(c.thread, built, model, now, system_tokens, tool_blocks)
-        c.context_token_calls += c.thread.tokens
+        c.policy.sent(c.thread.tokens, now)
         c.calls += 1
-        c.last_call_time = now
         return built.kwargs
 
     def last_request(self, conv: str) -> BuiltRequest | None:

@@ -18,8 +18,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ephemeral_context.cache_sim import Ttl
-from ephemeral_context.context import forecast, policy, segment
+from ephemeral_context.context import policy, segment
 from ephemeral_context.context.blocks import block_tokens, clip_tokens, label_of, stand_in
 from ephemeral_context.context.cacheview import END_OF_SEGMENT
 from ephemeral_context.context.conversation import Conversation
@@ -32,25 +31,26 @@ from ephemeral_context.context.thread import ThreadBlock
 log = logging.getLogger(__name__)
 
 
-def consolidate(state: EngineState, c: Conversation, prefix: int, ttl: Ttl) -> None:
+def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: policy.Outlook) -> None:
     """Evict what the cost gate allows; rebuild the segment when the cache is cold."""
     # Anything after the system prompt still cached? (a thread prefix includes the segment)
     segment_warm = c.thread.cache.thread_warm or c.thread.cache.has(END_OF_SEGMENT)
     thread_start = prefix + sum(e.tokens for e in c.segment)
     warm_end = c.thread.cache.warm_end
-    m = policy.remaining_calls(c.calls, forecast.horizon(c, state.config.context_budget))
-    chosen = candidates(state, c, thread_start)
+    chosen = candidates(state, c, thread_start, outlook)
     boundaries = [policy.Boundary(0, thread_start)] + [
         policy.Boundary(p + 1, end) for p, end in c.thread.cache.thread_entries()
     ]
-    plan = policy.plan_eviction(chosen, boundaries, warm_end, m, forecast.rates(c), ttl=ttl)
+    plan = policy.plan_eviction(
+        chosen, boundaries, warm_end, outlook.remaining, outlook.rates, outlook.thread_ttl
+    )
     cold = not c.thread.cache.thread_warm
     if plan.evict:
         reason = "cost gate" if not cold else "cold cache"
         freed, reprocessed = plan.tokens_freed, plan.tokens_reprocessed
         evict_all(state, c, plan.evict, reason, freed, reprocessed, cold)
     if not segment_warm:
-        segment.rebuild(state, c, ttl)
+        segment.rebuild(state, c, outlook)
     limited = [
         i
         for i, tb in enumerate(c.thread)
@@ -64,7 +64,9 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, ttl: Ttl) -> N
     if total > state.config.context_budget:
         evicted = set(plan.evict)
         rest = [
-            k for k in candidates(state, c, thread_start, gated=False) if k.index not in evicted
+            k
+            for k in candidates(state, c, thread_start, outlook, gated=False)
+            if k.index not in evicted
         ]
         over = policy.fit_budget(rest, total, state.config.context_budget)
         if over:
@@ -88,12 +90,15 @@ def evict_all(
 
 
 def candidates(
-    state: EngineState, c: Conversation, thread_start: int, gated: bool = True
+    state: EngineState,
+    c: Conversation,
+    thread_start: int,
+    outlook: policy.Outlook,
+    gated: bool = True,
 ) -> list[policy.Candidate]:
     """Consumed, unpinned, evictable blocks; `gated=False` also takes skills whose
     frontmatter trigger has not fired (never protected ones)."""
     out: list[policy.Candidate] = []
-    gaps, open_idles = forecast.file_gaps(c)
     for index, tb in enumerate(c.thread):
         if tb.evicted or tb.kind not in EVICTABLE or not c.thread.consumed(index):
             continue
@@ -113,7 +118,7 @@ def candidates(
         if freed <= 0:
             continue
         if tb.uri is not None:
-            reuse, wait = forecast.file_reuse(c, tb.uri, tb.call, gaps, open_idles)
+            reuse, wait = outlook.file_reuse(tb.uri, tb.call)
         else:
             reuse = policy.reuse_probability(
                 c.rehydrated.get(tb.kind, 0), c.evicted_by_kind.get(tb.kind, 0)

@@ -1,4 +1,10 @@
-"""The cost model as pure functions: when eviction pays, which TTL to ask for, how to show a read.
+"""The policy: the cost model as pure functions, and `Policy`, one conversation's forecast.
+
+`Policy` owns what the forecast reads (the idle gaps between calls, the thread's size over
+the calls, the calls each file was used in) and turns it, once per request, into an
+`Outlook`: the gate's prices, the remaining calls `M`, the TTLs and the chance a file is
+used again. eviction.py and segment.py decide with that outlook; the functions below are
+the rules.
 
 Anthropic's prompt cache is a prefix cache. Keeping an item of `s` tokens visible for `M`
 more calls costs `rho*s*M` (cache reads); removing or rewriting it costs a one-time
@@ -16,14 +22,18 @@ principles, never values fitted to a transcript (docs/cost-model.md derives each
 from __future__ import annotations
 
 import difflib
+import itertools
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 from ephemeral_context.cache_sim import TTL_SECONDS, Ttl
-from ephemeral_context.prices import REFERENCE_MODEL, lookup
+from ephemeral_context.prices import REFERENCE_MODEL, lookup, priced
 from ephemeral_context.prices import Multipliers as Rates
+
+if TYPE_CHECKING:
+    from ephemeral_context.context.conversation import Conversation
 
 RATES = lookup(REFERENCE_MODEL).multipliers
 """The multipliers most models have (0.1x reads, 1.25x and 2x writes): the default rates."""
@@ -225,6 +235,104 @@ def fit_budget(candidates: Sequence[Candidate], total: int, budget: int) -> tupl
         chosen.append(c.index)
         total -= c.freed
     return tuple(chosen)
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """What the calls so far say about the rest of the conversation, for one request."""
+
+    rates: Rates
+    """The read and write multipliers of the model the last request used."""
+    remaining: float
+    """`M`: the further calls that content in the context now is expected to stay."""
+    ttl: Ttl
+    """The TTL of the prefix breakpoints (system, segment)."""
+    thread_ttl: Ttl
+    """The TTL of the thread breakpoints."""
+    calls: int
+    last_use: Mapping[str, int]
+    """The call each file was last used in."""
+    retouch_gaps: Sequence[int]
+    """Gaps (in calls) between consecutive uses of a file so far."""
+
+    def file_reuse(self, uri: str, since: int) -> tuple[float, float | None]:
+        """Chance the file is used again and the expected wait, from the other files'
+        history (the file's own open span is what is being predicted, so it is not
+        evidence); `since` is when it was shown, if it was never used."""
+        idle = self.calls - self.last_use.get(uri, since)
+        others = [self.calls - last for other, last in self.last_use.items() if other != uri]
+        return (
+            idle_reuse_probability(idle, self.retouch_gaps, others),
+            expected_wait(idle, self.retouch_gaps),
+        )
+
+
+@dataclass
+class Policy:
+    """One conversation's forecast: what it has done so far, and the outlook it gives.
+
+    Nothing here looks ahead: the horizon (calls until the context would fill its budget),
+    the TTLs (from the idle gaps and the mean lifetime of thread content so far) and the
+    chance a file is used again (from the gaps between uses of the other files) all come
+    from the calls already built.
+    """
+
+    gaps: list[float] = field(default_factory=list)
+    """Idle time (seconds) before each request after the first."""
+    last_call_time: float | None = None
+    context_token_calls: int = 0
+    """The thread's size summed over every request built (Little's law numerator)."""
+    touches: dict[str, list[int]] = field(default_factory=dict)
+    """The calls each file was used in."""
+
+    def touch(self, uri: str, call: int) -> None:
+        """The conversation used `uri` in `call`."""
+        self.touches.setdefault(uri, []).append(call)
+
+    def outlook(
+        self, c: Conversation, now: float, cache_ttl: Literal["auto", "5m", "1h"], budget: int
+    ) -> Outlook:
+        """The outlook for the request about to be built at `now` (its idle gap counts)."""
+        if self.last_call_time is not None:
+            self.gaps.append(max(0.0, now - self.last_call_time))
+        rates = priced(c.accounting.model).multipliers
+        until_full = self.horizon(c, budget)
+        if cache_ttl != "auto":
+            ttl = thread_ttl = cache_ttl
+        else:
+            # Prefix content stays for the rest of the session; thread content stays, on
+            # average, as long as Little's law says from this conversation so far.
+            ttl = choose_ttl(self.gaps, c.calls, rates, horizon=until_full)
+            lifetime = mean_lifetime(self.context_token_calls, c.thread.added_tokens)
+            thread_ttl = choose_ttl(
+                self.gaps, c.calls, rates, horizon=until_full, lifetime=lifetime
+            )
+        retouch_gaps: list[int] = []
+        for uses in self.touches.values():
+            calls = sorted(set(uses))
+            retouch_gaps.extend(b - a for a, b in itertools.pairwise(calls))
+        return Outlook(
+            rates,
+            remaining_calls(c.calls, until_full),
+            ttl,
+            thread_ttl,
+            c.calls,
+            {uri: max(uses) for uri, uses in self.touches.items()},
+            retouch_gaps,
+        )
+
+    def horizon(self, c: Conversation, budget: int) -> float:
+        """Calls until the context would fill its budget, at the growth so far of what it
+        was shown (before any eviction)."""
+        shown = sum(b.tokens for b in c.thread.baseline)
+        built = c.accounting.last_built
+        current = built.total_tokens if built else shown
+        return calls_until_full(budget, current, shown / max(1, c.calls))
+
+    def sent(self, thread_tokens: int, now: float) -> None:
+        """A request was built at `now` with a thread of `thread_tokens`."""
+        self.context_token_calls += thread_tokens
+        self.last_call_time = now
 
 
 ReadForm = Literal["reference", "diff", "full"]

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def touch(state: EngineState, c: Conversation, uri: str) -> None:
     """The conversation used `uri` in this call (for reuse estimates and LRU limits)."""
-    c.touches.setdefault(uri, []).append(c.calls)
+    c.policy.touch(uri, c.calls)
     current = state.ledger.current(uri)
     if current is not None:
         state.ledger.touch(current.id, c.calls)

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ephemeral_context.cache_sim import Ttl
-from ephemeral_context.context import forecast, policy
+from ephemeral_context.context import policy
 from ephemeral_context.context.blocks import block_tokens, content_key, label_of, stand_in, uri_of
 from ephemeral_context.context.cacheview import END_OF_SYSTEM
 from ephemeral_context.context.conversation import Conversation, view_visible
@@ -25,12 +24,10 @@ from ephemeral_context.context.state import EngineState
 from ephemeral_context.syntax import render_synopsis
 
 
-def rebuild(state: EngineState, c: Conversation, ttl: Ttl) -> None:
+def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook) -> None:
     """Cold cache: rebuild the segment, demote what does not pay, reference thread copies."""
     entries: list[SegmentEntry] = []
     moved: list[tuple[int, str]] = []
-    m = policy.remaining_calls(c.calls, forecast.horizon(c, state.config.context_budget))
-    gaps, open_idles = forecast.file_gaps(c)
     for uri, view in c.files.items():
         visible = view_visible(c, view)
         if not view.whole or not (visible or view.demoted):
@@ -56,12 +53,18 @@ def rebuild(state: EngineState, c: Conversation, ttl: Ttl) -> None:
             f'<file path="{label}" id="{view.item_id}" shown="{shown_as}">\n'
             f"{synopsis}{parts}</file>"
         )
-        reuse, wait = forecast.file_reuse(c, uri, view.call, gaps, open_idles)
+        reuse, wait = outlook.file_reuse(uri, view.call)
         freed = tokens - state.count(short, "code")
         keep = policy.Candidate(0, 0, freed, reuse, wait)
         demote = bool(synopsis) and (
             not visible
-            or (keep.freed > 0 and policy.candidate_value(keep, m, forecast.rates(c), ttl) > 0)
+            or (
+                keep.freed > 0
+                and policy.candidate_value(
+                    keep, outlook.remaining, outlook.rates, outlook.thread_ttl
+                )
+                > 0
+            )
         )
         if demote:
             text, tokens = short, state.count(short, "code")

@@ -108,12 +108,12 @@ def test_read_form_reference_diff_or_full() -> None:
 def test_the_gate_weighs_the_conversations_own_model() -> None:
     """With 0.05x reads (Opus 5.5) keeping content costs half as much: eviction pays later."""
     from ephemeral_context.context.conversation import Conversation
-    from ephemeral_context.context.forecast import rates
 
     c = Conversation("c")
-    assert rates(c) == policy.RATES  # before any request: the reference model's
+    rates = c.policy.outlook(c, 0.0, "auto", 150_000).rates
+    assert rates == policy.RATES  # before any request: the reference model's
     c.accounting.model = "claude-opus-5-5"
-    cheap = rates(c)
+    cheap = c.policy.outlook(c, 0.0, "auto", 150_000).rates
     assert cheap.read == pytest.approx(0.05)
     s, x = 2_000, 20_000
     assert policy.break_even_calls(s, x, cheap) == pytest.approx(
