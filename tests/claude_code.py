@@ -9,7 +9,8 @@ a transcript reader is compared with.
 
 The CLI comes from the npm registry through tests/e2e/install-claude-code.sh into
 `$ECTX_CLAUDE_CODE_DIR` (default `~/.cache/ectx-claude-code` of the real user: a test's own
-HOME is a temporary one).
+HOME is a temporary one). An older release, the one that wrote much of ../shared/corpus,
+goes beside it (`<dir>-<release>`): the reader must reconstruct what either sent.
 """
 
 from __future__ import annotations
@@ -28,19 +29,25 @@ from tests.fakes import FakeMessagesAPI, RecordedRequest
 from tests.fakes.messages_api import TurnSource
 
 DUMMY_KEY = "sk-ant-test-000"
+CURRENT_RELEASE = "2.1.197"
+OLDER_RELEASE = "2.1.97"
+"""Before role "system" attachments (2.1.154) and 1-hour caching by environment variable."""
 
 
-def claude_code_dir() -> Path:
-    """Where install-claude-code.sh puts the CLI."""
+def claude_code_dir(release: str = CURRENT_RELEASE) -> Path:
+    """Where install-claude-code.sh puts this release of the CLI."""
     configured = os.environ.get("ECTX_CLAUDE_CODE_DIR")
-    if configured:
-        return Path(configured)
-    return Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "ectx-claude-code"
+    base = (
+        Path(configured)
+        if configured
+        else Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "ectx-claude-code"
+    )
+    return base if release == CURRENT_RELEASE else base.with_name(f"{base.name}-{release}")
 
 
-def claude_code_binary() -> Path | None:
-    """The installed `claude` launcher, or None when the CLI is not installed."""
-    binary = claude_code_dir() / "node_modules" / ".bin" / "claude"
+def claude_code_binary(release: str = CURRENT_RELEASE) -> Path | None:
+    """The installed `claude` launcher, or None when that release is not installed."""
+    binary = claude_code_dir(release) / "node_modules" / ".bin" / "claude"
     return binary if binary.exists() else None
 
 
@@ -85,8 +92,9 @@ class ClaudeCodeRun:
 class ClaudeCode:
     """Runs scripted Claude Code sessions in one test's temporary directory."""
 
-    def __init__(self, binary: Path, root: Path) -> None:
+    def __init__(self, binary: Path, root: Path, release: str = CURRENT_RELEASE) -> None:
         self.binary = binary
+        self.release = release
         self.root = root
         self.workspace = root / "workspace"
         self.workspace.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.claude_code import ClaudeCode, claude_code_binary
+from tests.claude_code import CURRENT_RELEASE, ClaudeCode, claude_code_binary
 from tests.fakes import FakeMessagesAPI
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -49,12 +49,14 @@ def api(fake_messages_api: Callable[..., FakeMessagesAPI]) -> FakeMessagesAPI:
 
 
 @pytest.fixture
-def claude_code(tmp_path: Path) -> ClaudeCode:
-    """The real Claude Code CLI against tests/fakes, in this test's temporary directory."""
-    binary = claude_code_binary()
+def claude_code(tmp_path: Path, request: pytest.FixtureRequest) -> ClaudeCode:
+    """The real Claude Code CLI against tests/fakes, in this test's temporary directory
+    (the current release, or the one a test names with `indirect=True`)."""
+    release = getattr(request, "param", CURRENT_RELEASE)
+    binary = claude_code_binary(release)
     if binary is None:
-        pytest.skip("the Claude Code CLI is not installed: run `make e2e-deps`")
-    return ClaudeCode(binary, tmp_path / "claude-code")
+        pytest.skip(f"Claude Code {release} is not installed: run `make e2e-deps`")
+    return ClaudeCode(binary, tmp_path / "claude-code", release)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

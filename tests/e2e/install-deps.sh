@@ -25,4 +25,8 @@ fi
 
 if [ -x "$here/install-claude-code.sh" ]; then
   bash "$here/install-claude-code.sh"
+  # The older release the reader must also reconstruct (tests/claude_code.py OLDER_RELEASE).
+  claude_dir="${ECTX_CLAUDE_CODE_DIR:-$HOME/.cache/ectx-claude-code}"
+  ECTX_CLAUDE_CODE_VERSION=2.1.97 ECTX_CLAUDE_CODE_DIR="$claude_dir-2.1.97" \
+    bash "$here/install-claude-code.sh"
 fi

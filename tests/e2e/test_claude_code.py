@@ -11,7 +11,11 @@ What a transcript cannot hold is left out of the comparison, each for a stated r
 the context reminder Claude Code puts before the first prompt (today's date, CLAUDE.md: it
 is part of what the reader infers as the thread's prefix), and in a sub-agent the agent
 listing Claude Code adds (a system message, or a reminder after the first tool result for
-models before Opus 4.8) that the sub-agent's file never records.
+models before Opus 4.8) that the sub-agent's file never records; before 2.1.154 the skill
+listing rides there too, unrecorded.
+
+The reconstruction tests run twice: on the current release and on 2.1.97, the release that
+wrote much of ../shared/corpus (attachments as reminders on every model).
 """
 
 from __future__ import annotations
@@ -23,9 +27,14 @@ from typing import Any
 
 import pytest
 from ephemeral_context.replay.flow import Block, Session
-from ephemeral_context.replay.reader import AGENT_LISTING, read_session
+from ephemeral_context.replay.reader import (
+    AGENT_LISTING,
+    SKILL_LISTING,
+    read_session,
+    takes_system_messages,
+)
 
-from tests.claude_code import ClaudeCode, ClaudeCodeRun
+from tests.claude_code import CURRENT_RELEASE, OLDER_RELEASE, ClaudeCode, ClaudeCodeRun
 from tests.fakes import RecordedRequest
 
 pytestmark = pytest.mark.e2e
@@ -33,8 +42,11 @@ pytestmark = pytest.mark.e2e
 CONTEXT_REMINDER = "<system-reminder>\nAs you answer the user's questions"
 """How Claude Code's context reminder (date, CLAUDE.md) starts: never in the transcript."""
 
-SUB_AGENT_LISTING = "<system-reminder>\n" + AGENT_LISTING
-"""The agent listing a sub-agent is sent as a reminder (models before Opus 4.8), unrecorded."""
+SUB_AGENT_LISTINGS = tuple("<system-reminder>\n" + text for text in (AGENT_LISTING, SKILL_LISTING))
+"""Listings a sub-agent is sent as reminders its file never records: the agent listing (a
+block of its own or, like the skill listing before 2.1.154, riding on the first result)."""
+
+RELEASES = pytest.mark.parametrize("claude_code", [CURRENT_RELEASE, OLDER_RELEASE], indirect=True)
 
 Shape = list[tuple[str, list[str]]]
 """A request as compared: each message's role and one line per content block."""
@@ -63,7 +75,7 @@ def sent_shape(body: Mapping[str, Any], *, sub_agent: bool = False) -> Shape:
         lines = []
         for block in blocks:
             kind = block["type"]
-            unrecorded = sub_agent and block.get("text", "").startswith(SUB_AGENT_LISTING)
+            unrecorded = sub_agent and block.get("text", "").startswith(SUB_AGENT_LISTINGS[0])
             if kind == "text" and not block["text"].startswith(CONTEXT_REMINDER) and not unrecorded:
                 lines.append(_block_line("text", "", block["text"]))
             elif kind == "tool_use":
@@ -71,8 +83,9 @@ def sent_shape(body: Mapping[str, Any], *, sub_agent: bool = False) -> Shape:
             elif kind == "tool_result":
                 result = block["content"]
                 text = result if isinstance(result, str) else "\n".join(b["text"] for b in result)
-                if sub_agent:  # the listing rides at the end of the result
-                    text = text.split(SUB_AGENT_LISTING)[0]
+                if sub_agent:  # the listings ride at the end of the result
+                    for listing in SUB_AGENT_LISTINGS:
+                        text = text.split(listing)[0]
                 lines.append(_block_line("tool_result", block["tool_use_id"], text))
         shape.append((role, lines))
     return shape
@@ -167,11 +180,13 @@ def test_claude_code_runs_against_the_fake_and_writes_a_transcript(
     assert run.transcript.parent.parent == run.projects
 
 
+@RELEASES
 @pytest.mark.parametrize("model", ["claude-opus-4-8", "claude-sonnet-4-6"])
 def test_reads_and_edits_are_reconstructed_call_by_call(
     claude_code: ClaudeCode, model: str
 ) -> None:
-    """Opus 4.8 gets attachments as system messages; Sonnet 4.6 as reminders in the prompt."""
+    """Opus 4.8 gets attachments as system messages (since 2.1.154); other models, and every
+    model before, as reminders in the prompt."""
     app = claude_code.workspace / "app.py"
     app.write_text('def main():\n    print("hello")\n', encoding="utf-8")
     edit = {"file_path": str(app), "old_string": '"hello"', "new_string": '"goodbye"'}
@@ -185,7 +200,9 @@ def test_reads_and_edits_are_reconstructed_call_by_call(
     session = read_session(run.transcript)
     assert_reconstructs(session, run.requests)
     roles = [m.role for m in session.request(session.calls[0])]
-    assert roles == (["user", "system"] if model == "claude-opus-4-8" else ["user"])
+    system = model == "claude-opus-4-8" and claude_code.release == CURRENT_RELEASE
+    assert takes_system_messages(model, claude_code.release) == system
+    assert roles == (["user", "system"] if system else ["user"])
     change = session.request(session.calls[2])[-1].blocks[0].file_change
     assert change is not None and change.replacements == (('"hello"', '"goodbye"'),)
 
@@ -203,6 +220,7 @@ def test_one_hour_caching_is_what_the_calls_record(claude_code: ClaudeCode) -> N
     assert all(c.usage and c.usage.ephemeral_1h_input_tokens for c in session.calls)
 
 
+@RELEASES
 @pytest.mark.parametrize("model", ["claude-opus-4-8", "claude-sonnet-4-6"])
 def test_a_sub_agent_is_its_own_session_linked_to_its_parent(
     claude_code: ClaudeCode, model: str

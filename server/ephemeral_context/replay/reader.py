@@ -148,6 +148,8 @@ class _Entry:
     usage: RecordedUsage | None = None
     tool_use_result: Any = None
     sidechain: bool = False
+    version: str | None = None
+    """The Claude Code version that wrote the line."""
     attachment: bool = False
     """An attachment record: `content` is the text Claude Code makes of it."""
     synthetic: bool = False
@@ -166,6 +168,7 @@ class _Entry:
         timestamp: float,
         tool_use_result: Any,
         sidechain: bool,
+        version: str | None = None,
         synthetic: bool = False,
     ) -> _Entry:
         """A sent line; a response's id, model and usage are read from its message."""
@@ -181,6 +184,7 @@ class _Entry:
             usage=_usage(message.get("usage")) if assistant else None,
             tool_use_result=tool_use_result,
             sidechain=sidechain,
+            version=version,
             synthetic=synthetic,
         )
 
@@ -402,6 +406,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
             timestamp=timestamp,
             tool_use_result=record.get("toolUseResult"),
             sidechain=bool(record.get("isSidechain")),
+            version=_string(record.get("version")),
             synthetic=synthetic,
         )
     )
@@ -475,7 +480,9 @@ CONCURRENCY_NOTE = (
 )
 SKILL_LISTING = "The following skills are available for use with the Skill tool:\n\n"
 SYSTEM_MESSAGES_FROM = (4, 8)
-"""Models from this version on (Opus 4.8) get attachments as role "system" messages."""
+"""Models from this version on (Opus 4.8) get attachments as role "system" messages..."""
+SYSTEM_MESSAGES_SINCE = (2, 1, 154)
+"""...from this Claude Code release on (found by running releases against tests/fakes)."""
 
 
 def attachment_text(attachment: Any) -> str:
@@ -536,10 +543,22 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def takes_system_messages(model: str | None) -> bool:
-    """Whether Claude Code sends attachments to this model as role "system" messages."""
+def takes_system_messages(model: str | None, version: str | None = None) -> bool:
+    """Whether Claude Code (this release; None: a recent one) sends attachments to this model
+    as role "system" messages."""
     parsed = parse_model(model) if model is not None else None
-    return parsed is not None and parsed[1] >= SYSTEM_MESSAGES_FROM
+    if parsed is None or parsed[1] < SYSTEM_MESSAGES_FROM:
+        return False
+    release = _release(version)
+    return release is None or release >= SYSTEM_MESSAGES_SINCE
+
+
+def _release(version: str | None) -> tuple[int, ...] | None:
+    """ "2.1.97" as (2, 1, 97); None when absent or not a release number."""
+    parts = (version or "").split(".")
+    return (
+        tuple(int(p) for p in parts) if len(parts) == 3 and all(map(str.isdigit, parts)) else None
+    )
 
 
 def _attachment_block(entry: _Entry, system: bool) -> Block:
@@ -902,7 +921,9 @@ def _build_session(reading: _Reading) -> Session:
         # The walk starts at the response's own first line (its link may point at a line that
         # was never written); lines of the response are not part of the request.
         chain = [e for e in chain if e.message_id != message_id]
-        messages = _messages(chain, reading, takes_system_messages(head.model), cleared)
+        messages = _messages(
+            chain, reading, takes_system_messages(head.model, head.version), cleared
+        )
         if not messages or messages[-1].role == "assistant":
             reading.problem(head.line, "a response with no request before it; skipped")
             continue

@@ -15,6 +15,7 @@ from ephemeral_context.replay.reader import (
     SKILL_LISTING,
     TranscriptError,
     read_session,
+    takes_system_messages,
 )
 from ephemeral_context.replay.strategies import STRATEGIES
 
@@ -510,3 +511,21 @@ def test_a_sub_agent_is_tied_to_its_task_behind_the_reminders_before_its_prompt(
     (agent,) = [thread for thread in session.threads.values() if thread.prefix_key == "agent"]
     assert agent.messages[0].blocks[0].text.startswith("<system-reminder>")
     assert agent.task == "t1"
+
+
+@pytest.mark.parametrize(
+    ("model", "version", "system"),
+    [
+        ("claude-opus-4-8", "2.1.154", True),
+        ("claude-opus-4-8", "2.1.153", False),
+        ("claude-opus-4-8", "2.1.97", False),
+        ("claude-opus-4-8", None, True),
+        ("claude-opus-4-8", "next", True),
+        ("claude-sonnet-4-6", "2.1.197", False),
+    ],
+)
+def test_system_messages_need_opus_4_8_and_a_release_that_sends_them(
+    model: str, version: str | None, system: bool
+) -> None:
+    """A missing or unreadable version is taken as a recent release."""
+    assert takes_system_messages(model, version) is system
