@@ -5,7 +5,8 @@ breakpoints) and which shown content it threw away for good. This module feeds t
 to `cache_sim` in the session's time order, with one cache per model (a model switch finds
 the cache cold) and each call at its start time (an idle gap longer than the TTL finds it
 cold too). A thread whose first call read from a cache that something outside the transcript
-had warmed (an earlier session, the compaction call) gets that prefix written just before.
+had warmed (an earlier session, the compaction call) gets that prefix written just before,
+with the client's TTL (the one its first call wrote with) whatever the strategy asks for.
 The results carry what the report needs: per call usage and context size, and per strategy
 the totals, dollars, cache hit rate and the share of shown content that stays retrievable.
 """
@@ -175,7 +176,7 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
         if call.thread not in started_threads:
             started_threads.add(call.thread)
             if thread.warm_tokens > 0 and prompt.system:
-                warm = Request(system=(_cached(prompt.system[0], session.cache_ttl),))
+                warm = Request(system=(_cached(prompt.system[0], session.call_ttl(call)),))
                 cache.call(warm, call.started - PREWARM_LEAD_SECONDS)
         usage = Usage()
         for step in prompt.steps:
@@ -208,9 +209,8 @@ def _new_cache(model: str) -> PromptCache:
 
 
 def _cached(block: cache_sim.Block, ttl: cache_sim.Ttl) -> cache_sim.Block:
-    """The block with a breakpoint of its own, unless it already carries one."""
-    if block.cache_ttl is not None:
-        return block
+    """The block with a breakpoint of `ttl`: the client wrote the warm prefix, with its own
+    TTL, whatever the strategy's request asks for later."""
     return cache_sim.Block(block.key, block.tokens, ttl, block.auto_target)
 
 

@@ -249,3 +249,17 @@ def test_clear_thinking_drops_earlier_turns_thinking(tmp_path: Path) -> None:
     assert cleared.calls[0].context_tokens == recorded.calls[0].context_tokens
     assert cleared.calls[2].context_tokens < recorded.calls[2].context_tokens
     assert cleared.retrievable < 1.0
+
+
+def test_a_warm_prefix_keeps_the_clients_ttl_whatever_the_strategy_asks(tmp_path: Path) -> None:
+    """The client wrote the warm prefix with its 1-hour TTL: `ours`, whose first request
+    asks for 5 minutes, still reads it after a 10-minute gap, as `recorded` does."""
+    t = Transcript()
+    t.user("continue where we stopped")
+    t.assistant([text("On it.")], usage={"read": 9000, "write_1h": 500})
+    t.wait(600).user("thanks")
+    t.assistant([text("Done.")], usage={"read": 9500, "write_1h": 30})
+    session = read_session(t.write(tmp_path / "warm-1h.jsonl"))
+    for name in ("recorded", "ours"):
+        second = STRATEGIES[name].replay(session).calls[1].usage
+        assert second.cache_read_input_tokens >= 9000, name
