@@ -344,6 +344,44 @@ def thinking_problem(thinking: Any) -> str | None:
     return None
 
 
+def request_problem(body: Any, *, need_max_tokens: bool = True) -> ApiError | None:
+    """What the API refuses in a request body, as it answers (400, or 404 for an unknown
+    model), or None: the checks every request to the fake goes through, for tests that
+    validate a request without sending it."""
+
+    def invalid(message: str) -> ApiError:
+        return ApiError(400, "invalid_request_error", message)
+
+    if not isinstance(body, Mapping):
+        return invalid("request body must be a JSON object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return invalid("model: Field required")
+    if not isinstance(body.get("messages"), list):
+        return invalid("messages: Field required")
+    if need_max_tokens:
+        max_tokens = body.get("max_tokens")
+        if not isinstance(max_tokens, int) or max_tokens < 0:
+            return invalid("max_tokens: Field required")
+        if max_tokens == 0 and body.get("stream"):
+            return invalid("max_tokens: 0 cannot be streamed")
+    try:
+        info = lookup(model)
+    except UnknownModelError:
+        return unknown_model(model)
+    problem = conversation_problem(
+        body["messages"], system_messages=info.version >= MID_CONVERSATION_SYSTEM
+    ) or thinking_problem(body.get("thinking"))
+    if problem is not None:
+        return invalid(problem)
+    try:
+        request = request_from_messages_api(body)
+        resolve_breakpoints(request.blocks(), request.auto_cache_ttl)
+    except CacheControlError as exc:
+        return invalid(str(exc))
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # Responses
 
@@ -557,43 +595,15 @@ class FakeMessagesAPI:
             raise _Reject(invalid_api_key())
 
     def _parse_body(self, record: RecordedRequest, *, need_max_tokens: bool) -> Mapping[str, Any]:
-        body = record.body
-        if not isinstance(body, Mapping):
-            raise _Reject(
-                ApiError(400, "invalid_request_error", "request body must be a JSON object")
-            )
-        model = body.get("model")
-        if not isinstance(model, str) or not model:
-            raise _Reject(ApiError(400, "invalid_request_error", "model: Field required"))
-        if not isinstance(body.get("messages"), list):
-            raise _Reject(ApiError(400, "invalid_request_error", "messages: Field required"))
-        if need_max_tokens:
-            max_tokens = body.get("max_tokens")
-            if not isinstance(max_tokens, int) or max_tokens < 0:
-                raise _Reject(ApiError(400, "invalid_request_error", "max_tokens: Field required"))
-            if max_tokens == 0 and body.get("stream"):
-                raise _Reject(
-                    ApiError(400, "invalid_request_error", "max_tokens: 0 cannot be streamed")
-                )
-        try:
-            info = lookup(model)
-        except UnknownModelError:
-            raise _Reject(unknown_model(model)) from None
-        problem = conversation_problem(
-            body["messages"], system_messages=info.version >= MID_CONVERSATION_SYSTEM
-        ) or thinking_problem(body.get("thinking"))
+        problem = request_problem(record.body, need_max_tokens=need_max_tokens)
         if problem is not None:
-            raise _Reject(ApiError(400, "invalid_request_error", problem))
-        return body
+            raise _Reject(problem)
+        assert isinstance(record.body, Mapping)
+        return record.body
 
     def _cache_request(self, body: Mapping[str, Any]) -> Request:
-        """The cache's view of the body, refused (400) as the API refuses bad cache_control."""
-        try:
-            request = request_from_messages_api(body)
-            resolve_breakpoints(request.blocks(), request.auto_cache_ttl)
-        except CacheControlError as exc:
-            raise _Reject(ApiError(400, "invalid_request_error", str(exc))) from None
-        return request
+        """The cache's view of a body `request_problem` accepted."""
+        return request_from_messages_api(body)
 
     def _usage(self, model: str, request: Request, now: float) -> Usage:
         with self._lock:

@@ -1,0 +1,295 @@
+"""The invariants `ours` must keep on any session, checked call by call during one replay.
+
+`replay_invariants(session)` replays a session once under `recorded` and under `ours` (the
+engine as replay/ours.py drives it), looks at every request the engine builds as it is
+built, and returns what broke, per invariant, in words that name the call:
+
+- budget: no request is above the configured context budget unless nothing is left that the
+  engine could evict (consumed, unpinned, evictable content, all of it already placeholders),
+  and none is above the model's context window (prices.py), ever;
+- fork: a request carries exactly the messages of its call, each once and in order (a
+  rewind, a branch or a reordered call never appends history a second time or keeps another
+  branch's), and the first request of a thread that branched off another one starts with
+  the blocks the engine last sent for their shared messages, so the cache can serve them;
+- request: the Messages API request is one the API accepts (tests/fakes `request_problem`:
+  roles, tool_use/tool_result pairing, non-empty content, at most 4 cache_control
+  breakpoints, TTL order), with user and assistant messages alternating;
+- peak: `ours`'s peak context is not above `recorded`'s.
+
+Only the observations are kept, not the requests, so a long session costs no more memory
+than its replay.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ephemeral_context.context import eviction
+from ephemeral_context.context.engine import EngineConfig
+from ephemeral_context.prices import priced
+from ephemeral_context.replay.feed import api_block
+from ephemeral_context.replay.flow import Call, Message, Session
+from ephemeral_context.replay.ours import OursLayout
+from ephemeral_context.replay.simulate import Prompt, simulate
+from ephemeral_context.replay.strategies import STRATEGIES
+
+from tests.fakes.messages_api import conversation_problem, request_problem
+
+BUDGET = EngineConfig().context_budget
+
+
+@dataclass
+class Invariants:
+    """What one replay broke, per invariant (empty lists: nothing), and its figures."""
+
+    path: str
+    budget: list[str] = field(default_factory=list)
+    fork: list[str] = field(default_factory=list)
+    request: list[str] = field(default_factory=list)
+    peak: list[str] = field(default_factory=list)
+    calls: int = 0
+    forks: int = 0
+    """Threads that branched off another thread of the same prefix (rewinds, edits)."""
+    invalid_input: int = 0
+    """Calls whose own messages the API would refuse, lost results aside: the request check
+    does not apply to them."""
+    ours_peak: int = 0
+    recorded_peak: int = 0
+
+
+def tool_ids(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(type, id) of every tool_use and tool_result of Messages API messages, in order."""
+    out: list[tuple[str, str]] = []
+    for message in messages:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if block.get("type") == "tool_use":
+                out.append(("tool_use", str(block.get("id"))))
+            elif block.get("type") == "tool_result":
+                out.append(("tool_result", str(block.get("tool_use_id"))))
+    return out
+
+
+def session_tool_ids(messages: Sequence[Message]) -> list[tuple[str, str]]:
+    """The same for the session's own messages (what the call's request carried)."""
+    return [
+        (block.type, str(block.tool_use_id))
+        for message in messages
+        for block in message.blocks
+        if block.type in ("tool_use", "tool_result")
+    ]
+
+
+def api_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The session's messages in the Messages API's shape (enough for its checks)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        content: list[dict[str, Any]] = []
+        for block in message.blocks:
+            if message.role == "assistant":
+                content.append(api_block(block))
+            elif block.type == "tool_result":
+                content.append(
+                    {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": "r"}
+                )
+            else:
+                content.append({"type": "text", "text": block.text or " "})
+        out.append({"role": message.role, "content": content})
+    return out
+
+
+def unanswered(messages: Sequence[Message]) -> set[str]:
+    """Tool calls whose result the transcript lost (Claude Code links all but one of
+    parallel results off the chain the reader walks): their requests did carry them."""
+    uses = {b.tool_use_id for m in messages for b in m.blocks if b.type == "tool_use"}
+    results = {b.tool_use_id for m in messages for b in m.blocks if b.type == "tool_result"}
+    return {str(i) for i in uses - results}
+
+
+def answer(messages: list[dict[str, Any]], lost: set[str]) -> list[dict[str, Any]]:
+    """`messages` with a stand-in result for each of the `lost` tool calls, where the API
+    wants it (first in the next user message), so the rest can be checked as sent."""
+    if not lost:
+        return messages
+    out: list[dict[str, Any]] = []
+    owed: list[dict[str, Any]] = []
+    for message in messages:
+        if owed and message.get("role") == "user" and isinstance(message.get("content"), list):
+            message = {**message, "content": owed + message["content"]}
+        elif owed:
+            out.append({"role": "user", "content": owed})
+        owed = []
+        out.append(message)
+        content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, list):
+            owed = [
+                {"type": "tool_result", "tool_use_id": b["id"], "content": "(lost)"}
+                for b in content
+                if b.get("type") == "tool_use" and b.get("id") in lost
+            ]
+    if owed:
+        out.append({"role": "user", "content": owed})
+    return out
+
+
+def role_problem(messages: Sequence[Mapping[str, Any]]) -> str | None:
+    """Two user or two assistant messages in a row (role "system" may sit between turns)."""
+    previous = ""
+    for m, message in enumerate(messages):
+        role = str(message.get("role"))
+        if role == previous and role != "system":
+            return f"messages.{m}: a second {role} message in a row"
+        previous = role
+    return None
+
+
+def shared_messages(a: Sequence[Message], b: Sequence[Message]) -> int:
+    """How many leading messages two threads share (the reader's notion: same lines)."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x.line != y.line or x.blocks != y.blocks:
+            break
+        n += 1
+    return n
+
+
+class CheckedLayout(OursLayout):
+    """`ours`, with every request it builds checked as it is built."""
+
+    def __init__(self, session: Session, found: Invariants) -> None:
+        super().__init__(session)
+        self.found = found
+        self._all_ids = {
+            pair
+            for thread in session.threads.values()
+            for pair in session_tool_ids(thread.messages)
+        }
+        self._sent: dict[str, list[dict[str, Any]]] = {}
+        """Per thread, the messages of the last request built (for the fork check)."""
+
+    def prompt(self, call: Call) -> Prompt:
+        first = call.thread not in self._sent
+        prompt = super().prompt(call)
+        built = self.engine.last_request(call.thread)
+        assert built is not None
+        where = f"call {call.index} (line {call.line}, thread {call.thread})"
+        kwargs = built.kwargs
+        self._check_budget(call, prompt.tokens, where)
+        self._check_request(call, kwargs, where)
+        self._check_messages(call, kwargs["messages"], where, first)
+        self._sent[call.thread] = kwargs["messages"]
+        self.found.calls += 1
+        return prompt
+
+    def _check_budget(self, call: Call, tokens: int, where: str) -> None:
+        window = priced(call.model).context_window
+        if tokens > window:
+            self.found.budget.append(f"{where}: {tokens} tokens, above the {window} window")
+        if tokens > BUDGET:
+            c = self.engine.conversation(call.thread)
+            left = [k for k in eviction.candidates(self.engine.state, c, 0, gated=False)]
+            if left:
+                freed = sum(k.freed for k in left)
+                self.found.budget.append(
+                    f"{where}: {tokens} tokens, above the {BUDGET} budget with "
+                    f"{len(left)} evictable blocks ({freed} tokens) left"
+                )
+
+    def _check_request(self, call: Call, kwargs: Mapping[str, Any], where: str) -> None:
+        messages = self.session.request(call)
+        lost = unanswered(messages)
+        if conversation_problem(answer(api_messages(messages), lost)) is not None:
+            self.found.invalid_input += 1
+            return
+        body = json.loads(json.dumps(kwargs))  # what goes over the wire
+        body["messages"] = answer(body["messages"], lost)
+        problem = request_problem(body)
+        if problem is not None:
+            self.found.request.append(f"{where}: {problem.status} {problem.message}")
+        alternation = role_problem(body["messages"])
+        if alternation is not None:
+            self.found.request.append(f"{where}: {alternation}")
+
+    def _check_messages(
+        self, call: Call, messages: Sequence[Mapping[str, Any]], where: str, first: bool
+    ) -> None:
+        expected = session_tool_ids(self.session.request(call))
+        sent = [pair for pair in tool_ids(messages) if pair in self._all_ids]
+        if sent != expected:
+            at = next(
+                (i for i, (x, y) in enumerate(zip(sent, expected, strict=False)) if x != y),
+                min(len(sent), len(expected)),
+            )
+            self.found.fork.append(
+                f"{where}: carries {len(sent)} of the session's tool blocks where its call has "
+                f"{len(expected)}, the first difference at {at}"
+            )
+        if first:
+            self._check_fork(call, messages, where)
+
+    def _check_fork(self, call: Call, messages: Sequence[Mapping[str, Any]], where: str) -> None:
+        """A new thread that shares messages with a thread already sent starts as it."""
+        thread = self.session.threads[call.thread]
+        best, shared = None, 0
+        for other_id in self._sent:
+            other = self.session.threads[other_id]
+            if other.prefix_key != thread.prefix_key:
+                continue
+            n = shared_messages(other.messages, thread.messages)
+            if n > shared:
+                best, shared = other_id, n
+        if best is None or shared == 0:
+            return
+        self.found.forks += 1
+        source = self._sent[best]
+        # The blocks the source sent for the shared messages: up to the shared tool ids.
+        prefix = session_tool_ids(self.session.threads[best].messages[:shared])
+        n_blocks = _blocks_through(source, prefix)
+        if _strip(_flat(messages)[:n_blocks]) != _strip(_flat(source)[:n_blocks]):
+            self.found.fork.append(
+                f"{where}: branches off {best} after {shared} shared messages but does not "
+                f"start with the {n_blocks} blocks {best} last sent for them"
+            )
+
+
+def _flat(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
+    return [
+        (str(m.get("role")), block)
+        for m in messages
+        for block in (m["content"] if isinstance(m.get("content"), list) else ())
+    ]
+
+
+def _strip(blocks: Sequence[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """Blocks without their cache_control (breakpoints move; content must not)."""
+    return [(role, {k: v for k, v in b.items() if k != "cache_control"}) for role, b in blocks]
+
+
+def _blocks_through(messages: Sequence[Mapping[str, Any]], ids: Sequence[tuple[str, str]]) -> int:
+    """How many leading blocks of `messages` reach the last of `ids` (all of them when
+    the shared part has no tool block: then only the first block is compared)."""
+    if not ids:
+        return 1
+    last = ids[-1]
+    for i, (_, block) in enumerate(_flat(messages)):
+        kind = block.get("type")
+        key = block.get("id") if kind == "tool_use" else block.get("tool_use_id")
+        if (kind, str(key)) == last:
+            return i + 1
+    return 0
+
+
+def replay_invariants(session: Session) -> Invariants:
+    """Replay `session` under `recorded` and the checked `ours`, once each."""
+    found = Invariants(session.path)
+    ours = simulate("ours", session, CheckedLayout(session, found))
+    recorded = STRATEGIES["recorded"].replay(session)
+    found.ours_peak, found.recorded_peak = ours.peak_context, recorded.peak_context
+    if ours.peak_context > recorded.peak_context:
+        found.peak.append(
+            f"peak context {ours.peak_context} above recorded's {recorded.peak_context}"
+        )
+    return found

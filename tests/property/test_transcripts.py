@@ -1,0 +1,66 @@
+"""The invariants (tests/property/invariants.py) on every real transcript we have.
+
+The MIT-licensed transcripts in tests/data/transcripts always run; the shared traces and the
+2026 corpus run when they are found ($ECTX_DATA, else ../shared: tests/transcripts.py) and
+are skipped with the reason otherwise. Each file is replayed once for all four invariants.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ephemeral_context.replay.reader import read_session
+
+from tests.property.invariants import Invariants, replay_invariants
+from tests.transcripts import FIXTURES, data_dir
+
+pytestmark = pytest.mark.slow
+
+INVARIANTS = ("budget", "fork", "request", "peak")
+
+
+def _files() -> list[object]:
+    """Every transcript as a parameter: the repository's, then the shared ones (or one
+    parameter that skips, saying how to get them)."""
+    files: list[object] = [pytest.param(p, id=p.name) for p in sorted(FIXTURES.glob("*.jsonl"))]
+    root = data_dir()
+    shared = [
+        p for part in ("traces", "corpus") for p in sorted((root or Path()).glob(f"{part}/*.jsonl"))
+    ]
+    if root is None or not shared:
+        files.append(
+            pytest.param(
+                None,
+                id="shared",
+                marks=pytest.mark.skip(
+                    reason="needs the shared traces/ and corpus/: "
+                    "set ECTX_DATA or put them at ../shared"
+                ),
+            )
+        )
+    names = {p.name for p in FIXTURES.glob("*.jsonl")}
+    files += [
+        pytest.param(p, id=f"{p.parent.name}/{p.name}") for p in shared if p.name not in names
+    ]
+    return files
+
+
+@pytest.fixture(scope="module")
+def replays() -> dict[Path, Invariants]:
+    """One replay per file, shared by the four invariants."""
+    return {}
+
+
+def _replayed(path: Path, replays: dict[Path, Invariants]) -> Invariants:
+    if path not in replays:
+        replays[path] = replay_invariants(read_session(path))
+    return replays[path]
+
+
+@pytest.mark.parametrize("invariant", INVARIANTS)
+@pytest.mark.parametrize("path", _files())
+def test_invariant_holds(path: Path, invariant: str, replays: dict[Path, Invariants]) -> None:
+    found = _replayed(path, replays)
+    assert found.calls > 0
+    assert getattr(found, invariant) == []
