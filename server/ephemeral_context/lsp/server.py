@@ -87,8 +87,8 @@ from ephemeral_context.lsp.transport import (
 )
 from ephemeral_context.model.edits import DiskEditApplier
 from ephemeral_context.model.pins import Pins
-from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
-from ephemeral_context.model.tools import SkillFolder, ToolEnv
+from ephemeral_context.model.secrets import AccessDenied, Workspace
+from ephemeral_context.model.tools import ToolEnv
 from ephemeral_context.replay.report import discover, to_json
 from ephemeral_context.replay.report import replay as replay_report
 from ephemeral_context.store import (
@@ -237,11 +237,6 @@ class EphemeralContextServer(LanguageServer):
             if options.data_directory != old.data_directory:
                 log.warning("dataDirectory changes take effect when the server restarts")
             self.engine.config = engine_config(options)
-        if (options.api_base_url, options.stall_timeout_seconds) != (
-            old.api_base_url,
-            old.stall_timeout_seconds,
-        ):
-            self.asks = None  # the next ask connects anew, to that URL with that timeout
 
     def open_store(self) -> None:
         """The store and the engine over it, where the settings say."""
@@ -282,26 +277,17 @@ class EphemeralContextServer(LanguageServer):
             paths = [root]
         return Workspace.of(paths or [Path.cwd()])
 
-    def secret_policy(self, workspace: Workspace) -> SecretPolicy:
-        """Built-in plus configured patterns; allowSecretFiles as paths (relative to the
-        first folder) or globs."""
-        return SecretPolicy.configured(
-            self.options.secret_patterns,
-            self.options.allow_secret_files,
-            base=workspace.roots[0],
-        )
-
     def tool_env(self) -> ToolEnv:
-        workspace = self.workspace_folders()
-        skills = self.options.skills_directory
-        return ToolEnv(
-            workspace=workspace,
+        """The tools as the folders, the settings and the client's capabilities are now."""
+        return ToolEnv.configured(
             mirror=self.mirror,
-            secrets=self.secret_policy(workspace),
-            applier=self.applier if self.client_applies_edits() else DiskEditApplier(),
+            folders=self.workspace_folders().roots,
             engine=self.engine,
-            skills=SkillFolder(Path(skills).expanduser()) if skills else None,
+            secret_patterns=self.options.secret_patterns,
+            allow_secret_files=self.options.allow_secret_files,
+            skills_directory=self.options.skills_directory,
             memory_root=self.data_root() / "memories",
+            applier=self.applier if self.client_applies_edits() else DiskEditApplier(),
         )
 
     def client_applies_edits(self) -> bool:
@@ -309,23 +295,21 @@ class EphemeralContextServer(LanguageServer):
         return bool(capabilities and capabilities.apply_edit)
 
     def ask_session(self, engine: ContextEngine) -> AskSession:
-        """The model side every ask shares (the CLI's `ectx ask` uses the same AskSession),
-        with the tools and loop settings as they are now: folders, options and the client's
-        capabilities may have changed since the last ask. The API client is kept."""
-        from ephemeral_context.model.agent import AgentSettings
-        from ephemeral_context.model.client import ClientSettings
+        """The model side of the next ask (the CLI's `ectx ask` builds the same AskSession),
+        from the tools and settings as they are now: folders, options and the client's
+        capabilities may have changed since the last ask. The API client is kept while it
+        reaches the same API the same way."""
         from ephemeral_context.model.session import AskSession
 
-        env = self.tool_env()
-        settings = AgentSettings(model=self.options.model, max_steps=self.options.limits.max_turns)
-        if self.asks is None:
-            client = ClientSettings(
-                base_url=self.options.api_base_url,
-                stall_timeout=self.options.stall_timeout_seconds,
-            )
-            self.asks = AskSession(engine, env, settings, client)
-        else:
-            self.asks.engine, self.asks.env, self.asks.settings = engine, env, settings
+        self.asks = AskSession.create(
+            engine=engine,
+            env=self.tool_env(),
+            model=self.options.model,
+            max_steps=self.options.limits.max_turns,
+            api_base_url=self.options.api_base_url,
+            stall_timeout=self.options.stall_timeout_seconds,
+            previous=self.asks,
+        )
         return self.asks
 
     # ----- notifications ------------------------------------------------------------------

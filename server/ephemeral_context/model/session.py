@@ -1,26 +1,22 @@
 """One workspace's model side, wired once: the tool environment, the client and the loop
 settings that every ask of that workspace shares.
 
-The language server and `ectx ask` both build an `AskSession` from their settings and call
-`ask`, so the two front ends cannot drift apart. The client is created on the first ask:
-a missing API key is reported then, as a `ModelError`, not when the server starts.
+The language server and `ectx ask` both build their tools with `ToolEnv.configured` and
+their session with `AskSession.create` from their settings, then call `ask`, so the two
+front ends cannot drift apart. The client is created on the first ask: a missing API key is
+reported then, as a `ModelError`, not when the server starts.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from ephemeral_context.context.engine import ContextEngine
-from ephemeral_context.documents import DocumentMirror, without_lone_surrogates
+from ephemeral_context.documents import without_lone_surrogates
 from ephemeral_context.model.agent import AgentEvents, AgentResult, AgentSettings, run_agent
 from ephemeral_context.model.client import ClientSettings, ModelClient
-from ephemeral_context.model.edits import DiskEditApplier, EditApplier
-from ephemeral_context.model.secrets import SecretPolicy, Workspace
-from ephemeral_context.model.tools import SkillFolder, ToolEnv
-from ephemeral_context.store import data_dir
+from ephemeral_context.model.tools import ToolEnv
 
 
 @dataclass
@@ -38,37 +34,25 @@ class AskSession:
         cls,
         *,
         engine: ContextEngine,
-        mirror: DocumentMirror,
-        folders: Sequence[str | Path],
+        env: ToolEnv,
         model: str,
         max_steps: int = 20,
         subagent_steps: int = 8,
-        secret_patterns: Sequence[str] = (),
-        allow_secret_files: Sequence[str] = (),
-        skills_directory: str | Path | None = None,
-        memory_root: Path | None = None,
-        applier: EditApplier | None = None,
         api_base_url: str | None = None,
         stall_timeout: float = 60.0,
+        previous: AskSession | None = None,
     ) -> AskSession:
-        """Everything from plain settings (the server's Options or the CLI's flags)."""
-        workspace = Workspace.of(folders)
-        env = ToolEnv(
-            workspace=workspace,
-            mirror=mirror,
-            secrets=SecretPolicy.configured(
-                secret_patterns, allow_secret_files, base=workspace.roots[0]
-            ),
-            applier=applier or DiskEditApplier(),
-            engine=engine,
-            skills=SkillFolder(Path(skills_directory).expanduser()) if skills_directory else None,
-            memory_root=memory_root or data_dir() / "memories",
-        )
+        """A session from plain settings. The client of `previous` (a session these settings
+        replace: folders, options or the engine changed) is kept when it reaches the same API
+        the same way, so its connections and its retry count carry over."""
+        client_settings = ClientSettings(base_url=api_base_url, stall_timeout=stall_timeout)
+        kept = previous is not None and previous.client_settings == client_settings
         return cls(
             engine,
             env,
             AgentSettings(model=model, max_steps=max_steps, subagent_steps=subagent_steps),
-            ClientSettings(base_url=api_base_url, stall_timeout=stall_timeout),
+            client_settings,
+            previous._client if kept and previous is not None else None,
         )
 
     async def ask(

@@ -21,6 +21,7 @@ from ephemeral_context.documents import DocumentMirror
 from ephemeral_context.model.agent import AgentEvents, AgentResult, SubagentEvent
 from ephemeral_context.model.client import ModelError, RetryNotice
 from ephemeral_context.model.session import AskSession
+from ephemeral_context.model.tools import ToolEnv
 from ephemeral_context.store import Store
 
 EXIT_MODEL_ERROR = 1
@@ -71,15 +72,15 @@ async def _ask(
     with Store() as store:
         engine = ContextEngine(store)
         mirror.subscribe(engine.note_document_change)
-        session = AskSession.create(
-            engine=engine,
+        env = ToolEnv.configured(
             mirror=mirror,
             folders=[workspace],
-            model=model,
-            max_steps=max_steps,
+            engine=engine,
             allow_secret_files=allow_secret,
             skills_directory=skills,
-            stall_timeout=stall_timeout,
+        )
+        session = AskSession.create(
+            engine=engine, env=env, model=model, max_steps=max_steps, stall_timeout=stall_timeout
         )
 
         wrote, after_tool = False, False

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from ephemeral_context.model.edits import DiskEditApplier, EditApplier
 from ephemeral_context.model.memory import MemoryFolder, MemoryRefused
 from ephemeral_context.model.search import SEARCH_MAX_MATCHES, search_workspace
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace, find_secret
-from ephemeral_context.store import StoreError
+from ephemeral_context.store import StoreError, data_dir
 from ephemeral_context.syntax.outline import Outline, outline_text
 from ephemeral_context.syntax.symbols import LookupStatus, address, find_symbol
 from ephemeral_context.syntax.synopsis import render_synopsis
@@ -108,6 +108,35 @@ class ToolEnv:
     engine: ContextEngine | None = None
     skills: SkillFolder | None = None
     memory_root: Path | None = None
+
+    @classmethod
+    def configured(
+        cls,
+        *,
+        mirror: DocumentMirror,
+        folders: Sequence[str | Path],
+        engine: ContextEngine | None = None,
+        secret_patterns: Sequence[str] = (),
+        allow_secret_files: Sequence[str] = (),
+        skills_directory: str | Path | None = None,
+        memory_root: Path | None = None,
+        applier: EditApplier | None = None,
+    ) -> ToolEnv:
+        """From plain settings (the server's Options or `ectx ask`'s flags), so both front
+        ends check the same way; allowed secret files are paths relative to the first
+        folder, or globs."""
+        workspace = Workspace.of(folders)
+        return cls(
+            workspace=workspace,
+            mirror=mirror,
+            secrets=SecretPolicy.configured(
+                secret_patterns, allow_secret_files, base=workspace.roots[0]
+            ),
+            applier=applier or DiskEditApplier(),
+            engine=engine,
+            skills=SkillFolder(Path(skills_directory).expanduser()) if skills_directory else None,
+            memory_root=memory_root or data_dir() / "memories",
+        )
 
     def guarded_path(self, raw: str) -> tuple[Path, str]:
         """The resolved path and its short name, after the workspace and secret-name checks."""
