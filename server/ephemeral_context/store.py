@@ -143,6 +143,16 @@ class InvalidRange(StoreError):
         super().__init__(f"offset ({offset}) and limit ({limit}) must not be negative")
 
 
+def check_range(entry_id: str, offset: int, limit: int | None, length: int | None = None) -> None:
+    """The one rule for a slice [offset, offset+limit) of a text of `length` characters (of
+    any text an id names, stored or not): InvalidRange, or OffsetPastEnd once the length is
+    known."""
+    if offset < 0 or (limit is not None and limit < 0):
+        raise InvalidRange(offset, limit)
+    if length is not None and offset > 0 and offset >= length:
+        raise OffsetPastEnd(entry_id, offset, length)
+
+
 class CorruptEntry(StoreError):
     def __init__(self, entry_id: str, problem: str) -> None:
         super().__init__(f"stored content {entry_id} is damaged ({problem}); re-read the source")
@@ -382,14 +392,12 @@ class Store:
 
     def get(self, entry_id: str, offset: int = 0, limit: int | None = None) -> StoredText:
         """Characters [offset, offset+limit) of a stored content; refreshes its expiry."""
-        if offset < 0 or (limit is not None and limit < 0):
-            raise InvalidRange(offset, limit)
+        check_range(entry_id, offset, limit)
         entry, gone = self._lookup(entry_id)
         now = self.clock()
         if gone or entry.expires_at <= now:
             raise ExpiredId(entry.id, entry.expires_at, entry.uri)
-        if offset > 0 and offset >= entry.chars:
-            raise OffsetPastEnd(entry.id, offset, entry.chars)
+        check_range(entry.id, offset, limit, entry.chars)
         try:
             data = self._blob_path(entry.hash).read_bytes()
         except FileNotFoundError as error:

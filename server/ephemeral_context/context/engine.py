@@ -65,6 +65,7 @@ from ephemeral_context.context.state import (
     TokenCounter,
 )
 from ephemeral_context.context.status import EngineStatus
+from ephemeral_context.documents import DocumentMirror
 
 __all__ = [
     "BlockKind",
@@ -360,6 +361,13 @@ class ContextEngine:
         """Any id ever shown, whole or a slice; store errors (unknown, expired) propagate."""
         return item_api.read_session_file(self.state, item_id, offset, limit)
 
-    def hydrate(self, item_id: str, offset: int = 0, limit: int | None = None) -> HydratedText:
-        """Like read_session_file, but a file item's id gives the file's current version."""
-        return item_api.hydrate(self.state, item_id, offset, limit)
+    def hydrate(
+        self,
+        item_id: str,
+        offset: int = 0,
+        limit: int | None = None,
+        mirror: DocumentMirror | None = None,
+    ) -> HydratedText:
+        """Like read_session_file, but a file item's id gives the file as it is now (the
+        mirror's buffer if given, else the latest version recorded)."""
+        return item_api.hydrate(self.state, item_id, offset, limit, mirror)

@@ -3,7 +3,8 @@
 A pinned file (or one definition of it) is appended once and then kept: exempt from
 eviction and from the ledger limits, it moves into the file segment at the next
 consolidation. `drop` is the human override (the only way to evict a protected skill); what
-is dropped stays hydratable by id. `hydrate` gives a file item's current version.
+is dropped stays hydratable by id. `hydrate` gives a file item's current version: the
+editor's buffer when there is one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from ephemeral_context.context.conversation import Conversation, FileView, view_
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.ledger import ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
+from ephemeral_context.documents import Document, DocumentMirror
+from ephemeral_context.store import check_range
 from ephemeral_context.syntax import address, find_symbol
 
 
@@ -223,10 +226,26 @@ def read_session_file(
     )
 
 
-def hydrate(state: EngineState, item_id: str, offset: int, limit: int | None) -> HydratedText:
-    """Like read_session_file, but a file item's id gives the file's current version."""
+def hydrate(
+    state: EngineState,
+    item_id: str,
+    offset: int,
+    limit: int | None,
+    mirror: DocumentMirror | None = None,
+) -> HydratedText:
+    """Like read_session_file, but a file item's id gives the file as it is now: the
+    mirror's text (the editor's buffer, which may be newer than any version recorded), else
+    the latest version recorded. The store's range rule holds for both."""
     item = state.ledger.get(item_id)
     if item is not None and item.kind is BlockKind.FILE:
+        document = mirror.get(item.key) if mirror is not None else None
+        if isinstance(document, Document):
+            text = document.text
+            check_range(item_id, offset, limit, len(text))
+            end = None if limit is None else offset + limit
+            return HydratedText(
+                item_id, text[offset:end], len(text), offset, document.uri, document.version
+            )
         current = state.ledger.current(item.key)
         if current is not None:
             return read_session_file(state, current.id, offset, limit)

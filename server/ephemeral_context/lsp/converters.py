@@ -16,7 +16,6 @@ from lsprotocol import types
 from ephemeral_context.cache_sim import Usage
 from ephemeral_context.context.engine import EngineStatus, HydratedText, ItemInfo
 from ephemeral_context.documents import (
-    Document,
     Position,
     PositionEncoding,
     Range,
@@ -218,18 +217,4 @@ def subagent_progress(conversation: str, event: SubagentEvent) -> AskProgressPar
         input=dict(event.input) if kind == "tool_use" else None,
         is_error=event.is_error if kind in ("tool_result", "end") else None,
         usage=ask_usage(event.usage) if kind == "usage" else None,
-    )
-
-
-def current_slice(
-    item_id: str, document: Document, offset: int, limit: int | None
-) -> HydrateResult:
-    end = None if limit is None else offset + limit
-    return HydrateResult(
-        id=item_id,
-        text=document.text[offset:end],
-        total_length=len(document.text),
-        offset=offset,
-        uri=document.uri,
-        version=document.version,
     )

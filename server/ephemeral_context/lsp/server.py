@@ -29,10 +29,8 @@ from pygls.lsp.server import LanguageServer
 
 from ephemeral_context import __version__
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, UnknownItem
-from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.ledger import LedgerLimits
 from ephemeral_context.documents import (
-    Document,
     DocumentChange,
     DocumentMirror,
     normalize_uri,
@@ -602,18 +600,8 @@ def hydrate(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResult:
     """A file item's id gives the file as it is now: the buffer, which may be newer than
     any version the context recorded."""
     engine = ls.require_engine()
-    if params.offset < 0 or (params.limit is not None and params.limit < 0):
-        raise invalid_params("offset and limit must not be negative", "invalid")
-    item = engine.ledger.get(params.id)
-    if item is not None and item.kind is BlockKind.FILE:
-        document = ls.mirror.get(item.key)
-        if isinstance(document, Document):
-            if params.offset > len(document.text):
-                message = f"offset {params.offset} is past the end ({len(document.text)})"
-                raise invalid_params(message, "offsetPastEnd")
-            return converters.current_slice(params.id, document, params.offset, params.limit)
     try:
-        text = engine.hydrate(params.id, params.offset, params.limit)
+        text = engine.hydrate(params.id, params.offset, params.limit, mirror=ls.mirror)
     except StoreError as exc:
         raise invalid_params(str(exc), STORE_ERROR_REASONS.get(type(exc), "invalid")) from exc
     return converters.hydrate_result(text)

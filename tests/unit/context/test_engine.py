@@ -10,7 +10,15 @@ import pytest
 from ephemeral_context.cache_sim import Usage
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput, UnknownItem
 from ephemeral_context.context.ledger import LedgerLimits
-from ephemeral_context.store import ExpiredId, Store, StoreError, UnknownId
+from ephemeral_context.documents import DocumentMirror
+from ephemeral_context.store import (
+    ExpiredId,
+    InvalidRange,
+    OffsetPastEnd,
+    Store,
+    StoreError,
+    UnknownId,
+)
 
 from tests.unit.context.context_helpers import Clock, Driver, source
 
@@ -85,6 +93,27 @@ def test_hydrate_gives_the_current_version_and_clear_errors(engine: ContextEngin
     with pytest.raises(StoreError) as info:
         engine.hydrate("not an id!")
     assert str(info.value)
+
+
+def test_hydrate_gives_the_buffer_with_the_stores_range_rule(engine: ContextEngine) -> None:
+    """With the mirror, a file item's id gives the editor's buffer (newer than any version
+    recorded); past its end is refused as the store refuses it."""
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    d.call()
+    d.read("/a.py", source(10))
+    item_id = next(i.id for i in engine.items() if i.uri == "file:///a.py")
+    mirror = DocumentMirror()
+    mirror.open("file:///a.py", "python", 7, source(11))
+    now = engine.hydrate(item_id, mirror=mirror)
+    assert (now.text, now.version, now.uri) == (source(11), 7, "file:///a.py")
+    part = engine.hydrate(item_id, offset=3, limit=5, mirror=mirror)
+    assert (part.text, part.offset, part.total_length) == (source(11)[3:8], 3, len(source(11)))
+    with pytest.raises(OffsetPastEnd):
+        engine.hydrate(item_id, offset=len(source(11)), mirror=mirror)
+    with pytest.raises(InvalidRange):
+        engine.hydrate(item_id, limit=-1, mirror=mirror)
+    assert engine.hydrate(item_id).text == source(10)  # without it: the version recorded
 
 
 def test_cold_cache_consolidation_evicts_consumed_output_reversibly(
