@@ -3,6 +3,7 @@ status, items, pin, hydrate and drop, with a usage notification after each chang
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -45,11 +46,13 @@ async def test_open_edit_pin_hydrate_close(editor: Editor, workspace: Path) -> N
     assert status.openDocuments == 1
     assert status.positionEncoding == editor.encoding
 
+    # Listen first: after a quiet interval the pin's usage goes out before its answer.
+    pin_usage = asyncio.ensure_future(editor.usage())
     pinned = await editor.request("ephemeralContext/pin", {"uri": uri})
     item = pinned.item
     assert (item.kind, item.state, item.pinned, item.uri) == ("file", "full", True, uri)
     assert item.version == buffer.version and item.tokens > 0
-    await editor.usage()
+    await pin_usage
 
     whole = await editor.request("ephemeralContext/hydrate", {"id": item.id})
     assert whole.text == expected and whole.totalLength == len(expected)
