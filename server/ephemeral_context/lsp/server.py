@@ -14,7 +14,6 @@ import logging
 import sys
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -314,9 +313,8 @@ class EphemeralContextServer(LanguageServer):
 
     def send_usage(self) -> None:
         """The throttle's sender: computes the payload at send time, so it is never stale."""
-        if self.engine is not None and self.pins is not None:
-            pending = self.pins.pending_tokens(self.mirror)
-            status = self.engine.status(pending_pins=pending)
+        if self.pins is not None:
+            status = self.pins.status(self.mirror)
             self.protocol.notify(USAGE, converters.usage_params(status, self.last_output_tokens))
 
     def report_server_error(self, error: Exception, source: ServerErrors) -> None:
@@ -536,10 +534,9 @@ def did_change_watched_files(
 
 @SERVER.request_and_command(STATUS)
 def status(ls: EphemeralContextServer, params: EmptyParams | None) -> StatusResult:
-    engine = ls.require_engine()
     encoding = converters.position_encoding(ls.workspace.position_encoding)
     return converters.status_result(
-        engine.status(pending_pins=ls.require_pins().pending_tokens(ls.mirror)),
+        ls.require_pins().status(ls.mirror),
         ls.last_output_tokens,
         ls.options.model,
         len(ls.mirror.open_uris()),
@@ -549,17 +546,10 @@ def status(ls: EphemeralContextServer, params: EmptyParams | None) -> StatusResu
 
 @SERVER.request_and_command(ITEMS)
 def items(ls: EphemeralContextServer, params: EmptyParams | None) -> ItemsResult:
-    engine = ls.require_engine()
     folders = ls.label_folders()
-    pins = ls.require_pins()
-    changed, tokens = pins.changed(ls.mirror), pins.pending_tokens(ls.mirror)
-    rows = [
-        replace(i, version=changed[i.uri].version, tokens=tokens[i.uri])
-        if i.uri in changed and i.pinned and i.kind == "file"
-        else i
-        for i in engine.items()
-    ]  # a changed pin's row shows the buffer as the next ask will pin it
-    return ItemsResult([converters.context_item(i, folders) for i in rows])
+    return ItemsResult(
+        [converters.context_item(i, folders) for i in ls.require_pins().items(ls.mirror)]
+    )
 
 
 @SERVER.request_and_command(PIN)

@@ -10,10 +10,11 @@ shown earlier stays hydratable. The LSP server and `ectx` hold no pin state of t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ephemeral_context.context.blocks import label_of
-from ephemeral_context.context.engine import ContextEngine, ItemInfo
+from ephemeral_context.context.engine import ContextEngine, EngineStatus, ItemInfo
+from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.documents import Document, DocumentMirror
 from ephemeral_context.model.secrets import AccessDenied
 from ephemeral_context.model.tools import ToolEnv
@@ -59,6 +60,21 @@ class Pins:
                 self._hashes.pop(uri, None)
                 released.append(f"{label_of(uri)} is no longer pinned: {exc}")
         return released
+
+    def status(self, mirror: DocumentMirror) -> EngineStatus:
+        """The engine's numbers, each changed pin counted as the next ask will pin it."""
+        return self.engine.status(pending_pins=self.pending_tokens(mirror))
+
+    def items(self, mirror: DocumentMirror) -> list[ItemInfo]:
+        """The Context view's rows; a changed pin's row shows the buffer (its version and
+        tokens) as the next ask will pin it."""
+        changed, tokens = self.changed(mirror), self.pending_tokens(mirror)
+        return [
+            replace(i, version=changed[i.uri].version, tokens=tokens[i.uri])
+            if i.uri in changed and i.pinned and i.kind == BlockKind.FILE
+            else i
+            for i in self.engine.items()
+        ]
 
     def pending_tokens(self, mirror: DocumentMirror) -> dict[str, int]:
         """Tokens of each changed pin's new text, for the status numbers while typing;
