@@ -23,11 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput
 from ephemeral_context.replay.flow import Session
-from ephemeral_context.replay.ours import OursLayout
 from ephemeral_context.replay.plot import plot
 from ephemeral_context.replay.reader import read_session
 from ephemeral_context.replay.report import discover, replay
-from ephemeral_context.replay.simulate import simulate
 from ephemeral_context.replay.strategies import STRATEGIES
 from ephemeral_context.store import Store
 
@@ -138,8 +136,6 @@ def replay_section() -> str:
     for session in report.sessions:
         res = session.strategies
         rec, ours, free = res["recorded"], res["ours"], res["ours-lossless"]
-        layout = OursLayout(session.session)
-        simulate("ours", session.session, layout)
         lowest = min(res, key=lambda name: res[name].billed_input)
         billed.append(ours.billed_input / rec.billed_input - 1)
         peaks.append(ours.peak_context / rec.peak_context - 1)
@@ -150,7 +146,7 @@ def replay_section() -> str:
             f"{free.billed_input:,.0f} ({_pct(free.billed_input, rec.billed_input)}) | "
             f"{lowest} | {rec.peak_context:,} | {ours.peak_context:,} "
             f"({_pct(ours.peak_context, rec.peak_context)}) | {ours.retrievable:.2f} | "
-            f"{layout.rehydrated_tokens():,} |"
+            f"{ours.rehydrated_tokens:,} |"
         )
     rows += [
         "",

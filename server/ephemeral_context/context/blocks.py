@@ -68,8 +68,8 @@ def result_block(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
     return block
 
 
-def input_text(tool_input: Mapping[str, Any]) -> str:
-    """Every string a tool_use input carries (what the model can quote from it later)."""
+def input_strings(tool_input: Mapping[str, Any]) -> list[str]:
+    """Every string a tool_use input carries, in order (what the model can quote from it)."""
     parts: list[str] = []
 
     def walk(value: Any) -> None:
@@ -83,7 +83,12 @@ def input_text(tool_input: Mapping[str, Any]) -> str:
                 walk(item)
 
     walk(tool_input)
-    return "\n".join(parts)
+    return parts
+
+
+def input_text(tool_input: Mapping[str, Any]) -> str:
+    """Every string a tool_use input carries, one after the other (the block's text)."""
+    return "\n".join(input_strings(tool_input))
 
 
 def shrink_input(tool_input: Mapping[str, Any], reference: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from ephemeral_context.context.accounting import Accounting
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import SegmentEntry
 from ephemeral_context.context.policy import Policy
+from ephemeral_context.context.quotes import QuoteIndex
 from ephemeral_context.context.skills import SkillMeta
 from ephemeral_context.context.thread import Thread
 
@@ -62,7 +63,8 @@ class Conversation:
     policy: Policy = field(default_factory=Policy)
     accounting: Accounting = field(default_factory=Accounting)
     rehydrated: dict[BlockKind, int] = field(default_factory=dict)
-    rehydrated_tokens: int = 0
+    quotes: QuoteIndex = field(default_factory=QuoteIndex)
+    """The evicted lines a response may quote (rehydration.py)."""
     evicted_by_kind: dict[BlockKind, int] = field(default_factory=dict)
 
 

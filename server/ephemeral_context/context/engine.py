@@ -32,13 +32,13 @@ baseline (every block re-sent as first shown, one breakpoint at the end).
 
 The public API is `ContextEngine`'s methods and the names in `__all__` (`ToolOutput`,
 `BlockKind`, `EngineConfig`, `EngineStatus`, `ItemInfo`, `HydratedText`, `FileView`,
-`UnknownItem`, `EvictionEvent`); front ends (lsp/, model/, replay/, gateway/) call nothing
-else in context/, and `engine.state` is the parts' business only. Each method hands over to
-the module that owns the idea: thread.py (a conversation's blocks), conversation.py (its
-file views and what the model sees), intake.py (what enters), reads.py (file reads, edits,
-outside changes), policy.py (the forecast and the cost model), eviction.py, segment.py (the
-file segment), rehydration.py, accounting.py (the bills), status.py, items.py (pin, unpin,
-drop, items, hydration).
+`UnknownItem`, `EvictionEvent`, `Need`, `RoundTrip`); front ends (lsp/, model/, replay/,
+gateway/) call nothing else in context/, and `engine.state` is the parts' business only.
+Each method hands over to the module that owns the idea: thread.py (a conversation's
+blocks), conversation.py (its file views and what the model sees), intake.py (what enters),
+reads.py (file reads, edits, outside changes), policy.py (the forecast and the cost model),
+eviction.py, segment.py (the file segment), rehydration.py (with quotes.py), accounting.py
+(the bills), status.py, items.py (pin, unpin, drop, items, hydration).
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ from ephemeral_context.context.items import HydratedText, ItemInfo, UnknownItem
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import BuiltRequest, build, place_breakpoints
 from ephemeral_context.context.ledger import Ledger
+from ephemeral_context.context.rehydration import Need, RoundTrip
 from ephemeral_context.context.state import (
     EngineConfig,
     EngineState,
@@ -76,6 +77,8 @@ __all__ = [
     "FileView",
     "HydratedText",
     "ItemInfo",
+    "Need",
+    "RoundTrip",
     "StoreLike",
     "TokenCounter",
     "ToolOutput",
@@ -177,14 +180,19 @@ class ContextEngine:
         """
         reads.note_document_change(self.state, change)
 
-    def ensure_visible(self, conv: str, uri: str | None = None, needles: Sequence[str] = ()) -> int:
-        """Make content the model is about to use visible again; returns tokens appended.
+    def rehydrate(
+        self, conv: str, needs: Sequence[Need], quoting: Sequence[str] = ()
+    ) -> RoundTrip | None:
+        """One re-hydration round trip for what the next response uses but cannot see.
 
-        For an edit of `uri` whose `needles` (old strings) the model cannot see, the evicted
-        block that held them (or the file's current version) is appended again, as a real
-        read_session_file call would. Used by the replay to charge re-hydration honestly.
+        `needs` name strings the response must see (an edit's old strings, what a Read
+        returned), `quoting` texts it writes (runs of 3 lines or 200 characters of evicted
+        content in them count). What is only in evicted content comes back as the model
+        would fetch it: a tool_use per item (read_session_file, read_symbol, hydrate) and
+        its tool_result. Build the request before (the round trip) and after (the call).
+        None when nothing was needed. Used by the replay to charge eviction honestly.
         """
-        return rehydration.ensure_visible(self.state, conv, uri, needles)
+        return rehydration.rehydrate(self.state, conv, needs, quoting)
 
     # ------------------------------------------------------------------ requests
 
@@ -327,10 +335,6 @@ class ContextEngine:
     def file_views(self, conv: str) -> list[FileView]:
         """What `conv` has been shown of each file, with the id it was shown under."""
         return list(self.conversation(conv).files.values())
-
-    def rehydrated_tokens(self, conv: str) -> int:
-        """Tokens appended again to `conv` because it used evicted content."""
-        return self.conversation(conv).rehydrated_tokens
 
     def count_tokens(self, text: str, kind: str) -> int:
         """Tokens of `text` as the engine counts content of `kind` (tokens.KINDS)."""

@@ -1,17 +1,23 @@
-"""Re-hydration: evicted content the model is about to use is appended to the thread again.
+"""Re-hydration: evicted content the model is about to use comes back by one round trip.
 
-For an edit whose old strings the model cannot see, the evicted block that held them is
-appended again, as a real read_session_file call would (or only the one definition holding
-the string, as read_symbol would, when the block is a file); failing that, the file's
-current version. The replay uses this to charge eviction honestly: the call pays for what it
-brings back, and the counts feed the policy's reuse estimate for each kind.
+A model that needs content it can no longer see first asks for it: one more request (the
+whole prefix, read from the cache), answered with a tool_use per item (`read_session_file`,
+or `read_symbol` for the one definition that holds what it needs when the content is a
+file), then a tool_result with the content. `rehydrate` appends that pair for everything a
+`Need` names that is only in evicted content; the caller builds the request before it (the
+round trip) and after it (the call itself). Needs: an edit's old strings (with none, the
+file it edits, whose current version comes back when it is hidden), what a Read returned,
+and runs of evicted lines the response quotes (quotes.py). The counts feed the policy's
+reuse estimate for each kind.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from ephemeral_context.context.blocks import label_of
+from ephemeral_context.context.blocks import block_tokens, label_of, result_block
 from ephemeral_context.context.conversation import (
     Conversation,
     FileView,
@@ -20,85 +26,148 @@ from ephemeral_context.context.conversation import (
 )
 from ephemeral_context.context.kinds import FILE_COPIES, BlockKind
 from ephemeral_context.context.outlines import enclosing_symbol
+from ephemeral_context.context.quotes import long_enough
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.context.thread import ThreadBlock
 
 
-def ensure_visible(state: EngineState, conv: str, uri: str | None, needles: Sequence[str]) -> int:
-    """Make content the model is about to use visible again; returns tokens appended."""
+@dataclass(frozen=True)
+class Need:
+    """Content the next response uses: strings it must see, in file `uri` when known."""
+
+    uri: str | None = None
+    needles: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    """What one re-hydration round trip appended: items, their tokens, the tool_use output."""
+
+    items: int
+    tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class _Fetch:
+    """One tool call of the round trip and what it brings back."""
+
+    tool: str
+    args: dict[str, str]
+    text: str
+    kind: BlockKind
+    item_id: str | None
+    uri: str | None
+    whole: bool
+    """The whole block or file came back (it joins the file's view), not one definition."""
+    current: bool = False
+    """The file's current version (it becomes the model's view of the file)."""
+
+
+def rehydrate(
+    state: EngineState, conv: str, needs: Sequence[Need], quoting: Sequence[str] = ()
+) -> RoundTrip | None:
+    """Append one round trip for what `needs` and the runs `quoting` repeats from evicted
+    content name that the model cannot see; None when it sees all of it."""
     c = state.conversation(conv)
-    view = c.files.get(uri) if uri else None
-    file_hidden = view is not None and not view_visible(c, view)
-    appended = 0
-    for needle in needles:
-        if not needle or needle_visible(c, needle):
-            continue
-        source = next((tb for tb in reversed(c.thread) if tb.evicted and needle in tb.text), None)
-        if source is not None:
-            appended += rehydrate_block(state, c, source, needle)
-        elif file_hidden and uri is not None:
-            appended += rehydrate_current(state, c, uri)
-            file_hidden = False
-    if not needles and file_hidden and uri is not None:
-        appended += rehydrate_current(state, c, uri)
-    return appended
+    fetches: list[_Fetch] = []
+
+    def seen(needle: str) -> bool:
+        return needle_visible(c, needle) or any(needle in f.text for f in fetches)
+
+    for need in needs:
+        view = c.files.get(need.uri) if need.uri else None
+        hidden = view is not None and not view_visible(c, view)
+        for needle in need.needles:
+            if not needle or seen(needle):
+                continue
+            source = _evicted_source(c, needle)
+            if source is not None:
+                fetches.append(_block_fetch(state, source, needle))
+            elif hidden and need.uri is not None:
+                fetches.extend(_current_fetch(state, need.uri))
+                hidden = False
+        if not need.needles and hidden and need.uri is not None:
+            fetches.extend(_current_fetch(state, need.uri))
+    candidates = [t for t in quoting if long_enough(t)]
+    if candidates:
+        c.quotes.refresh(c.thread.blocks)
+        for quote in (q for t in candidates for q in c.quotes.quotes(t)):
+            if not seen(quote.text):
+                fetches.append(_block_fetch(state, c.thread[quote.index], quote.text))
+    return _append(state, c, fetches) if fetches else None
 
 
-def rehydrate_current(state: EngineState, c: Conversation, uri: str) -> int:
-    """Append the current version of `uri`, if the ledger has one."""
-    current = state.ledger.current(uri)
-    return rehydrate_file(state, c, uri, current.id) if current is not None else 0
+def _evicted_source(c: Conversation, needle: str) -> ThreadBlock | None:
+    """The latest evicted block that holds `needle`."""
+    return next((tb for tb in reversed(c.thread) if tb.evicted and needle in tb.text), None)
 
 
-def rehydrate_block(state: EngineState, c: Conversation, tb: ThreadBlock, needle: str = "") -> int:
-    """Append evicted content again: the one definition holding `needle` when the
-    block is a file and a definition holds it (read_symbol), else the whole block."""
-    item = tb.item_id or "?"
+def _block_fetch(state: EngineState, tb: ThreadBlock, needle: str) -> _Fetch:
+    """Evicted content again: the one definition holding `needle` when the block is a file
+    and a definition holds it (read_symbol), else the whole block (read_session_file)."""
     part = (
         enclosing_symbol(state.outlines.get(tb.text, label_of(tb.uri)), tb.text, needle)
-        if tb.uri and needle
+        if tb.uri and tb.kind in FILE_COPIES | {BlockKind.CONSOLIDATED}
         else None
     )
-    if part is not None and tb.kind in FILE_COPIES | {BlockKind.CONSOLIDATED}:
+    if part is not None and tb.uri is not None:
         qualname, body = part
-        text = f"[read_symbol('{label_of(tb.uri or '')}', '{qualname}')]\n{body}"
-        shown = body
-    else:
-        text, shown = f"[read_session_file('{item}')]\n{tb.text}", tb.text
-    tokens = state.count(text, "code")
-    index = c.thread.append(
-        c.calls, "user", {"type": "text", "text": text}, tokens, kind=BlockKind.REHYDRATION,
-        item_id=tb.item_id, uri=tb.uri, text=shown,
-    )  # fmt: skip
-    view = c.files.get(tb.uri) if tb.uri else None
-    if view is not None and shown is tb.text:
-        view.blocks.append(index)
-    c.rehydrated[tb.kind] = c.rehydrated.get(tb.kind, 0) + 1
-    c.rehydrated_tokens += tokens
-    return tokens
+        args = {"path": label_of(tb.uri), "symbol": qualname}
+        return _Fetch("read_symbol", args, body, tb.kind, tb.item_id, tb.uri, whole=False)
+    args = {"id": tb.item_id or "?"}
+    return _Fetch("read_session_file", args, tb.text, tb.kind, tb.item_id, tb.uri, whole=True)
 
 
-def rehydrate_file(state: EngineState, c: Conversation, uri: str, item_id: str) -> int:
-    """Append the stored version `item_id` of `uri`; it becomes the model's view of the file."""
-    text = state.store.get(item_id).text
-    shown = f"[read_session_file('{item_id}')] {label_of(uri)}\n{text}"
-    tokens = state.count(shown, "code")
-    index = c.thread.append(
-        c.calls,
-        "user",
-        {"type": "text", "text": shown},
-        tokens,
-        kind=BlockKind.REHYDRATION,
-        item_id=item_id,
-        uri=uri,
-        text=text,
-    )
-    view = c.files.get(uri)
-    if view is None:
-        c.files[uri] = FileView(uri, item_id, text, 1, True, c.calls, [index])
-    else:
+def _current_fetch(state: EngineState, uri: str) -> list[_Fetch]:
+    """The current version of `uri`, if the ledger has one (hydrate by the file's id)."""
+    current = state.ledger.current(uri)
+    if current is None:
+        return []
+    text = state.store.get(current.id).text
+    args = {"id": current.id}
+    return [_Fetch("hydrate", args, text, BlockKind.FILE, current.id, uri, True, current=True)]
+
+
+def _append(state: EngineState, c: Conversation, fetches: Sequence[_Fetch]) -> RoundTrip:
+    """The model's tool_use blocks, then their results, each kind counted as re-hydrated."""
+    ids = [f"ectx_rehydrate_{c.calls}_{len(c.thread)}_{n}" for n in range(len(fetches))]
+    output = 0
+    for tool_use_id, fetch in zip(ids, fetches, strict=True):
+        block: dict[str, Any] = {
+            "type": "tool_use",
+            "id": tool_use_id,
+            "name": fetch.tool,
+            "input": fetch.args,
+        }
+        tokens = block_tokens(state.count, block)
+        c.thread.append(
+            c.calls, "assistant", block, tokens, kind=BlockKind.REHYDRATION, answers=False
+        )
+        output += tokens
+    appended = 0
+    for tool_use_id, fetch in zip(ids, fetches, strict=True):
+        tokens = state.count(fetch.text, "code")
+        index = c.thread.append(
+            c.calls, "user", result_block(tool_use_id, fetch.text, False), tokens,
+            kind=BlockKind.REHYDRATION, item_id=fetch.item_id, uri=fetch.uri, text=fetch.text,
+        )  # fmt: skip
+        _show(c, fetch, index)
+        c.rehydrated[fetch.kind] = c.rehydrated.get(fetch.kind, 0) + 1
+        appended += tokens
+    return RoundTrip(len(fetches), appended, output)
+
+
+def _show(c: Conversation, fetch: _Fetch, index: int) -> None:
+    """What the model now sees of the fetched file: a whole block joins its view; the
+    current version becomes its view."""
+    if fetch.uri is None or not fetch.whole:
+        return
+    view = c.files.get(fetch.uri)
+    if fetch.current and fetch.item_id is not None:
+        if view is None:
+            c.files[fetch.uri] = FileView(fetch.uri, fetch.item_id, fetch.text, 1, True, c.calls)
+            view = c.files[fetch.uri]
+        view.text, view.whole, view.start_line, view.item_id = fetch.text, True, 1, fetch.item_id
+    if view is not None:
         view.blocks.append(index)
-        view.text, view.whole, view.start_line, view.item_id = text, True, 1, item_id
-    c.rehydrated[BlockKind.FILE] = c.rehydrated.get(BlockKind.FILE, 0) + 1
-    c.rehydrated_tokens += tokens
-    return tokens

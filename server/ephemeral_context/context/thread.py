@@ -90,9 +90,12 @@ class Thread:
         uri: str | None = None,
         text: str = "",
         baseline: tuple[int, int] | None = None,
+        answers: bool = True,
     ) -> int:
         """Add a block shown first at `call` (and its recorded-style twin, `baseline` =
-        (key, tokens) when the transcript showed something else); returns its index."""
+        (key, tokens) when the transcript showed something else); returns its index.
+        An assistant block with `answers=False` (a call fetching evicted content back)
+        leaves what precedes it unconsumed."""
         index = len(self.blocks)
         tb = ThreadBlock(role, block, tokens, call, kind=kind, item_id=item_id, uri=uri, text=text)
         self.blocks.append(tb)
@@ -104,7 +107,11 @@ class Thread:
             self.baseline.append(Block(hash((key, role)), base_tokens))
         elif kind is not BlockKind.REHYDRATION:
             self.baseline.append(Block(hash((tb.key, role)), tokens))
-        if role == "assistant" and (index == 0 or self.blocks[index - 1].role != "assistant"):
+        if (
+            answers
+            and role == "assistant"
+            and (index == 0 or self.blocks[index - 1].role != "assistant")
+        ):
             self.response_start = index
         if block.get("type") not in ("thinking", "redacted_thinking"):
             self.last_cacheable = index

@@ -4,26 +4,30 @@ No second copy of the policy: each call's new messages go into a `ContextEngine`
 conversation per thread) through replay/feed.py, the mapping `ectx gateway` uses for live
 requests too, and the request the engine builds is what the cache model prices.
 
-Honesty about eviction: before each call, the edits its response makes are checked against
-what the engine left visible. If an Edit's old_string (or the file it edits) is only in
-content the engine evicted, the engine appends that content again (`ensure_visible`), as a
-real read_session_file call would, and the call pays for it. docs/cost-model.md ("Our
-policy") states the rule.
+Honesty about eviction: after the engine builds a call's request, what the call uses is
+checked against what the engine left visible: its response's Edit/MultiEdit old strings,
+what its request's Reads returned, and runs of 3 lines or 200 characters its response
+quotes (assistant text, tool input strings). Whatever is only in evicted content costs what
+a real model pays for it: the request just built becomes an extra round trip (the prefix
+read from the cache, the model answering with a read_session_file or read_symbol tool_use),
+the engine appends the tool_use and its result, and the request is built again for the
+call itself. docs/cost-model.md ("The re-hydration rule") states the rule.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ephemeral_context.context.blocks import uri_of
-from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.context.blocks import input_strings, uri_of
+from ephemeral_context.context.engine import ContextEngine, EngineConfig, Need
 from ephemeral_context.prices import priced
 from ephemeral_context.replay.feed import EDIT_TOOLS, feed_message
-from ephemeral_context.replay.flow import Call, Session
+from ephemeral_context.replay.flow import Call, Message, Session
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
 from ephemeral_context.store import Store
 
@@ -44,6 +48,8 @@ class OursLayout:
         self.store = Store(self._dir.name)
         self.engine = ContextEngine(self.store, EngineConfig(eviction=eviction), clock=lambda: 0.0)
         self._fed: dict[str, int] = {}
+        self._rehydrations = 0
+        self._rehydrated_tokens = 0
 
     @property
     def lost_tokens(self) -> int:
@@ -55,22 +61,44 @@ class OursLayout:
         self.store.close()
         self._dir.cleanup()
 
+    @property
+    def rehydrations(self) -> int:
+        """Evicted items brought back because a call used them (one round trip may bring
+        several)."""
+        return self._rehydrations
+
+    @property
     def rehydrated_tokens(self) -> int:
-        """Tokens appended again because a later call used evicted content."""
-        return sum(self.engine.rehydrated_tokens(conv) for conv in self._fed)
+        """Tokens appended again because a call used evicted content."""
+        return self._rehydrated_tokens
 
     def prompt(self, call: Call) -> Prompt:
-        thread = self.session.threads[call.thread]
         messages = self.session.request(call)
-        for message in messages[self._fed.get(call.thread, 0) :]:
+        new = messages[self._fed.get(call.thread, 0) :]
+        for message in new:
             feed_message(self.engine, call.thread, message)
         self._fed[call.thread] = len(messages)
-        self._rehydrate_for(call)
-        system = f"prefix:{thread.prefix_key}"
+        needs = [*_read_needs(new), *_edit_needs(call)]
+        quoting = _quoting(call)
+        prompt = self._build(call)
+        trips: list[Prompt] = []
+        for _ in range(MAX_ROUND_TRIPS):
+            trip = self.engine.rehydrate(call.thread, needs, quoting)
+            if trip is None:
+                break
+            trips.append(replace(prompt, output_tokens=trip.output_tokens))
+            self._rehydrations += trip.items
+            self._rehydrated_tokens += trip.tokens
+            prompt = self._build(call)
+        return replace(prompt, steps_before=tuple(trips))
+
+    def _build(self, call: Call) -> Prompt:
+        """The engine's request for `call` as it stands (the policy runs each time)."""
+        thread = self.session.threads[call.thread]
         self.engine.build_request(
             call.thread,
             priced(call.model).id,  # an unknown model is laid out as the reference one
-            system,
+            f"prefix:{thread.prefix_key}",
             now=call.started,
             system_tokens=max(1, thread.prefix_tokens + thread.hidden_tokens),
         )
@@ -79,20 +107,46 @@ class OursLayout:
         request = built.cache_request
         return Prompt(tuple(request.system), tuple(request.messages))
 
-    def _rehydrate_for(self, call: Call) -> None:
-        """Content the response is about to use must be visible: re-append what was evicted."""
-        for block in call.response.blocks:
-            if block.type != "tool_use" or block.tool not in EDIT_TOOLS:
-                continue
-            tool_input: Mapping[str, Any] = block.tool_input or {}
-            path = str(tool_input.get("file_path", ""))
-            needles = [str(tool_input.get("old_string", ""))]
-            needles += [
-                str(e.get("old_string", ""))
-                for e in tool_input.get("edits") or ()
-                if isinstance(e, Mapping)
-            ]
-            self.engine.ensure_visible(call.thread, uri_of(path), [n for n in needles if n])
+
+MAX_ROUND_TRIPS = 3
+"""Content fetched stays visible (re-hydrated blocks are never evicted), so one round trip
+suffices unless the policy evicts more at the rebuild; this bounds that case."""
+
+
+def _edit_needs(call: Call) -> list[Need]:
+    """The old strings of the response's edits, in the files they edit."""
+    needs = []
+    for block in call.response.blocks:
+        if block.type != "tool_use" or block.tool not in EDIT_TOOLS:
+            continue
+        tool_input: Mapping[str, Any] = block.tool_input or {}
+        edits = [e for e in tool_input.get("edits") or () if isinstance(e, Mapping)]
+        olds = [tool_input.get("old_string"), *(e.get("old_string") for e in edits)]
+        path = str(tool_input.get("file_path", ""))
+        needs.append(Need(uri_of(path), tuple(str(o) for o in olds if o)))
+    return needs
+
+
+def _read_needs(messages: Sequence[Message]) -> list[Need]:
+    """What the request's new Reads returned: the model reads it now, whatever form the
+    engine answered the Read in (a reference to an evicted copy must be fetched)."""
+    return [
+        Need(None, (block.file_view.content,))
+        for message in messages
+        for block in message.blocks
+        if block.type == "tool_result" and block.file_view is not None and not block.is_error
+    ]
+
+
+def _quoting(call: Call) -> list[str]:
+    """The texts the response writes: its text blocks and every string of its tool inputs."""
+    texts: list[str] = []
+    for block in call.response.blocks:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            texts.extend(input_strings(block.tool_input or {}))
+    return texts
 
 
 def ours_layout(session: Session) -> OursLayout:

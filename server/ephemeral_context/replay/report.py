@@ -147,6 +147,8 @@ def _strategy_json(result: StrategyResult) -> dict[str, Any]:
         "cost_usd": round(result.cost_usd, 4),
         "cache_hit_rate": round(result.cache_hit_rate, 4),
         "retrievable": round(result.retrievable, 4),
+        "rehydrations": result.rehydrations,
+        "rehydrated_tokens": result.rehydrated_tokens,
     }
 
 
@@ -241,17 +243,37 @@ def _fidelity_line(item: SessionReport) -> str:
     )
 
 
+def _rehydration_lines(results: Mapping[str, Sequence[StrategyResult]]) -> list[str]:
+    """What each strategy that brought evicted content back paid for it, in words."""
+    lines = []
+    for name, runs in results.items():
+        items = sum(r.rehydrations for r in runs)
+        if items:
+            tokens = _k(sum(r.rehydrated_tokens for r in runs))
+            lines.append(
+                f"  {name} re-hydrated {items} evicted item{'s' if items > 1 else ''} "
+                f"({tokens} tokens), each fetched by an extra round trip before the call "
+                "that used it (billed above)"
+            )
+    return lines
+
+
 def render(report: Report, console: Console, per_session_limit: int = 6) -> None:
     """The side-by-side tables: one per session (up to a limit), then the totals."""
     for item in report.sessions[:per_session_limit]:
         title = f"{Path(item.path).name}  ({item.session.model}, {item.calls} calls)"
-        console.print(_table(title, {n: [r] for n, r in item.strategies.items()}, item.calls))
+        results = {n: [r] for n, r in item.strategies.items()}
+        console.print(_table(title, results, item.calls))
         console.print(_fidelity_line(item))
+        for line in _rehydration_lines(results):
+            console.print(line)
     if len(report.sessions) > 1:
         names = list(report.sessions[0].strategies)
         totals = {n: [s.strategies[n] for s in report.sessions] for n in names}
         calls = sum(s.calls for s in report.sessions)
         console.print(_table(f"All {len(report.sessions)} sessions", totals, calls))
+        for line in _rehydration_lines(totals):
+            console.print(line)
 
 
 def recorded_cost(item: SessionReport) -> float | None:

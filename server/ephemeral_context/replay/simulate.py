@@ -63,6 +63,18 @@ class Layout(Protocol):
 
 
 @runtime_checkable
+class Rehydrating(Protocol):
+    """A layout that brings evicted content back when a call uses it (`ours`) says how
+    often and how much."""
+
+    @property
+    def rehydrations(self) -> int: ...
+
+    @property
+    def rehydrated_tokens(self) -> int: ...
+
+
+@runtime_checkable
 class Closing(Protocol):
     """A layout that holds resources (a store, a temporary folder) releases them in close()."""
 
@@ -108,6 +120,9 @@ class StrategyResult:
     calls: list[CallResult] = field(default_factory=list)
     shown_tokens: int = 0
     lost_tokens: int = 0
+    rehydrations: int = 0
+    """Evicted items brought back because a call used them (replay/ours.py)."""
+    rehydrated_tokens: int = 0
 
     @property
     def usage(self) -> Usage:
@@ -200,6 +215,9 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
         )
     result.shown_tokens = shown_tokens
     result.lost_tokens = layout.lost_tokens
+    if isinstance(layout, Rehydrating):
+        result.rehydrations = layout.rehydrations
+        result.rehydrated_tokens = layout.rehydrated_tokens
     return result
 
 

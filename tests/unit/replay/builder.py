@@ -67,10 +67,13 @@ class Transcript:
         blocks: list[dict[str, Any]],
         usage: dict[str, int] | None = None,
         model: str | None = None,
+        message_id: str | None = None,
     ) -> Transcript:
-        """One response: one line per block, all with the same id and usage."""
+        """One response: one line per block, all with the same id and usage (pass the id
+        of the previous response to continue it after a tool result, as Claude Code
+        writes parallel tool calls while it streams them)."""
         self.seconds += 1
-        message_id = f"msg_{next(self._ids)}"
+        message_id = message_id or f"msg_{next(self._ids)}"
         for block in blocks:
             message: dict[str, Any] = {
                 "model": model or self.model,

@@ -28,6 +28,8 @@ STRATEGY_KEYS = {
     "cost_usd",
     "cache_hit_rate",
     "retrievable",
+    "rehydrations",
+    "rehydrated_tokens",
 }
 
 
@@ -66,6 +68,8 @@ def test_demo_json_has_the_documented_shape(capsys: pytest.CaptureFixture[str]) 
         assert 0 < figures["peak_context"] <= figures["total_context"]
         assert 0 <= figures["cache_hit_rate"] <= 1
         assert 0 <= figures["retrievable"] <= 1
+        assert figures["rehydrations"] >= 0 and figures["rehydrated_tokens"] >= 0
+        assert (figures["rehydrations"] == 0) == (figures["rehydrated_tokens"] == 0)
 
 
 def test_real_transcript_json_carries_recorded_usage_and_fidelity(

@@ -1,0 +1,152 @@
+"""Honest re-hydration in the `ours` replay: evicted content a call uses costs a round trip.
+
+Each session reads a file, works long enough past a cold cache for the engine to evict the
+read, then makes one call that needs the file again: by an Edit's old_string, by quoting
+it, or by a Read whose answer points at the evicted copy. That need must cost one extra
+request (the prefix read from the cache, the tool_use as output) before the call, and the
+session must report it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ephemeral_context.replay.reader import read_session
+from ephemeral_context.replay.report import replay, replay_session, to_json
+from ephemeral_context.replay.simulate import StrategyResult
+from ephemeral_context.replay.strategies import STRATEGIES
+
+from tests.unit.replay.builder import Transcript, cat_n, text, tool_use
+
+APP = "".join(
+    f"def handler_{i}(request):\n    value = request.get('k{i}')\n    return value * {i}\n\n\n"
+    for i in range(60)
+)
+PATH = "/work/app.py"
+TRIPLE = "def handler_42(request):\n    value = request.get('k42')\n    return value * 42"
+PAIR = "def handler_42(request):\n    value = request.get('k42')"
+
+
+def _session(tmp_path: Path, last: list[dict[str, Any]]) -> Path:
+    """Read APP, work past a cold cache, then answer with `last` (and close the session)."""
+    t = Transcript()
+    t.user("fix handler_42")
+    t.assistant([tool_use("t0", "Read", file_path=PATH)])
+    t.tool_result("t0", cat_n(APP), {"file": {"filePath": PATH, "content": APP}})
+    for step in range(1, 12):
+        t.assistant([tool_use(f"t{step}", "Bash", command=f"make test {step}")])
+        t.tool_result(f"t{step}", f"test {step} log line\n" * 80)
+        t.wait(10)
+    t.wait(7200)  # cold: consumed reads go at no rewrite cost
+    for step in range(12, 15):
+        t.assistant([tool_use(f"t{step}", "Bash", command=f"make lint {step}")])
+        t.tool_result(f"t{step}", f"lint {step} ok\n" * 20)
+        t.wait(10)
+    t.assistant(last)
+    return t.write(tmp_path / "session.jsonl")
+
+
+def _ours(path: Path) -> tuple[StrategyResult, StrategyResult]:
+    strategies = {name: STRATEGIES[name] for name in ("ours-lossless", "ours")}
+    report = replay_session(read_session(path), strategies)
+    return report.strategies["ours"], report.strategies["ours-lossless"]
+
+
+def _edit() -> list[dict[str, Any]]:
+    old = "    value = request.get('k42')\n    return value * 42"
+    return [tool_use("e", "Edit", file_path=PATH, old_string=old, new_string="    return 0")]
+
+
+def _assert_one_round_trip(ours: StrategyResult, free: StrategyResult) -> None:
+    """The last call paid one extra request (the whole prefix sent twice, the second time
+    read from the cache) and the tool_use as output."""
+    assert ours.rehydrations == 1 and ours.rehydrated_tokens > 0
+    last = ours.calls[-1]
+    sent = last.usage.total_input_tokens
+    assert sent > 2 * last.context_tokens - ours.rehydrated_tokens - 200
+    assert last.usage.cache_read_input_tokens > last.context_tokens - ours.rehydrated_tokens - 200
+    assert last.output_tokens > free.calls[-1].output_tokens  # the read_* tool_use
+    assert free.rehydrations == 0
+
+
+def test_an_edit_of_evicted_text_costs_a_round_trip(tmp_path: Path) -> None:
+    ours, free = _ours(_session(tmp_path, _edit()))
+    _assert_one_round_trip(ours, free)
+    assert ours.rehydrated_tokens < 200  # read_symbol: the one definition, not the file
+
+
+def test_a_multiedit_of_evicted_text_costs_a_round_trip(tmp_path: Path) -> None:
+    edits = [{"old_string": "    return value * 42", "new_string": "    return 0"}]
+    last = [tool_use("e", "MultiEdit", file_path=PATH, edits=edits)]
+    ours, free = _ours(_session(tmp_path, last))
+    _assert_one_round_trip(ours, free)
+
+
+def test_quoting_three_evicted_lines_costs_a_round_trip(tmp_path: Path) -> None:
+    quoted = "handler_42 reads:\n\n    " + TRIPLE.replace("\n", "\n    ") + "\n\nso 42 it is."
+    ours, free = _ours(_session(tmp_path, [text(quoted)]))
+    _assert_one_round_trip(ours, free)
+
+
+def test_quoting_200_evicted_characters_in_a_tool_input_costs_a_round_trip(
+    tmp_path: Path,
+) -> None:
+    line = "ERROR " + "stack frame; " * 18
+    assert len(line) > 200
+    t = Transcript()
+    t.user("look at the log")
+    t.assistant([tool_use("t0", "Bash", command="cat build.log")])
+    t.tool_result("t0", f"{line}\n" + "noise\n" * 400)
+    for step in range(1, 12):
+        t.assistant([tool_use(f"t{step}", "Bash", command=f"make test {step}")])
+        t.tool_result(f"t{step}", f"test {step} log line\n" * 80)
+        t.wait(10)
+    t.wait(7200)
+    for step in range(12, 15):
+        t.assistant([tool_use(f"t{step}", "Bash", command=f"make lint {step}")])
+        t.tool_result(f"t{step}", f"lint {step} ok\n" * 20)
+        t.wait(10)
+    note = f"# Build failure\n\n{line}\n"
+    t.assistant([tool_use("w", "Write", file_path="/work/NOTES.md", content=note)])
+    ours, free = _ours(t.write(tmp_path / "log.jsonl"))
+    _assert_one_round_trip(ours, free)
+
+
+def test_a_read_answered_from_an_evicted_copy_costs_a_round_trip(tmp_path: Path) -> None:
+    """Claude Code writes parallel Reads as they stream (use, result, use, result): the
+    engine takes the first result as answered and may evict it before the model saw it; the
+    model then sees a placeholder where its Read's content was, and must fetch it."""
+    other = "".join(f"const v{i} = {i};\n" for i in range(300))
+    t = Transcript()
+    t.user("fix handler_42")
+    for step in range(1, 12):
+        t.assistant([tool_use(f"t{step}", "Bash", command=f"make test {step}")])
+        t.tool_result(f"t{step}", f"test {step} log line\n" * 80)
+        t.wait(10)
+    t.wait(7200)
+    t.assistant([tool_use("r1", "Read", file_path=PATH)])
+    response = t.lines[-1]["message"]["id"]
+    t.tool_result("r1", cat_n(APP), {"file": {"filePath": PATH, "content": APP}})
+    t.assistant([tool_use("r2", "Read", file_path="/work/other.js")], message_id=response)
+    t.tool_result("r2", cat_n(other), {"file": {"filePath": "/work/other.js", "content": other}})
+    t.assistant([text("Both files read.")])
+    ours, free = _ours(t.write(tmp_path / "reads.jsonl"))
+    _assert_one_round_trip(ours, free)
+
+
+def test_two_quoted_lines_of_150_characters_cost_nothing(tmp_path: Path) -> None:
+    assert len(PAIR) < 150
+    ours, free = _ours(_session(tmp_path, [text(f"handler_42 starts:\n{PAIR}\nand goes on.")]))
+    assert ours.rehydrations == 0 and ours.rehydrated_tokens == 0
+    assert ours.calls[-1].output_tokens == free.calls[-1].output_tokens
+
+
+def test_the_json_report_carries_rehydrations_per_strategy(tmp_path: Path) -> None:
+    report = to_json(replay([_session(tmp_path, _edit())]))
+    strategies = report["sessions"][0]["strategies"]
+    assert strategies["ours"]["rehydrations"] == 1
+    assert strategies["ours"]["rehydrated_tokens"] > 0
+    assert all(s["rehydrations"] == 0 for n, s in strategies.items() if n != "ours")
+    assert json.loads(json.dumps(report)) == report
