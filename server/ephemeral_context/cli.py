@@ -323,16 +323,14 @@ def _index(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from ephemeral_context.documents import DocumentMirror
-    from ephemeral_context.indexer import expand, index_files, repository_root
+    from ephemeral_context.indexer import index_files, index_targets
     from ephemeral_context.store import Store
 
-    cwd = Path.cwd()
-    root = repository_root(cwd) or cwd
     missing = [path for path in args.paths if not path.exists()]
     if missing:
         print(f"ectx index: no such file or directory: {missing[0]}", file=sys.stderr)
         return 2
-    files = expand(args.paths or [root])
+    root, files = index_targets(args.paths, Path.cwd())
     mirror = DocumentMirror(max_bytes=args.max_bytes)
     with Store() as store, Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("indexing", total=len(files))

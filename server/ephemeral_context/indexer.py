@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -133,6 +133,13 @@ def expand(paths: Iterable[Path]) -> list[Path]:
         else:
             result.append(path.resolve())
     return list(dict.fromkeys(result))
+
+
+def index_targets(paths: Sequence[Path], cwd: Path) -> tuple[Path, list[Path]]:
+    """What `ectx index PATH...` reads, and the root its rows are shown relative to: the
+    repository around `cwd` (else `cwd`); without paths, that root's files."""
+    root = repository_root(cwd) or cwd
+    return root, expand(paths or [root])
 
 
 def index_files(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from ephemeral_context.cli import main
+from ephemeral_context.indexer import index_targets
 from ephemeral_context.store import Store
 
 
@@ -64,6 +65,22 @@ def test_index_outside_git_walks_the_directory(
     assert main(["index"]) == 0
     out = capsys.readouterr().out
     assert "a.txt" in out and "b.txt" not in out and "1 files" in out
+
+
+def test_index_targets_are_the_repository_around_the_working_directory(
+    repo: Path, tmp_path: Path
+) -> None:
+    root, files = index_targets([], repo / "pkg")
+    assert root == repo and {f.name for f in files} == {
+        "mod.py",
+        "README.md",
+        "logo.png",
+        "big.txt",
+    }
+    named = index_targets([repo / "pkg"], repo / "pkg")
+    assert named == (repo, [(repo / "pkg" / "mod.py").resolve()])
+    (tmp_path / "plain").mkdir()
+    assert index_targets([], tmp_path / "plain") == (tmp_path / "plain", [])
 
 
 def test_index_rejects_a_missing_path(capsys: pytest.CaptureFixture[str]) -> None:
