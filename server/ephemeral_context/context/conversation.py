@@ -2,15 +2,19 @@
 its file segment, loaded skills, policy and accounting.
 
 The visibility checks say what the model can still see: a file view is visible while one of
-its blocks is not evicted or it is in the file segment.
+its blocks is not evicted or it is in the file segment. `fork` starts another conversation
+from a prefix of one (a rewind, a branch): what was sent for that prefix is sent again as it
+was, so the cache serves it, and the rest of the original is not carried over.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ephemeral_context.cache_sim import Usage
 from ephemeral_context.context.accounting import Accounting
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import SegmentEntry
@@ -92,3 +96,23 @@ def visible_text(
 def needle_visible(c: Conversation, needle: str) -> bool:
     """`needle` occurs in something the model can see now."""
     return any(needle in e.text for e in c.segment) or c.thread.shows(needle)
+
+
+def fork(c: Conversation, conv: str, at: int) -> Conversation:
+    """Conversation `conv`: `c`'s first `at` thread blocks as sent now, and what the engine
+    learned on the way there (gaps, reuse, cache state, file segment); a file view goes
+    along only when all its blocks are in the prefix (a later one may show another version,
+    so a Read on the new branch shows the content again). Its bills start at zero."""
+    thread = c.thread.fork(at)
+    memo = {id(c.thread): thread, id(c.accounting.last_built): None}
+    new = copy.deepcopy(c, memo)
+    new.id = conv
+    new.files = {
+        uri: view
+        for uri, view in new.files.items()
+        if all(i < at for i in view.blocks) and (view.blocks or view.in_segment or view.demoted)
+    }
+    new.skills = {i: skill for i, skill in new.skills.items() if i < at}
+    new.accounting.ours = new.accounting.baseline = new.accounting.recorded = Usage()
+    new.accounting.last_usage = None
+    return new

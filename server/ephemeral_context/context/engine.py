@@ -51,7 +51,7 @@ from ephemeral_context.cache_sim import Block
 from ephemeral_context.context import eviction, intake, reads, rehydration, status
 from ephemeral_context.context import items as item_api
 from ephemeral_context.context.blocks import content_key
-from ephemeral_context.context.conversation import Conversation, FileView
+from ephemeral_context.context.conversation import Conversation, FileView, fork
 from ephemeral_context.context.intake import ToolOutput
 from ephemeral_context.context.items import HydratedText, ItemInfo, UnknownItem
 from ephemeral_context.context.kinds import BlockKind
@@ -130,6 +130,16 @@ class ContextEngine:
     def conversations(self) -> list[str]:
         """Ids of every conversation the engine has seen."""
         return list(self.state.conversations)
+
+    def position(self, conv: str) -> int:
+        """Where the next block of `conv` goes: a point to fork it at later."""
+        return len(self.state.conversation(conv).thread)
+
+    def fork(self, source: str, conv: str, at: int) -> None:
+        """Start (or restart) `conv` as `source` up to `position` `at`: a request that does
+        not extend `source` (a rewind, an edited prompt, a branch) continues from the shared
+        prefix as it was sent, never by appending that history again."""
+        self.state.conversations[conv] = fork(self.state.conversation(source), conv, at)
 
     def add_user_text(self, conv: str, text: str, *, tokens: int | None = None) -> None:
         """A user message (typed by the human)."""

@@ -5,13 +5,15 @@ block as first shown, what the savings are measured against), which blocks are c
 (before the latest model response) and cacheable (not thinking), and the CacheView (what
 the prompt cache is believed to hold). `append` keeps all of these in step; `replace` puts
 a placeholder or reference where content was, keeping the content; `reflow` recomputes the
-offsets after blocks shrank and forgets the cache entries the change invalidated.
+offsets after blocks shrank and forgets the cache entries the change invalidated; `fork`
+starts another thread from a prefix of this one (a rewind, an edited prompt), as sent now,
+so the cache entries of that prefix serve both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ephemeral_context.cache_sim import Block
@@ -20,6 +22,7 @@ from ephemeral_context.context.cacheview import CacheView
 from ephemeral_context.context.kinds import BlockKind
 
 Role = Literal["user", "assistant"]
+THINKING = ("thinking", "redacted_thinking")
 
 
 @dataclass
@@ -60,9 +63,13 @@ class Thread:
     added_tokens: int = 0
     """Tokens ever appended (for the mean lifetime of thread content)."""
     baseline: list[Block] = field(default_factory=list)
+    baseline_ends: list[int] = field(default_factory=list)
+    """len(baseline) after each block (a rehydration has no recorded-style twin)."""
     response_start: int = -1
     """Index of the first block of the latest model response: what precedes it is consumed
     (the model has answered after it); the response itself is not yet."""
+    responses: list[int] = field(default_factory=list)
+    """The first block of every model response so far (`response_start` is the last)."""
     last_cacheable: int = -1
     cache: CacheView = field(default_factory=CacheView)
 
@@ -107,13 +114,15 @@ class Thread:
             self.baseline.append(Block(hash((key, role)), base_tokens))
         elif kind is not BlockKind.REHYDRATION:
             self.baseline.append(Block(hash((tb.key, role)), tokens))
+        self.baseline_ends.append(len(self.baseline))
         if (
             answers
             and role == "assistant"
             and (index == 0 or self.blocks[index - 1].role != "assistant")
         ):
             self.response_start = index
-        if block.get("type") not in ("thinking", "redacted_thinking"):
+            self.responses.append(index)
+        if block.get("type") not in THINKING:
             self.last_cacheable = index
         return index
 
@@ -136,6 +145,28 @@ class Thread:
             total += self.blocks[i].tokens
         self.tokens = total
         self.cache.invalidate_from(first)
+
+    def fork(self, at: int) -> Thread:
+        """A new thread holding this one's first `at` blocks as they are sent now (their
+        content kept), with the cache entries that end within them."""
+        blocks = [replace(tb) for tb in self.blocks[:at]]
+        base = self.baseline_ends[at - 1] if at else 0
+        thread = Thread(
+            blocks=blocks,
+            offsets=self.offsets[:at],
+            tokens=self.end(at - 1) if at else 0,
+            added_tokens=sum(tb.original_tokens for tb in blocks),
+            baseline=self.baseline[:base],
+            baseline_ends=self.baseline_ends[:at],
+            cache=CacheView(dict(self.cache.entries)),
+        )
+        thread.cache.invalidate_from(at)
+        thread.responses = [r for r in self.responses if r < at]
+        thread.response_start = thread.responses[-1] if thread.responses else -1
+        thread.last_cacheable = next(
+            (i for i in range(at - 1, -1, -1) if blocks[i].block.get("type") not in THINKING), -1
+        )
+        return thread
 
     def end(self, index: int) -> int:
         """Token offset where block `index` ends."""

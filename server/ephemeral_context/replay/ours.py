@@ -12,6 +12,10 @@ a real model pays for it: the request just built becomes an extra round trip (th
 read from the cache, the model answering with a read_session_file or read_symbol tool_use),
 the engine appends the tool_use and its result, and the request is built again for the
 call itself. docs/cost-model.md ("The re-hydration rule") states the rule.
+
+A thread that shares its first messages with a thread already replayed (a rewind, an edited
+prompt: the reader's `#n` threads) forks that conversation after them (`engine.fork`)
+instead of feeding the shared history again.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class OursLayout:
         self._fed: dict[str, int] = {}
         self._rehydrations = 0
         self._rehydrated_tokens = 0
+        self._ends: dict[str, list[int]] = {}
+        """Per thread, the engine's position after each message fed (where a fork starts)."""
 
     @property
     def lost_tokens(self) -> int:
@@ -74,9 +80,13 @@ class OursLayout:
 
     def prompt(self, call: Call) -> Prompt:
         messages = self.session.request(call)
+        if call.thread not in self._fed:
+            self._branch(call.thread, len(messages))
         new = messages[self._fed.get(call.thread, 0) :]
+        ends = self._ends.setdefault(call.thread, [])
         for message in new:
             feed_message(self.engine, call.thread, message)
+            ends.append(self.engine.position(call.thread))
         self._fed[call.thread] = len(messages)
         needs = [*_read_needs(new), *_edit_needs(call)]
         quoting = _quoting(call)
@@ -91,6 +101,23 @@ class OursLayout:
             self._rehydrated_tokens += trip.tokens
             prompt = self._build(call)
         return replace(prompt, steps_before=tuple(trips))
+
+    def _branch(self, thread_id: str, n_messages: int) -> None:
+        """Fork the conversation of the thread this one shares most messages with (within
+        the `n_messages` of its first request)."""
+        thread = self.session.threads[thread_id].messages[:n_messages]
+        prefix_key = self.session.threads[thread_id].prefix_key
+        source, shared = None, 0
+        for other_id, fed in self._fed.items():
+            other = self.session.threads[other_id]
+            if other.prefix_key == prefix_key:
+                n = shared_messages(other.messages[:fed], thread)
+                if n > shared:
+                    source, shared = other_id, n
+        if source is not None:
+            self.engine.fork(source, thread_id, self._ends[source][shared - 1])
+            self._fed[thread_id] = shared
+            self._ends[thread_id] = self._ends[source][:shared]
 
     def _build(self, call: Call) -> Prompt:
         """The engine's request for `call` as it stands (the policy runs each time)."""
@@ -147,6 +174,12 @@ def _quoting(call: Call) -> list[str]:
         elif block.type == "tool_use":
             texts.extend(input_strings(block.tool_input or {}))
     return texts
+
+
+def shared_messages(a: Sequence[Message], b: Sequence[Message]) -> int:
+    """How many leading messages two threads have in common."""
+    pairs = enumerate(zip(a, b, strict=False))
+    return next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
 
 
 def ours_layout(session: Session) -> OursLayout:
