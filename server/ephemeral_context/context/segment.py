@@ -28,6 +28,7 @@ def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook) -> Non
     """Cold cache: rebuild the segment, demote what does not pay, reference thread copies."""
     entries: list[SegmentEntry] = []
     moved: list[tuple[int, str]] = []
+    shown = {e.uri for e in c.segment}
     for uri, view in c.files.items():
         visible = view_visible(c, view)
         if not view.whole or not (visible or view.demoted):
@@ -68,6 +69,8 @@ def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook) -> Non
         )
         if demote:
             text, tokens = short, state.count(short, "code")
+        elif uri not in shown and grows(state, c, view.blocks, view.text):
+            continue
         entries.append(
             SegmentEntry(view.item_id, uri, text, tokens, item.changed_at, content_key(text))
         )
@@ -95,6 +98,14 @@ def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook) -> Non
     if c.thread:
         c.thread.reflow(0)
     c.thread.cache.keep_only((END_OF_SYSTEM,))  # the tools and system prompt did not change
+
+
+def grows(state: EngineState, c: Conversation, blocks: list[int], text: str) -> bool:
+    """Moving a file known only from a Write's input into the segment would make the
+    request larger: the input counts as JSON, the same text as a file counts more."""
+    copies = [c.thread[i] for i in blocks if not c.thread[i].evicted]
+    inputs = all(tb.kind is BlockKind.WRITE_INPUT for tb in copies)
+    return bool(copies) and inputs and state.count(text, "code") > sum(tb.tokens for tb in copies)
 
 
 def used_symbols(state: EngineState, c: Conversation, uri: str, text: str) -> list[tuple[str, str]]:
