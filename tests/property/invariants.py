@@ -27,18 +27,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ephemeral_context.context import eviction
 from ephemeral_context.context.engine import EngineConfig
+from ephemeral_context.context.kinds import EVICTABLE
 from ephemeral_context.prices import priced
 from ephemeral_context.replay.feed import api_block
 from ephemeral_context.replay.flow import Call, Message, Session
-from ephemeral_context.replay.ours import OursLayout
+from ephemeral_context.replay.ours import OursLayout, shared_messages
 from ephemeral_context.replay.simulate import Prompt, simulate
 from ephemeral_context.replay.strategies import STRATEGIES
 
 from tests.fakes.messages_api import conversation_problem, request_problem
 
 BUDGET = EngineConfig().context_budget
+PLACEHOLDER_TOKENS = 100
+"""More than any placeholder: a block this small frees nothing worth a rewrite."""
 
 
 @dataclass
@@ -60,8 +62,9 @@ class Invariants:
     recorded_peak: int = 0
 
 
-def tool_ids(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """(type, id) of every tool_use and tool_result of Messages API messages, in order."""
+def skeleton(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """What identifies Messages API messages' content, in order: (type, id) of every
+    tool_use and tool_result, ("text", text) of every assistant text."""
     out: list[tuple[str, str]] = []
     for message in messages:
         content = message.get("content")
@@ -70,17 +73,14 @@ def tool_ids(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
                 out.append(("tool_use", str(block.get("id"))))
             elif block.get("type") == "tool_result":
                 out.append(("tool_result", str(block.get("tool_use_id"))))
+            elif block.get("type") == "text" and message.get("role") == "assistant":
+                out.append(("text", str(block.get("text"))))
     return out
 
 
-def session_tool_ids(messages: Sequence[Message]) -> list[tuple[str, str]]:
+def session_skeleton(messages: Sequence[Message]) -> list[tuple[str, str]]:
     """The same for the session's own messages (what the call's request carried)."""
-    return [
-        (block.type, str(block.tool_use_id))
-        for message in messages
-        for block in message.blocks
-        if block.type in ("tool_use", "tool_result")
-    ]
+    return skeleton(api_messages(messages))
 
 
 def api_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -146,16 +146,6 @@ def role_problem(messages: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
-def shared_messages(a: Sequence[Message], b: Sequence[Message]) -> int:
-    """How many leading messages two threads share (the reader's notion: same lines)."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x.line != y.line or x.blocks != y.blocks:
-            break
-        n += 1
-    return n
-
-
 class CheckedLayout(OursLayout):
     """`ours`, with every request it builds checked as it is built."""
 
@@ -165,10 +155,12 @@ class CheckedLayout(OursLayout):
         self._all_ids = {
             pair
             for thread in session.threads.values()
-            for pair in session_tool_ids(thread.messages)
+            for pair in session_skeleton(thread.messages)
         }
         self._sent: dict[str, list[dict[str, Any]]] = {}
         """Per thread, the messages of the last request built (for the fork check)."""
+        self._sent_n: dict[str, int] = {}
+        """Per thread, how many of the session's messages that request carried."""
 
     def prompt(self, call: Call) -> Prompt:
         first = call.thread not in self._sent
@@ -181,6 +173,7 @@ class CheckedLayout(OursLayout):
         self._check_request(call, kwargs, where)
         self._check_messages(call, kwargs["messages"], where, first)
         self._sent[call.thread] = kwargs["messages"]
+        self._sent_n[call.thread] = call.n_messages
         self.found.calls += 1
         return prompt
 
@@ -189,14 +182,27 @@ class CheckedLayout(OursLayout):
         if tokens > window:
             self.found.budget.append(f"{where}: {tokens} tokens, above the {window} window")
         if tokens > BUDGET:
-            c = self.engine.conversation(call.thread)
-            left = [k for k in eviction.candidates(self.engine.state, c, 0, gated=False)]
+            left = self._evictable(call.thread)
             if left:
-                freed = sum(k.freed for k in left)
                 self.found.budget.append(
                     f"{where}: {tokens} tokens, above the {BUDGET} budget with "
-                    f"{len(left)} evictable blocks ({freed} tokens) left"
+                    f"{len(left)} evictable blocks ({sum(left)} tokens) left"
                 )
+
+    def _evictable(self, conv: str) -> list[int]:
+        """Tokens of each block the engine could still evict: consumed, not a placeholder
+        yet, of an evictable kind, neither pinned nor protected."""
+        state = self.engine.state
+        thread = self.engine.conversation(conv).thread
+        out = []
+        for i, tb in enumerate(thread):
+            item = state.ledger.get(tb.item_id) if tb.item_id else None
+            held = item is not None and (item.pinned or not item.evictable)
+            if tb.evicted or tb.kind not in EVICTABLE or not thread.consumed(i) or held:
+                continue
+            if tb.tokens > PLACEHOLDER_TOKENS:
+                out.append(tb.tokens)
+        return out
 
     def _check_request(self, call: Call, kwargs: Mapping[str, Any], where: str) -> None:
         messages = self.session.request(call)
@@ -216,8 +222,8 @@ class CheckedLayout(OursLayout):
     def _check_messages(
         self, call: Call, messages: Sequence[Mapping[str, Any]], where: str, first: bool
     ) -> None:
-        expected = session_tool_ids(self.session.request(call))
-        sent = [pair for pair in tool_ids(messages) if pair in self._all_ids]
+        expected = session_skeleton(self.session.request(call))
+        sent = [pair for pair in skeleton(messages) if pair in self._all_ids]
         if sent != expected:
             at = next(
                 (i for i, (x, y) in enumerate(zip(sent, expected, strict=False)) if x != y),
@@ -234,21 +240,29 @@ class CheckedLayout(OursLayout):
         """A new thread that shares messages with a thread already sent starts as it."""
         thread = self.session.threads[call.thread]
         best, shared = None, 0
-        for other_id in self._sent:
+        request = self.session.request(call)
+        for other_id, n_sent in self._sent_n.items():
             other = self.session.threads[other_id]
             if other.prefix_key != thread.prefix_key:
                 continue
-            n = shared_messages(other.messages, thread.messages)
+            n = shared_messages(other.messages[:n_sent], request)
             if n > shared:
                 best, shared = other_id, n
         if best is None or shared == 0:
             return
         self.found.forks += 1
         source = self._sent[best]
-        # The blocks the source sent for the shared messages: up to the shared tool ids.
-        prefix = session_tool_ids(self.session.threads[best].messages[:shared])
+        # The blocks the source sent for the shared messages: through the last one that
+        # identifies them (the first block when none does).
+        prefix = session_skeleton(self.session.threads[best].messages[:shared])
         n_blocks = _blocks_through(source, prefix)
-        if _strip(_flat(messages)[:n_blocks]) != _strip(_flat(source)[:n_blocks]):
+        ours, theirs = _strip(_flat(messages)[:n_blocks]), _strip(_flat(source)[:n_blocks])
+        thread_blocks = self.engine.conversation(call.thread).thread
+        # The new branch's own policy may evict more of the prefix; nothing else may differ.
+        if len(ours) < n_blocks or any(
+            x != y and not thread_blocks[i].evicted
+            for i, (x, y) in enumerate(zip(ours, theirs, strict=True))
+        ):
             self.found.fork.append(
                 f"{where}: branches off {best} after {shared} shared messages but does not "
                 f"start with the {n_blocks} blocks {best} last sent for them"
@@ -268,16 +282,12 @@ def _strip(blocks: Sequence[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, d
     return [(role, {k: v for k, v in b.items() if k != "cache_control"}) for role, b in blocks]
 
 
-def _blocks_through(messages: Sequence[Mapping[str, Any]], ids: Sequence[tuple[str, str]]) -> int:
-    """How many leading blocks of `messages` reach the last of `ids` (all of them when
-    the shared part has no tool block: then only the first block is compared)."""
-    if not ids:
+def _blocks_through(messages: Sequence[Mapping[str, Any]], marks: Sequence[tuple[str, str]]) -> int:
+    """How many leading blocks of `messages` reach the last of `marks` (skeleton entries)."""
+    if not marks:
         return 1
-    last = ids[-1]
-    for i, (_, block) in enumerate(_flat(messages)):
-        kind = block.get("type")
-        key = block.get("id") if kind == "tool_use" else block.get("tool_use_id")
-        if (kind, str(key)) == last:
+    for i, (role, block) in enumerate(_flat(messages)):
+        if skeleton([{"role": role, "content": [block]}]) == [marks[-1]]:
             return i + 1
     return 0
 

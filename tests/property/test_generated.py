@@ -1,0 +1,57 @@
+"""The invariants (tests/property/invariants.py) on generated Claude Code sessions.
+
+Hypothesis draws sessions of reads, ranges, edits, writes, tool outputs from a line to
+hundreds of thousands of characters, parallel calls, idle gaps past the TTL, clocks that go
+backwards, rewinds and sub-agents (tests/property/sessions.py), writes each as a transcript
+and replays it once; every invariant is checked on that one replay. Derandomized, so CI sees
+the same examples every run.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from ephemeral_context.replay.reader import read_session
+from hypothesis import HealthCheck, event, example, given, settings
+
+from tests.property.invariants import BUDGET, replay_invariants
+from tests.property.sessions import Plan, Step, plans, write_session
+
+SETTINGS = settings(
+    max_examples=80,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+MODEL = "claude-sonnet-4-6"
+
+
+@SETTINGS
+@given(plan=plans())
+# Found by hypothesis: a Write's input moved into the file segment counted more tokens there.
+@example(Plan(MODEL, (Step("write", 2000), Step("prompt", 1, seconds=301.0))))
+# Found by hypothesis: a branch whose first call came first (its clock was earlier) was
+# forked past its own request.
+@example(Plan(MODEL, (Step("prompt"), Step("prompt"), Step("clock_back", seconds=10.0),
+                      Step("rewind", 1, 0))))  # fmt: skip
+# Reads of large files one second apart: only the budget guard keeps the request under it.
+@example(Plan(MODEL, tuple(Step("read", 2000, i, seconds=1.0) for i in range(8))))
+# A rewind after the file segment took the read in: the branch starts as it was sent.
+@example(Plan(MODEL, (Step("read", 500), Step("prompt", 2, seconds=400.0), Step("bash", 300),
+                      Step("rewind", 2, 0), Step("read", 100, 1))))  # fmt: skip
+def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
+    with tempfile.TemporaryDirectory(prefix="ectx-property-") as folder:
+        session = read_session(write_session(plan, Path(folder) / "session.jsonl"))
+    assert session.calls, session.problems
+    found = replay_invariants(session)
+    event(f"threads: {min(len(session.threads), 4)}, branched: {min(found.forks, 2)}")
+    event("recorded peak above the budget" if found.recorded_peak > BUDGET else "within the budget")
+    broken = {
+        name: getattr(found, name)[:3]
+        for name in ("budget", "fork", "request", "peak")
+        if getattr(found, name)
+    }
+    assert broken == {}, (found.calls, found.forks)
