@@ -23,23 +23,23 @@ text (Read results); json: tool-use inputs; tool_output: command, search and oth
 output."""
 
 CHARS_PER_TOKEN: dict[str, float] = {
-    "prose": 4.01,
-    "thinking": 4.18,
-    "code": 2.97,
-    "json": 3.58,
-    "tool_output": 3.05,
+    "prose": 4.0,
+    "thinking": 3.91,
+    "code": 2.96,
+    "json": 3.56,
+    "tool_output": 3.0,
 }
-"""For ASCII characters. Fitted on shared/corpus and shared/traces (2,423 call-to-call
+"""For ASCII characters. Fitted on shared/corpus and shared/traces (2,422 call-to-call
 steps, 65 transcripts, much of the corpus in Chinese), 2026-12-01."""
 
-BLOCK_OVERHEAD_TOKENS = 54
+BLOCK_OVERHEAD_TOKENS = 52
 """Per content block: the block's framing plus the reminders Claude Code adds unrecorded."""
 
 
-TOKENS_PER_WIDE_CHAR = 1.617
+TOKENS_PER_WIDE_CHAR = 1.622
 """Per character of the CJK scripts (Han, kana, Hangul, full-width forms), whatever the kind."""
 
-TOKENS_PER_OTHER_CHAR = 0.186
+TOKENS_PER_OTHER_CHAR = 0.151
 """Per other non-ASCII character (Cyrillic, Greek, accented Latin, arrows, box drawing, emoji)."""
 
 _WIDE = re.compile(
