@@ -5,8 +5,10 @@ conversation, a key for each client message it has fed; a request continues the 
 whose keys are a prefix of the request's (first among the threads of its Claude Code
 session, named in `metadata.user_id` or the `x-claude-code-session-id` header; the longest
 prefix wins). A request that extends no thread (a rewind, `/compact`, a sub-agent, a retry
-after a hydration round the client never received) starts a new one, fed from its first
-message: the engine cannot cut a conversation back, so a fork re-feeds.
+after a hydration round the client never received) starts a new one: forked from the thread
+of its session that shares the most leading messages with it (`branch`), at the engine's
+position after them, so the shared prefix goes out as it was sent; from its first message
+when none does.
 
 A message's key is taken over what the model reads (types, texts, tool ids, names and
 inputs, result texts), not over `cache_control` or signatures, so Claude Code moving its
@@ -100,6 +102,8 @@ class Thread:
     """Tool calls seen so far (id -> name, input): a result is read by its call's tool."""
     system_texts: set[str] = field(default_factory=set)
     """Texts of role "system" messages, fed as user text, given their role back on the way out."""
+    ends: list[int] = field(default_factory=list)
+    """The engine's position after each client message fed (where a fork starts)."""
     expected: Expected | None = None
     passthrough: str | None = None
     """Why this conversation goes upstream unchanged (content the engine cannot hold)."""
@@ -130,6 +134,22 @@ class Conversations:
             if found:
                 return max(found, key=lambda t: len(t.keys))
         return None
+
+    def branch(self, session: str | None, keys: Sequence[str]) -> tuple[Thread | None, int]:
+        """The thread of `session` sharing the most leading messages with a request that
+        extends none, and how many; (None, 0) when none shares any it was fed."""
+        best: Thread | None = None
+        shared = 0
+        for thread in self._threads.get(session or "anonymous", []):
+            if thread.passthrough or len(thread.ends) != len(thread.keys):
+                continue
+            n = next(
+                (i for i, (a, b) in enumerate(zip(thread.keys, keys, strict=False)) if a != b),
+                min(len(thread.keys), len(keys)),
+            )
+            if n > shared:
+                best, shared = thread, n
+        return best, shared
 
     def start(self, session: str | None) -> Thread:
         """A new thread (and engine conversation) for a request that continues none."""

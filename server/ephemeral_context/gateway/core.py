@@ -143,7 +143,13 @@ class GatewayCore:
             thread.keys = keys
             return self._passthrough(thread.passthrough, session, client, now)
         if thread is None:
+            source, shared = self.conversations.branch(session, keys)
             thread = self.conversations.start(session)
+            if source is not None:
+                self.engine.fork(source.conv, thread.conv, source.ends[shared - 1])
+                thread.keys, thread.ends = keys[:shared], source.ends[:shared]
+                thread.tool_uses = dict(source.tool_uses)
+                thread.system_texts = set(source.system_texts)
         try:
             body = self._feed_and_build(thread, client, messages, keys)
         except Unsupported as why:
@@ -175,8 +181,9 @@ class GatewayCore:
                 self._feed_content(thread, expected.content)
                 for use_id, result in expected.owed:
                     record_result(self.engine, thread.conv, use_id, result)
-                continue
-            feed_message(self.engine, thread.conv, message)
+            else:
+                feed_message(self.engine, thread.conv, message)
+            thread.ends.append(self.engine.position(thread.conv))
         thread.keys = keys
         return self._build(thread, client)
 

@@ -351,3 +351,38 @@ def test_a_rewind_or_a_sub_agent_starts_another_conversation(
     # the conversation that was extended kept its history: the read went in once
     assert "def f199(x):" in json.dumps(api.message_requests[1].body["messages"])
     assert len(api.message_requests[2].body["messages"]) == 1
+
+
+def test_a_rewound_prompt_forks_the_conversation_at_the_shared_messages(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread
+) -> None:
+    api.add_turns(
+        {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_1"}]},
+        "It adds numbers.",
+        "Done.",
+        "Done again.",
+    )
+    first = [{"role": "user", "content": "What does app.py do?"}]
+    answer = client.messages.create(**ask(first))
+    read = [b.model_dump(exclude_none=True) for b in answer.content]
+    grown = [*first, {"role": "assistant", "content": read}]
+    grown.append({"role": "user", "content": [read_result("toolu_1")]})
+    client.messages.create(**ask(grown))
+    shared = [*grown, {"role": "assistant", "content": "It adds numbers."}]
+    client.messages.create(**ask([*shared, {"role": "user", "content": "Rename f1"}]))
+    client.messages.create(**ask([*shared, {"role": "user", "content": "Rename f2 instead"}]))
+
+    assert len(gateway.core.engine.conversations()) == 2
+    before, after = (api.message_requests[i].body["messages"] for i in (2, 3))
+
+    def blocks(messages: list[dict[str, Any]]) -> list[Any]:
+        return [
+            {k: v for k, v in b.items() if k != "cache_control"}
+            for m in messages
+            for b in (m["content"] if isinstance(m["content"], list) else [m["content"]])
+        ]
+
+    # the branch starts as the shared messages were sent, then the new prompt, nothing else
+    assert blocks(after)[:-1] == blocks(before)[:-1]
+    assert blocks(after)[-1] == {"type": "text", "text": "Rename f2 instead"}
+    assert json.dumps(after).count('"tool_use_id": "toolu_1"') == 1
