@@ -1,10 +1,12 @@
 """Accounting: what each request of one conversation costs, and what the API reported.
 
 Every request the engine builds is priced twice in the cache model (cache_sim): as built,
-and as its recorded-style twin (every block re-sent as first shown, one breakpoint at the
-end), at the same time, so the status can report the savings (status.py). The breakpoints a
-request wrote become entries of the thread's CacheView; the usage the API reports back
-(`record_usage`) corrects that view when nothing was read, and gives the hit rate.
+and as its recorded-style twin (every block re-sent as first shown, breakpoints after the
+system prompt and at the end, with the TTL the client itself asks for), at the same time.
+The status reports the savings (status.py); a policy whose requests fell behind their
+twins stops betting (policy.py). The breakpoints a request wrote
+become entries of the thread's CacheView; the usage the API reports back (`record_usage`)
+corrects that view when nothing was read, and gives the hit rate.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ephemeral_context.cache_sim import (
     Block,
     PromptCache,
     Request,
+    Ttl,
     Usage,
     usage_from_dict,
 )
@@ -24,6 +27,7 @@ from ephemeral_context.context.blocks import content_key
 from ephemeral_context.context.cacheview import END_OF_SEGMENT, END_OF_SYSTEM
 from ephemeral_context.context.layout import BuiltRequest
 from ephemeral_context.context.thread import Thread
+from ephemeral_context.prices import priced
 
 
 @dataclass
@@ -36,6 +40,10 @@ class Accounting:
     baseline_sim: PromptCache | None = None
     ours: Usage = field(default_factory=Usage)
     baseline: Usage = field(default_factory=Usage)
+    ours_billed: float = 0.0
+    """The requests built, in base-input-token equivalents at their model's prices."""
+    baseline_billed: float = 0.0
+    """Their recorded-style twins, likewise."""
     recorded: Usage = field(default_factory=Usage)
     last_usage: Usage | None = None
     last_built: BuiltRequest | None = None
@@ -48,21 +56,26 @@ class Accounting:
         now: float,
         sys_tokens: int,
         tool_blocks: list[Block],
+        twin_ttl: Ttl = "5m",
     ) -> None:
-        """Simulate this request and its recorded-style twin; remember the new boundaries."""
+        """Simulate this request and its recorded-style twin (breakpoints with `twin_ttl`,
+        the client's); remember the new boundaries."""
         if self.sim is None or self.model != model:
             self.model = model
             self.sim = PromptCache(model)
             self.baseline_sim = PromptCache(model)
         assert self.baseline_sim is not None
-        self.ours = self.ours + self.sim.call(built.cache_request, now)
-        system = [Block(content_key("system"), sys_tokens, "5m")] if sys_tokens else []
+        price = priced(model)
+        ours = self.sim.call(built.cache_request, now)
+        self.ours = self.ours + ours
+        self.ours_billed += price.billed_input(ours)
+        system = [Block(content_key("system"), sys_tokens, twin_ttl)] if sys_tokens else []
         base = list(thread.baseline)
         if base:
-            base[-1] = replace(base[-1], cache_ttl="5m")
-        self.baseline = self.baseline + self.baseline_sim.call(
-            Request(tools=tool_blocks, system=system, messages=base), now
-        )
+            base[-1] = replace(base[-1], cache_ttl=twin_ttl)
+        twin = self.baseline_sim.call(Request(tools=tool_blocks, system=system, messages=base), now)
+        self.baseline = self.baseline + twin
+        self.baseline_billed += price.billed_input(twin)
         points = built.breakpoints
         written: dict[int, int] = {}
         for p in (points.anchor, points.last):
@@ -76,6 +89,12 @@ class Accounting:
             written, now, TTL_SECONDS[points.ttl], TTL_SECONDS[points.thread_ttl]
         )
         self.last_built = built
+
+    @property
+    def lead(self) -> float:
+        """What the requests built so far saved against their twins (negative: lost), in
+        base-input-token equivalents."""
+        return self.baseline_billed - self.ours_billed
 
     def record_usage(self, thread: Thread, usage: Any) -> None:
         """Usage the API returned for the last call (SDK object or dict).

@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from ephemeral_context.cache_sim import Block
+from ephemeral_context.cache_sim import Block, Ttl
 from ephemeral_context.context import eviction, intake, reads, rehydration, status
 from ephemeral_context.context import items as item_api
 from ephemeral_context.context.blocks import content_key
@@ -215,13 +215,16 @@ class ContextEngine:
         *,
         now: float | None = None,
         system_tokens: int | None = None,
+        client_ttl: Ttl | None = None,
     ) -> dict[str, Any]:
         """The kwargs for `messages.create`/`stream` for the next call of `conv`.
 
         Applies pending change notes, runs the policy (eviction, consolidation, TTL), lays out
         the request with at most four breakpoints and accounts it in the cache model.
         `system_tokens` overrides the estimate when the system prompt is known only by its
-        size (replay).
+        size (replay). `client_ttl` is the TTL of the client's own breakpoints, as far as
+        the calls already sent show it (None: 5 minutes, the API's default): the
+        recorded-style twin is priced with it, and a policy behind its twins falls back to it.
         """
         state, config = self.state, self.config
         c = state.conversation(conv)
@@ -233,8 +236,10 @@ class ContextEngine:
             block = {"type": "text", "text": note}
             c.thread.append(c.calls, "user", block, state.count(note, "prose"), text=note)
         c.pending_notes.clear()
-        # 2. The policy's outlook from the conversation so far: prices, calls to come, TTLs.
-        outlook = c.policy.outlook(c, now, config.cache_ttl, config.context_budget)
+        # 2. The policy's outlook from the conversation so far: prices, calls to come, TTLs,
+        #    and what it may spend against the recorded-style twins.
+        twin_ttl: Ttl = client_ttl or "5m"
+        outlook = c.policy.outlook(c, now, twin_ttl, config.cache_ttl, config.context_budget)
         # 3. The head (tool schemas, system prompt): another head leaves nothing cached.
         if system_tokens is None:
             system_tokens = state.count(system, "prose") if system else 0
@@ -270,7 +275,7 @@ class ContextEngine:
         )
         built.expected_read = c.thread.cache.warm_end
         # 6. Accounting: both bills in the cache model, the boundaries this request writes.
-        c.accounting.account(c.thread, built, model, now, system_tokens, tool_blocks)
+        c.accounting.account(c.thread, built, model, now, system_tokens, tool_blocks, twin_ttl)
         c.policy.sent(c.thread.tokens, now)
         c.calls += 1
         return built.kwargs

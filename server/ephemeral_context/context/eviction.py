@@ -42,7 +42,13 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
         policy.Boundary(p + 1, end) for p, end in c.thread.cache.thread_entries()
     ]
     plan = policy.plan_eviction(
-        chosen, boundaries, warm_end, outlook.remaining, outlook.rates, outlook.thread_ttl
+        chosen,
+        boundaries,
+        warm_end,
+        outlook.remaining,
+        outlook.rates,
+        outlook.thread_ttl,
+        outlook.max_rewrite,
     )
     cold = not c.thread.cache.thread_warm
     if plan.evict:

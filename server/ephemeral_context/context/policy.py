@@ -2,9 +2,19 @@
 
 `Policy` owns what the forecast reads (the idle gaps between calls, the thread's size over
 the calls, the calls each file was used in) and turns it, once per request, into an
-`Outlook`: the gate's prices, the remaining calls `M`, the TTLs and the chance a file is
-used again. eviction.py and segment.py decide with that outlook; the functions below are
-the rules.
+`Outlook`: the gate's prices, the remaining calls `M`, the TTLs, what an eviction cut may
+cost, and the chance a file is used again. eviction.py and segment.py decide with that
+outlook; the functions below are the rules.
+
+Do no harm: every request is also priced as its recorded-style twin, with the client's own
+TTL (accounting.py), and the lead is what the conversation has saved against those twins
+so far. A TTL other than the client's is a bet on the idle gaps to come; an eviction cut
+on a warm cache (a rewrite now, for reads saved later) is a bet on the calls to come. The
+policy makes them, as the cost model says, while the conversation is not behind its
+twins by more than HARM_TOLERANCE; one that is behind sends what the twin sends (the
+client's TTL, no rewrite of a warm prefix; cold-cache and budget evictions go on) until it
+is ahead again. So the bill stays within the tolerance of the twin's but for the bets of
+the one request that put it behind (and the re-hydrations of content already evicted).
 
 Anthropic's prompt cache is a prefix cache. Keeping an item of `s` tokens visible for `M`
 more calls costs `rho*s*M` (cache reads); removing or rewriting it costs a one-time
@@ -37,6 +47,10 @@ if TYPE_CHECKING:
 
 RATES = lookup(REFERENCE_MODEL).multipliers
 """The multipliers most models have (0.1x reads, 1.25x and 2x writes): the default rates."""
+
+HARM_TOLERANCE = 0.01
+"""How far above its recorded-style twins a conversation may bill and still bet (the
+product's bound, not a fitted value): a share of the twins' bill so far."""
 
 
 def eviction_pays(s: float, m: float, x: float, rates: Rates = RATES, ttl: Ttl = "5m") -> bool:
@@ -187,6 +201,7 @@ def plan_eviction(
     m: float,
     rates: Rates = RATES,
     ttl: Ttl = "5m",
+    max_rewrite: float = math.inf,
 ) -> EvictionPlan:
     """The best single cut: evict every worthwhile candidate after a warm boundary.
 
@@ -194,7 +209,8 @@ def plan_eviction(
     (the end of what the cache would have served), less what the eviction removes there:
     that is `X`. Tokens after `warm_end` are written anyway, so a cold cache
     (`warm_end` at or before `b`) makes the rewrite free. Returns the plan with the largest
-    positive `sum(value) - omega*X`, or NO_EVICTION.
+    positive `sum(value) - omega*X` among those whose rewrite `omega*X` is at most
+    `max_rewrite` (what the policy may bet now), or NO_EVICTION.
     """
     worth = sorted(
         (c for c in candidates if candidate_value(c, m, rates, ttl) > 0), key=lambda c: c.offset
@@ -209,7 +225,10 @@ def plan_eviction(
         value = sum(candidate_value(c, m, rates, ttl) for c in chosen)
         freed_in_warm = sum(c.freed for c in chosen if c.offset < warm_end)
         x = max(0, warm_end - b.offset - freed_in_warm)
-        net = value - rates.write(ttl) * x
+        rewrite = rates.write(ttl) * x
+        if rewrite > max_rewrite:
+            continue
+        net = value - rewrite
         if net > best.net_benefit:
             best = EvictionPlan(
                 tuple(c.index for c in chosen),
@@ -249,6 +268,9 @@ class Outlook:
     """The TTL of the prefix breakpoints (system, segment)."""
     thread_ttl: Ttl
     """The TTL of the thread breakpoints."""
+    max_rewrite: float
+    """What an eviction cut on a warm cache may cost now (base-input-token equivalents):
+    nothing while the conversation is behind its recorded-style twins."""
     calls: int
     last_use: Mapping[str, int]
     """The call each file was last used in."""
@@ -272,9 +294,9 @@ class Policy:
     """One conversation's forecast: what it has done so far, and the outlook it gives.
 
     Nothing here looks ahead: the horizon (calls until the context would fill its budget),
-    the TTLs (from the idle gaps and the mean lifetime of thread content so far) and the
-    chance a file is used again (from the gaps between uses of the other files) all come
-    from the calls already built.
+    the TTLs (from the idle gaps and the mean lifetime of thread content so far), the lead
+    over the twins (the requests already built) and the chance a file is used again (from
+    the gaps between uses of the other files) all come from the calls already built.
     """
 
     gaps: list[float] = field(default_factory=list)
@@ -290,15 +312,24 @@ class Policy:
         self.touches.setdefault(uri, []).append(call)
 
     def outlook(
-        self, c: Conversation, now: float, cache_ttl: Literal["auto", "5m", "1h"], budget: int
+        self,
+        c: Conversation,
+        now: float,
+        twin_ttl: Ttl,
+        cache_ttl: Literal["auto", "5m", "1h"],
+        budget: int,
     ) -> Outlook:
-        """The outlook for the request about to be built at `now` (its idle gap counts)."""
+        """The outlook for the request about to be built at `now` (its idle gap counts),
+        whose recorded-style twin asks for `twin_ttl` (the client's TTL)."""
         if self.last_call_time is not None:
             self.gaps.append(max(0.0, now - self.last_call_time))
         rates = priced(c.accounting.model).multipliers
         until_full = self.horizon(c, budget)
+        behind = c.accounting.lead < -HARM_TOLERANCE * c.accounting.baseline_billed
         if cache_ttl != "auto":
             ttl = thread_ttl = cache_ttl
+        elif behind:
+            ttl = thread_ttl = twin_ttl  # send what the twins send until ahead again
         else:
             # Prefix content stays for the rest of the session; thread content stays, on
             # average, as long as Little's law says from this conversation so far.
@@ -316,6 +347,7 @@ class Policy:
             remaining_calls(c.calls, until_full),
             ttl,
             thread_ttl,
+            0.0 if behind else math.inf,
             c.calls,
             {uri: max(uses) for uri, uses in self.touches.items()},
             retouch_gaps,

@@ -31,6 +31,7 @@ from ephemeral_context.gateway.conversations import (
 )
 from ephemeral_context.gateway.outbound import (
     HYDRATION_TOOL_NAME,
+    client_ttl,
     engine_tools,
     system_text,
     upstream_body,
@@ -194,6 +195,7 @@ class GatewayCore:
             str(client.get("model", "")),
             system_text(system),
             engine_tools(client.get("tools") or []),
+            client_ttl=client_ttl(client),
         )
         return upstream_body(client, built, thread.system_texts)
 

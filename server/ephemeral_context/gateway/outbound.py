@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ephemeral_context.cache_sim import MAX_BREAKPOINTS
+from ephemeral_context.cache_sim import MAX_BREAKPOINTS, Ttl
 from ephemeral_context.model.tools import BASE_TOOLS
 
 HYDRATION_TOOL_NAME = "read_session_file"
@@ -108,6 +108,20 @@ def _message_blocks(messages: Sequence[Mapping[str, Any]]) -> Iterator[dict[str,
 def _is_1h(block: Mapping[str, Any]) -> bool:
     control = block.get("cache_control")
     return isinstance(control, Mapping) and control.get("ttl") == "1h"
+
+
+def client_ttl(client: Mapping[str, Any]) -> Ttl | None:
+    """The TTL of the client's own last breakpoint (messages, then system, then tools):
+    what its recorded-style twin asks for; None when it marks nothing."""
+    system = client.get("system")
+    for blocks in (
+        list(_message_blocks(client.get("messages") or [])),
+        list(_marked(system if isinstance(system, list) else [])),
+        list(_marked(client.get("tools") or [])),
+    ):
+        if blocks:
+            return "1h" if _is_1h(blocks[-1]) else "5m"
+    return None
 
 
 def fit_breakpoints(body: dict[str, Any], own_system: int) -> None:

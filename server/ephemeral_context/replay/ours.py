@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context.blocks import input_strings, uri_of
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, Need
 from ephemeral_context.prices import priced
@@ -56,6 +57,8 @@ class OursLayout:
         self._rehydrated_tokens = 0
         self._ends: dict[str, list[int]] = {}
         """Per thread, the engine's position after each message fed (where a fork starts)."""
+        self._client_ttl: Ttl | None = None
+        """The TTL the client's last call that wrote to the cache used (its usage shows it)."""
 
     @property
     def lost_tokens(self) -> int:
@@ -128,7 +131,10 @@ class OursLayout:
             f"prefix:{thread.prefix_key}",
             now=call.started,
             system_tokens=max(1, thread.prefix_tokens + thread.hidden_tokens),
+            client_ttl=self._client_ttl,
         )
+        if call.usage is not None and call.usage.ttl is not None:
+            self._client_ttl = call.usage.ttl  # sent now: known from the next call on
         built = self.engine.last_request(call.thread)
         assert built is not None
         request = built.cache_request

@@ -110,10 +110,10 @@ def test_the_gate_weighs_the_conversations_own_model() -> None:
     from ephemeral_context.context.conversation import Conversation
 
     c = Conversation("c")
-    rates = c.policy.outlook(c, 0.0, "auto", 150_000).rates
+    rates = c.policy.outlook(c, 0.0, "5m", "auto", 150_000).rates
     assert rates == policy.RATES  # before any request: the reference model's
     c.accounting.model = "claude-opus-5-5"
-    cheap = c.policy.outlook(c, 0.0, "auto", 150_000).rates
+    cheap = c.policy.outlook(c, 0.0, "5m", "auto", 150_000).rates
     assert cheap.read == pytest.approx(0.05)
     s, x = 2_000, 20_000
     assert policy.break_even_calls(s, x, cheap) == pytest.approx(

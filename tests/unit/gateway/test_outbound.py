@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ephemeral_context.cache_sim import resolve_breakpoints
-from ephemeral_context.gateway.outbound import upstream_body
+from ephemeral_context.gateway.outbound import client_ttl, upstream_body
 from ephemeral_context.request_view import request_from_messages_api
 
 FIVE = {"type": "ephemeral"}
@@ -68,3 +68,15 @@ def test_role_system_messages_get_their_role_back() -> None:
     roles = [m["role"] for m in body["messages"]]
     assert roles == ["user", "assistant", "system", "user"]
     assert body["messages"][2]["content"] == "agents: x"
+
+
+def test_the_clients_ttl_is_that_of_its_last_breakpoint() -> None:
+    """What the engine's recorded-style twin asks for: the client's own last breakpoint."""
+    body = client_body()
+    assert client_ttl(body) == "5m"  # no message marked: the system's last breakpoint
+    body["system"][-1]["cache_control"] = HOUR
+    assert client_ttl(body) == "1h"
+    body["messages"] = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    body["messages"][0]["content"][0]["cache_control"] = FIVE
+    assert client_ttl(body) == "5m"
+    assert client_ttl({"messages": [{"role": "user", "content": "hi"}]}) is None
