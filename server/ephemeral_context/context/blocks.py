@@ -105,15 +105,19 @@ def shrink_input(tool_input: Mapping[str, Any], reference: str) -> dict[str, Any
     return out
 
 
-def stand_in(block: Mapping[str, Any], text: str) -> dict[str, Any]:
+def stand_in(
+    count: Callable[[str, str], int], block: Mapping[str, Any], text: str, text_kind: str
+) -> tuple[dict[str, Any], int]:
     """What is sent instead of `block` once `text` (a placeholder or reference) replaces its
-    content: a tool_result keeps its id, a tool_use its short input fields (the API needs
-    the pair), anything else becomes a text block."""
+    content, and its tokens: a tool_result keeps its id, a tool_use its short input fields
+    (the API needs the pair; counted as JSON), anything else becomes a text block; `text`
+    counts as content of `text_kind`."""
     if block.get("type") == "tool_result":
-        return {**block, "content": text}
+        return {**block, "content": text}, count(text, text_kind)
     if block.get("type") == "tool_use":
-        return {**block, "input": shrink_input(block.get("input") or {}, text)}
-    return {"type": "text", "text": text}
+        kept = {**block, "input": shrink_input(block.get("input") or {}, text)}
+        return kept, block_tokens(count, kept)
+    return {"type": "text", "text": text}, count(text, text_kind)
 
 
 def uri_of(path: str) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ephemeral_context.context import policy, segment
-from ephemeral_context.context.blocks import block_tokens, clip_tokens, label_of, stand_in
+from ephemeral_context.context.blocks import clip_tokens, label_of, stand_in
 from ephemeral_context.context.cacheview import END_OF_SEGMENT
 from ephemeral_context.context.conversation import Conversation
 from ephemeral_context.context.kinds import EVICTABLE, FILE_COPIES, BlockKind
@@ -85,14 +85,18 @@ def evict_all(
     c: Conversation,
     indices: Sequence[int],
     reason: str,
-    freed: int,
-    reprocessed: int,
-    cold: bool,
+    freed: int = 0,
+    reprocessed: int = 0,
+    cold: bool = False,
+    reported: tuple[str, ...] | None = None,
 ) -> None:
-    """Evict these blocks, reflow once from the first, and report the decision."""
-    ids = [evict_block(state, c, i, reason) for i in indices]
+    """Evict these blocks (at least one), reflow once from the first, and report the
+    decision, naming `reported` (default: the evicted blocks' item ids)."""
+    ids = [_evict_block(state, c, i, reason) for i in indices]
     c.thread.reflow(min(indices))
-    report(state, c, tuple(i for i in ids if i), freed, reprocessed, cold, reason)
+    if reported is None:
+        reported = tuple(i for i in ids if i)
+    _report(state, c, reported, freed, reprocessed, cold, reason)
 
 
 def candidates(
@@ -165,15 +169,11 @@ def evicted_form(state: EngineState, c: Conversation, index: int) -> tuple[dict[
             f"(read_session_file('{tb.item_id}') reloads it). {meta.description}",
             meta.placeholder_budget,
         )
-    block = stand_in(tb.block, text)
-    if block.get("type") == "tool_result":
-        return block, state.count(text, "tool_output")
-    if block.get("type") == "tool_use":
-        return block, block_tokens(state.count, block)
-    return block, state.count(text, "prose")
+    kind = "tool_output" if tb.block.get("type") == "tool_result" else "prose"
+    return stand_in(state.count, tb.block, text, kind)
 
 
-def evict_block(state: EngineState, c: Conversation, index: int, reason: str) -> str:
+def _evict_block(state: EngineState, c: Conversation, index: int, reason: str) -> str:
     """Replace thread block `index` by its evicted form; returns its item id ('' if none).
     The caller reflows the thread from the first block it evicted."""
     tb = c.thread[index]
@@ -187,7 +187,7 @@ def evict_block(state: EngineState, c: Conversation, index: int, reason: str) ->
     return tb.item_id or ""
 
 
-def report(
+def _report(
     state: EngineState,
     c: Conversation,
     ids: tuple[str, ...],

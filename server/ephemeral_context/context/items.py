@@ -187,11 +187,8 @@ def drop(state: EngineState, target: str) -> list[str]:
             if not tb.evicted
             and (tb.uri == target or (tb.item_id is not None and tb.item_id in ids))
         ]
-        for i in hits:
-            eviction.evict_block(state, c, i, reason="dropped by the user")
         if hits:
-            c.thread.reflow(min(hits))
-            eviction.report(state, c, tuple(sorted(ids)), 0, 0, False, "dropped by the user")
+            eviction.evict_all(state, c, hits, "dropped by the user", reported=tuple(sorted(ids)))
         c.files.pop(key, None)
         if any(e.uri == key for e in c.segment):
             c.segment = [e for e in c.segment if e.uri != key]

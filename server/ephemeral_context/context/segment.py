@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ephemeral_context.context import policy
-from ephemeral_context.context.blocks import block_tokens, content_key, label_of, stand_in, uri_of
+from ephemeral_context.context.blocks import content_key, label_of, stand_in, uri_of
 from ephemeral_context.context.cacheview import END_OF_SYSTEM
 from ephemeral_context.context.conversation import Conversation, view_visible
 from ephemeral_context.context.kinds import BlockKind
@@ -87,13 +87,7 @@ def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook) -> Non
     for i, note in moved:
         tb = c.thread[i]
         ref = f"[[file:{tb.item_id}]] {label_of(tb.uri or '')}: {note}."
-        block = stand_in(tb.block, ref)
-        tokens = (
-            block_tokens(state.count, block)
-            if block.get("type") == "tool_use"
-            else state.count(ref, "prose")
-        )
-        c.thread.replace(i, block, tokens, BlockKind.CONSOLIDATED)
+        c.thread.replace(i, *stand_in(state.count, tb.block, ref, "prose"), BlockKind.CONSOLIDATED)
     c.segment = entries
     if c.thread:
         c.thread.reflow(0)
