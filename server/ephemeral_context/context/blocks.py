@@ -3,6 +3,20 @@
 The Messages API shapes the engine builds (tool results), what it can quote from a tool_use
 input, how an input shrinks to a reference, how a range read is spliced into the file the
 model saw, and the `file://` URI <-> label convention of tool paths.
+
+API:
+- `content_key(value)`: a stable key for a block's content.
+- `as_dict(raw)`: an API dict or SDK block as a plain dict.
+- `block_tokens(count, block)`: tokens of an assistant block.
+- `result_block(...)`: a tool_result block as the API takes it.
+- `input_text(tool_input)`: every string a tool_use input carries.
+- `shrink_input(tool_input, reference)`: an input with its long fields replaced by a reference.
+- `stand_in(count, block, text, text_kind)`: what is sent instead of an evicted or referenced
+  block, and its tokens.
+- `splice(text, start_line, part)`: a range read spliced into the file the model saw.
+- `text_hash(text)`: the mirror's content hash of a text.
+- `clip_tokens(text, budget)`: text cut to about `budget` tokens.
+- `uri_of(path)`, `label_of(uri)`: a tool's path as a URI, and back.
 """
 
 from __future__ import annotations

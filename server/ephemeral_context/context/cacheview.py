@@ -7,6 +7,11 @@ END_OF_SYSTEM), with its expiry and the token offset where it ends. The rules ar
 cache_sim's: a breakpoint reads the latest entry at most 20 positions back, a read
 refreshes only the entry it hit, a change at a block invalidates every entry that includes
 it. tests/unit/context/test_layout.py checks this view against cache_sim call by call.
+
+API:
+- `CacheView`: the entries by position; `thread_warm`, `warm_end`, `has`, `thread_entries`,
+  `invalidate_from`, `keep_only`, `clear`.
+- `END_OF_SYSTEM`, `END_OF_SEGMENT`: the positions of the two prefix breakpoints.
 """
 
 from __future__ import annotations

@@ -5,6 +5,14 @@ The visibility checks say what the model can still see: a file view is visible w
 its blocks is not evicted or it is in the file segment. `fork` starts another conversation
 from a prefix of one (a rewind, a branch): what was sent for that prefix is sent again as it
 was, so the cache serves it, and the rest of the original is not carried over.
+
+API:
+- `Conversation`: everything the engine holds for one conversation.
+- `FileView`: what the model of one conversation can see of one file.
+- `SkillState`: a loaded skill and where it was loaded.
+- `view_visible(c, view)`, `visible_text(...)`, `needle_visible(c, needle)`: what the model
+  still sees.
+- `fork(c, conv, at)`: a new conversation from the first `at` blocks of `c`.
 """
 
 from __future__ import annotations

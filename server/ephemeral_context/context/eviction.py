@@ -3,13 +3,22 @@
 Before each call (after the first) `consolidate` runs the policy over the thread: the cost
 gate (policy.plan_eviction) picks candidates whose removal pays for the rewrite it causes,
 or that a cold cache makes free; files the ledger limits pushed out leave; and if the
-request would still exceed the context budget, the cheapest further candidates go
+request would still exceed the context budget, the oldest further candidates go
 (policy.fit_budget). A cold cache also rebuilds the file segment (segment.py).
 
 An evicted block keeps its place as a placeholder saying what it was, its size and how to
 get it back (read_session_file / read_symbol with its id); a tool_use keeps its short
 fields. Only consumed content is a candidate: nothing from the latest model response on,
 nothing pinned or protected, and a skill only once its frontmatter trigger has fired.
+
+API:
+- `consolidate(state, c, prefix, ttl)`: before a call, evict what the policy allows; rebuild a
+  cold segment.
+- `evict_all(state, c, indices, reason, ...)`: the one evict, reflow, report sequence (also
+  `items.drop`'s).
+- `candidates(state, c, thread_start)`: the blocks that may leave, with what each frees.
+- `evicted_form(state, c, index)`, `placeholder_text(tb)`: what stays in an evicted block's
+  place.
 """
 
 from __future__ import annotations

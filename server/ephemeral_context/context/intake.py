@@ -5,6 +5,13 @@ persisted to the store first and recorded in the ledger, so the placeholder that
 carries an id that hydrates it: large tool results and tool_use inputs, a Write's content,
 skill bodies (with their frontmatter: a protected or non-ephemeral skill is never evicted by
 the policy) and memories. File reads and the model's edits go through reads.py.
+
+API:
+- `add_user_text(state, conv, text, tokens)`: a message typed by the human.
+- `add_user_content(...)`: skill bodies or memories the harness puts in a user message.
+- `add_assistant_content(...)`: a model response, tool_use blocks included.
+- `add_tool_result(state, conv, result)`: a tool's result in; the text the model sees out.
+- `ToolOutput`: one tool result as it enters the engine.
 """
 
 from __future__ import annotations

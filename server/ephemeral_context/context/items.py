@@ -5,6 +5,14 @@ eviction and from the ledger limits, it moves into the file segment at the next
 consolidation. `drop` is the human override (the only way to evict a protected skill); what
 is dropped stays hydratable by id. `hydrate` gives a file item's current version: the
 editor's buffer when there is one.
+
+API:
+- `pin`, `unpin`, `pinned_files`, `unseen_pins`, `show_pins`, `pin_block`: pins.
+- `drop(state, target)`: the human's override; ids stay hydratable.
+- `listed(state)`, `item_info(item)`, `ItemInfo`: the Context view's rows.
+- `read_session_file(state, item_id, offset, limit)`, `hydrate(...)`, `HydratedText`: text
+  behind an id.
+- `UnknownItem`: an id, URI or symbol that cannot be resolved.
 """
 
 from __future__ import annotations

@@ -3,6 +3,11 @@
 A block's kind decides whether the policy may evict it and what its placeholder says; an
 item's kind (the subset FILE, SYMBOL, SKILL, MEMORY, TOOL_RESULT) what the Context view
 lists. The values are the strings the protocol and the placeholders show.
+
+API:
+- `BlockKind`: the kinds.
+- `EVICTABLE`: the kinds the policy may evict.
+- `FILE_COPIES`: the kinds that carry a copy of a file.
 """
 
 from __future__ import annotations

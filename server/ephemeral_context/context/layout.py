@@ -11,6 +11,12 @@ segment breakpoints share one TTL and the thread breakpoints another, never 1 ho
 Each call returns both the Messages API kwargs and the cache model's view of the same request
 (`cache_sim.Request`), built from per-block content keys computed once, so the engine can
 account for a request without serialising it.
+
+API:
+- `build(...)`: the parts laid out as one request; a `BuiltRequest` (API kwargs and
+  `cache_sim.Request`).
+- `place_breakpoints(...)`, `choose_anchor(...)`: where the four breakpoints go.
+- `SegmentEntry`: one file version in the segment.
 """
 
 from __future__ import annotations

@@ -10,6 +10,12 @@ Limits (files, total bytes, bytes per file) are enforced least-recently-used fir
 items are exempt. A binary or over-size file never enters as content: it becomes a
 reference with the reason. The ledger only records state; deciding *when* to change it is
 the policy's job (policy.py), and shaping requests is the layout's (layout.py).
+
+API:
+- `Ledger`: items by id and the current item per key; limits enforced LRU first.
+- `LedgerItem`, `ItemState`: one version of one piece of content, and its state.
+- `LedgerLimits`: the limits (files, bytes, bytes per file).
+- `unfit_reason(text, size_bytes, limits)`: why content cannot enter as text, None when it can.
 """
 
 from __future__ import annotations

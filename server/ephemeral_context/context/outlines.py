@@ -4,6 +4,10 @@ Consolidations, re-hydrations and pins ask for the outlines of the same file ver
 and again; `OutlineCache` parses each once (bounded, cleared when full).
 `enclosing_symbol` finds the innermost definition holding a piece of text, so that
 re-hydration can append one definition (as read_symbol would) instead of a whole file.
+
+API:
+- `OutlineCache`: `get(text, path)` parses each file version once.
+- `enclosing_symbol(outline, text, needle)`: the innermost definition holding `needle`.
 """
 
 from __future__ import annotations

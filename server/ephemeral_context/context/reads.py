@@ -7,6 +7,14 @@ reference with the reason. The model's own edits add no content (the new version
 tool_use) but move its view of the file. External changes of files a conversation has seen
 become one compact note before its next call. Every version is a ledger item, so any id
 shown can be hydrated.
+
+API:
+- `add_read(...)`: a read in; a reference, a diff or the content out.
+- `record_edit(...)`: the model's own change of a file.
+- `record_file_version(state, c, uri, item_id, text, version)`: make a version current in the
+  ledger.
+- `note_document_change(state, change)`: an outside change, noted for the next call.
+- `touch(state, c, uri)`: the conversation used this file now.
 """
 
 from __future__ import annotations

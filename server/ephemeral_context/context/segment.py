@@ -6,6 +6,10 @@ extra cost; the thread copies of those files become one-line references. A file 
 gate says is not worth keeping whole (long untouched, likely not needed again) is demoted
 to its synopsis plus id, with the definitions this conversation edited (partial). Entries
 are ordered least-recently-changed first, so a change invalidates the shortest suffix.
+
+API:
+- `rebuild(state, c, ttl)`: the cold-cache rebuild.
+- `used_symbols(state, c, uri, text)`: the definitions this conversation's edits wrote into.
 """
 
 from __future__ import annotations

@@ -10,6 +10,13 @@ A skill file starts with a `---` fenced block of `key: value` lines. Keys read h
 Behavioral and persona skills govern how the model acts: they are never evictable, whatever
 the frontmatter says, except by an explicit human override (engine.drop). Broken frontmatter
 makes the skill not ephemeral and the problem is reported, never raised.
+
+API:
+- `parse_skill(text)`: a skill file's frontmatter as a `SkillMeta` (problems collected, never
+  raised).
+- `SkillMeta`, `EvictAfter`: what the frontmatter says.
+- `trigger_fired(meta, used, steps_since, tokens_since)`: whether eviction is allowed now.
+- `HARNESS_HEADER`: how the harness introduces a skill body.
 """
 
 from __future__ import annotations

@@ -2,8 +2,14 @@
 
 `EngineState` holds the store, the configuration, the ledger, every conversation, the
 outline cache and the eviction events; the engine's parts (intake, reads, eviction,
-segment, rehydration, accounting, items) are functions over it. `StoreLike` is the slice
+segment, rehydration, items) are functions over it. `StoreLike` is the slice
 of store.Store the engine uses (persist once, get by id).
+
+API:
+- `EngineState`: the shared state; `conversation(id)`, `count(text, kind)`.
+- `EngineConfig`: limits and switches (defaults in docs/cost-model.md).
+- `EvictionEvent`: one eviction decision, as reported to the user.
+- `StoreLike`, `TokenCounter`: what the engine needs from outside.
 """
 
 from __future__ import annotations

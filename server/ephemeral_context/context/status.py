@@ -3,6 +3,10 @@
 Savings compare the cache model's bill for the requests built (accounting.py) with that of
 the recorded-style baseline at the same times. `next_tokens` estimates the next request's
 size from the state the engine keeps, without building it.
+
+API:
+- `status(state, convs, ...)`: the numbers for `ephemeralContext/status`, an `EngineStatus`.
+- `next_tokens(state, c, pending)`: the next request's estimated size.
 """
 
 from __future__ import annotations
