@@ -8,6 +8,12 @@ loaded is what the project itself considers source; outside a repository, a dire
 that skips hidden and generated directories. `project_files` is the one file lister (the
 model's `search` uses it too, for the wider VISIBLE set). Files the mirror will not hold
 (binary, too large, unreadable) are reported with their reason, never fatal.
+
+API:
+- `index_files(files, mirror, store, ...)`: `ectx index`.
+- `project_files(root, which)`, `FileSet`: the one file lister.
+- `expand(paths)`: files stay, folders become their files.
+- `repository_root(start)`: the git work tree, or None.
 """
 
 from __future__ import annotations

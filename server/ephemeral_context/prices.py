@@ -7,12 +7,16 @@ the date the row took effect and its source). A call is priced by the newest row
 model in effect when it started; multipliers (read / input, ...) are per model, since the
 2026 models read the cache at 0.05x or 0.025x instead of 0.1x.
 
-API: `lookup(model, at=None) -> PriceRow` (raises `UnknownModelError` for an id that names
-no listed model: an unlisted version of a known family is unknown too, never priced as an
-older member); `priced(model, at=None) -> PriceRow` (the reference row, marked `known=False`,
-for an unknown model: replay warns and goes on); `PriceRow.billed_input(usage)` (base-input
-token equivalents), `.cost_usd(usage, output_tokens)`, `.rates_for(prompt_tokens)`;
-`parse_model(model) -> (family, version) | None`.
+API:
+- `lookup(model, at=None) -> PriceRow`: the row in effect; `UnknownModelError` for an id that
+  names no listed model (an unlisted version of a known family is unknown too, never priced
+  as an older member).
+- `priced(model, at=None) -> PriceRow`: the same, but the reference row (`REFERENCE_MODEL`,
+  marked `known=False`) for an unknown model: replay warns and goes on.
+- `PriceRow`: `.billed_input(usage)` (base-input token equivalents), `.cost_usd(usage,
+  output_tokens)`, `.rates_for(prompt_tokens)`.
+- `Multipliers`: cache prices relative to base input (what the cost gate weighs).
+- `parse_model(model) -> (family, version) | None`; `rows()`: every row.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ becomes a `cache_sim.Request`: one block per tool, system block and message cont
 each with a content key, an estimated token count and its `cache_control` TTL, refused with
 `CacheControlError` where the API refuses the body. The engine builds its own `Request`
 directly and never parses bodies this way.
+
+API:
+- `request_from_messages_api(body)`: a body as a `cache_sim.Request`.
 """
 
 from __future__ import annotations

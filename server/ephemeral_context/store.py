@@ -16,6 +16,14 @@ timeout serialise the writers, and BEGIN IMMEDIATE makes the id choice atomic.
 Ids are the shortest prefix of the hash (at least 8 hex digits) that no other entry's hash
 shares, so they stay short and grow only on collision. An id is checked to be hex before it
 gets near the file system.
+
+API:
+- `Store`: `put`, `get`, `gc`, ...; one SQLite connection per instance.
+- `StoredEntry`: one stored content and what is known about it.
+- `StoreError` and its kinds (`UnknownId`, `ExpiredId`, `InvalidId`, `InvalidRange`,
+  `OffsetPastEnd`, `CorruptEntry`): what a bad read is told.
+- `data_dir()`, `default_store_dir()`: where the data lives.
+- `TOMBSTONE_SECONDS`: how long an expired id still answers.
 """
 
 from __future__ import annotations

@@ -8,6 +8,12 @@ to the per-call input totals that Anthropic returned in real Claude Code session
 `ectx replay --fit-tokens PATH...` recomputes them (replay/calibrate.py) and
 docs/cost-model.md ("Token estimate") records the fit and its error. When an API key is
 present, `count_tokens` asks the Messages API's count_tokens endpoint instead.
+
+API:
+- `estimate_tokens(text, kind)`, `estimate_block_tokens(text, kind)`: the offline estimate.
+- `count_tokens(...)`: exact counts from the API when a key is present.
+- `KINDS`, `CHARS_PER_TOKEN`, `TOKENS_PER_WIDE_CHAR`, `TOKENS_PER_OTHER_CHAR`,
+  `BLOCK_OVERHEAD_TOKENS`, `script_counts`: the fitted constants.
 """
 
 from __future__ import annotations

@@ -3,6 +3,11 @@
 Claude Code honours `ANTHROPIC_BASE_URL`; pointed at this gateway, each of its Messages API
 requests goes through the same ContextEngine the replay measures (core.py), upstream to
 Anthropic (or `--upstream`), and back, with the hydration tool answered here (server.py).
+
+API:
+- `run_gateway(...)`: `ectx gateway`, served until interrupted.
+- `host_gateway(...)`: the gateway inside a running event loop (`ectx serve --gateway`).
+- `upstream_url(...)`: where requests go upstream.
 """
 
 from __future__ import annotations

@@ -13,6 +13,13 @@ when none does.
 A message's key is taken over what the model reads (types, texts, tool ids, names and
 inputs, result texts), not over `cache_control` or signatures, so Claude Code moving its
 breakpoint or a merged hydration answer coming back does not look like a rewind.
+
+API:
+- `Conversations`: every thread the gateway has seen, by session; finds the one a request
+  continues.
+- `Thread`: one engine conversation and the client messages fed into it.
+- `Expected`: a merged answer the client will send back.
+- `message_key(message)`, `session_of(body, headers)`: the keys a request is matched by.
 """
 
 from __future__ import annotations

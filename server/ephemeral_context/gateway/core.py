@@ -10,6 +10,13 @@ come back.
 
 Content the engine cannot hold (images, documents, server tool blocks) makes the whole
 conversation pass through: the engine's copy would be missing it.
+
+API:
+- `GatewayCore`: `prepare`, `answer_hydrations`, `finish` over one engine.
+- `Plan`: the body for the next upstream call, and its thread.
+- `Passthrough`: forward unchanged, and why.
+- `hydration_calls(content)`, `visible(content)`: an answer's hydration calls, and what the
+  client sees.
 """
 
 from __future__ import annotations

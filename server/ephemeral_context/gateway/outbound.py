@@ -9,6 +9,12 @@ messages are the engine's, role "system" messages given their role back.
 Breakpoints: the client's own (tools, system) stay; the engine's (end of segment, a
 mid-thread anchor, the last block) fill what is left of the API's four, the last block
 first, then the segment, then the anchor; none of them is 1 hour after a 5-minute one.
+
+API:
+- `upstream_body(...)`: the client's request with the engine's messages, segment and tools.
+- `engine_tools(client_tools)`, `HYDRATION_TOOL_NAME`: the client's tools plus the hydration
+  tool.
+- `system_text(system)`: the client's system prompt as one text.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ prompt cache per session and model, at the time the request arrived), scaled by 
 upstream's token count for the request actually sent compares with the cache model's
 estimate of it, so both sides count tokens the same way. A request passed through unchanged
 costs the same on both sides.
+
+API:
+- `Savings`: figures per session.
+- `Pricing`: one client request's price, waiting for the upstream's usage.
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ client never sees that call: the gateway answers it and asks the upstream again,
 next answer's blocks continue the same message (one `message_start`, later blocks numbered
 on, one `message_delta` whose output tokens add up the rounds); a stream pauses for the
 length of one more upstream call. A stream the upstream drops is dropped for the client too.
+
+API:
+- `Gateway`: the aiohttp application and its upstream client session.
+- `ANTHROPIC_API`: the default upstream.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@
 passed on is byte-for-byte what the upstream sent). `MessageBuilder` folds the events of one
 answer back into its content blocks, as the SDK's accumulator does, so the gateway knows
 what the model said (hydration calls included) without asking the upstream twice.
+
+API:
+- `read_events(chunks)`, `parse_event(...)`, `encode(name, data)`: events in and out.
+- `MessageBuilder`: one streamed answer rebuilt into content blocks.
 """
 
 from __future__ import annotations

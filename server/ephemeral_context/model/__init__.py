@@ -2,6 +2,9 @@
 
 This file stays free of imports so that `ectx --help` and `ectx serve` can read the
 default model without loading the anthropic SDK.
+
+API:
+- `DEFAULT_MODEL`: the model an ask uses unless configured.
 """
 
 DEFAULT_MODEL = "claude-sonnet-4-6"

@@ -6,6 +6,13 @@ file-once, reference-on-repeat and eviction rules apply to everything the model 
 loop ends at `end_turn` (or any stop without tool calls), at the step bound, on a refusal,
 or on cancellation; a cancelled loop leaves the conversation valid for the next ask (every
 tool call it had started gets a result).
+
+API:
+- `run_agent(...)`: answer a prompt in a conversation, calling tools until the model is done.
+- `AgentSettings`, `AgentEvents`, `AgentResult`: per-ask knobs, what a front end hears, how it
+  ended.
+- `SubagentEvent`, `SubagentEventKind`: what a sub-agent did.
+- `record_result(...)`: one tool result into the engine.
 """
 
 from __future__ import annotations

@@ -6,6 +6,13 @@ of a stream, which the SDK never retries: error events, a dropped connection, an
 byte for `stall_timeout` seconds; the SDK lets httpx's own exceptions through there). Every
 failure ends as a `ModelError` whose message tells the user what to do; the API key never
 appears in a message or a log line.
+
+API:
+- `ModelClient`: streams one Messages API call at a time.
+- `ClientSettings`: how to reach the API.
+- `ModelError`: a call that failed for good; the message is for the user.
+- `RetryPolicy`, `RetryNotice`, `parse_retry_after`: the one retry policy.
+- `TextCallback`: how streamed text reaches the caller.
 """
 
 from __future__ import annotations

@@ -7,6 +7,15 @@ sub-agent's first message lists those file versions as `[[file:<id>]]` reference
 one-line synopsis, and any large chunk of a seen file that the main agent pasted into the
 task is replaced by its reference too. The sub-agent hydrates what it needs with
 read_session_file; nothing is sent twice.
+
+API:
+- `DELEGATE`, `DELEGATE_TOOL`, `SUBAGENT_SYSTEM`, `SUBAGENT_TOOLS`: the tool and what a
+  sub-agent gets.
+- `brief(...)`: the sub-agent's first message.
+- `reference_pasted(...)`: pasted chunks of seen files replaced by references.
+- `seen_files(...)`, `SeenFile`, `synopsis_line(...)`: the file versions a conversation was
+  shown.
+- `workspace_label(...)`: the short path the tools use.
 """
 
 from __future__ import annotations

@@ -5,6 +5,12 @@ the new text). Where the change lands is the applier's business: `DiskEditApplie
 the file atomically (the default, for the CLI and for clients without applyEdit); the LSP
 layer provides one that sends `workspace/applyEdit`, so edits land in open buffers and can
 be undone.
+
+API:
+- `plan_edit(text, old, new)`: the pure part of an edit.
+- `EditApplier`, `DiskEditApplier`: where the change lands.
+- `EditOutcome`, `EditError`: what happened, or why not.
+- `write_atomically(path, text)`: temp file and rename.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 The model names them `/memories/<path>` (or `<path>`); nothing can leave the folder
 (model/secrets.Workspace resolves every path). Each command returns a `MemoryReply`; a
 command that cannot be done raises `MemoryRefused` with the sentence the model sees.
+
+API:
+- `MemoryFolder`: `view`, `create`, `str_replace`, `insert`, `delete`, `rename`.
+- `MemoryReply`, `MemoryRefused`: the answer, or why not.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ right before a request (`follow`), and only if it still passes the checks of a m
 (workspace, secret names and contents, size). A file that no longer passes them (an AWS key
 typed into it) is unpinned instead, so its new text is neither sent nor stored; the version
 shown earlier stays hydratable. The LSP server and `ectx` hold no pin state of their own.
+
+API:
+- `Pins`: `follow` before a request, `pending_tokens` for the usage estimate.
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ content holds a credential is not searched and gets one note, whatever the patte
 (model/secrets.py).
 Bounds keep one call cheap: at most SEARCH_MAX_MATCHES lines, SEARCH_MAX_FILES files, and
 each line matched on its first SEARCH_MATCH_CHARS characters.
+
+API:
+- `search_workspace(...)`: matching lines as `path:line: text`.
+- `SEARCH_MAX_MATCHES`: the bound on lines.
 """
 
 from __future__ import annotations

@@ -5,6 +5,11 @@ included) and must land inside one of the workspace folders; a file whose name m
 secret pattern, or whose text holds a private-key block or a well-known token format, is
 withheld unless the user opted in for that very file. The reasons are written for the model
 to read, and they never quote the secret itself.
+
+API:
+- `Workspace`: the folders the model may use; resolves a path or raises `AccessDenied`.
+- `SecretPolicy`: whether a file may be sent.
+- `find_secret(text)`: the first well-known secret in a text.
 """
 
 from __future__ import annotations

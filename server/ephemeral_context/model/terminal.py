@@ -6,6 +6,9 @@ is retried starts its text over: on a terminal the reader sees both (stderr says
 stdout redirected to a file or a pipe gets each call's text only once the call succeeded, so
 it holds the final answer only. Edits are written to disk.
 Ctrl-C cancels the running call and exits with 130.
+
+API:
+- `run_ask(...)`: `ectx ask`; returns the exit code.
 """
 
 from __future__ import annotations

@@ -7,6 +7,14 @@ never decides how its answer is shown to the model: it returns a `ToolResult` an
 hands it to the context engine, which turns a repeated file read into a reference or a diff.
 Bad input from the model is answered with an error result that says how to call the tool
 correctly; it never raises.
+
+API:
+- `tool_schemas(...)`, `BASE_TOOLS`: the tools for one request.
+- `run_tool(env, name, args)`: answer one tool call, as a `ToolResult`.
+- `ToolEnv`: what the handlers need; `guarded_path`, `guarded_document`, `readable`, the one
+  guarded read.
+- `SkillFolder`: the skills folder.
+- `READ_DEFAULT_LINES`: the bound on an unbounded read.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ Sessions sent through other gateways (glm-4.7 behind an Anthropic-compatible end
 one) record usage that Anthropic's cache cannot produce: cache reads when nothing was ever
 written, or a read larger than any prefix written or read before it. Such a session is
 "other": strategies are still compared under Anthropic's rules, fidelity is not claimed.
+
+API:
+- `classify(session)`: a `Billing`: Anthropic, other, or none on record.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ the block's kind / chars-per-token of that kind) + a fixed cost per block. Least
 over every step of every transcript gives the constants; `ectx replay --fit-tokens PATH...`
 runs it, and docs/cost-model.md records the result and its error. Steps are used instead of
 whole calls because the unrecorded prefix (tools, system prompt) cancels out.
+
+API:
+- `fit_paths(paths)`: the fit over transcripts.
+- `describe(result)`: the fit as docs/cost-model.md quotes it.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ session; `--demo` asks for the demo explicitly (as `make run` does, so it never 
 outside the repository). The table ends with one line: what the sessions cost at list
 prices and what each strategy would have cost. Problems in the input go to stderr with file
 and line; the JSON or the table goes to stdout.
+
+API:
+- `run(paths, ...)`: the whole subcommand; returns the exit status.
 """
 
 from __future__ import annotations

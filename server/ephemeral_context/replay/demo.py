@@ -2,6 +2,9 @@
 
 `ectx replay --demo` and `make run` replay it, so a newcomer sees fidelity checked against
 what was billed; data/README.md says where it comes from.
+
+API:
+- `DEMO_SESSION`: the demo transcript's path.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ loads as skills (the Skill tool's result, or the skill body Claude Code sends as
 message), everything else as tool results. An assistant block that carries the API dict it
 came from (`Block.raw`, the gateway's case) goes in as that dict, so thinking signatures and
 fields the engine does not know survive.
+
+API:
+- `feed_message(...)`: one message of a session into the engine.
+- `EDIT_TOOLS`: the tools whose results are edits.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ the tracker keeps the lines it has seen, applies the model's own replacements to
 takes a whole file when the transcript recorded one (a Write, or an Edit's `originalFile`).
 A Read that shows different lines from the ones known, with no change by the model in
 between, is an external change (a formatter, git, the user).
+
+API:
+- `FileTracker`: files of one thread, block by block.
 """
 
 from __future__ import annotations

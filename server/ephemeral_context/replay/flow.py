@@ -12,6 +12,13 @@ clear old tool results) without parsing text again.
 Token counts here are estimates from `tokens.py`, made once when the block is read; the fixed
 prefix Claude Code sends (tools and system prompt) is not in the transcript and is inferred per
 thread from the first recorded call (see docs/cost-model.md, "Replay and fidelity").
+
+API:
+- `Session`, `Thread`, `Call`, `Message`, `Block`, `Role`: the flow.
+- `FileView`, `FileChange`: what a Read showed, what an edit changed.
+- `RecordedUsage`: the usage a call recorded.
+- `Problem`: something skipped, where and why.
+- `block_key(...)`: the content key of a block.
 """
 
 from __future__ import annotations

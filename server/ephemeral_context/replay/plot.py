@@ -2,6 +2,9 @@
 
 Calls of several sessions are laid end to end, in report order. matplotlib runs with the
 Agg backend, so no display is needed.
+
+API:
+- `plot(report, path)`: write the figure.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Claude Code keeps one folder per project (its path with every other character tu
 `-`), a `<session>.jsonl` per session in it, and each session's sub-agents in
 `<session>/subagents/agent-*.jsonl`. A session here is its main file plus those sub-agent
 files, dated by the newest of them; `--project`, `--since` and `--limit` narrow the list.
+
+API:
+- `claude_projects()`, `own_sessions(root, ...)`: the user's sessions.
+- `parse_since(text)`: `--since`.
 """
 
 from __future__ import annotations

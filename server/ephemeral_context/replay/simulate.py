@@ -9,6 +9,11 @@ had warmed (an earlier session, the compaction call) gets that prefix written ju
 with the client's TTL (the one its first call wrote with) whatever the strategy asks for.
 The results carry what the report needs: per call usage and context size, and per strategy
 the totals, dollars, cache hit rate and the share of shown content that stays retrievable.
+
+API:
+- `simulate(name, session, layout)`: one layout through the cache model.
+- `Prompt`, `LayoutStrategy`, `Strategy`, `StrategyResult`: what a strategy gives and gets.
+- `fidelity(...)`, `Fidelity`: modelled against recorded usage.
 """
 
 from __future__ import annotations

@@ -24,6 +24,11 @@ differ in what the messages carry:
   thread become short references.
 
 `STRATEGIES` maps names to strategies; a new one (the context engine's `ours`) is one entry.
+
+API:
+- `STRATEGIES`: name -> strategy.
+- `UNCHANGED_STUB`, `CLEARED_PLACEHOLDER`, `FILE_REFERENCE`, `AIDER_FILE_NOTE`: the texts they
+  send.
 """
 
 from __future__ import annotations

@@ -1,8 +1,17 @@
 """tree-sitter for the context: language detection, outlines, synopses, symbol lookup.
 
-The names here are the contract other modules call (docs/architecture.md); the submodules
+The names here are the contract other modules call; the submodules
 are one idea each: languages, queries (grammars/*.scm), binding (the tree-sitter shim),
 outline (definitions -> symbols), synopsis (rendering), symbols (hydration), incremental.
+
+API:
+- `detect_language`, `LANGUAGES`: which grammar a file gets.
+- `outline_text`, `Outline`, `Symbol`, `SymbolId`, `Limits`: a file's definitions.
+- `render_synopsis`: the synopsis text.
+- `find_symbol`, `address`, `split_reference`, `SymbolLookup`, `SymbolText`, `LookupStatus`: one
+  symbol's text.
+- `IncrementalSyntax`, `SymbolChanges`, `ByteEditLike`: a document's tree kept current edit by
+  edit.
 """
 
 from ephemeral_context.syntax.incremental import ByteEditLike, IncrementalSyntax, SymbolChanges

@@ -5,6 +5,10 @@ py-tree-sitter keeps changing these shapes: 0.23 moved `Query.matches` onto `Que
 form of `parse` accepts, and a cancelled parse surfaces as a bare ValueError. The rest of
 syntax/ calls `parse_bounded` and `run_matches` and never depends on those details, so a
 future binding change is fixed here alone.
+
+API:
+- `parse_bounded(...)`, `Budget`, `BudgetExceeded`: a parse within a time budget.
+- `run_matches(...)`, `Match`: query matches.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 Exit status: 0 printed what was asked, 1 the symbol is ambiguous or unknown (the candidates
 or closest names are printed), 2 the file cannot be read.
+
+API:
+- `run_outline(...)`: `ectx outline`.
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ error recovery can build a different tree incrementally than from scratch), and 
 old tree's `changed_ranges` against that fresh tree still limits the re-query. The result always
 equals `outline_text` on the final text (the property tests check that), and every update
 says which symbols were added, removed or changed, by `SymbolId`.
+
+API:
+- `IncrementalSyntax`: one document's tree and outline; `apply` each didChange's edits.
+- `SymbolChanges`: what one update did to the definitions.
+- `ByteEditLike`: the edit it takes (documents.ByteEdit).
 """
 
 from __future__ import annotations

@@ -2,6 +2,10 @@
 
 Every supported language is one `LanguageSpec` row in `LANGUAGES`; detection tables are built
 from those rows, so adding a language means adding one row and one grammars/<name>-tags.scm.
+
+API:
+- `detect_language(path, language_id)`, `spec_for(language)`, `LANGUAGES`: which grammar.
+- `load_language(language)`: the grammar, loaded once.
 """
 
 from __future__ import annotations

@@ -7,6 +7,13 @@ definition written outside it (a Go method's receiver type), `@omit.definition.<
 text left out of the signature. When several patterns capture
 definitions with the same name node, they describe one definition: the widest span wins and
 the kind comes from the pattern written last in the file.
+
+API:
+- `outline_text(text, path, ...)`: an `Outline` of `Symbol`s, or why none (never raises).
+- `Symbol`, `SymbolId`, `Definition`, `Limits`: the data.
+- `analyse`, `find_definitions`, `nest`, `qualify`, `outline_order`, `make_outline`,
+  `new_parser`: the steps (incremental.py reuses them).
+- `binary_reason(text)`, `fallback_reason(...)`: why a text gets no tree.
 """
 
 from __future__ import annotations

@@ -2,6 +2,11 @@
 
 Queries are data: this module only knows where the files live and compiles each one once per
 process. What the captures mean is decided in outline.py from capture-name prefixes.
+
+API:
+- `compiled_query(language)`, `compiled_top_level_query(language)`: the compiled queries.
+- `query_source(language)`, `refinements(language)`, `grammars_dir()`: the files.
+- `KINDS`, `FILE`, `QueryFileError`: the capture vocabulary and its violations.
 """
 
 from __future__ import annotations

@@ -3,6 +3,11 @@
 A reference resolves to exactly one symbol, to the candidates when it is ambiguous
 (overloads, or a short name defined in several places), or to the closest known names when
 nothing matches. `Name#2` picks the second of several same-named definitions.
+
+API:
+- `find_symbol(text, outline, name)`: a `SymbolLookup` (`LookupStatus`, `SymbolText`).
+- `address(symbol, outline)`: the shortest reference to a symbol.
+- `split_reference(reference)`: `path::Symbol` apart.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 One header line (path, language, lines, estimated tokens), then one line per definition,
 indented by nesting: `  12-40 method Foo.bar(self, x: int) -> str`. The same Outline always
 renders to the same text.
+
+API:
+- `render_synopsis(outline)`: the synopsis text.
+- `symbol_line(symbol)`: one definition's line.
 """
 
 from __future__ import annotations

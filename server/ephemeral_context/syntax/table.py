@@ -6,6 +6,9 @@ edit touched, inserts the freshly queried ones and then repairs exactly the iden
 can have moved: children whose parent was replaced ("orphans", re-qualified with their
 subtrees) and same-named rows whose overload ordinal shifted. Every identity that leaves or
 enters is recorded, with its old byte span, so the caller can diff texts without a full scan.
+
+API:
+- `SymbolTable`: the rows and what the current update changed.
 """
 
 from __future__ import annotations
