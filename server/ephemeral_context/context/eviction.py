@@ -12,7 +12,7 @@ fields. Only consumed content is a candidate: nothing from the latest model resp
 nothing pinned or protected, and a skill only once its frontmatter trigger has fired.
 
 API:
-- `consolidate(state, c, prefix, ttl)`: before a call, evict what the policy allows; rebuild a
+- `consolidate(state, c, prefix, outlook)`: before a call, evict what the policy allows; rebuild a
   cold segment.
 - `evict_all(state, c, indices, reason, ...)`: the one evict, reflow, report sequence (also
   `items.drop`'s).

@@ -8,7 +8,7 @@ to its synopsis plus id, with the definitions this conversation edited (partial)
 are ordered least-recently-changed first, so a change invalidates the shortest suffix.
 
 API:
-- `rebuild(state, c, ttl)`: the cold-cache rebuild.
+- `rebuild(state, c, outlook)`: the cold-cache rebuild.
 - `used_symbols(state, c, uri, text)`: the definitions this conversation's edits wrote into.
 """
 
