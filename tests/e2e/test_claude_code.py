@@ -207,6 +207,25 @@ def test_reads_and_edits_are_reconstructed_call_by_call(
     assert change is not None and change.replacements == (('"hello"', '"goodbye"'),)
 
 
+@RELEASES
+def test_parallel_reads_are_one_message_each_way(claude_code: ClaudeCode) -> None:
+    """Two Reads in one turn: Claude Code links each result to its own tool use."""
+    for name in ("a.py", "b.py"):
+        (claude_code.workspace / name).write_text(f"{name[0].upper()} = 1\n", encoding="utf-8")
+    reads = [
+        {"name": "Read", "input": {"file_path": str(claude_code.workspace / n)}}
+        for n in ("a.py", "b.py")
+    ]
+    run = claude_code.run("Read a.py and b.py.", [{"tool_use": reads}, "Both are 1."])
+    assert run.returncode == 0, run.stderr
+    session = read_session(run.transcript)
+    assert_reconstructs(session, run.requests)
+    results = session.request(session.calls[1])[-1].blocks
+    assert [b.file_view.path for b in results if b.file_view] == [
+        r["input"]["file_path"] for r in reads
+    ]
+
+
 def test_one_hour_caching_is_what_the_calls_record(claude_code: ClaudeCode) -> None:
     app = claude_code.workspace / "app.py"
     app.write_text("X = 1\n", encoding="utf-8")

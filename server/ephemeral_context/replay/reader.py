@@ -205,6 +205,8 @@ class _Reading:
     preserved: dict[str, list[str]] = field(default_factory=dict)
     """Per compaction summary (its uuid), the messages kept after it."""
     cleared: dict[str, frozenset[str]] = field(default_factory=dict)
+    children: dict[str, list[_Entry]] = field(default_factory=dict)
+    """Sent lines by the line they link to."""
     """Per microcompaction boundary (its uuid), the tool results Claude Code cleared there."""
     unknown_tools: dict[str, list[int]] = field(default_factory=dict)
     """Tool names the reader does not know, with the lines that used them."""
@@ -227,6 +229,8 @@ class _Reading:
         """Keep a line that was sent to the model."""
         self.entries.append(entry)
         self.sent[entry.uuid] = entry
+        if entry.parent is not None:
+            self.children.setdefault(entry.parent, []).append(entry)
 
 
 def _plural(count: int, noun: str) -> str:
@@ -792,6 +796,7 @@ def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str, fro
             parent = reading.previous.get(node)
         node = parent
     out.reverse()
+    out = _with_parallel_results(out, reading)
     if reading.preserved:
         out = [
             kept
@@ -806,6 +811,55 @@ def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str, fro
             )
         ]
     return out, root, cleared
+
+
+def _with_parallel_results(chain: list[_Entry], reading: _Reading) -> list[_Entry]:
+    """The chain with the results of parallel tool calls that are off it.
+
+    Claude Code links each result of a parallel call to its own tool_use line and the next
+    line to the last result only, so a chain holds the last result; the request carried all
+    of them (one assistant message with the tool uses, one user message with the results).
+    A line off the chain that answers a tool use on it, and only that, goes before the first
+    user line after its tool use, in file order.
+    """
+    on_chain = {entry.uuid for entry in chain}
+    found: dict[int, list[_Entry]] = {}
+    answered: set[str] | None = None
+    for at, entry in enumerate(chain):
+        if entry.role != "assistant":
+            continue
+        for child in reading.children.get(entry.uuid, ()):
+            ids = _result_ids(child)
+            if child.uuid in on_chain or not ids or child.sidechain != entry.sidechain:
+                continue
+            if answered is None:
+                answered = {i for line in chain for i in _result_ids(line) or ()}
+            if ids & answered:
+                continue
+            answered |= ids
+            before = next((k for k in range(at + 1, len(chain)) if chain[k].role == "user"), None)
+            if before is not None:
+                found.setdefault(before, []).append(child)
+    if not found:
+        return chain
+    out: list[_Entry] = []
+    for at, entry in enumerate(chain):
+        out.extend(sorted(found.get(at, ()), key=lambda child: child.line))
+        out.append(entry)
+    return out
+
+
+def _result_ids(entry: _Entry) -> set[str] | None:
+    """The tool uses a user line answers, when tool results are all it holds (else None)."""
+    content = entry.content
+    if entry.role != "user" or entry.attachment or not isinstance(content, list) or not content:
+        return None
+    ids = {
+        str(item.get("tool_use_id"))
+        for item in content
+        if isinstance(item, Mapping) and item.get("type") == "tool_result"
+    }
+    return ids if len(ids) == len(content) else None
 
 
 def _messages(

@@ -464,6 +464,25 @@ def test_a_compaction_keeps_its_preserved_messages_and_re_attached_files(tmp_pat
     assert request[2].blocks[1].text == "and now?"
 
 
+def test_parallel_tool_results_off_the_chain_are_sent_with_the_last(tmp_path: Path) -> None:
+    """Claude Code links each parallel result to its own tool_use line and goes on from the
+    last result: the request still carries every result, after both tool uses."""
+    t = Transcript()
+    t.user("read both")
+    t.assistant([tool_use("t1", "Bash", command="ls a"), tool_use("t2", "Bash", command="ls b")])
+    first_use, second_use = t.lines[-2]["uuid"], t.lines[-1]["uuid"]
+    t.parent = first_use
+    t.tool_result("t1", "a.txt")
+    t.parent = second_use
+    t.tool_result("t2", "b.txt")
+    t.assistant([text("two files")])
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert session.problems == []
+    request = session.request(session.calls[-1])
+    assert [m.role for m in request] == ["user", "assistant", "user"]
+    assert [b.text for b in request[2].blocks] == ["a.txt", "b.txt"]
+
+
 def test_a_microcompaction_clears_its_tool_results_in_every_later_request(
     tmp_path: Path,
 ) -> None:
