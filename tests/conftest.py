@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from tests.claude_code import CURRENT_RELEASE, ClaudeCode, claude_code_binary
 from tests.fakes import FakeMessagesAPI
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+settings.register_profile("ci", derandomize=True, database=None)
+"""CI runs the same examples every time (.ci/run sets CI); a developer's run explores new ones
+and keeps what fails in .hypothesis/."""
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(autouse=True)
