@@ -56,8 +56,7 @@ class Invariants:
     forks: int = 0
     """Threads that branched off another thread of the same prefix (rewinds, edits)."""
     invalid_input: int = 0
-    """Calls whose own messages the API would refuse, lost results aside: the request check
-    does not apply to them."""
+    """Calls whose own messages the API would refuse: the request check does not apply."""
     ours_peak: int = 0
     recorded_peak: int = 0
 
@@ -98,40 +97,6 @@ def api_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             else:
                 content.append({"type": "text", "text": block.text or " "})
         out.append({"role": message.role, "content": content})
-    return out
-
-
-def unanswered(messages: Sequence[Message]) -> set[str]:
-    """Tool calls whose result the transcript lost (Claude Code links all but one of
-    parallel results off the chain the reader walks): their requests did carry them."""
-    uses = {b.tool_use_id for m in messages for b in m.blocks if b.type == "tool_use"}
-    results = {b.tool_use_id for m in messages for b in m.blocks if b.type == "tool_result"}
-    return {str(i) for i in uses - results}
-
-
-def answer(messages: list[dict[str, Any]], lost: set[str]) -> list[dict[str, Any]]:
-    """`messages` with a stand-in result for each of the `lost` tool calls, where the API
-    wants it (first in the next user message), so the rest can be checked as sent."""
-    if not lost:
-        return messages
-    out: list[dict[str, Any]] = []
-    owed: list[dict[str, Any]] = []
-    for message in messages:
-        if owed and message.get("role") == "user" and isinstance(message.get("content"), list):
-            message = {**message, "content": owed + message["content"]}
-        elif owed:
-            out.append({"role": "user", "content": owed})
-        owed = []
-        out.append(message)
-        content = message.get("content")
-        if message.get("role") == "assistant" and isinstance(content, list):
-            owed = [
-                {"type": "tool_result", "tool_use_id": b["id"], "content": "(lost)"}
-                for b in content
-                if b.get("type") == "tool_use" and b.get("id") in lost
-            ]
-    if owed:
-        out.append({"role": "user", "content": owed})
     return out
 
 
@@ -205,13 +170,10 @@ class CheckedLayout(OursLayout):
         return out
 
     def _check_request(self, call: Call, kwargs: Mapping[str, Any], where: str) -> None:
-        messages = self.session.request(call)
-        lost = unanswered(messages)
-        if conversation_problem(answer(api_messages(messages), lost)) is not None:
+        if conversation_problem(api_messages(self.session.request(call))) is not None:
             self.found.invalid_input += 1
             return
         body = json.loads(json.dumps(kwargs))  # what goes over the wire
-        body["messages"] = answer(body["messages"], lost)
         problem = request_problem(body)
         if problem is not None:
             self.found.request.append(f"{where}: {problem.status} {problem.message}")
