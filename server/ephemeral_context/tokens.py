@@ -29,23 +29,23 @@ text (Read results); json: tool-use inputs; tool_output: command, search and oth
 output."""
 
 CHARS_PER_TOKEN: dict[str, float] = {
-    "prose": 4.09,
-    "thinking": 4.06,
-    "code": 3.06,
-    "json": 3.39,
-    "tool_output": 3.03,
+    "prose": 3.42,
+    "thinking": 3.97,
+    "code": 2.95,
+    "json": 3.28,
+    "tool_output": 2.97,
 }
 """For ASCII characters. Fitted on shared/corpus and shared/traces (2,422 call-to-call
 steps, 65 transcripts, much of the corpus in Chinese), 2026-12-01."""
 
-BLOCK_OVERHEAD_TOKENS = 48
+BLOCK_OVERHEAD_TOKENS = 44
 """Per content block: the block's framing plus the reminders Claude Code adds unrecorded."""
 
 
-TOKENS_PER_WIDE_CHAR = 1.667
+TOKENS_PER_WIDE_CHAR = 1.496
 """Per character of the CJK scripts (Han, kana, Hangul, full-width forms), whatever the kind."""
 
-TOKENS_PER_OTHER_CHAR = 0.482
+TOKENS_PER_OTHER_CHAR = 0.192
 """Per other non-ASCII character (Cyrillic, Greek, accented Latin, arrows, box drawing, emoji)."""
 
 _WIDE = re.compile(

@@ -814,39 +814,62 @@ def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str, fro
 
 
 def _with_parallel_results(chain: list[_Entry], reading: _Reading) -> list[_Entry]:
-    """The chain with the results of parallel tool calls that are off it.
+    """The chain with the parts of parallel tool calls that are off it.
 
-    Claude Code links each result of a parallel call to its own tool_use line and the next
-    line to the last result only, so a chain holds the last result; the request carried all
-    of them (one assistant message with the tool uses, one user message with the results).
-    A line off the chain that answers a tool use on it, and only that, goes before the first
-    user line after its tool use, in file order.
+    Claude Code writes one line per tool use of a response and links each result to its own
+    tool use; the next line links to whichever result was written last. So a chain can miss
+    tool uses of a response it holds (written after the one the result links to) and their
+    results. The request carried all of them: one assistant message with every tool use,
+    one user message with every result, in the order they were written.
     """
     on_chain = {entry.uuid for entry in chain}
-    found: dict[int, list[_Entry]] = {}
-    answered: set[str] | None = None
-    for at, entry in enumerate(chain):
-        if entry.role != "assistant":
-            continue
-        for child in reading.children.get(entry.uuid, ()):
-            ids = _result_ids(child)
-            if child.uuid in on_chain or not ids or child.sidechain != entry.sidechain:
-                continue
-            if answered is None:
-                answered = {i for line in chain for i in _result_ids(line) or ()}
-            if ids & answered:
-                continue
-            answered |= ids
-            before = next((k for k in range(at + 1, len(chain)) if chain[k].role == "user"), None)
-            if before is not None:
-                found.setdefault(before, []).append(child)
-    if not found:
-        return chain
     out: list[_Entry] = []
-    for at, entry in enumerate(chain):
-        out.extend(sorted(found.get(at, ()), key=lambda child: child.line))
-        out.append(entry)
+    at = 0
+    while at < len(chain):
+        entry = chain[at]
+        if entry.role != "assistant" or entry.message_id is None:
+            out.append(entry)
+            at += 1
+            continue
+        end = at
+        while end < len(chain) and chain[end].role == "assistant":
+            end += 1
+        if end == len(chain):  # the response being read: what follows it is not sent yet
+            out.extend(chain[at:])
+            break
+        turn = _whole_turn(chain[at:end], on_chain, reading)
+        results = end
+        while results < len(chain) and _result_ids(chain[results]) is not None:
+            results += 1
+        answered = {i for line in chain[end:results] for i in _result_ids(line) or ()}
+        found = []
+        for line in turn:
+            for child in reading.children.get(line.uuid, ()):
+                ids = _result_ids(child)
+                fresh = ids and not ids & answered and child.uuid not in on_chain
+                if fresh and child.sidechain == entry.sidechain:
+                    found.append(child)
+        out.extend(turn)
+        out.extend(sorted([*chain[end:results], *found], key=lambda line: line.line))
+        at = results
     return out
+
+
+def _whole_turn(run: list[_Entry], on_chain: set[str], reading: _Reading) -> list[_Entry]:
+    """An assistant run of the chain with the lines of its responses that are off it."""
+    responses = {line.message_id for line in run}
+    lines = list(run)
+    seen = set(on_chain)
+    for line in lines:  # grows as lines are found
+        for child in reading.children.get(line.uuid, ()):
+            if (
+                child.uuid not in seen
+                and child.role == "assistant"
+                and child.message_id in responses
+            ):
+                seen.add(child.uuid)
+                lines.append(child)
+    return sorted(lines, key=lambda line: line.line)
 
 
 def _result_ids(entry: _Entry) -> set[str] | None:
