@@ -2,6 +2,9 @@
 
 Each subcommand is one small function that imports what it needs, so `ectx --help`
 stays fast and a broken optional part never stops the others from running.
+
+API:
+- `main(argv)`: the `ectx` command; `build_parser()` lists its subcommands.
 """
 
 from __future__ import annotations

@@ -27,6 +27,17 @@ Nothing here looks into the future: `M` is estimated from the calls seen so far,
 from the idle gaps seen so far, and the chance that evicted content is needed again from
 the session's own history. The constants are the list-price multipliers and first
 principles, never values fitted to a transcript (docs/cost-model.md derives each one).
+
+API:
+- `Policy` (one per conversation): `touch(uri, call)`, `sent(thread_tokens, now)`, and
+  `outlook(c, now, twin_ttl, cache_ttl, budget)` -> an `Outlook` (prices, M, the two TTLs,
+  `file_reuse(uri, since)`) for the request about to be built; `horizon(c, budget)`.
+- The cost gate, pure: `eviction_pays`, `break_even_calls`, `candidate_value`,
+  `plan_eviction(candidates, boundaries, warm_end, m, rates, ttl, max_rewrite)` -> an
+  `EvictionPlan`, `fit_budget(candidates, total, budget)`.
+- The forecast, pure: `remaining_calls`, `calls_until_full`, `reuse_probability`,
+  `idle_reuse_probability`, `expected_wait`, `choose_ttl`, `mean_lifetime`.
+- How a Read is shown: `read_form(visible, new, label, count)`, `unified_diff`.
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ of a quote does not count, and neither does a quote inside a longer line.
 The index maps each line of evicted content to where it occurs; a block is indexed once,
 when it is first seen evicted, so a check costs the lines of the response, not the size
 of the thread.
+
+API:
+- `QuoteIndex`: `refresh(thread)` indexes the blocks evicted since the last call;
+  `quotes(text)` -> the `Quote`s (block and exact text) a response repeats.
+- `long_enough(text)`, `counted_lines(text)`; `MIN_QUOTE_LINES`, `MIN_QUOTE_CHARS`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ round trip) and after it (the call itself). Needs: an edit's old strings (with n
 file it edits, whose current version comes back when it is hidden), what a Read returned,
 and runs of evicted lines the response quotes (quotes.py). The counts feed the policy's
 reuse estimate for each kind.
+
+API:
+- `rehydrate(state, conv, needs, quoting)` -> a `RoundTrip` (items, tokens, the tool_use
+  output) appended for the `Need`s of the next response and the runs it quotes.
 """
 
 from __future__ import annotations

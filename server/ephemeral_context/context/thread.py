@@ -8,6 +8,11 @@ a placeholder or reference where content was, keeping the content; `reflow` reco
 offsets after blocks shrank and forgets the cache entries the change invalidated; `fork`
 starts another thread from a prefix of this one (a rewind, an edited prompt), as sent now,
 so the cache entries of that prefix serve both.
+
+API:
+- `Thread`: `append(call, role, block, tokens, ...)`, `replace(index, block, tokens, kind)`,
+  `reflow(first)`, `fork(at)`, `end(index)`, `consumed(index)`, `shows(needle)`.
+- `ThreadBlock`: one block as sent now, with its kind, item and recorded-style twin.
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ not open is written on disk (model/edits.py), because an edit the editor applies
 buffer nobody sees would leave the disk and the mirror disagreeing. After the client says
 it applied the edit, the applier waits (briefly) for that didChange, so the model's next
 read sees the new text.
+
+API:
+- `ClientEditApplier(server, mirror).apply(path, old, new)`: the model's edit, through the client's
+  buffer when the file is open there, else on disk.
 """
 
 from __future__ import annotations

@@ -3,6 +3,12 @@
 Handlers call these to turn wire types into the mirror's edits and positions, and the core's
 results (context items, usage, hydrated text) into the `ephemeralContext/*` payloads of
 protocol.py.
+
+API:
+- Positions: `position_encoding`, `to_position`, `to_range`, `from_position`, `from_range`,
+  `to_text_edits`.
+- Results: `usage_params`, `status_result`, `context_item`, `hydrate_result`, `ask_usage`,
+  `ask_result`, `subagent_progress`, `last_call`; `folder_path`, `relative_label`.
 """
 
 from __future__ import annotations

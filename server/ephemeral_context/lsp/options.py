@@ -3,6 +3,10 @@
 The wire uses camelCase keys (docs/protocol.md, *Configuration*); Python uses snake_case.
 One cattrs converter maps between them. Invalid settings never stop the server: the caller
 gets the defaults plus a message to show the user (`parse_options`).
+
+API:
+- `parse_options(raw)` -> (`Options`, problem or None); `merge_settings(*layers)`;
+  `options_to_json(options)`; `Options`, `Limits`, `CONFIGURATION_SECTION`.
 """
 
 from __future__ import annotations

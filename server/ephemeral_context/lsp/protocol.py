@@ -12,6 +12,13 @@ message the reader discarded, get a JSON-RPC error response instead of silence, 
 never waits forever. The params of our own methods are checked for their JSON types before
 they are structured (cattrs would coerce `123` into the URI "123"), and the error names the
 field.
+
+API:
+- The method names (`STATUS`, `ITEMS`, `PIN`, `UNPIN`, `DROP`, `HYDRATE`, `ASK`, `REPLAY`,
+  `USAGE`, `ASK_PROGRESS`) and their params/result attrs classes, as docs/protocol.md writes
+  them; `REQUESTS`, `NOTIFICATIONS`.
+- `EphemeralContextProtocol`: typed (de)serialisation of our methods, malformed params
+  answered with InvalidParams, `cancellable()` for `$/cancelRequest`.
 """
 
 from __future__ import annotations

@@ -4,6 +4,11 @@ Handlers are thin adapters (docs/protocol.md is their specification): they look 
 state on the server object passed in as `ls`, call one function of the core (documents.py,
 context/, model/, replay/), convert the result with converters.py and return it. Nothing
 here prints to stdout, which is the protocol channel.
+
+API:
+- `SERVER` (an `EphemeralContextServer`): every handler registered on it; a request and its
+  `ectx.*` command through `request_and_command(method)`.
+- `serve(server, tcp=None, ...)`: run over stdio, or TCP at `tcp` (lsp/transport.py).
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ The usage notification must follow every change, yet stay under about ten a seco
 the user types. The first poke after a quiet interval sends at once; pokes inside the
 interval schedule one send at its end, which computes the payload then, so the client
 always ends up with the latest state.
+
+API:
+- `Throttle(send, interval_s)`: `poke()` asks for a send, `cancel()` drops a pending one.
 """
 
 from __future__ import annotations

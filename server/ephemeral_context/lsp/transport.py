@@ -13,6 +13,10 @@ message:
   for `body_timeout` seconds once its header has arrived) is thrown away too; pygls then gets
   a small stand-in message instead, which the protocol answers with InvalidRequest carrying
   the original id when it appears in the first bytes (clients write `id` before `params`).
+
+API:
+- `serve_stdio(server, reader)`, `serve_tcp(server, host, port, ...)`: framed JSON-RPC with size
+  and stall limits; `Framer` (the framing state machine), `peek_id_and_method`.
 """
 
 from __future__ import annotations

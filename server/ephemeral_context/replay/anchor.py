@@ -10,6 +10,10 @@ cache model what was read or written (that is what the model must get right on i
 
 The calls of a thread follow their place in the chain (how many messages they carry), not
 the clock, which can go backwards in exported or merged transcripts.
+
+API:
+- `anchor_tokens(session)`: scale the added blocks of every recorded step in place; returns
+  the steps used.
 """
 
 from __future__ import annotations

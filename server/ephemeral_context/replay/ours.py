@@ -16,6 +16,11 @@ call itself. docs/cost-model.md ("The re-hydration rule") states the rule.
 A thread that shares its first messages with a thread already replayed (a rewind, an edited
 prompt: the reader's `#n` threads) forks that conversation after them (`engine.fork`)
 instead of feeding the shared history again.
+
+API:
+- `ours_layout(session)`, `lossless_layout(session)` -> an `OursLayout` (`prompt(call)`,
+  `rehydrations()`, `rehydrated_tokens()`, `lost_tokens()`, `close()`); `OURS_STRATEGIES`.
+- `shared_messages(a, b)`: how many leading messages two threads share (where a fork starts).
 """
 
 from __future__ import annotations

@@ -12,6 +12,12 @@ are the main one and one per Task (`parent_tool_use_id`), in file order.
 Bad input never stops the reading: a line that is not JSON, a record of an unknown type or
 an unknown tool is reported as a `Problem` with file and line, and skipped (an unknown tool's
 result is still counted, as plain tool output).
+
+API:
+- `read_session(path)` -> a flow.Session (raises `TranscriptError` for what cannot be read
+  at all; everything else becomes a Problem).
+- `api_content_block(item, tool_uses)`: one Messages API block read as a transcript's
+  (for the gateway); `attachment_text(attachment)`, `takes_system_messages(model, version)`.
 """
 
 from __future__ import annotations

@@ -5,6 +5,12 @@ strategy on it, checks the `recorded` strategy against the usage the transcript 
 (when Anthropic billed it: replay/billing.py), and returns a `Report`. A file that cannot be
 replayed is listed under `errors` with its path and the others still replay. `to_json`
 gives the documented JSON shape; `render` prints the side-by-side table with rich.
+
+API:
+- `replay(paths, strategies, advance)` -> a `Report` (`SessionReport`s and `ReplayError`s);
+  `replay_session(session, strategies)`; `discover(paths)`.
+- Output: `to_json(report)`, `render(report, console, per_session_limit)`,
+  `closing_line(report)`; `recorded_total`, `recorded_billed`, `recorded_cost`.
 """
 
 from __future__ import annotations
