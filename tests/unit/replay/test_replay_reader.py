@@ -483,6 +483,26 @@ def test_parallel_tool_results_off_the_chain_are_sent_with_the_last(tmp_path: Pa
     assert [b.text for b in request[2].blocks] == ["a.txt", "b.txt"]
 
 
+def test_a_parallel_tool_use_off_the_chain_joins_its_message(tmp_path: Path) -> None:
+    """When the first tool's result is written last, the chain goes through it and misses
+    the second tool use and its result: both were sent, results in the order written."""
+    t = Transcript()
+    t.user("read both")
+    t.assistant([tool_use("t1", "Bash", command="ls a"), tool_use("t2", "Bash", command="ls b")])
+    first_use, second_use = t.lines[-2]["uuid"], t.lines[-1]["uuid"]
+    t.parent = second_use
+    t.tool_result("t2", "b.txt")
+    t.parent = first_use
+    t.tool_result("t1", "a.txt")
+    t.assistant([text("two files")])
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert session.problems == []
+    request = session.request(session.calls[-1])
+    assert [m.role for m in request] == ["user", "assistant", "user"]
+    assert [b.tool_use_id for b in request[1].blocks] == ["t1", "t2"]
+    assert [b.text for b in request[2].blocks] == ["b.txt", "a.txt"]
+
+
 def test_a_microcompaction_clears_its_tool_results_in_every_later_request(
     tmp_path: Path,
 ) -> None:
