@@ -2,14 +2,17 @@
 
 Before each call (after the first) `consolidate` runs the policy over the thread: the cost
 gate (policy.plan_eviction) picks candidates whose removal pays for the rewrite it causes,
-or that a cold cache makes free; files the ledger limits pushed out leave; and if the
-request would still exceed the context budget, the oldest further candidates go
+or that a cold cache makes free; files the ledger limits pushed out leave; if the
+request would still exceed the context budget, the oldest further candidates go, and if it
+would be larger than its recorded-style twin (every block as first shown: placeholders and
+re-hydration round trips can add up to more), the newest go, the shortest rewrite
 (policy.fit_budget). A cold cache also rebuilds the file segment (segment.py).
 
 An evicted block keeps its place as a placeholder saying what it was, its size and how to
 get it back (read_session_file / read_symbol with its id); a tool_use keeps its short
 fields. Only consumed content is a candidate: nothing from the latest model response on,
 nothing pinned or protected, and a skill only once its frontmatter trigger has fired.
+Re-hydrated content is a candidate again once the model has answered after it.
 
 API:
 - `consolidate(state, c, prefix, outlook)`: before a call, evict what the policy allows; rebuild a
@@ -76,17 +79,21 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
     for uri in state.over_limits:
         c.files.pop(uri, None)
     total = thread_start + c.thread.tokens
-    if total > state.config.context_budget:
+    twin = prefix + sum(b.tokens for b in c.thread.baseline)
+    limit = min(state.config.context_budget, twin)
+    if total > limit:
         evicted = set(plan.evict)
         rest = [
             k
             for k in candidates(state, c, thread_start, outlook, gated=False)
             if k.index not in evicted
         ]
-        over = policy.fit_budget(rest, total, state.config.context_budget)
+        budget = total > state.config.context_budget
+        over = policy.fit_budget(rest, total, limit, newest_first=not budget)
         if over:
             freed = sum(k.freed for k in rest if k.index in set(over))
-            evict_all(state, c, over, "over the context budget", freed, 0, cold)
+            reason = "over the context budget" if budget else "larger than its recorded twin"
+            evict_all(state, c, sorted(over), reason, freed, 0, cold)
 
 
 def evict_all(

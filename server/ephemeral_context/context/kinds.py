@@ -47,8 +47,10 @@ EVICTABLE = frozenset(
         BlockKind.TOOL_INPUT,
         BlockKind.SKILL,
         BlockKind.MEMORY,
+        BlockKind.REHYDRATION,
     }
 )
-"""Blocks the policy may replace by a placeholder."""
+"""Blocks the policy may replace by a placeholder. Re-hydrated content is one of them once
+the model has answered after it: it is in the store under its id, like the first copy."""
 FILE_COPIES = frozenset({BlockKind.FILE, BlockKind.WRITE_INPUT, BlockKind.REHYDRATION})
 """Blocks that hold a file's text (their placeholder names the file)."""

@@ -251,15 +251,18 @@ def plan_eviction(
     return best
 
 
-def fit_budget(candidates: Sequence[Candidate], total: int, budget: int) -> tuple[int, ...]:
+def fit_budget(
+    candidates: Sequence[Candidate], total: int, budget: int, newest_first: bool = False
+) -> tuple[int, ...]:
     """Oldest candidates to evict when the prompt would exceed the context budget.
 
     Not a cost decision: a request over the model's context window fails outright, so the
     least recently added consumed content goes first until the prompt fits (or nothing
-    evictable is left).
+    evictable is left). `newest_first` takes the latest first instead: the shortest
+    rewrite, for a limit that is a bound rather than a failure (the recorded-style size).
     """
     chosen: list[int] = []
-    for c in sorted(candidates, key=lambda c: c.offset):
+    for c in sorted(candidates, key=lambda c: c.offset, reverse=newest_first):
         if total <= budget:
             break
         chosen.append(c.index)

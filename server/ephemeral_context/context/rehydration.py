@@ -8,7 +8,8 @@ file), then a tool_result with the content. `rehydrate` appends that pair for ev
 round trip) and after it (the call itself). Needs: an edit's old strings (with none, the
 file it edits, whose current version comes back when it is hidden), what a Read returned,
 and runs of evicted lines the response quotes (quotes.py). The counts feed the policy's
-reuse estimate for each kind.
+reuse estimate for each kind, and a fetch from a file is a use of that file (its idle span
+starts again).
 
 API:
 - `rehydrate(state, conv, needs, quoting)` -> a `RoundTrip` (items, tokens, the tool_use
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ephemeral_context.context import reads
 from ephemeral_context.context.blocks import block_tokens, label_of, result_block
 from ephemeral_context.context.conversation import (
     Conversation,
@@ -157,6 +159,8 @@ def _append(state: EngineState, c: Conversation, fetches: Sequence[_Fetch]) -> R
             kind=BlockKind.REHYDRATION, item_id=fetch.item_id, uri=fetch.uri, text=fetch.text,
         )  # fmt: skip
         _show(c, fetch, index)
+        if fetch.uri is not None:
+            reads.touch(state, c, fetch.uri)  # a use of the file, for its re-use estimate
         c.rehydrated[fetch.kind] = c.rehydrated.get(fetch.kind, 0) + 1
         appended += tokens
     return RoundTrip(len(fetches), appended, output)

@@ -147,7 +147,7 @@ class OursLayout:
 
 
 MAX_ROUND_TRIPS = 3
-"""Content fetched stays visible (re-hydrated blocks are never evicted), so one round trip
+"""Content fetched stays visible until the model has answered after it, so one round trip
 suffices unless the policy evicts more at the rebuild; this bounds that case."""
 
 

@@ -46,6 +46,7 @@ def test_an_edit_of_evicted_text_pays_a_symbol_rehydration(
     assert trip is not None and trip.items == 1
     assert 0 < trip.tokens < 200  # one definition, not the whole file
     assert trip.output_tokens > 0  # the model's tool_use is output
+    assert conversation.policy.touches["file:///app.py"][-1] == conversation.calls  # a use
     ask, answer = conversation.thread[-2], conversation.thread[-1]
     assert ask.role == "assistant" and ask.block["name"] == "read_symbol"
     assert ask.block["input"] == {"path": "/app.py", "symbol": "handler_42"}
