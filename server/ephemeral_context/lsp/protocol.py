@@ -538,19 +538,16 @@ class EphemeralContextProtocol(LanguageServerProtocol):
                 message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
             )
             error = JsonRpcInvalidRequest("not a JSON-RPC 2.0 request, response or notification")
-            self._send_response(
-                msg_id if _is_id(msg_id) else None,  # type: ignore[arg-type]
-                error=error.to_response_error(),
-            )
+            self._answer(msg_id if _is_id(msg_id) else None, error)
             return
         if isinstance(message, RejectedRequest):
             if message.is_request:
-                self._send_response(message.id, error=message.error.to_response_error())  # type: ignore[arg-type]
+                self._answer(message.id, message.error)
                 return
             problem = f"{message.method or 'notification'} ignored: {message.error.message}"
             log.warning(problem)
-            self._server.window_log_message(
-                types.LogMessageParams(types.MessageType.Warning, problem)
+            self.notify(
+                types.WINDOW_LOG_MESSAGE, types.LogMessageParams(types.MessageType.Warning, problem)
             )
             if message.method == types.TEXT_DOCUMENT_DID_CHANGE and self.rejected_change:
                 document = (message.params or {}).get("textDocument") or {}
@@ -573,8 +570,7 @@ class EphemeralContextProtocol(LanguageServerProtocol):
         is_request = getattr(message, "id", None) is not None and method is not None
         if method == types.INITIALIZE and is_request:
             if self.initialize_received:
-                error = JsonRpcInvalidRequest("initialize was already received")
-                self._send_response(message.id, error=error.to_response_error())
+                self._answer(message.id, JsonRpcInvalidRequest("initialize was already received"))
                 return True
             self.initialize_received = True
             return False
@@ -582,17 +578,22 @@ class EphemeralContextProtocol(LanguageServerProtocol):
             return False
         if is_request:
             early = JsonRpcServerNotInitialized(f"{method}: send initialize first")
-            self._send_response(message.id, error=early.to_response_error())
+            self._answer(message.id, early)
         else:
             log.warning("%s before initialize: dropped", method)
         return True
 
     def report_parse_error(self, error: ValueError) -> None:
         """Answer a body that is not JSON with ParseError and id null, as JSON-RPC requires."""
-        self._send_response(
-            None,  # type: ignore[arg-type]
-            error=JsonRpcParseError(f"message is not valid JSON: {error}").to_response_error(),
-        )
+        self._answer(None, JsonRpcParseError(f"message is not valid JSON: {error}"))
+
+    def _answer(self, msg_id: MsgId | None, error: JsonRpcException) -> None:
+        """Send `error` as the response to `msg_id` (null when the id is unknown).
+
+        `_send_response` is JsonRPCProtocol's own response primitive, used here as the
+        subclass API it is (pygls has no public way to answer a message its routing never
+        reached); nothing outside this class touches pygls' underscored names."""
+        self._send_response(msg_id, error=error.to_response_error())  # type: ignore[arg-type]
 
 
 def _discarded(data: dict[str, Any]) -> RejectedRequest:

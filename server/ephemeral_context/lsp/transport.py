@@ -1,18 +1,21 @@
-"""Message framing for stdio and TCP: pygls only ever reads well-formed frames, so no client
-can wedge, flood or stall the server.
+"""Message framing and the message loop for stdio and TCP: only well-formed frames reach the
+protocol, so no client can wedge, flood or stall the server.
 
 pygls' own loop (`pygls.io_.run_async`) matches `Content-Length: N` exactly and reads N bytes
 into memory before looking at them: a header in another case, a header block without one, or
 a body that never comes leaves it waiting forever, and over TCP nothing limits N. Here
-`Framer` parses the raw bytes itself and `FramedReader` hands pygls one canonical frame per
-message:
+`Framer` parses the raw bytes itself and `FramedReader` returns one body per message:
 - headers are matched in any case; bytes that are not a header block with a Content-Length
   (a malformed block, the tail of a discarded body) are skipped, and logged, up to the next
   `Content-Length:`;
 - a body over the limit is read and thrown away in chunks, and a body that stalls (no byte
-  for `body_timeout` seconds once its header has arrived) is thrown away too; pygls then gets
-  a small stand-in message instead, which the protocol answers with InvalidRequest carrying
+  for `body_timeout` seconds once its header has arrived) is thrown away too; the protocol
+  then gets a small stand-in message instead, which it answers with InvalidRequest carrying
   the original id when it appears in the first bytes (clients write `id` before `params`).
+
+The loop is ours rather than pygls' `start_io`/`start_tcp` (whose TCP reader cannot be
+replaced): it uses only pygls' public API, `protocol.set_writer`, `structure_message`,
+`handle_message`, `report_server_error` and `shutdown`, and keeps its own listener.
 
 API:
 - `serve_stdio(server, reader)`, `serve_tcp(server, host, port, ...)`: framed JSON-RPC with size
@@ -29,11 +32,11 @@ import os
 import re
 import select
 import sys
-import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 
-from pygls.io_ import StdoutWriter, run_async
+from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from ephemeral_context.lsp.protocol import MsgId, discarded_stand_in
@@ -176,8 +179,8 @@ class Framer:
 
 
 class FramedReader:
-    """The reader pygls' loop calls (`readline`, then `readexactly`): one canonical
-    `Content-Length` frame per message the `Framer` finds in what `receive` returns."""
+    """One message body at a time from what `receive` returns, through a `Framer`; a body
+    that stalls for `body_timeout` seconds becomes its stand-in."""
 
     def __init__(
         self,
@@ -188,22 +191,9 @@ class FramedReader:
         self._receive = receive
         self._framer = Framer(max_message_bytes)
         self.body_timeout = body_timeout
-        self._body: bytes | None = None
 
-    async def readline(self) -> bytes:
-        if self._body is not None:
-            return b"\r\n"  # the blank line after the header
-        body = await self._next_body()
-        if body is None:
-            return b""
-        self._body = body
-        return b"Content-Length: %d\r\n" % len(body)
-
-    async def readexactly(self, n: int) -> bytes:
-        body, self._body = self._body or b"", None
-        return body
-
-    async def _next_body(self) -> bytes | None:
+    async def next_body(self) -> bytes | None:
+        """The next body or stand-in; None at the end of the stream."""
         while (body := self._framer.next_message()) is None:
             timeout = self.body_timeout if self._framer.in_body else None
             data = await self._receive(timeout)
@@ -261,8 +251,7 @@ def peek_id_and_method(head: bytes) -> tuple[MsgId | None, str | None]:
 
 
 def serve_stdio(server: LanguageServer, reader: FramedReader) -> None:
-    """pygls' start_io with our reader: run until `exit` or the end of stdin."""
-    server._stop_event = threading.Event()
+    """Serve stdin and stdout until `exit` or the end of stdin (what pygls' start_io does)."""
     server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
     try:
         asyncio.run(_run(server, reader))
@@ -283,8 +272,8 @@ def serve_tcp(
 ) -> None:
     """One client at a time: the first connection is the session (it ends when that client
     goes), a second one while it lasts is told so and closed, and never takes over the replies."""
-    server._stop_event = threading.Event()
     serving: list[asyncio.StreamWriter] = []
+    listening: list[asyncio.Server] = []
 
     async def connection(stream: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
@@ -301,27 +290,30 @@ def serve_tcp(
         await _run(server, reader)
         log.info("client %s went away; shutting down", peer)
         server.shutdown()  # type: ignore[no-untyped-call]
+        listening[0].close()
 
     async def listen() -> None:
-        server._server = await asyncio.start_server(connection, host, port)
-        for sock in server._server.sockets:
+        listener = await asyncio.start_server(connection, host, port)
+        listening.append(listener)
+        for sock in listener.sockets:
             log.info("listening on %s:%d", *sock.getsockname()[:2])
-        async with server._server:
-            await server._server.serve_forever()
+        async with listener:
+            await listener.serve_forever()
 
-    with contextlib.suppress(asyncio.CancelledError):  # shutdown() closes the listener
+    with contextlib.suppress(asyncio.CancelledError):  # closing the listener ends serve_forever
         asyncio.run(listen())
 
 
 async def _run(server: LanguageServer, reader: FramedReader) -> None:
-    assert server._stop_event is not None
-    await run_async(
-        stop_event=server._stop_event,
-        reader=reader,
-        protocol=server.protocol,
-        logger=log,
-        error_handler=server.report_server_error,
-    )
+    """pygls' message loop (`pygls.io_.run_async`) over our framed bodies: each is parsed
+    and handed to the protocol; an error in one is reported and the loop goes on."""
+    protocol = server.protocol
+    while (body := await reader.next_body()) is not None:
+        try:
+            protocol.handle_message(json.loads(body, object_hook=protocol.structure_message))
+        except Exception as exc:
+            log.exception("unable to handle a message")
+            server.report_server_error(exc, JsonRpcException)
 
 
 _ONE_CLIENT = {
