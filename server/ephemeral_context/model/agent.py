@@ -60,22 +60,13 @@ TRUNCATED_RESULT = (
 )
 
 
-ENGINE_KINDS = {
-    "file": BlockKind.FILE,
-    "edit": BlockKind.EDIT,
-    "skill": BlockKind.SKILL,
-    "memory": BlockKind.MEMORY,
-}
-
-
 def record_result(engine: ContextEngine, conversation: str, use_id: str, result: ToolResult) -> str:
     """Hand one tool result to the engine; returns the text the model will see."""
-    kind = ENGINE_KINDS.get(result.kind, BlockKind.TOOL_RESULT)
-    if kind is BlockKind.FILE and result.document is not None:
+    if result.kind is BlockKind.FILE and result.document is not None:
         shown = ToolOutput(
             use_id,
             result.text + result.note,
-            kind,
+            result.kind,
             uri=result.uri,
             content=result.text,
             version=result.document.version,
@@ -86,7 +77,7 @@ def record_result(engine: ContextEngine, conversation: str, use_id: str, result:
         shown = ToolOutput(
             use_id,
             result.text,
-            kind,
+            result.kind,
             uri=result.uri,
             content=result.content,
             is_error=result.is_error,
@@ -331,9 +322,7 @@ async def _answer(loop: _Loop, name: str, args: object, result: AgentResult) -> 
         return await _delegate(loop, args, result)
     if settings.tools is not None and name not in settings.tools:
         available = ", ".join(sorted(settings.tools))
-        return ToolResult(
-            f"{name} is not available here; available: {available}", is_error=True, kind="error"
-        )
+        return ToolResult(f"{name} is not available here; available: {available}", is_error=True)
     return await run_tool(loop.env, name, args)
 
 
@@ -369,9 +358,7 @@ async def _delegate(loop: _Loop, args: object, result: AgentResult) -> ToolResul
     the read-only tools and `subagent_steps` calls; its last text is the result."""
     task = args.get("task") if isinstance(args, Mapping) else None
     if not isinstance(task, str) or not task.strip():
-        return ToolResult(
-            "delegate: 'task' must be a non-empty string", is_error=True, kind="error"
-        )
+        return ToolResult("delegate: 'task' must be a non-empty string", is_error=True)
     agent = _sub_conversation(loop.engine, loop.conversation)
     seen = seen_files(loop.engine, loop.conversation, workspace_label(loop.env.workspace))
     first = brief(task, seen)
@@ -437,7 +424,7 @@ async def _run_tools(uses: Sequence[Mapping[str, Any]], loop: _Loop, result: Age
             outcome = await _answer(loop, name, args, result)
             shown = record_result(engine, conversation, str(use["id"]), outcome)
             answered += 1
-            if outcome.kind == "edit":
+            if outcome.kind is BlockKind.EDIT:
                 result.edits.append(EditRecord(outcome.uri, not outcome.is_error, outcome.text))
             if events.on_tool_result is not None:
                 events.on_tool_result(name, shown, outcome.is_error)
@@ -450,6 +437,4 @@ def _close_calls(
 ) -> None:
     """Tool calls that will not run still get a result: the API refuses a thread without."""
     for use in uses:
-        record_result(
-            engine, conversation, str(use["id"]), ToolResult(why, is_error=True, kind="error")
-        )
+        record_result(engine, conversation, str(use["id"]), ToolResult(why, is_error=True))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.context.engine import BlockKind, ContextEngine
 from ephemeral_context.context.skills import parse_skill
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri, uri_to_path
 from ephemeral_context.model.edits import DiskEditApplier, EditApplier
@@ -88,7 +88,8 @@ class ToolResult:
 
     text: str
     is_error: bool = False
-    kind: str = "tool_output"
+    kind: BlockKind = BlockKind.TOOL_RESULT
+    """How the engine keeps it: FILE, EDIT, SKILL, MEMORY, or TOOL_RESULT for the rest."""
     uri: str | None = None
     document: Document | None = None
     first_line: int = 1
@@ -330,7 +331,7 @@ def _int(args: Mapping[str, Any], key: str, minimum: int) -> int | None:
 
 
 def _error(text: str) -> ToolResult:
-    return ToolResult(text, is_error=True, kind="error")
+    return ToolResult(text, is_error=True)
 
 
 # -- file access ---------------------------------------------------------------------------
@@ -353,7 +354,9 @@ async def _read_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         )
     end = len(lines) if limit is None else min(len(lines), offset - 1 + limit)
     text = "".join(lines[offset - 1 : end]) if (offset, limit) != (1, None) else doc.text
-    return ToolResult(text, kind="file", uri=doc.uri, document=doc, first_line=offset, note=note)
+    return ToolResult(
+        text, kind=BlockKind.FILE, uri=doc.uri, document=doc, first_line=offset, note=note
+    )
 
 
 def _outline_of(doc: Document, display: str) -> Outline:
@@ -369,7 +372,7 @@ async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     if lookup.found is not None:
         found = lookup.found
         header = f"{display}::{symbol} (lines {found.start_line}-{found.end_line})\n"
-        return ToolResult(header + found.text + "\n", kind="symbol", uri=doc.uri)
+        return ToolResult(header + found.text + "\n", uri=doc.uri)
     if lookup.status is LookupStatus.AMBIGUOUS:
         names = ", ".join(f"{address(s, outline)} (line {s.start_line})" for s in lookup.candidates)
         return _error(f"{symbol!r} is ambiguous in {display}: {names}")
@@ -381,7 +384,7 @@ async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
 async def _outline(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     real, display = env.guarded_path(_text(args, "path"))
     doc = env.guarded_document(real, display)
-    return ToolResult(render_synopsis(_outline_of(doc, display)), kind="outline", uri=doc.uri)
+    return ToolResult(render_synopsis(_outline_of(doc, display)), uri=doc.uri)
 
 
 async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
@@ -400,9 +403,9 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
         return _error(SecretPolicy.withheld_message(item_id, reason))
     end = offset + len(hydrated.text)
     if offset == 0 and end >= hydrated.total_length:
-        return ToolResult(hydrated.text, kind="session_file")
+        return ToolResult(hydrated.text)
     note = f"[{item_id}: characters {offset}-{end} of {hydrated.total_length}]\n"
-    return ToolResult(note + hydrated.text, kind="session_file")
+    return ToolResult(note + hydrated.text)
 
 
 async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
@@ -414,7 +417,7 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     return ToolResult(
         f"{display}: {outcome.message}",
         is_error=not outcome.applied,
-        kind="edit",
+        kind=BlockKind.EDIT,
         uri=path_to_uri(real),
         content=outcome.new_text,
     )
@@ -430,7 +433,7 @@ async def _invoke_skill(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     known = [skill for skill, _ in env.skills.names()]
     if name not in known:
         return _error(f"unknown skill {name!r}; known skills: {', '.join(known) or 'none'}")
-    return ToolResult(env.skills.body(name), kind="skill", uri=f"skill:{name}")
+    return ToolResult(env.skills.body(name), kind=BlockKind.SKILL, uri=f"skill:{name}")
 
 
 async def _memory(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
@@ -457,7 +460,7 @@ async def _memory(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
             return _error(f"unknown memory command {command!r}")
     except MemoryRefused as exc:
         return _error(str(exc))
-    return ToolResult(reply.text, is_error=reply.failed, kind="memory", uri=reply.uri)
+    return ToolResult(reply.text, is_error=reply.failed, kind=BlockKind.MEMORY, uri=reply.uri)
 
 
 def _view_range(value: object) -> tuple[int, int] | None:
@@ -479,7 +482,7 @@ async def _search(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     text = await asyncio.to_thread(
         search_workspace, env.workspace, env.mirror, env.secrets, regex, glob
     )
-    return ToolResult(text, kind="search")
+    return ToolResult(text)
 
 
 # -- dispatch ------------------------------------------------------------------------------
