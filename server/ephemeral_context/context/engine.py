@@ -31,9 +31,11 @@ Human controls: `pin`, `unpin`, `drop` (the only way to evict a protected skill)
 baseline (every block re-sent as first shown, one breakpoint at the end).
 
 The public API is `ContextEngine`'s methods and the names in `__all__` (`ToolOutput`,
-`BlockKind`, `EngineConfig`, `EngineStatus`, `ItemInfo`, `HydratedText`, `FileView`,
-`UnknownItem`, `EvictionEvent`, `Need`, `RoundTrip`); front ends (lsp/, model/, replay/,
-gateway/) call nothing else in context/, and `engine.state` is the parts' business only.
+`BlockKind`, `EngineConfig`, `LedgerLimits`, `EngineStatus`, `ItemInfo`, `HydratedText`,
+`FileView`, `UnknownItem`, `EvictionEvent`, `Need`, `RoundTrip`); front ends (lsp/, model/,
+replay/, gateway/) call nothing else of the engine's parts (beyond the pure helpers of
+blocks.py and skills.py: `label_of`, `uri_of`, `input_strings`, `parse_skill`,
+`HARNESS_HEADER`), and `engine.state` is the parts' business only.
 Each method hands over to the module that owns the idea: thread.py (a conversation's
 blocks), conversation.py (its file views and what the model sees), intake.py (what enters),
 reads.py (file reads, edits, outside changes), policy.py (the forecast and the cost model),
@@ -56,7 +58,7 @@ from ephemeral_context.context.intake import ToolOutput
 from ephemeral_context.context.items import HydratedText, ItemInfo, UnknownItem
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import BuiltRequest, build, place_breakpoints
-from ephemeral_context.context.ledger import Ledger
+from ephemeral_context.context.ledger import Ledger, LedgerLimits
 from ephemeral_context.context.rehydration import Need, RoundTrip
 from ephemeral_context.context.state import (
     EngineConfig,
@@ -77,6 +79,7 @@ __all__ = [
     "FileView",
     "HydratedText",
     "ItemInfo",
+    "LedgerLimits",
     "Need",
     "RoundTrip",
     "StoreLike",

@@ -32,8 +32,12 @@ from pygls.exceptions import (
 from pygls.lsp.server import LanguageServer
 
 from ephemeral_context import __version__
-from ephemeral_context.context.engine import ContextEngine, EngineConfig, UnknownItem
-from ephemeral_context.context.ledger import LedgerLimits
+from ephemeral_context.context.engine import (
+    ContextEngine,
+    EngineConfig,
+    LedgerLimits,
+    UnknownItem,
+)
 from ephemeral_context.documents import (
     DocumentChange,
     DocumentMirror,

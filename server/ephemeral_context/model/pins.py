@@ -16,8 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ephemeral_context.context.blocks import label_of
-from ephemeral_context.context.engine import ContextEngine, EngineStatus, ItemInfo
-from ephemeral_context.context.kinds import BlockKind
+from ephemeral_context.context.engine import BlockKind, ContextEngine, EngineStatus, ItemInfo
 from ephemeral_context.documents import Document, DocumentMirror
 from ephemeral_context.model.secrets import AccessDenied
 from ephemeral_context.model.tools import ToolEnv
