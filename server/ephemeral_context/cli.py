@@ -14,15 +14,16 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TypeAlias
 
 from ephemeral_context import __version__
 
-Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
-"""What build_parser hands each `_add_<name>_command` to add its subcommand to."""
+Subcommands: TypeAlias = Callable[..., argparse.ArgumentParser]
+"""What build_parser hands each `_add_<name>_command`: `add_parser` of its subparsers (so no
+code names argparse's private action class)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="more log output on stderr (-vv for debug)",
     )
     parser.add_argument("--log-file", help="write logs to this file instead of stderr")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True).add_parser
     _add_serve_command(sub)
     _add_ask_command(sub)
     _add_status_command(sub)
@@ -54,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_serve_command(sub: Subcommands) -> None:
-    serve = sub.add_parser(
+    serve = sub(
         "serve",
         help="run the language server (stdio unless --tcp)",
         description="Run the Ephemeral Context language server for an editor: JSON-RPC on "
@@ -115,7 +116,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _add_gateway_command(sub: Subcommands) -> None:
-    gateway = sub.add_parser(
+    gateway = sub(
         "gateway",
         help="a local Messages API gateway for Claude Code, through the context engine",
         description="Run a local Messages API that sends each request of Claude Code (or any "
@@ -143,7 +144,7 @@ def _gateway(args: argparse.Namespace) -> int:
 def _add_ask_command(sub: Subcommands) -> None:
     from ephemeral_context.model import DEFAULT_MODEL
 
-    ask = sub.add_parser(
+    ask = sub(
         "ask",
         help="ask Claude about a workspace; the answer streams to stdout, edits go to disk",
         description="Ask Claude about the files under --workspace. The model reads and edits "
@@ -190,7 +191,7 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _add_status_command(sub: Subcommands) -> None:
-    status = sub.add_parser(
+    status = sub(
         "status",
         help="what the store holds: entries, bytes, tokens, expired, data directory",
         description="Show what the persist-once store holds and where it lives "
@@ -238,7 +239,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _add_store_command(sub: Subcommands) -> None:
-    store = sub.add_parser(
+    store = sub(
         "store",
         help="maintain or read the persist-once store",
         description="Maintain or read the persist-once store.",
@@ -297,7 +298,7 @@ def _store_get(args: argparse.Namespace) -> int:
 
 
 def _add_index_command(sub: Subcommands) -> None:
-    index = sub.add_parser(
+    index = sub(
         "index",
         help="load files into the mirror and the store, and show what they hold",
         description="Read files through the document mirror into the persist-once store and "
@@ -375,7 +376,7 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _add_replay_command(sub: Subcommands) -> None:
-    replay = sub.add_parser(
+    replay = sub(
         "replay",
         help="replay Claude Code transcripts under several context strategies, side by side",
         description="Replay Claude Code session transcripts through the prompt-cache model "
@@ -437,7 +438,7 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _add_outline_command(sub: Subcommands) -> None:
-    outline = sub.add_parser(
+    outline = sub(
         "outline",
         help="a file's synopsis (one line per definition), or one symbol's text",
         description="Print the synopsis of PATH: a header (path, language, lines, estimated "

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
 from lsprotocol import types
 
 from ephemeral_context.cache_sim import Usage
@@ -129,13 +130,7 @@ def status_result(
 ) -> StatusResult:
     usage = usage_params(status, last_output_tokens)
     return StatusResult(
-        context_tokens=usage.context_tokens,
-        budget=usage.budget,
-        cache_hit_rate=usage.cache_hit_rate,
-        saved_tokens=usage.saved_tokens,
-        saved_usd=usage.saved_usd,
-        breakdown=usage.breakdown,
-        last_call=usage.last_call,
+        **attrs.asdict(usage, recurse=False),
         items=status.items,
         model=model,
         open_documents=open_documents,
