@@ -95,14 +95,14 @@ async def one_run(work: Path) -> dict[str, float]:
         await client.close()
         recorded = await api.wait_for_message_requests(result.calls)
         ours = sum((usage_from_dict(r.usage) for r in recorded if r.usage), Usage())
-        state = engine.conversation("bench")
+        bills = engine.conversation("bench").accounting
         last = json.dumps(recorded[-1].body)
         sent = sum(last.count(json.dumps(text)[1:-1]) for text in originals.values())
         return {
             "calls": result.calls,
             "ours": PRICE.billed_input(ours),
-            "ours_engine": PRICE.billed_input(state.ours_usage),
-            "baseline": PRICE.billed_input(state.baseline_usage),
+            "ours_engine": PRICE.billed_input(bills.ours),
+            "baseline": PRICE.billed_input(bills.baseline),
             "contents": sent,
             "seconds": elapsed,
             "hit": ours.cache_read_input_tokens / max(1, ours.total_input_tokens),
