@@ -32,6 +32,8 @@ DUMMY_KEY = "sk-ant-test-000"
 CURRENT_RELEASE = "2.1.197"
 OLDER_RELEASE = "2.1.97"
 """Before role "system" attachments (2.1.154) and 1-hour caching by environment variable."""
+SKILL_TOOL_RELEASE = "2.1.22"
+"""The last release that lists skills in the Skill tool's description (much of the corpus)."""
 
 
 def claude_code_dir(release: str = CURRENT_RELEASE) -> Path:

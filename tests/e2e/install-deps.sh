@@ -29,4 +29,7 @@ if [ -x "$here/install-claude-code.sh" ]; then
   claude_dir="${ECTX_CLAUDE_CODE_DIR:-$HOME/.cache/ectx-claude-code}"
   ECTX_CLAUDE_CODE_VERSION=2.1.97 ECTX_CLAUDE_CODE_DIR="$claude_dir-2.1.97" \
     bash "$here/install-claude-code.sh"
+  # The last release with the skill listing among the tools (SKILL_TOOL_RELEASE).
+  ECTX_CLAUDE_CODE_VERSION=2.1.22 ECTX_CLAUDE_CODE_DIR="$claude_dir-2.1.22" \
+    bash "$here/install-claude-code.sh"
 fi

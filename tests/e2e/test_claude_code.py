@@ -34,7 +34,13 @@ from ephemeral_context.replay.reader import (
     takes_system_messages,
 )
 
-from tests.claude_code import CURRENT_RELEASE, OLDER_RELEASE, ClaudeCode, ClaudeCodeRun
+from tests.claude_code import (
+    CURRENT_RELEASE,
+    OLDER_RELEASE,
+    SKILL_TOOL_RELEASE,
+    ClaudeCode,
+    ClaudeCodeRun,
+)
 from tests.fakes import RecordedRequest
 
 pytestmark = pytest.mark.e2e
@@ -316,3 +322,39 @@ def test_a_nested_claude_md_and_a_continued_session(claude_code: ClaudeCode) -> 
     memory = session.request(session.calls[-1])[4]
     assert memory.role == "system"
     assert memory.blocks[0].text.startswith(f"Contents of {package / 'CLAUDE.md'}:")
+
+
+@pytest.mark.parametrize("claude_code", [SKILL_TOOL_RELEASE, OLDER_RELEASE], indirect=True)
+def test_a_skill_written_mid_session_changes_the_tools_where_the_reader_says(
+    claude_code: ClaudeCode,
+) -> None:
+    """Claude Code re-reads skill files about a second after one is written (a file watcher).
+    2.1.22 lists skills in the Skill tool's description, so the tools change from the first
+    request sent after that (not the one sent right after the Write); later releases tell
+    the model in the conversation and the tools stay as they were."""
+    home = claude_code.root / "home-skills"
+    skills = home / ".claude" / "skills"
+    (skills / "alpha").mkdir(parents=True)
+    (skills / "alpha" / "SKILL.md").write_text(
+        "---\nname: alpha\ndescription: Use for alpha\n---\nDo alpha.\n", encoding="utf-8"
+    )
+    files = [claude_code.workspace / f"{name}.txt" for name in "ab"]
+    for path in files:
+        path.write_text(path.stem * 40, encoding="utf-8")
+    beta = {
+        "file_path": str(skills / "beta" / "SKILL.md"),
+        "content": "---\nname: beta\ndescription: Use for beta\n---\nDo beta.\n",
+    }
+    script = [
+        {"tool_use": [{"name": "Write", "input": beta}]},
+        {**read_turn(files[0]), "delay": 0.5},  # a slow answer: the watcher sees the skill
+        {**read_turn(files[1]), "delay": 0.5},
+        "Done.",
+    ]
+    run = claude_code.run("Add a beta skill.", script, allowed_tools=("Read", "Write"), home=home)
+    assert run.returncode == 0, run.stderr
+    tools = [json.dumps(request.body.get("tools"), sort_keys=True) for request in run.requests]
+    listings = [len(set(tools[: i + 1])) - 1 for i in range(len(tools))]
+    assert listings[-1] == (1 if claude_code.release == SKILL_TOOL_RELEASE else 0)
+    session = read_session(run.transcript)
+    assert [call.prefix.skills for call in session.calls] == listings

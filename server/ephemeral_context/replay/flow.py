@@ -17,6 +17,8 @@ API:
 - `Session`, `Thread`, `Call`, `Message`, `Block`, `Role`: the flow.
 - `FileView`, `FileChange`: what a Read showed, what an edit changed.
 - `RecordedUsage`: the usage a call recorded.
+- `PrefixState`, `FIRST_PREFIX`: what a call's fixed prefix was built from (it can change
+  mid-session).
 - `Problem`: something skipped, where and why.
 - `block_key(...)`: the content key of a block.
 """
@@ -150,6 +152,25 @@ class Thread:
 
 
 @dataclass(frozen=True)
+class PrefixState:
+    """What the fixed prefix Claude Code sent was built from, where it changes mid-session.
+
+    `skills`: how many times the skill listing changed before the call (Claude Code 2.1.0 to
+    2.1.22 lists skills in the Skill tool's description, among the tools, and re-reads them
+    about a second after a skill file is written). `cwd`: the working directory of the turn
+    when it is not the one the thread began in (the system prompt's environment section
+    names it; releases up to 2.1.31 build it once per turn), else "".
+    """
+
+    skills: int = 0
+    cwd: str = ""
+
+
+FIRST_PREFIX = PrefixState()
+"""The state of a prefix nothing is known to have changed."""
+
+
+@dataclass(frozen=True)
 class Call:
     """One API call: the first `n_messages` messages of its thread, answered by `response`."""
 
@@ -162,6 +183,8 @@ class Call:
     response: Message
     usage: RecordedUsage | None
     line: int
+    prefix: PrefixState = FIRST_PREFIX
+    """What the call's fixed prefix (tools, system prompt) was built from."""
 
 
 @dataclass(frozen=True)

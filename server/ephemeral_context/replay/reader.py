@@ -22,6 +22,7 @@ API:
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
 import re
@@ -45,6 +46,7 @@ from ephemeral_context.replay.flow import (
     FileChange,
     FileView,
     Message,
+    PrefixState,
     Problem,
     RecordedUsage,
     Role,
@@ -156,6 +158,8 @@ class _Entry:
     sidechain: bool = False
     version: str | None = None
     """The Claude Code version that wrote the line."""
+    cwd: str | None = None
+    """The working directory when the line was written."""
     attachment: bool = False
     """An attachment record: `content` is the text Claude Code makes of it."""
     synthetic: bool = False
@@ -175,6 +179,7 @@ class _Entry:
         tool_use_result: Any,
         sidechain: bool,
         version: str | None = None,
+        cwd: str | None = None,
         synthetic: bool = False,
     ) -> _Entry:
         """A sent line; a response's id, model and usage are read from its message."""
@@ -191,6 +196,7 @@ class _Entry:
             tool_use_result=tool_use_result,
             sidechain=sidechain,
             version=version,
+            cwd=cwd,
             synthetic=synthetic,
         )
 
@@ -417,6 +423,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
             tool_use_result=record.get("toolUseResult"),
             sidechain=bool(record.get("isSidechain")),
             version=_string(record.get("version")),
+            cwd=_string(record.get("cwd")),
             synthetic=synthetic,
         )
     )
@@ -998,6 +1005,7 @@ def _build_session(reading: _Reading) -> Session:
             first_lines.setdefault(entry.message_id, entry)
             lines_of.setdefault(entry.message_id, []).append(entry)
     pending: list[_Pending] = []
+    turn_cwd: dict[str, str] = {}
     forks: dict[str, list[str]] = {}
     for message_id, head in first_lines.items():
         chain, root, cleared = _chain(head.uuid, reading)
@@ -1014,10 +1022,22 @@ def _build_session(reading: _Reading) -> Session:
         response_blocks = tuple(b for e in lines_of[message_id] for b in _blocks(e, reading))
         response = Message("assistant", response_blocks, head.timestamp, head.line)
         started = chain[-1].timestamp  # the request's last line: the call starts after it
+        turn_cwd[message_id] = _turn_cwd(chain)
         pending.append((started, head.timestamp, thread_id, len(messages), response, head))
+    skill_changes = _skill_listing_changes(reading)
+    first_cwd: dict[str, str] = {}
     for index, (started, finished, thread_id, n_messages, response, head) in enumerate(
         _chain_order(pending)
     ):
+        # Only the main conversation's prefix is rebuilt; a sub-agent keeps the one it began with.
+        main = not head.sidechain
+        listing = skill_changes if main and _skills_in_tools(head.version) else []
+        cwd = turn_cwd.get(head.message_id or "", "")
+        first = first_cwd.setdefault(thread_id, cwd)
+        state = PrefixState(
+            skills=bisect.bisect_right(listing, started - SKILL_RELOAD_SECONDS),
+            cwd=cwd if main and cwd != first and _env_per_turn(head.version) else "",
+        )
         session.calls.append(
             Call(
                 index=index,
@@ -1029,6 +1049,7 @@ def _build_session(reading: _Reading) -> Session:
                 response=response,
                 usage=head.usage,
                 line=head.line,
+                prefix=state,
             )
         )
     if not session.calls:
@@ -1043,6 +1064,111 @@ def _build_session(reading: _Reading) -> Session:
     _infer_prefixes(session)
     anchor_tokens(session)
     return session
+
+
+SKILL_LISTING_IN_TOOLS = ((2, 1, 0), (2, 1, 22))
+"""Claude Code releases that list skills in the Skill tool's description and reload them when
+a skill file changes (the file watcher is in 2.1.0's source, not before; from 2.1.23 the
+listing is a reminder in the first message, which a change does not rewrite): checked by
+running 2.1.22, 2.1.23 and 2.1.27 against tests/fakes."""
+
+SKILL_RELOAD_SECONDS = 1.0
+"""How long after a skill file is written Claude Code's watcher reports it: its chokidar
+`awaitWriteFinish.stabilityThreshold` (1,000 ms in 2.1.22). A request sent sooner still
+carries the old listing."""
+
+SKILL_FILE = re.compile(r"/\.claude/skills/[^/]+/SKILL\.md$")
+_LISTED_FIELDS = re.compile(r"^(?:name|description):.*$", re.MULTILINE)
+"""The front-matter lines of a skill file its listing shows."""
+
+
+ENV_PER_TURN_UNTIL = (2, 1, 31)
+"""The last release that builds the system prompt's environment section (working directory,
+date) anew for every turn: the sources of 2.1.22 to 2.1.31 build the system prompt once per
+turn, with no cache of its sections; from 2.1.32 the section (`env_info`) is computed once
+per session. The corpus agrees: 2.1.19 and 2.1.27 sessions break their cache at the system
+prompt exactly where a turn starts in another directory, 2.1.97 sessions never do."""
+
+
+def _env_per_turn(version: str | None) -> bool:
+    release = _release(version)
+    return release is not None and release <= ENV_PER_TURN_UNTIL
+
+
+def _skills_in_tools(version: str | None) -> bool:
+    release = _release(version)
+    low, high = SKILL_LISTING_IN_TOOLS
+    return release is not None and low <= release <= high
+
+
+def _skill_listing_changes(reading: _Reading) -> list[float]:
+    """When the main conversation's skill listing changed, in time order: the times of the
+    results of Write and Edit calls (Claude Code's own or an editor's `mcp__*__` ones) that
+    gave a skill file a new name or description. A Write of content already listed, or an
+    Edit that touches neither field, leaves the listing as it was."""
+    results = {
+        str(item.get("tool_use_id")): entry.timestamp
+        for entry in reading.entries
+        if entry.role == "user" and not entry.sidechain and isinstance(entry.content, list)
+        for item in entry.content
+        if isinstance(item, Mapping)
+        and item.get("type") == "tool_result"
+        and not item.get("is_error")  # refused or failed: nothing was written
+    }
+    listed: dict[str, tuple[str, ...]] = {}
+    changes: list[float] = []
+    for entry in reading.entries:
+        if entry.role != "assistant" or entry.sidechain or not isinstance(entry.content, list):
+            continue
+        for item in entry.content:
+            if not isinstance(item, Mapping) or item.get("type") != "tool_use":
+                continue
+            tool = str(item.get("name", "")).rsplit("__", 1)[-1]
+            tool_input = item.get("input")
+            if not isinstance(tool_input, Mapping):
+                continue
+            path = str(tool_input.get("file_path", ""))
+            done = results.get(str(item.get("id")))
+            if done is None or not SKILL_FILE.search(path):
+                continue
+            if tool == "Write":
+                fields = tuple(_LISTED_FIELDS.findall(str(tool_input.get("content", ""))))
+                if listed.get(path) == fields:
+                    continue
+                listed[path] = fields
+            elif tool in ("Edit", "MultiEdit"):
+                more = [e for e in tool_input.get("edits") or () if isinstance(e, Mapping)]
+                strings = (
+                    str(e.get(k, ""))
+                    for e in (tool_input, *more)
+                    for k in ("old_string", "new_string")
+                )
+                if not any(_LISTED_FIELDS.search(text) for text in strings):
+                    continue
+                listed.pop(path, None)
+            else:
+                continue
+            changes.append(done)
+    return sorted(changes)
+
+
+def _turn_cwd(chain: Sequence[_Entry]) -> str:
+    """The working directory of the turn a request belongs to: that of the last prompt a
+    person wrote on its chain (Claude Code builds the system prompt, whose environment
+    section names it, once per turn)."""
+    for entry in reversed(chain):
+        if entry.role == "user" and not entry.attachment and _written_prompt(entry.content):
+            return entry.cwd or ""
+    return chain[0].cwd or "" if chain else ""
+
+
+def _written_prompt(content: Any) -> bool:
+    """A user line's content that is a prompt: text, no tool result."""
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and not any(
+        isinstance(item, Mapping) and item.get("type") == "tool_result" for item in content
+    )
 
 
 _Pending = tuple[float, float, str, int, Message, _Entry]

@@ -38,7 +38,16 @@ from dataclasses import dataclass, field
 
 from ephemeral_context import cache_sim
 from ephemeral_context.replay.files import FileTracker
-from ephemeral_context.replay.flow import Block, Call, Message, Session, Thread, block_key
+from ephemeral_context.replay.flow import (
+    FIRST_PREFIX,
+    Block,
+    Call,
+    Message,
+    PrefixState,
+    Session,
+    Thread,
+    block_key,
+)
 from ephemeral_context.replay.ours import OURS_STRATEGIES
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt, Strategy
 from ephemeral_context.tokens import estimate_block_tokens
@@ -86,13 +95,25 @@ def with_breakpoint(
     return tuple(marked)
 
 
-def prefix(thread: Thread, ttl: cache_sim.Ttl) -> tuple[cache_sim.Block, ...]:
-    """The thread's fixed prefix (with Claude Code's breakpoint) and any unrecorded context."""
+def prefix(
+    thread: Thread, ttl: cache_sim.Ttl, state: PrefixState = FIRST_PREFIX
+) -> tuple[cache_sim.Block, ...]:
+    """The thread's fixed prefix (with Claude Code's breakpoint) and any unrecorded context.
+
+    A new skill listing changes the tools, so the whole prefix; a new working directory
+    changes the system prompt after its first breakpoint: the unrecorded context when the
+    prefix was sized as what other sessions had cached (the tools and that first part),
+    else the whole prefix.
+    """
+    skills = str(state.skills)
+    head = (skills,) if thread.hidden_tokens else (skills, state.cwd)
     blocks = [
-        cache_sim.Block(block_key("prefix", thread.id), max(thread.prefix_tokens, 1), ttl),
+        cache_sim.Block(block_key("prefix", thread.id, *head), max(thread.prefix_tokens, 1), ttl),
     ]
     if thread.hidden_tokens:
-        blocks.append(cache_sim.Block(block_key("hidden", thread.id), thread.hidden_tokens))
+        blocks.append(
+            cache_sim.Block(block_key("hidden", thread.id, skills, state.cwd), thread.hidden_tokens)
+        )
     return tuple(blocks)
 
 
@@ -111,10 +132,12 @@ class Outgoing:
     """The thread's files as of the last message."""
     ttl: cache_sim.Ttl
     """The TTL of this request's breakpoints."""
+    state: PrefixState = FIRST_PREFIX
+    """What Claude Code built this request's fixed prefix from."""
 
     @property
     def prefix(self) -> tuple[cache_sim.Block, ...]:
-        return prefix(self.thread, self.ttl)
+        return prefix(self.thread, self.ttl, self.state)
 
     def blocks(self, start: int = 0, stop: int | None = None) -> list[cache_sim.Block]:
         """The rewritten blocks of messages[start:stop], in order."""
@@ -156,7 +179,9 @@ class ThreadLayout:
         for message in messages[len(memo.messages) :]:
             memo.messages.append(tuple(self._rewrite_message(message, memo)))
         rewritten = memo.messages[: len(messages)]
-        return self.assemble(Outgoing(thread, messages, rewritten, memo.tracker, self.ttl(call)))
+        return self.assemble(
+            Outgoing(thread, messages, rewritten, memo.tracker, self.ttl(call), call.prefix)
+        )
 
     def ttl(self, call: Call) -> cache_sim.Ttl:
         """The TTL of the call's breakpoints: the session's regime."""
