@@ -157,21 +157,16 @@ def candidates(
 
 
 def placeholder_text(tb: ThreadBlock) -> str:
-    """What stays where evicted content was: what it was, its size, how to get it back."""
+    """What stays where evicted content was: what it was, its size and its id, which
+    read_session_file takes (its description says so: the placeholder need not)."""
     item = tb.item_id or "?"
     if tb.kind is BlockKind.SKILL:
-        return f"[[skill:{item}]] skill used; body evicted. read_session_file('{item}')."
+        return f"[[skill:{item}]] skill used; body evicted"
     if tb.kind is BlockKind.TOOL_INPUT:
-        return f"[[input:{item}]] {tb.original_tokens} tokens; read_session_file('{item}')"
+        return f"[[input:{item}]] {tb.original_tokens} tokens"
     if tb.uri is not None and tb.kind in FILE_COPIES:
-        return (
-            f"[[file:{item}]] {label_of(tb.uri)} ({tb.original_tokens} tokens) evicted; "
-            f"read_session_file('{item}') or read_symbol shows it again."
-        )
-    return (
-        f"[[{tb.kind}:{item}]] output ({tb.original_tokens} tokens) evicted; "
-        f"read_session_file('{item}') restores it."
-    )
+        return f"[[file:{item}]] {label_of(tb.uri)} evicted ({tb.original_tokens} tokens)"
+    return f"[[{tb.kind}:{item}]] output evicted ({tb.original_tokens} tokens)"
 
 
 def evicted_form(state: EngineState, c: Conversation, index: int) -> tuple[dict[str, Any], int]:

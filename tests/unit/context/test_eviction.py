@@ -48,7 +48,7 @@ def test_re_hydrated_content_may_leave_again_once_answered(
     d.call()
     assert thread[fetched].evicted
     item = thread[fetched].item_id
-    assert item is not None and f"read_session_file('{item}')" in repr(d.requests[-1])
+    assert item is not None and f"[[rehydration:{item}]] output evicted" in repr(d.requests[-1])
     assert engine.read_session_file(item).text == out  # still hydratable by its id
 
 
