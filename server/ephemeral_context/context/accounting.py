@@ -1,13 +1,21 @@
 """Accounting: what each request of one conversation costs, and what the API reported.
 
-Every request the engine builds is priced twice in the cache model (cache_sim): as built,
-and as its recorded-style twin (every block re-sent as first shown, breakpoints after the
-system prompt and at the end, with the TTL the client itself asks for), at the same time.
-The status reports the savings (status.py); a policy whose requests fell behind their
-twins stops betting (policy.py). The breakpoints a request wrote
-become entries of the thread's CacheView; the usage the API reports back (`record_usage`)
+Every request the engine builds is priced three times in the cache model (cache_sim), at
+the same time: as built; as its recorded-style twin (every block re-sent as first shown,
+breakpoints after the system prompt and at the end, with the TTL the client itself asks
+for); and as its kept twin (the request as built with every evicted block as first shown
+and no re-hydration round trip). The request after a round trip goes on with the call
+the one before started: neither twin is priced for it, since a client that evicts
+nothing makes no such request. The status reports the savings (status.py); the policy
+weighs its TTL bets by the kept twins' lead over the recorded-style ones and its warm cuts
+by the requests' lead over the recorded-style ones (policy.py). The breakpoints a request
+wrote become entries of the thread's CacheView; the usage the API reports back (`record_usage`)
 corrects that view when nothing was read, and gives the hit rate.
-"""
+
+API:
+- `Accounting`: `account(...)`, `record_usage(thread, usage)`; `lead`, `layout_lead`,
+  `continues` (set by rehydration.py).
+- `kept_request(thread, built)`: the request had nothing been evicted."""
 
 from __future__ import annotations
 
@@ -25,6 +33,7 @@ from ephemeral_context.cache_sim import (
 )
 from ephemeral_context.context.blocks import content_key
 from ephemeral_context.context.cacheview import END_OF_SEGMENT, END_OF_SYSTEM
+from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import BuiltRequest
 from ephemeral_context.context.thread import Thread
 from ephemeral_context.prices import priced
@@ -44,9 +53,18 @@ class Accounting:
     """The requests built, in base-input-token equivalents at their model's prices."""
     baseline_billed: float = 0.0
     """Their recorded-style twins, likewise."""
+    kept_sim: PromptCache | None = None
+    kept_billed: float = 0.0
+    """The requests as built but with nothing evicted and no round trip (each evicted block
+    as first shown): against the recorded-style twins, what the layout and the TTLs saved
+    with the cuts left out."""
     recorded: Usage = field(default_factory=Usage)
     last_usage: Usage | None = None
     last_built: BuiltRequest | None = None
+    continues: bool = False
+    """The next request goes on with the call the last one started (after a re-hydration
+    round trip): a client that evicts nothing makes no such request, so neither twin is
+    priced again."""
 
     def account(
         self,
@@ -58,24 +76,31 @@ class Accounting:
         tool_blocks: list[Block],
         twin_ttl: Ttl = "5m",
     ) -> None:
-        """Simulate this request and its recorded-style twin (breakpoints with `twin_ttl`,
-        the client's); remember the new boundaries."""
+        """Simulate this request and, unless it `continues` a call, its kept twin and its
+        recorded-style twin (breakpoints with `twin_ttl`, the client's); remember the new
+        boundaries."""
         if self.sim is None or self.model != model:
             self.model = model
             self.sim = PromptCache(model)
             self.baseline_sim = PromptCache(model)
-        assert self.baseline_sim is not None
+            self.kept_sim = PromptCache(model)
+        assert self.baseline_sim is not None and self.kept_sim is not None
         price = priced(model)
         ours = self.sim.call(built.cache_request, now)
         self.ours = self.ours + ours
         self.ours_billed += price.billed_input(ours)
-        system = [Block(content_key("system"), sys_tokens, twin_ttl)] if sys_tokens else []
-        base = list(thread.baseline)
-        if base:
-            base[-1] = replace(base[-1], cache_ttl=twin_ttl)
-        twin = self.baseline_sim.call(Request(tools=tool_blocks, system=system, messages=base), now)
-        self.baseline = self.baseline + twin
-        self.baseline_billed += price.billed_input(twin)
+        if not self.continues:
+            kept = self.kept_sim.call(kept_request(thread, built), now)
+            self.kept_billed += price.billed_input(kept)
+            system = [Block(content_key("system"), sys_tokens, twin_ttl)] if sys_tokens else []
+            base = list(thread.baseline)
+            if base:
+                base[-1] = replace(base[-1], cache_ttl=twin_ttl)
+            request = Request(tools=tool_blocks, system=system, messages=base)
+            twin = self.baseline_sim.call(request, now)
+            self.baseline = self.baseline + twin
+            self.baseline_billed += price.billed_input(twin)
+        self.continues = False
         points = built.breakpoints
         written: dict[int, int] = {}
         for p in (points.anchor, points.last):
@@ -89,6 +114,12 @@ class Accounting:
             written, now, TTL_SECONDS[points.ttl], TTL_SECONDS[points.thread_ttl]
         )
         self.last_built = built
+
+    @property
+    def layout_lead(self) -> float:
+        """What the requests with nothing evicted saved against the recorded-style twins:
+        the layout and the TTL bets (negative: lost)."""
+        return self.baseline_billed - self.kept_billed
 
     @property
     def lead(self) -> float:
@@ -111,3 +142,24 @@ class Accounting:
                 (points.anchor, points.last, END_OF_SEGMENT if points.segment else None,
                  END_OF_SYSTEM)
             )  # fmt: skip
+
+
+def kept_request(thread: Thread, built: BuiltRequest) -> Request:
+    """`built` with every evicted block as first shown and no re-hydration blocks (the
+    request had the policy evicted nothing), its last block keeping the last breakpoint."""
+    messages: list[Block] = []
+    role = None
+    for tb, block in zip(thread.blocks, built.cache_request.messages, strict=True):
+        if tb.kind is BlockKind.REHYDRATION:
+            continue
+        first = tb.role != role
+        role = tb.role
+        if tb.evicted and tb.original is not None and tb.kind is not BlockKind.CONSOLIDATED:
+            key, tokens = tb.original_key, tb.original_tokens
+        else:
+            key, tokens = tb.key, tb.tokens
+        messages.append(Block(hash((key, tb.role, first)), tokens, block.cache_ttl))
+    if messages and messages[-1].cache_ttl is None:
+        messages[-1] = replace(messages[-1], cache_ttl=built.breakpoints.thread_ttl)
+    request = built.cache_request
+    return Request(tools=request.tools, system=request.system, messages=messages)

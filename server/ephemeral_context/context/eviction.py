@@ -10,9 +10,10 @@ re-hydration round trips can add up to more), the newest go, the shortest rewrit
 
 An evicted block keeps its place as a placeholder saying what it was, its size and how to
 get it back (read_session_file / read_symbol with its id); a tool_use keeps its short
-fields. Only consumed content is a candidate: nothing from the latest model response on,
-nothing pinned or protected, and a skill only once its frontmatter trigger has fired.
-Re-hydrated content is a candidate again once the model has answered after it.
+fields. Only consumed content is a candidate: nothing no request has carried yet (the
+model has not seen it), nothing from the latest model response on, nothing pinned or
+protected, and a skill only once its frontmatter trigger has fired. Re-hydrated content is
+a candidate again once the model has answered after it.
 
 API:
 - `consolidate(state, c, prefix, outlook)`: before a call, evict what the policy allows; rebuild a
@@ -49,7 +50,7 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
     segment_warm = c.thread.cache.thread_warm or c.thread.cache.has(END_OF_SEGMENT)
     thread_start = prefix + sum(e.tokens for e in c.segment)
     warm_end = c.thread.cache.warm_end
-    chosen = candidates(state, c, thread_start, outlook)
+    chosen = candidates(state, c, thread_start, outlook) if outlook.evicts else []
     boundaries = [policy.Boundary(0, thread_start)] + [
         policy.Boundary(p + 1, end) for p, end in c.thread.cache.thread_entries()
     ]
@@ -127,6 +128,8 @@ def candidates(
     out: list[policy.Candidate] = []
     for index, tb in enumerate(c.thread):
         if tb.evicted or tb.kind not in EVICTABLE or not c.thread.consumed(index):
+            continue
+        if tb.call >= c.calls:  # no request carried it yet: the model has not seen it
             continue
         item = state.ledger.get(tb.item_id) if tb.item_id else None
         if item is not None and (item.pinned or not item.evictable):

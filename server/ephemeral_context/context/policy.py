@@ -2,19 +2,21 @@
 
 `Policy` owns what the forecast reads (the idle gaps between calls, the thread's size over
 the calls, the calls each file was used in) and turns it, once per request, into an
-`Outlook`: the gate's prices, the remaining calls `M`, the TTLs, what an eviction cut may
-cost, and the chance a file is used again. eviction.py and segment.py decide with that
-outlook; the functions below are the rules.
+`Outlook`: the gate's prices, the remaining calls `M`, the TTLs, whether the gate may cut
+and what a cut may cost, and the chance a file is used again. eviction.py and segment.py
+decide with that outlook; the functions below are the rules.
 
-Do no harm: every request is also priced as its recorded-style twin, with the client's own
-TTL (accounting.py), and the lead is what the conversation has saved against those twins
-so far. A TTL other than the client's is a bet on the idle gaps to come; an eviction cut
-on a warm cache (a rewrite now, for reads saved later) is a bet on the calls to come. The
-policy makes them, as the cost model says, while the conversation is not behind its
-twins by more than HARM_TOLERANCE; one that is behind sends what the twin sends (the
-client's TTL, no rewrite of a warm prefix; cold-cache and budget evictions go on) until it
-is ahead again. So the bill stays within the tolerance of the twin's but for the bets of
-the one request that put it behind (and the re-hydrations of content already evicted).
+Do no harm: every request is also priced twice more (accounting.py): as its recorded-style
+twin, with the client's own TTL, and as its kept twin, the same request with nothing
+evicted and no round trip. A TTL other than the client's is a bet on the idle gaps to come,
+weighed by the kept twins' lead over the recorded-style ones (what the layout and the TTLs
+saved, the cuts left out): behind them by more than HARM_TOLERANCE, the breakpoints take
+the client's TTL until ahead again. An eviction cut on a warm cache (a rewrite now, for
+reads saved later) is a bet on the calls to come, not made while the whole bill is behind
+the recorded-style twins (cold-cache and budget evictions go on). The request after a
+re-hydration round trip makes no new cut. So the bill stays within the tolerance of the
+twins' but for the bets of the one request that put it behind and the re-hydrations of
+content already evicted.
 
 Anthropic's prompt cache is a prefix cache. Keeping an item of `s` tokens visible for `M`
 more calls costs `rho*s*M` (cache reads); removing or rewriting it costs a one-time
@@ -97,9 +99,10 @@ def calls_until_full(budget: int, context: int, growth_per_call: float) -> float
     return max(0.0, budget - context) / growth_per_call
 
 
-def reuse_probability(reused: int, not_reused: int) -> float:
-    """Laplace's rule of succession: the chance the next evicted item is needed again."""
-    return (reused + 1) / (reused + not_reused + 2)
+def reuse_probability(reused: int, evicted: int) -> float:
+    """Laplace's rule of succession: the chance the next evicted item is needed again, when
+    `reused` of the `evicted` items so far were (an item fetched twice counts once)."""
+    return (min(reused, evicted) + 1) / (evicted + 2)
 
 
 def idle_reuse_probability(
@@ -223,9 +226,8 @@ def plan_eviction(
     positive `sum(value) - omega*X` among those whose rewrite `omega*X` is at most
     `max_rewrite` (what the policy may bet now), or NO_EVICTION.
     """
-    worth = sorted(
-        (c for c in candidates if candidate_value(c, m, rates, ttl) > 0), key=lambda c: c.offset
-    )
+    values = {c.index: candidate_value(c, m, rates, ttl) for c in candidates}
+    worth = sorted((c for c in candidates if values[c.index] > 0), key=lambda c: c.offset)
     if not worth:
         return NO_EVICTION
     best = NO_EVICTION
@@ -233,7 +235,7 @@ def plan_eviction(
         chosen = [c for c in worth if c.index >= b.index]
         if not chosen:
             continue
-        value = sum(candidate_value(c, m, rates, ttl) for c in chosen)
+        value = sum(values[c.index] for c in chosen)
         freed_in_warm = sum(c.freed for c in chosen if c.offset < warm_end)
         x = max(0, warm_end - b.offset - freed_in_warm)
         rewrite = rates.write(ttl) * x
@@ -285,6 +287,9 @@ class Outlook:
     max_rewrite: float
     """What an eviction cut on a warm cache may cost now (base-input-token equivalents):
     nothing while the conversation is behind its recorded-style twins."""
+    evicts: bool
+    """The cost gate may evict: not in the request after a re-hydration round trip, which
+    carries what was fetched for a call the policy already decided on."""
     calls: int
     last_use: Mapping[str, int]
     """The call each file was last used in."""
@@ -339,10 +344,15 @@ class Policy:
             self.gaps.append(max(0.0, now - self.last_call_time))
         rates = priced(c.accounting.model).multipliers
         until_full = self.horizon(c, budget)
-        behind = c.accounting.lead < -HARM_TOLERANCE * c.accounting.baseline_billed
+        a = c.accounting
+        # The TTL bets are weighed by what the requests with nothing evicted (the kept
+        # twins) saved against the recorded-style ones: a cut that lost is no reason to
+        # give up the TTL. A warm cut waits while the whole bill is behind.
+        ttl_behind = a.layout_lead < -HARM_TOLERANCE * a.baseline_billed
+        behind = a.lead < -HARM_TOLERANCE * a.baseline_billed
         if cache_ttl != "auto":
             ttl = thread_ttl = cache_ttl
-        elif behind:
+        elif ttl_behind:
             ttl = thread_ttl = twin_ttl  # send what the twins send until ahead again
         else:
             # Prefix content stays for the rest of the session; thread content stays, on
@@ -362,6 +372,7 @@ class Policy:
             ttl,
             thread_ttl,
             0.0 if behind else math.inf,
+            not a.continues,
             c.calls,
             {uri: max(uses) for uri, uses in self.touches.items()},
             retouch_gaps,

@@ -101,7 +101,10 @@ def rehydrate(
         for quote in (q for t in candidates for q in c.quotes.quotes(t)):
             if not seen(quote.text):
                 fetches.append(_block_fetch(state, c.thread[quote.index], quote.text))
-    return _append(state, c, fetches) if fetches else None
+    if not fetches:
+        return None
+    c.accounting.continues = True  # the request after the round trip is the same call
+    return _append(state, c, fetches)
 
 
 def _evicted_source(c: Conversation, needle: str) -> ThreadBlock | None:

@@ -50,6 +50,8 @@ class ThreadBlock:
     evicted: bool = False
     original: dict[str, Any] | None = None
     original_tokens: int = 0
+    original_key: int = 0
+    """The content key the block had as first shown (before a placeholder replaced it)."""
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -137,7 +139,8 @@ class Thread:
         """Send `block` instead of block `index` from now on (its content stays in
         `original`); the caller reflows from the first block it replaced."""
         tb = self.blocks[index]
-        tb.original = tb.block
+        if tb.original is None:
+            tb.original, tb.original_key = tb.block, tb.key
         tb.block, tb.key, tb.tokens, tb.evicted = block, content_key(block), tokens, True
         if kind is not None:
             tb.kind = kind

@@ -10,23 +10,30 @@ from pathlib import Path
 
 import pytest
 from ephemeral_context.cache_sim import Ttl
-from ephemeral_context.context import policy
-from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput
+from ephemeral_context.context import eviction, policy
+from ephemeral_context.context.engine import BlockKind, ContextEngine, EngineConfig, ToolOutput
 from ephemeral_context.context.layout import BuiltRequest
 from ephemeral_context.context.policy import Boundary, Candidate
 from ephemeral_context.store import Store
 
-from tests.unit.context.context_helpers import MODEL, SYSTEM, Clock, source
+from tests.unit.context.context_helpers import MODEL, SYSTEM, Clock, Driver, source
 
 SHORT = [0.0, 10, 10, 10, 10, 10]
 """Six calls 10 seconds apart: no gap so far says a 1-hour TTL pays."""
 
 
 def session(
-    tmp_path: Path, name: str, gaps: list[float], client_ttl: Ttl = "1h"
+    tmp_path: Path,
+    name: str,
+    gaps: list[float],
+    client_ttl: Ttl = "1h",
+    reread_from: int | None = None,
 ) -> tuple[ContextEngine, list[BuiltRequest], list[float]]:
     """The engine after one request per gap, the requests it built, and after each the
-    lead over the twin less what the tolerance allows (negative: behind)."""
+    lead of the requests with nothing evicted (the kept twins: what the TTL bets are
+    weighed by) over the recorded-style twins, less what the tolerance allows (negative:
+    behind). From call `reread_from` on, every call reads the same file (the engine answers
+    the repeats with a reference: the layout saves against the twins)."""
     clock = Clock()
     engine = ContextEngine(Store(tmp_path / name), EngineConfig(), clock=clock)
     engine.add_user_text("c", "Make the test suite pass.")
@@ -39,13 +46,17 @@ def session(
         request = engine.last_request("c")
         assert request is not None
         built.append(request)
-        margins.append(accounting.lead + policy.HARM_TOLERANCE * accounting.baseline_billed)
+        margins.append(accounting.layout_lead + policy.HARM_TOLERANCE * accounting.baseline_billed)
         tool_id = f"toolu_{i}"
         engine.add_assistant_content(
             "c",
             [{"type": "tool_use", "id": tool_id, "name": "bash", "input": {"command": f"t {i}"}}],
         )
-        engine.add_tool_result("c", ToolOutput(tool_id, source(40, f"run{i}_")))
+        if reread_from is not None and i >= reread_from:
+            output = ToolOutput(tool_id, source(40, "app_"), BlockKind.FILE, uri="file:///app.py")
+        else:
+            output = ToolOutput(tool_id, source(40, f"run{i}_"))
+        engine.add_tool_result("c", output)
     return engine, built, margins
 
 
@@ -63,8 +74,9 @@ def test_a_winning_bet_goes_on(tmp_path: Path) -> None:
 def test_a_losing_bet_falls_back_to_the_twins_ttl_until_ahead_again(tmp_path: Path) -> None:
     """A 10-minute gap expires the 5-minute cache the twin keeps for an hour: the
     conversation is behind its twin, so it sends the twin's 1-hour TTL from the next
-    request on; once the reads it saves put it ahead again, it bets again."""
-    _, built, margins = session(tmp_path, "lose", [*SHORT, 600] + [10] * 8)
+    request on; once the reads its layout saves (repeated reads as references) put it
+    ahead again, it bets again."""
+    _, built, margins = session(tmp_path, "lose", [*SHORT, 600] + [10] * 8, reread_from=7)
     assert ttls(built)[:6] == [("5m", "5m")] * 6
     assert min(margins[:6]) >= 0 and margins[6] < 0  # the gap's rewrite put it behind
     after = list(zip(margins[6:-1], ttls(built)[7:], strict=True))
@@ -72,12 +84,17 @@ def test_a_losing_bet_falls_back_to_the_twins_ttl_until_ahead_again(tmp_path: Pa
     assert any(margin >= 0 and t[1] == "5m" for margin, t in after)  # ahead: bets again
 
 
-def test_against_a_five_minute_client_the_same_gap_is_no_loss(tmp_path: Path) -> None:
-    """The twin loses its cache at the same gap: the conversation is ahead after it, and
-    its thread stays at 5 minutes (the forecast alone moves the prefix to 1 hour)."""
+def test_against_a_five_minute_client_the_1h_prefix_the_gap_suggests_falls_back(
+    tmp_path: Path,
+) -> None:
+    """The twin loses its cache at the same gap, so the gap itself costs nothing against
+    it; the forecast's answer to the gap, the prefix written for an hour, costs 2.0 where
+    the twin writes at 1.25. That puts the layout behind its twins, and the next requests
+    send the client's 5 minutes; the thread stays at 5 minutes throughout."""
     _, built, margins = session(tmp_path, "five", [*SHORT, 600, 10, 10, 10], client_ttl="5m")
-    assert min(margins[6:]) >= 0
-    assert [thread for _, thread in ttls(built)[6:]] == ["5m"] * 4
+    assert min(margins[:6]) >= 0
+    assert ttls(built)[6] == ("1h", "5m") and margins[6] < 0
+    assert ttls(built)[7:] == [("5m", "5m")] * 3
 
 
 def test_no_decision_looks_at_a_later_call(tmp_path: Path) -> None:
@@ -108,3 +125,42 @@ def test_the_twin_caches_with_the_clients_ttl(tmp_path: Path, client_ttl: Ttl) -
     twin = engine.conversation("c").accounting.baseline
     written = {"5m": twin.ephemeral_5m_input_tokens, "1h": twin.ephemeral_1h_input_tokens}
     assert written[client_ttl] == twin.cache_creation_input_tokens > 0
+
+
+def test_what_no_request_carried_yet_is_no_candidate(engine: ContextEngine, clock: Clock) -> None:
+    """Parallel tool calls written one by one (use, result, use, result) make the first
+    result look answered; no request has carried it, so the model has not seen it, and
+    the policy may not evict it until one has."""
+    d = Driver(engine)
+    engine.add_user_text("c", "run both")
+    d.call()
+    d.bash(source(200, "first_"))
+    d.bash(source(200, "second_"))
+    c = engine.conversation("c")
+    first = next(i for i, tb in enumerate(c.thread) if "first_f0(" in tb.text)
+    assert c.thread.consumed(first)  # the interleaving alone says "answered"
+
+    def candidates() -> set[int]:
+        outlook = c.policy.outlook(c, clock(), "5m", "auto", engine.config.context_budget)
+        return {k.index for k in eviction.candidates(engine.state, c, 0, outlook)}
+
+    assert first not in candidates()
+    d.call()
+    d.bash("ok")
+    assert first in candidates()
+
+
+def test_the_request_after_a_round_trip_makes_no_new_cut(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    """A round trip fetched what the call needs; the request that goes on with the call
+    carries it and evicts nothing more (else it could evict what the call needs next and
+    pay another round trip); the call after it may cut again."""
+    engine.add_user_text("c", "go")
+    engine.build_request("c", MODEL, SYSTEM)
+    c = engine.conversation("c")
+    budget = engine.config.context_budget
+    c.accounting.continues = True  # what rehydration.rehydrate sets
+    assert not c.policy.outlook(c, clock(), "5m", "auto", budget).evicts
+    engine.build_request("c", MODEL, SYSTEM)
+    assert c.policy.outlook(c, clock(), "5m", "auto", budget).evicts

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ephemeral_context.context.engine import ContextEngine, Need
+from ephemeral_context.context.accounting import kept_request
+from ephemeral_context.context.engine import BlockKind, ContextEngine, Need
 from ephemeral_context.replay.report import Report, replay
 
 from tests.transcripts import SUBAGENT, all_transcripts, transcript
@@ -52,7 +53,24 @@ def test_an_edit_of_evicted_text_pays_a_symbol_rehydration(
     assert ask.block["input"] == {"path": "/app.py", "symbol": "handler_42"}
     assert answer.block["type"] == "tool_result"
     assert answer.block["tool_use_id"] == ask.block["id"]
+    # The request after the round trip goes on with the same call: the recorded-style
+    # client makes no such request, so neither twin is billed for it again.
+    bills = conversation.accounting
+    twins, ours = (bills.baseline_billed, bills.kept_billed), bills.ours_billed
     d.call()
+    assert (bills.baseline_billed, bills.kept_billed) == twins and bills.ours_billed > ours
+    built = engine.last_request("c")
+    assert built is not None
+    kept = kept_request(conversation.thread, built)
+    assert len(kept.messages) == len(conversation.thread) - 2  # no tool_use, no tool_result
+    restored = sum(
+        tb.original_tokens - tb.tokens
+        for tb in conversation.thread
+        if tb.evicted and tb.kind is not BlockKind.CONSOLIDATED
+    )
+    fetched = sum(tb.tokens for tb in conversation.thread[-2:])
+    sent = sum(b.tokens for b in built.cache_request.messages)
+    assert restored > 0 and sum(b.tokens for b in kept.messages) == sent - fetched + restored
     last = repr(d.requests[-1])
     assert "'name': 'read_symbol'" in last
     assert "def handler_41" not in last.split("read_symbol")[-1]
@@ -76,16 +94,19 @@ def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_transcr
         results = session.strategies
         assert results["ours"].retrievable == 1.0
         peaks.append(results["ours"].peak_context / results["recorded"].peak_context - 1)
-    # -25.6% with honest re-hydration (2026-12-01); -27.6% before it, -30% before anchoring
-    assert statistics.median(peaks) <= -0.25
+    # -21.1% since the twins are no longer billed for round trips (issue 11), which had
+    # kept warm cuts going; -25.6% before, -27.6% before honest re-hydration
+    assert statistics.median(peaks) <= -0.20
 
 
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="with honest re-hydration (issue 11 item 3) the cost gate does not yet weigh the "
-    "round trip a re-use costs: on d-kimuson ours bills +0.4% against ours-lossless -6.4%, "
-    "and the median over the traces is -19.3%; the do-no-harm fallback (item 2) is to fix it",
+    reason="the cost gate weighs a re-use by its re-append only, not the round trip it costs "
+    "(pricing the trip moved the median peak from -21% to -7% here and above recorded on "
+    "randlee, measured and rejected, issue 11): on d-kimuson ours bills 3.2% more than "
+    "ours-lossless; the median over the traces is -23.5%. Over all 65 sessions ours is above "
+    "the cheapest lossless strategy on 16 (docs/benchmarks.md, baselines)",
 )
 def test_ours_is_the_cheapest_and_bills_a_fifth_less_on_the_real_transcripts(
     traces: Report,
