@@ -182,11 +182,11 @@ class IncrementalSyntax:
         structural = ((r.start_byte, r.end_byte) for r in tree.changed_ranges(new_tree))
         spans = _merge([*spans, *structural])
         assert self._language is not None
-        found: dict[tuple[int, int, str, str], Definition] = {}
+        found: dict[tuple[int, int], Definition] = {}  # by name node, as find_definitions
         for start, end in spans:
             keys |= table.remove_touching(start, end)
             for d in find_definitions(new_tree, source, self._language, touching=(start, end)):
-                found[(d.start_byte, d.end_byte, d.kind, d.name)] = d
+                found[(d.name_start, d.name_end)] = d
         if len(found) > _MAX_PIECEWISE:
             return self._replace_all(text, new_tree, incremental=reused)
         fresh_definitions = sorted(found.values(), key=outline_order)

@@ -78,6 +78,10 @@ class Definition(NamedTuple):
     the definition (the `#ifndef` deciding whether a C `#define` is a header guard): an edit
     anywhere in it can change the definition, so an update re-queries it.
 
+    `name_start`..`name_end` is its name node, which is what tells definitions apart: after
+    error recovery one node can hold two names (`m.rows(), m.rows()` in a broken C++
+    function), which are two definitions with the same span, kind and name.
+
     NamedTuples (here and for Symbol) rather than dataclasses: a full-file query builds
     thousands of them, and tuples are several times cheaper to create.
     """
@@ -93,6 +97,8 @@ class Definition(NamedTuple):
     name_at: int
     reach_start: int
     reach_end: int
+    name_start: int
+    name_end: int
 
 
 class Symbol(NamedTuple):
@@ -322,9 +328,10 @@ def find_definitions(
     return sorted((_definition(source, c, comments) for c in candidates), key=outline_order)
 
 
-def outline_order(definition: Definition) -> tuple[int, int, str]:
-    """Position order, an enclosing definition before what it encloses."""
-    return definition.start_byte, -definition.end_byte, definition.name
+def outline_order(definition: Definition) -> tuple[int, int, str, int]:
+    """Position order, an enclosing definition before what it encloses; definitions with the
+    same span and name by where their names are, so that order never depends on the query."""
+    return definition.start_byte, -definition.end_byte, definition.name, definition.name_start
 
 
 def _matches(tree: ts.Tree, language: str, query_range: tuple[int, int] | None) -> list[Match]:
@@ -359,6 +366,8 @@ def _definition(source: bytes, candidate: _Candidate, comments: tuple[bytes, ...
         name_at=name_at,
         reach_start=candidate.reach[0],
         reach_end=candidate.reach[1],
+        name_start=name.start_byte,
+        name_end=name.end_byte,
     )
 
 
