@@ -78,19 +78,14 @@ class SymbolTable:
         return self._remove(np.flatnonzero((self.reach_start <= end) & (self.reach_end >= start)))
 
     def remove_replaced(self, fresh: Sequence[Definition]) -> set[tuple[str, str]]:
-        """Drop kept rows that a fresh definition replaces (same start, name and query kind).
+        """Drop kept rows that a fresh definition replaces: those with its name node, which
+        is what identifies a definition (outline.Definition).
 
         A definition's span stops before trailing comment lines, but its tree node may not:
         an edit there re-queries the definition without touching the row.
         """
-        rows = []
-        for d in fresh:
-            row = int(np.searchsorted(self.start, d.start_byte, side="left"))
-            while row < len(self) and self.start[row] == d.start_byte:
-                if self.name[row] == d.name and self.base_kind[row] == d.kind:
-                    rows.append(row)
-                row += 1
-        return self._remove(np.array(sorted(set(rows)), dtype=np.intp))
+        names = np.array([d.name_start for d in fresh], dtype=np.int64)
+        return self._remove(np.flatnonzero(np.isin(self.name_start, names)))
 
     def _remove(self, touched: npt.NDArray[np.intp]) -> set[tuple[str, str]]:
         if len(touched) == 0:
@@ -118,12 +113,13 @@ class SymbolTable:
         self.end[first:] += bytes_by
         self.reach_start[first:] += bytes_by
         self.reach_end[first:] += bytes_by
+        self.name_start[first:] += bytes_by
         self.start_line[first:] += lines_by
         self.end_line[first:] += lines_by
 
     def insert(self, fresh: Sequence[Symbol], definitions: Sequence[Definition]) -> None:
         """Add freshly queried symbols (qualified among themselves) at their places."""
-        rows = [self._position(symbol) for symbol in fresh]
+        rows = [self._position(definition) for definition in definitions]
         ints, objects, flags = _rows(fresh, definitions, dirty=True)
         self._ints = np.insert(self._ints, rows, ints, axis=0)
         self._objects = np.insert(self._objects, rows, objects, axis=0)
@@ -228,13 +224,14 @@ class SymbolTable:
             self.left.append((self.identity(row), int(self.old_start[row]), int(self.old_end[row])))
             self.dirty[row] = True
 
-    def _position(self, symbol: Symbol) -> int:
-        row = int(np.searchsorted(self.start, symbol.start_byte, side="left"))
-        key = (-symbol.end_byte, symbol.name)
+    def _position(self, definition: Definition) -> int:
+        """The row a definition goes in, in outline order (outline.outline_order)."""
+        row = int(np.searchsorted(self.start, definition.start_byte, side="left"))
+        key = (-definition.end_byte, definition.name, definition.name_start)
         while (
             row < len(self)
-            and self.start[row] == symbol.start_byte
-            and (-int(self.end[row]), self.name[row]) < key
+            and self.start[row] == definition.start_byte
+            and (-int(self.end[row]), self.name[row], int(self.name_start[row])) < key
         ):
             row += 1
         return row
@@ -267,6 +264,7 @@ class SymbolTable:
     orphan_of: _Ints = _column("_ints", 10)  # index into `parents` of the replaced parent
     reach_start: _Ints = _column("_ints", 11)  # bytes whose edit re-queries the row
     reach_end: _Ints = _column("_ints", 12)
+    name_start: _Ints = _column("_ints", 13)  # where the name node starts: the identity
     kind: _Objects = _column("_objects", 0)
     name: _Objects = _column("_objects", 1)
     qualname: _Objects = _column("_objects", 2)
@@ -282,14 +280,14 @@ def _rows(
 ) -> tuple[_Ints, _Objects, _Bools]:
     """The three blocks for `symbols`; rows created by an update are dirty and have no old span."""
     count = len(symbols)
-    ints = np.empty((count, 13), dtype=np.int64)
+    ints = np.empty((count, 14), dtype=np.int64)
     objects = np.empty((count, 6), dtype=object)
     for row, (s, d) in enumerate(zip(symbols, definitions, strict=True)):
         old_start, old_end = (-1, -1) if dirty else (s.start_byte, s.end_byte)
         ints[row] = (
             s.start_byte, s.end_byte, s.start_line, s.end_line, s.depth,
             0 if dirty else s.ordinal, s.name_at, old_start, old_end,
-            hash((s.kind, s.qualname)), -1, d.reach_start, d.reach_end,
+            hash((s.kind, s.qualname)), -1, d.reach_start, d.reach_end, d.name_start,
         )  # fmt: skip
         objects[row] = (s.kind, s.name, s.qualname, s.signature, d.scope, d.kind)
     flags = np.zeros((count, 2), dtype=np.bool_)
