@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,10 @@ from pytest_lsp import LanguageClient, client_capabilities
 
 SERVER_COMMAND = [sys.executable, "-m", "ephemeral_context", "serve"]
 CLIENTS = ["neovim", "visual_studio_code"]
+USAGE = "ephemeralContext/usage"
+USAGE_FIELDS = (
+    "contextTokens", "budget", "cacheHitRate", "savedTokens", "savedUsd", "breakdown", "lastCall",
+)  # fmt: skip
 
 
 def initialize_params(
@@ -59,7 +64,7 @@ class Editor:
             self.applied.append(params)
             return self._apply(params.edit)
 
-        for method in ("ephemeralContext/usage", "ephemeralContext/askProgress"):
+        for method in (USAGE, "ephemeralContext/askProgress"):
             self._record(method)
 
     def _record(self, method: str) -> None:
@@ -146,9 +151,35 @@ class Editor:
 
     # ----- waiting -------------------------------------------------------------------------------
 
-    async def usage(self) -> Any:
-        """The next ephemeralContext/usage notification."""
-        return await self.client.wait_for_notification("ephemeralContext/usage")
+    def mark(self, method: str = USAGE) -> int:
+        """How many `method` notifications have arrived; take it before the actions a wait
+        is about and pass it as `since`."""
+        return len(self.notifications.setdefault(method, []))
+
+    async def notified(
+        self, method: str, condition: Callable[[Any], bool] | None = None, since: int = 0
+    ) -> Any:
+        """The first `method` notification from the `since`-th on that meets `condition`
+        (any, without one), whether it has arrived already or is still to come."""
+        seen = self.notifications.setdefault(method, [])
+
+        def first() -> Any:
+            wanted = (p for p in seen[since:] if condition is None or condition(p))
+            return next(wanted, None)
+
+        await wait_until(lambda: first() is not None)
+        return first()
+
+    async def usage(self, since: int) -> Any:
+        """The usage notification that shows the state the actions since `mark()` left.
+
+        Not "the next" one: the throttle (lsp/throttle.py) may send it at once, maybe before
+        an answer the test still awaits, or later, folded with other changes. What it
+        promises is a send after the last change, computed when sent; requests are answered
+        in order, so a status requested now is that state.
+        """
+        status = await self.request("ephemeralContext/status")
+        return await self.notified(USAGE, lambda usage: shows(usage, status), since)
 
     async def request(self, method: str, params: Any = None) -> Any:
         return await self.client.protocol.send_request_async(method, params or {})
@@ -159,10 +190,16 @@ class Editor:
         )
 
 
-async def wait_until(predicate: Any, timeout: float = 10.0) -> None:
-    """Poll a condition driven by incoming messages (no fixed sleep decides the outcome)."""
-    deadline = asyncio.get_running_loop().time() + timeout
+def shows(usage: Any, status: Any) -> bool:
+    """Whether a usage notification says what a status answer says (status has more)."""
+    return all(getattr(usage, name, None) == getattr(status, name, None) for name in USAGE_FIELDS)
+
+
+async def wait_until(predicate: Callable[[], object]) -> None:
+    """Poll a condition driven by incoming messages until it holds.
+
+    No deadline: how long the server takes under load never decides the outcome (pytest's
+    timeout in pyproject.toml ends a hang).
+    """
     while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError("condition not met")
         await asyncio.sleep(0.01)

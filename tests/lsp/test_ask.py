@@ -28,7 +28,7 @@ from tests.fakes.conversation import (
 )
 from tests.fakes.conversation import read_file_turn as read
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
-from tests.lsp.lsp_session import Editor, wait_until
+from tests.lsp.lsp_session import USAGE, Editor
 
 pytestmark = pytest.mark.usefixtures("api_key")
 
@@ -111,12 +111,7 @@ async def test_read_twice_edit_read_again(
     )
     assert kinds.count("toolUse") == 4 and kinds.count("usage") == 5
     assert [(p.uri, p.applied) for p in progress if p.kind == "edit"] == [(uri, True)]
-    await wait_until(
-        lambda: any(
-            getattr(n, "lastCall", None) is not None
-            for n in raw_editor.notifications["ephemeralContext/usage"]
-        )
-    )
+    await raw_editor.notified(USAGE, lambda usage: getattr(usage, "lastCall", None) is not None)
     status = await raw_editor.request("ephemeralContext/status")
     assert status.cacheHitRate > 0.5 and status.lastCall.cacheRead > 0
     last_usage = [p.usage for p in progress if p.kind == "usage"][-1]
@@ -162,7 +157,7 @@ async def test_cancel_mid_answer(raw_editor: Editor, api: FakeMessagesAPI, works
             "ephemeralContext/ask", {"prompt": "Long one", "conversationId": "c-9"}, msg_id="ask-1"
         )
     )
-    await wait_until(lambda: raw_editor.notifications["ephemeralContext/askProgress"])
+    await raw_editor.notified("ephemeralContext/askProgress")  # the answer has begun
     protocol.notify("$/cancelRequest", types.CancelParams(id="ask-1"))
     with pytest.raises(JsonRpcRequestCancelled):
         await pending
@@ -211,18 +206,16 @@ async def test_cancel_ask_command(
     pending = asyncio.wrap_future(
         protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, params, msg_id="cmd-1")
     )
-    await wait_until(lambda: raw_editor.notifications["ephemeralContext/askProgress"])
+    await raw_editor.notified("ephemeralContext/askProgress")  # the answer has begun
     protocol.notify("$/cancelRequest", types.CancelParams(id="cmd-1"))
     with pytest.raises(JsonRpcRequestCancelled):
         await pending
     try:  # the fake still holds the first stream: only a cancelled task frees its conversation
-        again = await asyncio.wait_for(
-            raw_editor.command("ectx.ask", {"prompt": "short", "conversationId": "c-cmd"}), 30
-        )
+        again = await raw_editor.command("ectx.ask", {"prompt": "short", "conversationId": "c-cmd"})
     finally:
         gate.set()
     assert again["text"] == "Next."
-    assert api.message_requests[0].done.wait(30)
+    await asyncio.to_thread(api.message_requests[0].done.wait)
     assert api.message_requests[0].completed is False  # the server dropped the stream
 
 

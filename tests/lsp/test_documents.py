@@ -3,7 +3,6 @@ status, items, pin, hydrate and drop, with a usage notification after each chang
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -27,8 +26,9 @@ async def test_open_edit_pin_hydrate_close(editor: Editor, workspace: Path) -> N
     """The server's copy of the buffer matches the editor's after edits past non-ASCII text."""
     path = workspace / "src" / "sample.py"
     path.write_text("on disk, not in the buffer\n", encoding="utf-8")
+    since = editor.mark()
     uri = editor.open(path, SAMPLE)
-    await editor.usage()
+    await editor.usage(since)
 
     buffer = editor.buffers[uri]
     # Column of " end'" in client units, whatever the encoding: let the editor's codec say.
@@ -36,9 +36,10 @@ async def test_open_edit_pin_hydrate_close(editor: Editor, workspace: Path) -> N
     end_col = buffer.position_codec.position_to_client_units(
         buffer.lines, types.Position(0, line0.index(" end"))
     ).character
+    since = editor.mark()
     editor.change(uri, [edit(0, end_col, end_col + 4, " fin")])
     editor.change(uri, [edit(1, 0, 0, "# inserted\n"), edit(0, 0, 0, "")])
-    await editor.usage()
+    await editor.usage(since)
     expected = buffer.source
     assert "\U0001d11e fin'" in expected and "# inserted\nsecond = 2" in expected
 
@@ -46,13 +47,12 @@ async def test_open_edit_pin_hydrate_close(editor: Editor, workspace: Path) -> N
     assert status.openDocuments == 1
     assert status.positionEncoding == editor.encoding
 
-    # Listen first: after a quiet interval the pin's usage goes out before its answer.
-    pin_usage = asyncio.ensure_future(editor.usage())
+    since = editor.mark()
     pinned = await editor.request("ephemeralContext/pin", {"uri": uri})
     item = pinned.item
     assert (item.kind, item.state, item.pinned, item.uri) == ("file", "full", True, uri)
     assert item.version == buffer.version and item.tokens > 0
-    await pin_usage
+    assert (await editor.usage(since)).contextTokens == item.tokens
 
     whole = await editor.request("ephemeralContext/hydrate", {"id": item.id})
     assert whole.text == expected and whole.totalLength == len(expected)
@@ -66,8 +66,9 @@ async def test_open_edit_pin_hydrate_close(editor: Editor, workspace: Path) -> N
     assert (await editor.request("ephemeralContext/status")).items == 1
 
     # the id of a file item hydrates the buffer as it is now
+    since = editor.mark()
     editor.change(uri, [edit(0, 0, 0, "# newer\n")])
-    await editor.usage()
+    assert (await editor.usage(since)).contextTokens > item.tokens
     newer = await editor.request("ephemeralContext/hydrate", {"id": item.id})
     assert newer.text == buffer.source and newer.version == buffer.version
 
@@ -76,8 +77,9 @@ async def test_open_edit_pin_hydrate_close(editor: Editor, workspace: Path) -> N
     dropped = await editor.request("ephemeralContext/drop", {"uri": uri})
     assert item.id in dropped.dropped
 
+    since = editor.mark()
     editor.close(uri)
-    await editor.usage()
+    await editor.usage(since)
     assert (await editor.request("ephemeralContext/status")).openDocuments == 0
     # closed: the file is read from disk again
     again = await editor.request("ephemeralContext/pin", {"uri": uri})
@@ -111,12 +113,13 @@ async def test_watched_file_change_is_read_again(editor: Editor, workspace: Path
     uri = path.as_uri()
     first = await editor.request("ephemeralContext/pin", {"uri": uri})
     path.write_text("# Project\n\nRewritten by git checkout.\n", encoding="utf-8")
+    since = editor.mark()
     editor.client.workspace_did_change_watched_files(
         types.DidChangeWatchedFilesParams(
             [types.FileEvent(uri=uri, type=types.FileChangeType.Changed)]
         )
     )
-    await editor.usage()
+    await editor.usage(since)
     second = await editor.request("ephemeralContext/pin", {"uri": uri})
     text = await editor.request("ephemeralContext/hydrate", {"id": second.item.id})
     assert text.text.endswith("Rewritten by git checkout.\n")

@@ -17,7 +17,7 @@ from pytest_lsp import LanguageClient
 
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.gateway_harness import cat_n
-from tests.lsp.lsp_session import Editor, wait_until
+from tests.lsp.lsp_session import USAGE, Editor
 
 
 def _free_port() -> int:
@@ -74,9 +74,7 @@ async def test_a_session_through_the_hosted_gateway_reaches_the_status_bar(
             result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": text}
             messages.append({"role": "user", "content": [result]})
     assert answer.content[0].text == "read it"  # type: ignore[union-attr]
-    await wait_until(
-        lambda: any(n.contextTokens > 1000 for n in editor.notifications["ephemeralContext/usage"])
-    )
+    await editor.notified(USAGE, lambda usage: usage.contextTokens > 1000)
     status = _status()
     assert status is not None and status["total"]["requests"] == 2
     assert [t["name"] for t in api.message_requests[0].body["tools"]] == [

@@ -36,8 +36,9 @@ async def test_a_pinned_buffer_that_gains_a_secret_is_neither_sent_nor_stored(
     await raw_editor.request("ephemeralContext/pin", {"uri": uri})
     here = types.Position(0, 0)
     typed = f'AWS_ACCESS_KEY_ID = "{AWS_KEY}"\n'
+    since = raw_editor.mark()
     raw_editor.change(uri, [types.TextDocumentContentChangePartial(types.Range(here, here), typed)])
-    await raw_editor.usage()
+    await raw_editor.usage(since)
 
     api.add_turns("Seen it.")
     await raw_editor.request("ephemeralContext/ask", {"prompt": "Look", "conversationId": "a"})
