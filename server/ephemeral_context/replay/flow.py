@@ -19,6 +19,7 @@ API:
 - `RecordedUsage`: the usage a call recorded.
 - `PrefixState`, `FIRST_PREFIX`: what a call's fixed prefix was built from (it can change
   mid-session).
+- `Unanswered`: a request sent and interrupted before its answer.
 - `Problem`: something skipped, where and why.
 - `block_key(...)`: the content key of a block.
 """
@@ -188,6 +189,23 @@ class Call:
 
 
 @dataclass(frozen=True)
+class Unanswered:
+    """A request Claude Code sent that no response answers: the person interrupted it before
+    its first token ("[Request interrupted by user]" right after the request's last line).
+    The API had read the prompt by then, so its cache holds it as after any call; nothing
+    was recorded or billed for it here. It carried the first `n_messages` messages of its
+    thread, the last one cut to its first `n_blocks` blocks (a later request merges the
+    interruption notice and the next prompt into that user message)."""
+
+    thread: str
+    model: str
+    started: float
+    n_messages: int
+    n_blocks: int
+    prefix: PrefixState = FIRST_PREFIX
+
+
+@dataclass(frozen=True)
 class Problem:
     """Something in the input that was skipped: where it was and why."""
 
@@ -208,6 +226,8 @@ class Session:
     threads: dict[str, Thread]
     calls: list[Call]
     problems: list[Problem] = field(default_factory=list)
+    unanswered: list[Unanswered] = field(default_factory=list)
+    """Requests sent and interrupted before any answer, in time order (they warm the cache)."""
     parent: str | None = None
     """For a sub-agent file (`<session>/subagents/agent-*.jsonl`), its parent session's file.
 
@@ -228,9 +248,14 @@ class Session:
             counts[call.model] = counts.get(call.model, 0) + 1
         return max(counts, key=lambda name: counts[name]) if counts else "unknown"
 
-    def request(self, call: Call) -> Sequence[Message]:
-        """The messages the call's request carried, oldest first."""
-        return self.threads[call.thread].messages[: call.n_messages]
+    def request(self, call: Call | Unanswered) -> Sequence[Message]:
+        """The messages the request carried, oldest first."""
+        messages = self.threads[call.thread].messages[: call.n_messages]
+        if isinstance(call, Call) or not messages:
+            return messages
+        last = messages[-1]
+        cut = Message(last.role, last.blocks[: call.n_blocks], last.timestamp, last.line)
+        return [*messages[:-1], cut]
 
     def thread_of(self, call: Call) -> Thread:
         return self.threads[call.thread]

@@ -52,6 +52,7 @@ from ephemeral_context.replay.flow import (
     Role,
     Session,
     Thread,
+    Unanswered,
     block_key,
 )
 from ephemeral_context.tokens import estimate_block_tokens
@@ -1060,10 +1061,65 @@ def _build_session(reading: _Reading) -> Session:
                 0, f"no list price for model {model!r}: its calls are priced as {REFERENCE_MODEL}"
             )
     reading.note_unknown_tools()
+    session.unanswered = _unanswered(reading, session)
     _link_tasks(session)
     _infer_prefixes(session)
     anchor_tokens(session)
     return session
+
+
+INTERRUPTED = "[Request interrupted by user]"
+"""The user line Claude Code writes when the person stops a request."""
+
+
+def _unanswered(reading: _Reading, session: Session) -> list[Unanswered]:
+    """The requests interrupted before any answer: an interruption notice whose parent is a
+    user line (a prompt, a tool result, an attachment) follows a request that ended there
+    and left no response line. Each is placed in the thread whose later request carries the
+    notice, cut where the notice stands."""
+    places: list[tuple[int, str, int, int]] = []  # message line, thread, message index, block
+    for thread in session.threads.values():
+        for k, message in enumerate(thread.messages):
+            for at, block in enumerate(message.blocks):
+                if block.type == "text" and block.text == INTERRUPTED:
+                    places.append((message.line, thread.id, k, at))
+    places.sort()
+    found: list[Unanswered] = []
+    used: set[tuple[str, int, int]] = set()
+    for entry in reading.entries:
+        if entry.role != "user" or entry.attachment or not _is_interruption(entry.content):
+            continue
+        parent = reading.sent.get(reading.links.get(entry.uuid) or "")
+        if parent is None or parent.role != "user":
+            continue  # an answer was streaming: its lines are the call
+        at_or_before = bisect.bisect_right(places, (entry.line, "\uffff", 0, 0))
+        place = next(
+            (p for p in reversed(places[:at_or_before]) if (p[1], p[2], p[3]) not in used), None
+        )
+        if place is None:
+            continue
+        _, thread_id, k, at = place
+        used.add((thread_id, k, at))
+        messages = session.threads[thread_id].messages
+        n_messages, n_blocks = (k + 1, at) if at else (k, len(messages[k - 1].blocks) if k else 0)
+        later = next((c for c in session.calls if c.thread == thread_id and c.n_messages > k), None)
+        if later is None or n_messages == 0:
+            continue
+        found.append(
+            Unanswered(thread_id, later.model, parent.timestamp, n_messages, n_blocks, later.prefix)
+        )
+    return sorted(found, key=lambda u: u.started)
+
+
+def _is_interruption(content: Any) -> bool:
+    if isinstance(content, str):
+        return content == INTERRUPTED
+    return (
+        isinstance(content, list)
+        and len(content) == 1
+        and isinstance(content[0], Mapping)
+        and content[0].get("text") == INTERRUPTED
+    )
 
 
 SKILL_LISTING_IN_TOOLS = ((2, 1, 0), (2, 1, 22))

@@ -26,7 +26,7 @@ from typing import Protocol, runtime_checkable
 from ephemeral_context import cache_sim
 from ephemeral_context.cache_sim import PromptCache, Request, Usage
 from ephemeral_context.prices import PriceRow, priced
-from ephemeral_context.replay.flow import Call, Session
+from ephemeral_context.replay.flow import Call, Session, Unanswered
 
 PREWARM_LEAD_SECONDS = 1.0
 """How long before a thread's first call its warm prefix is taken to have been written."""
@@ -77,6 +77,14 @@ class Rehydrating(Protocol):
 
     @property
     def rehydrated_tokens(self) -> int: ...
+
+
+@runtime_checkable
+class Interruptible(Protocol):
+    """A layout that also lays out the requests interrupted before any answer
+    (`Session.unanswered`): they are sent, so they warm the cache, and never billed here."""
+
+    def unanswered(self, request: Unanswered) -> Prompt: ...
 
 
 @runtime_checkable
@@ -187,7 +195,19 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
     started_threads: set[str] = set()
     shown: set[int] = set()
     shown_tokens = 0
+    interrupted = iter(session.unanswered if isinstance(layout, Interruptible) else ())
+    waiting = next(interrupted, None)
     for call in session.calls:
+        while waiting is not None and waiting.started <= call.started:
+            if waiting.thread in started_threads:
+                assert isinstance(layout, Interruptible)
+                sent_to = caches.get(waiting.model) or _new_cache(waiting.model)
+                caches[waiting.model] = sent_to
+                for step in layout.unanswered(waiting).steps:
+                    sent_to.call(
+                        Request(system=step.system, messages=step.messages), waiting.started
+                    )
+            waiting = next(interrupted, None)
         prompt = layout.prompt(call)
         cache = caches.get(call.model)
         if cache is None:

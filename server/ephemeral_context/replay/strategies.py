@@ -46,6 +46,7 @@ from ephemeral_context.replay.flow import (
     PrefixState,
     Session,
     Thread,
+    Unanswered,
     block_key,
 )
 from ephemeral_context.replay.ours import OURS_STRATEGIES
@@ -181,6 +182,21 @@ class ThreadLayout:
         rewritten = memo.messages[: len(messages)]
         return self.assemble(
             Outgoing(thread, messages, rewritten, memo.tracker, self.ttl(call), call.prefix)
+        )
+
+    def unanswered(self, request: Unanswered) -> Prompt:
+        """An interrupted request laid out as a call would be (its state moves on as for
+        one); the cut last message goes as it stands, not rewritten."""
+        thread = self.session.threads[request.thread]
+        memo = self.memo.setdefault(request.thread, _ThreadMemo())
+        messages = self.session.request(request)
+        for message in messages[len(memo.messages) : len(messages) - 1]:
+            memo.messages.append(tuple(self._rewrite_message(message, memo)))
+        last = tuple(cache_block(block) for block in messages[-1].blocks)
+        rewritten = [*memo.messages[: len(messages) - 1], last]
+        ttl = self.session.cache_ttl
+        return self.assemble(
+            Outgoing(thread, messages, rewritten, memo.tracker, ttl, request.prefix)
         )
 
     def ttl(self, call: Call) -> cache_sim.Ttl:

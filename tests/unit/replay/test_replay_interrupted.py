@@ -1,0 +1,46 @@
+"""Requests the person interrupted before any answer: sent, so they warm the cache, though
+no line records them (a user line, then "[Request interrupted by user]")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ephemeral_context.replay.reader import INTERRUPTED, read_session
+from ephemeral_context.replay.strategies import STRATEGIES
+
+from tests.unit.replay.builder import Transcript, text
+
+USAGE = {"input": 1, "read": 0, "write": 9_000}
+
+
+def _interrupted(after_answer: bool) -> Transcript:
+    t = Transcript()
+    t.user("first question")
+    t.assistant([text("first answer")], USAGE)
+    t.wait(600).user("a long question")  # the cache of the first call has expired
+    if after_answer:
+        t.assistant([text("half an ans")])  # streaming had begun: its line is there
+    t.wait(4).user([text(INTERRUPTED)])
+    t.wait(200).user("the question again")
+    t.assistant([text("second answer")], {"input": 1, "read": 9_000, "write": 30})
+    return t
+
+
+def test_an_interrupted_request_warms_the_cache_the_next_call_reads(tmp_path: Path) -> None:
+    session = read_session(_interrupted(after_answer=False).write(tmp_path / "s.jsonl"))
+    assert len(session.calls) == 2
+    [sent] = session.unanswered
+    assert sent.thread == session.calls[1].thread
+    cut = session.request(sent)[-1]
+    assert [b.text for b in cut.blocks] == ["a long question"]
+    modelled = STRATEGIES["recorded"].replay(session).calls
+    # 200 s after the interrupted request, not 804 s after the first call: warm
+    assert modelled[1].usage.cache_read_input_tokens > 0
+    assert modelled[1].usage.cache_creation_input_tokens < 100
+    # and nothing is billed for it
+    assert len(modelled) == 2
+
+
+def test_an_answer_that_had_begun_is_no_unanswered_request(tmp_path: Path) -> None:
+    session = read_session(_interrupted(after_answer=True).write(tmp_path / "s.jsonl"))
+    assert session.unanswered == []
