@@ -8,7 +8,8 @@ was, so the cache serves it, and the rest of the original is not carried over.
 
 API:
 - `Conversation`: everything the engine holds for one conversation.
-- `FileView`: what the model of one conversation can see of one file.
+- `FileView`: what the model of one conversation can see of one file;
+  `Conversation.show_file` records a new one.
 - `SkillState`: a loaded skill and where it was loaded.
 - `view_visible(c, view)`, `visible_text(...)`, `needle_visible(c, needle)`: what the model
   still sees.
@@ -18,7 +19,7 @@ API:
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,26 @@ class Conversation:
     quotes: QuoteIndex = field(default_factory=QuoteIndex)
     """The evicted lines a response may quote (rehydration.py)."""
     evicted_by_kind: dict[BlockKind, int] = field(default_factory=dict)
+
+    def show_file(
+        self,
+        uri: str,
+        item_id: str,
+        text: str,
+        blocks: Sequence[int] = (),
+        *,
+        start_line: int = 1,
+        whole: bool = True,
+        keep_segment: bool = False,
+    ) -> FileView:
+        """The model now sees `text` of `uri` (from `start_line`; the whole file unless
+        `whole` is false) in `blocks` of this call. `keep_segment`: the file segment still
+        shows the file where an earlier view had it there."""
+        earlier = self.files.get(uri)
+        in_segment = keep_segment and earlier is not None and earlier.in_segment
+        view = FileView(uri, item_id, text, start_line, whole, self.calls, list(blocks), in_segment)
+        self.files[uri] = view
+        return view
 
 
 def view_visible(c: Conversation, view: FileView) -> bool:

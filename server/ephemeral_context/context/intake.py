@@ -31,7 +31,7 @@ from ephemeral_context.context.blocks import (
     result_block,
     uri_of,
 )
-from ephemeral_context.context.conversation import Conversation, FileView, SkillState
+from ephemeral_context.context.conversation import Conversation, SkillState
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.ledger import LedgerItem
 from ephemeral_context.context.skills import SkillMeta, parse_skill
@@ -129,10 +129,7 @@ def _add_write(
         uri=uri,
         text=content,
     )
-    view = c.files.get(uri)
-    c.files[uri] = FileView(uri, entry.id, content, 1, True, c.calls, [index])
-    if view is not None and view.in_segment:
-        c.files[uri].in_segment = True
+    c.show_file(uri, entry.id, content, [index], keep_segment=True)
     reads.touch(state, c, uri)
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ephemeral_context.context import eviction, reads
 from ephemeral_context.context.blocks import label_of
-from ephemeral_context.context.conversation import Conversation, FileView, view_visible
+from ephemeral_context.context.conversation import Conversation, view_visible
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.ledger import ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
@@ -162,7 +162,7 @@ def show_pins(state: EngineState, c: Conversation) -> None:
             c.calls, "user", {"type": "text", "text": shown}, state.count(shown, "code"),
             kind=BlockKind.PINNED, item_id=item.id, uri=item.key, text=text,
         )  # fmt: skip
-        c.files[item.key] = FileView(item.key, item.id, text, 1, True, c.calls, [index])
+        c.show_file(item.key, item.id, text, [index])
         c.pending_notes.pop(item.key, None)
 
 

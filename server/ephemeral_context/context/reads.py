@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ephemeral_context.context import policy
 from ephemeral_context.context.blocks import label_of, result_block, splice, text_hash
-from ephemeral_context.context.conversation import Conversation, FileView, visible_text
+from ephemeral_context.context.conversation import Conversation, visible_text
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.ledger import ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
@@ -142,9 +142,14 @@ def add_read(
         view.item_id, view.call = entry.id, c.calls
         view.text = content if whole or not view.whole else splice(view.text, start_line, content)
     else:
-        in_segment = view.in_segment if view is not None and not whole else False
-        c.files[uri] = FileView(
-            uri, entry.id, content, start_line, whole, c.calls, [index], in_segment
+        c.show_file(
+            uri,
+            entry.id,
+            content,
+            [index],
+            start_line=start_line,
+            whole=whole,
+            keep_segment=not whole,
         )
     c.pending_notes.pop(uri, None)
     return shown

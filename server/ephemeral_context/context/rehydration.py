@@ -26,7 +26,6 @@ from ephemeral_context.context import reads
 from ephemeral_context.context.blocks import block_tokens, label_of, result_block
 from ephemeral_context.context.conversation import (
     Conversation,
-    FileView,
     needle_visible,
     view_visible,
 )
@@ -177,8 +176,7 @@ def _show(c: Conversation, fetch: _Fetch, index: int) -> None:
     view = c.files.get(fetch.uri)
     if fetch.current and fetch.item_id is not None:
         if view is None:
-            c.files[fetch.uri] = FileView(fetch.uri, fetch.item_id, fetch.text, 1, True, c.calls)
-            view = c.files[fetch.uri]
+            view = c.show_file(fetch.uri, fetch.item_id, fetch.text)
         view.text, view.whole, view.start_line, view.item_id = fetch.text, True, 1, fetch.item_id
     if view is not None:
         view.blocks.append(index)
