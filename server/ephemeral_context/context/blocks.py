@@ -11,7 +11,7 @@ API:
 - `result_block(...)`: a tool_result block as the API takes it.
 - `input_text(tool_input)`: every string a tool_use input carries.
 - `shrink_input(tool_input, reference)`: an input with its long fields replaced by a reference.
-- `stand_in(count, block, text, text_kind)`: what is sent instead of an evicted or referenced
+- `stand_in(count, block, text)`: what is sent instead of an evicted or referenced
   block, and its tokens.
 - `splice(text, start_line, part)`: a range read spliced into the file the model saw.
 - `text_hash(text)`: the mirror's content hash of a text.
@@ -120,18 +120,18 @@ def shrink_input(tool_input: Mapping[str, Any], reference: str) -> dict[str, Any
 
 
 def stand_in(
-    count: Callable[[str, str], int], block: Mapping[str, Any], text: str, text_kind: str
+    count: Callable[[str, str], int], block: Mapping[str, Any], text: str
 ) -> tuple[dict[str, Any], int]:
     """What is sent instead of `block` once `text` (a placeholder or reference) replaces its
-    content, and its tokens: a tool_result keeps its id, a tool_use its short input fields
-    (the API needs the pair; counted as JSON), anything else becomes a text block; `text`
-    counts as content of `text_kind`."""
+    content, and its tokens: a tool_result keeps its id (`text` counts as tool output), a
+    tool_use its short input fields (the API needs the pair; counted as JSON), anything else
+    becomes a text block (`text` counts as prose)."""
     if block.get("type") == "tool_result":
-        return {**block, "content": text}, count(text, text_kind)
+        return {**block, "content": text}, count(text, "tool_output")
     if block.get("type") == "tool_use":
         kept = {**block, "input": shrink_input(block.get("input") or {}, text)}
         return kept, block_tokens(count, kept)
-    return {"type": "text", "text": text}, count(text, text_kind)
+    return {"type": "text", "text": text}, count(text, "prose")
 
 
 def uri_of(path: str) -> str:

@@ -183,8 +183,7 @@ def evicted_form(state: EngineState, c: Conversation, index: int) -> tuple[dict[
             f"(read_session_file('{tb.item_id}') reloads it). {meta.description}",
             meta.placeholder_budget,
         )
-    kind = "tool_output" if tb.block.get("type") == "tool_result" else "prose"
-    return stand_in(state.count, tb.block, text, kind)
+    return stand_in(state.count, tb.block, text)
 
 
 def _evict_block(state: EngineState, c: Conversation, index: int, reason: str) -> str:

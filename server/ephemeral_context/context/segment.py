@@ -91,7 +91,7 @@ def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook) -> Non
     for i, note in moved:
         tb = c.thread[i]
         ref = f"[[file:{tb.item_id}]] {label_of(tb.uri or '')}: {note}."
-        c.thread.replace(i, *stand_in(state.count, tb.block, ref, "prose"), BlockKind.CONSOLIDATED)
+        c.thread.replace(i, *stand_in(state.count, tb.block, ref), BlockKind.CONSOLIDATED)
     c.segment = entries
     if c.thread:
         c.thread.reflow(0)
