@@ -96,21 +96,8 @@ class Usage:
         )
 
 
-def usage_to_dict(usage: Usage) -> dict[str, Any]:
-    """The API's JSON shape of the input side of `usage`."""
-    return {
-        "input_tokens": usage.input_tokens,
-        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-        "cache_read_input_tokens": usage.cache_read_input_tokens,
-        "cache_creation": {
-            "ephemeral_5m_input_tokens": usage.ephemeral_5m_input_tokens,
-            "ephemeral_1h_input_tokens": usage.ephemeral_1h_input_tokens,
-        },
-    }
-
-
 def usage_from_dict(raw: Mapping[str, Any] | Any) -> Usage:
-    """The input side of the API's JSON `usage` (what `usage_to_dict` writes).
+    """The input side of the API's JSON `usage` (what tests/fakes writes with `usage_to_dict`).
 
     An SDK `Usage` object (anything with `model_dump`) is read as its JSON. Usage without
     the 5m/1h split (older API versions, older transcripts) counts every cache write as a

@@ -55,7 +55,6 @@ from ephemeral_context.cache_sim import (
     Request,
     Usage,
     resolve_breakpoints,
-    usage_to_dict,
 )
 from ephemeral_context.prices import UnknownModelError, lookup
 from ephemeral_context.request_view import request_from_messages_api
@@ -390,6 +389,19 @@ class _Reject(Exception):
     def __init__(self, error: ApiError) -> None:
         super().__init__(error.message)
         self.error = error
+
+
+def usage_to_dict(usage: Usage) -> dict[str, Any]:
+    """The API's JSON shape of the input side of `usage` (cache_sim.usage_from_dict reads it)."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": usage.ephemeral_5m_input_tokens,
+            "ephemeral_1h_input_tokens": usage.ephemeral_1h_input_tokens,
+        },
+    }
 
 
 def _new_id(prefix: str) -> str:

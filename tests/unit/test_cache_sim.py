@@ -18,12 +18,13 @@ from ephemeral_context.cache_sim import (
     Usage,
     resolve_breakpoints,
     usage_from_dict,
-    usage_to_dict,
 )
 from ephemeral_context.prices import lookup
 from ephemeral_context.request_view import request_from_messages_api
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tests.fakes.messages_api import usage_to_dict
 
 SONNET = "claude-sonnet-4-5-20250929"  # minimum cacheable length 1024
 
