@@ -314,6 +314,7 @@ class EphemeralContextServer(LanguageServer):
             max_steps=self.options.limits.max_turns,
             api_base_url=self.options.api_base_url,
             stall_timeout=self.options.stall_timeout_seconds,
+            pins=self.require_pins(),
             previous=self.asks,
         )
         return self.asks
@@ -629,9 +630,6 @@ async def ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
     lock = ls.conversation_locks.setdefault(conversation, asyncio.Lock())
     with ls.rpc.cancellable():
         async with lock:  # one ask at a time per conversation: a second one waits
-            for released in ls.require_pins().follow(session.env):  # pins as they are now
-                text = f"Ephemeral Context: {released}"
-                ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, text))
             reporter.begin()
             try:
                 result = await session.ask(params.prompt, conversation, reporter.events())
@@ -669,11 +667,16 @@ class AskReporter:
             on_tool_result=self.on_tool_result,
             on_usage=self.on_usage,
             on_subagent=self.on_subagent,
+            on_notice=self.on_notice,
         )
 
     def send(self, kind: AskProgressKind, **fields: Any) -> None:
         params = AskProgressParams(conversation_id=self.conversation, kind=kind, **fields)
         self.ls.protocol.notify(ASK_PROGRESS, params)
+
+    def on_notice(self, text: str) -> None:
+        message = types.ShowMessageParams(types.MessageType.Warning, f"Ephemeral Context: {text}")
+        self.ls.window_show_message(message)
 
     def on_text(self, delta: str) -> None:
         self.text += delta

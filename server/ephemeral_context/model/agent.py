@@ -132,6 +132,8 @@ class AgentEvents:
     on_usage: Callable[[Mapping[str, int]], None] | None = None
     on_retry: Callable[[RetryNotice], None] | None = None
     on_subagent: Callable[[SubagentEvent], None] | None = None
+    on_notice: Callable[[str], None] | None = None
+    """A sentence for the person, outside the answer (a pin released before the ask)."""
 
 
 @dataclass(frozen=True)
