@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from ephemeral_context.prices import REFERENCE_MODEL, priced
+from ephemeral_context.replay.flow import Message
 from ephemeral_context.replay.reader import (
     AGENT_LISTING,
     CLEARED_RESULT,
@@ -464,21 +465,27 @@ def test_a_compaction_keeps_its_preserved_messages_and_re_attached_files(tmp_pat
     assert request[2].blocks[1].text == "and now?"
 
 
-def test_parallel_tool_results_off_the_chain_are_sent_with_the_last(tmp_path: Path) -> None:
-    """Claude Code links each parallel result to its own tool_use line and goes on from the
-    last result: the request still carries every result, after both tool uses."""
+def _parallel_bash_request(tmp_path: Path, written: tuple[str, str]) -> list[Message]:
+    """The last request of a session with two parallel Bash calls (t1: `ls a` -> a.txt,
+    t2: `ls b` -> b.txt) whose results were written in the order `written`, each linked to
+    its own tool_use line, as Claude Code writes them."""
     t = Transcript()
     t.user("read both")
     t.assistant([tool_use("t1", "Bash", command="ls a"), tool_use("t2", "Bash", command="ls b")])
-    first_use, second_use = t.lines[-2]["uuid"], t.lines[-1]["uuid"]
-    t.parent = first_use
-    t.tool_result("t1", "a.txt")
-    t.parent = second_use
-    t.tool_result("t2", "b.txt")
+    uses = {"t1": t.lines[-2]["uuid"], "t2": t.lines[-1]["uuid"]}
+    for tool_use_id in written:
+        t.parent = uses[tool_use_id]
+        t.tool_result(tool_use_id, {"t1": "a.txt", "t2": "b.txt"}[tool_use_id])
     t.assistant([text("two files")])
     session = read_session(t.write(tmp_path / "s.jsonl"))
     assert session.problems == []
-    request = session.request(session.calls[-1])
+    return list(session.request(session.calls[-1]))
+
+
+def test_parallel_tool_results_off_the_chain_are_sent_with_the_last(tmp_path: Path) -> None:
+    """Claude Code links each parallel result to its own tool_use line and goes on from the
+    last result: the request still carries every result, after both tool uses."""
+    request = _parallel_bash_request(tmp_path, written=("t1", "t2"))
     assert [m.role for m in request] == ["user", "assistant", "user"]
     assert [b.text for b in request[2].blocks] == ["a.txt", "b.txt"]
 
@@ -486,18 +493,7 @@ def test_parallel_tool_results_off_the_chain_are_sent_with_the_last(tmp_path: Pa
 def test_a_parallel_tool_use_off_the_chain_joins_its_message(tmp_path: Path) -> None:
     """When the first tool's result is written last, the chain goes through it and misses
     the second tool use and its result: both were sent, results in the order written."""
-    t = Transcript()
-    t.user("read both")
-    t.assistant([tool_use("t1", "Bash", command="ls a"), tool_use("t2", "Bash", command="ls b")])
-    first_use, second_use = t.lines[-2]["uuid"], t.lines[-1]["uuid"]
-    t.parent = second_use
-    t.tool_result("t2", "b.txt")
-    t.parent = first_use
-    t.tool_result("t1", "a.txt")
-    t.assistant([text("two files")])
-    session = read_session(t.write(tmp_path / "s.jsonl"))
-    assert session.problems == []
-    request = session.request(session.calls[-1])
+    request = _parallel_bash_request(tmp_path, written=("t2", "t1"))
     assert [m.role for m in request] == ["user", "assistant", "user"]
     assert [b.tool_use_id for b in request[1].blocks] == ["t1", "t2"]
     assert [b.text for b in request[2].blocks] == ["b.txt", "a.txt"]
