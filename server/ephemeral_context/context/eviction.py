@@ -92,7 +92,8 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
         budget = total > state.config.context_budget
         over = policy.fit_budget(rest, total, limit, newest_first=not budget)
         if over:
-            freed = sum(k.freed for k in rest if k.index in set(over))
+            chosen_over = set(over)
+            freed = sum(k.freed for k in rest if k.index in chosen_over)
             reason = "over the context budget" if budget else "larger than its recorded twin"
             evict_all(state, c, sorted(over), reason, freed, 0, cold)
 
