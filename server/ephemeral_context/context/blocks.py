@@ -27,7 +27,7 @@ from typing import Any
 
 import xxhash
 
-from ephemeral_context.documents import content_hash
+from ephemeral_context.documents import content_hash, utf8
 
 SHRINK_KEEP_CHARS = 120
 """Input fields up to this long (paths, short commands) stay; longer ones become the reference."""
@@ -36,7 +36,7 @@ SHRINK_KEEP_CHARS = 120
 def content_key(value: Any) -> int:
     """A stable key for a block's content (equal keys mean byte-equal blocks)."""
     return xxhash.xxh3_64_intdigest(
-        json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        utf8(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
     )
 
 
@@ -62,7 +62,7 @@ def block_tokens(count: Callable[[str, str], int], block: Mapping[str, Any]) -> 
 
 def text_hash(text: str) -> str:
     """The mirror's content hash of a text (documents.content_hash of its UTF-8 bytes)."""
-    return content_hash(text.encode("utf-8", "surrogatepass"))
+    return content_hash(utf8(text))
 
 
 def splice(text: str, start_line: int, part: str) -> str:

@@ -36,6 +36,7 @@ from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.ledger import LedgerItem
 from ephemeral_context.context.skills import SkillMeta, parse_skill
 from ephemeral_context.context.state import EngineState
+from ephemeral_context.documents import utf8
 from ephemeral_context.tokens import BLOCK_OVERHEAD_TOKENS
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ def add_assistant_content(
             state.ledger.record(
                 LedgerItem(
                     id=entry.id, kind=BlockKind.TOOL_RESULT, key=f"{conv}:input:{entry.id}",
-                    tokens=count, size_bytes=len(stored.encode()), content_hash=entry.id,
+                    tokens=count, size_bytes=len(utf8(stored)), content_hash=entry.id,
                     last_use=c.calls, changed_at=c.calls, label=f"{name} input",
                 )
             )  # fmt: skip
@@ -257,7 +258,7 @@ def _record_item(
             kind=kind,
             key=key,
             tokens=tokens,
-            size_bytes=len(text.encode()),
+            size_bytes=len(utf8(text)),
             content_hash=item_id,
             last_use=c.calls,
             changed_at=c.calls,

@@ -25,7 +25,7 @@ from ephemeral_context.context.conversation import Conversation, view_visible
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.ledger import ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
-from ephemeral_context.documents import Document, DocumentMirror
+from ephemeral_context.documents import Document, DocumentMirror, utf8
 from ephemeral_context.store import check_range
 from ephemeral_context.syntax import address, find_symbol
 
@@ -108,7 +108,7 @@ def pin(
     for c in targets or [Conversation("")]:
         item = reads.record_file_version(state, c, uri, entry.id, text, version)
     if item.state is ItemState.REFERENCE and (
-        unfit_reason(text, len(text.encode()), state.config.limits) is None
+        unfit_reason(text, len(utf8(text)), state.config.limits) is None
     ):
         item.state, item.reason = ItemState.FULL, ""  # an earlier version is current again (undo)
     if symbol is not None:

@@ -27,6 +27,7 @@ from ephemeral_context.context.conversation import Conversation, visible_text
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.ledger import ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
+from ephemeral_context.documents import utf8
 
 if TYPE_CHECKING:
     from ephemeral_context.context.intake import ToolOutput
@@ -49,7 +50,7 @@ def record_file_version(
     version: int | None = None,
 ) -> LedgerItem:
     """Make `text` the current ledger version of `uri`, then enforce the ledger limits."""
-    size = len(text.encode())
+    size = len(utf8(text))
     reason = unfit_reason(text, size, state.config.limits)
     state.over_limits.discard(uri)
     item = state.ledger.record(
@@ -85,7 +86,7 @@ def add_read(
     """A read of `uri` (`content`, from `result.start_line`); returns what the model sees."""
     tool_use_id, text, version = result.tool_use_id, result.text, result.version
     start_line, whole = result.start_line, result.whole
-    reason = unfit_reason(content, len(content.encode()), state.config.limits)
+    reason = unfit_reason(content, len(utf8(content)), state.config.limits)
     entry = state.store.put(content, uri=uri, version=version, tokens=state.count(content, "code"))
     if whole:
         record_file_version(state, c, uri, entry.id, content, version)
@@ -96,7 +97,7 @@ def add_read(
                 kind=BlockKind.SYMBOL,
                 key=f"{uri}#L{start_line}",
                 tokens=given,
-                size_bytes=len(content.encode()),
+                size_bytes=len(utf8(content)),
                 content_hash=entry.id,
                 version=version,
                 state=ItemState.PARTIAL,

@@ -5,7 +5,8 @@ negotiated), code points (Python `str` indices) and UTF-8 bytes (tree-sitter); t
 is the only place that converts between them. It does not import pygls or lsprotocol; the
 LSP layer converts its types into `TextEdit` and `Position`. Callers import from here:
 
-- positions.py: `Position`, `Range`, `Point`, `PositionEncoding`, `without_lone_surrogates`.
+- positions.py: `Position`, `Range`, `Point`, `PositionEncoding`, `without_lone_surrogates`,
+  `utf8`.
 - pieces.py: a version's text as pieces; `content_hash`.
 - lines.py: `LineIndex`, the line table carried across edits.
 - document.py: `Document` (one version), `TextEdit`, `ByteEdit`, `DocumentSource`.
@@ -30,6 +31,7 @@ from ephemeral_context.documents.positions import (
     Position,
     PositionEncoding,
     Range,
+    utf8,
     without_lone_surrogates,
 )
 from ephemeral_context.documents.uris import normalize_uri, path_to_uri, uri_to_path
@@ -54,5 +56,6 @@ __all__ = [
     "normalize_uri",
     "path_to_uri",
     "uri_to_path",
+    "utf8",
     "without_lone_surrogates",
 ]

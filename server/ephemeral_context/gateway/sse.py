@@ -58,8 +58,10 @@ async def read_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[Event]:
 
 
 def encode(name: str, data: dict[str, Any]) -> bytes:
-    """An event as the API frames it."""
-    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    """An event as the API frames it. A lone surrogate (JSON can carry one, UTF-8 cannot)
+    goes out as its JSON escape, the way the API itself would write it."""
+    text = f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+    return text.encode("utf-8", "backslashreplace")
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,14 @@ import anthropic
 import httpx2
 import pytest
 
-from tests.fakes.messages_api import FakeMessagesAPI, Reply, ToolCall, overloaded, rate_limited
+from tests.fakes.messages_api import (
+    FakeMessagesAPI,
+    RecordedRequest,
+    Reply,
+    ToolCall,
+    overloaded,
+    rate_limited,
+)
 from tests.gateway_harness import GatewayThread, cat_n, hydrate_first_reference
 
 MODEL = "claude-sonnet-4-6"
@@ -386,3 +394,67 @@ def test_a_rewound_prompt_forks_the_conversation_at_the_shared_messages(
     assert blocks(after)[:-1] == blocks(before)[:-1]
     assert blocks(after)[-1] == {"type": "text", "text": "Rename f2 instead"}
     assert json.dumps(after).count('"tool_use_id": "toolu_1"') == 1
+
+
+def test_a_lone_surrogate_passes_through_as_its_json_escape(
+    api: FakeMessagesAPI, gateway: GatewayThread
+) -> None:
+    """JSON carries half a surrogate pair ("\\ud83d"), UTF-8 cannot: Claude Code's own
+    JSON.stringify writes one as the escape, and the gateway answers the same way."""
+    api.add_turns("half a pair: \ud83d, then more")
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "out \ud83d put"}
+    messages = [
+        {"role": "user", "content": "run it"},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "Read",
+                    "input": {"file_path": "/w/a.py"},
+                }
+            ],
+        },
+        {"role": "user", "content": [result]},
+    ]
+    body = json.dumps(ask(messages, stream=True)).encode()  # ASCII: the surrogate escaped
+    assert b"\\ud83d" in body
+    headers = {
+        "x-api-key": KEY,
+        "content-type": "application/json",
+        "anthropic-version": "2023-06-01",
+    }
+    with httpx2.stream(
+        "POST", f"{gateway.base_url}/v1/messages", content=body, headers=headers
+    ) as r:
+        assert r.status_code == 200
+        raw = r.read()
+    raw.decode("utf-8")  # strict: what the client reads is valid UTF-8
+    deltas = [
+        json.loads(line.removeprefix(b"data: "))["delta"]["text"]
+        for line in raw.splitlines()
+        if line.startswith(b"data: ") and b'"text_delta"' in line
+    ]
+    assert "".join(deltas) == "half a pair: \ud83d, then more"
+    assert api.message_requests[0].body["messages"][2]["content"][0]["content"] == "out \ud83d put"
+
+
+def test_a_lone_surrogate_in_an_event_the_gateway_rewrites_reaches_the_sdk(
+    api: FakeMessagesAPI, client: anthropic.Anthropic
+) -> None:
+    """Text before a hidden hydration call moves the next round's blocks up one index: the
+    gateway writes those events itself, a lone surrogate in them as its JSON escape."""
+
+    def look_then_hydrate(request: RecordedRequest) -> Reply:
+        return replace(hydrate_first_reference(request), text="let me look")
+
+    api.add_turns(
+        {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_1"}]},
+        {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_2"}]},
+        look_then_hydrate,
+        "half a pair: \ud83d, then more",
+    )
+    last = _conversation(client, stream=True)[-1]
+    texts = [b.text for b in last.content]  # type: ignore[union-attr]
+    assert texts == ["let me look", "half a pair: \ud83d, then more"]

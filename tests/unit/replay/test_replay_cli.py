@@ -20,6 +20,7 @@ from ephemeral_context.replay.strategies import STRATEGIES
 
 from tests.conftest import REPO_ROOT
 from tests.transcripts import DRMACIVER, SUBAGENT, VIEWER, transcript
+from tests.unit.replay.builder import Transcript, text, tool_use
 
 STRATEGY_KEYS = {
     "peak_context",
@@ -178,6 +179,22 @@ def test_a_bad_file_is_reported_and_the_others_still_replay(
     assert "cannot read" in report["errors"][0]["error"]
     assert f"{missing}: cannot read" in captured.err
     assert f"{folder / 'b.jsonl'}:1: not JSON" in captured.err
+
+
+def test_a_lone_surrogate_in_a_transcript_is_replayed_not_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JSON carries half a surrogate pair ("\\ud83d") where UTF-8 cannot; Claude Code writes
+    one when a tool's output cut an emoji in two."""
+    session = Transcript().user("what broke?")
+    session.assistant([tool_use("toolu_1", "Bash", command="tail log")], usage={"write": 4000})
+    session.tool_result("toolu_1", "cut \ud83d here " * 50)
+    session.assistant([text("an emoji cut in two \ud83d")], usage={"read": 4000, "write": 300})
+    path = session.write(tmp_path / "s.jsonl")
+    assert b"\\ud83d" in path.read_bytes()
+    report = run_json(capsys, str(path))
+    assert report["errors"] == []
+    assert [s["path"] for s in report["sessions"]] == [str(path)]  # type: ignore[index]
 
 
 def test_nothing_replayable_is_exit_status_1(
