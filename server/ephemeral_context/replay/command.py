@@ -94,7 +94,7 @@ def run(
     for error in report.errors:  # plain lines, one per problem, so they can be grepped
         print(f"error: {error}", file=sys.stderr)
     for problem in report.problems:
-        print(f"skipped: {problem}", file=sys.stderr)
+        print(f"note: {problem}", file=sys.stderr)  # each says what became of it
     if as_json:
         json.dump(to_json(report), sys.stdout, indent=2)
         sys.stdout.write("\n")

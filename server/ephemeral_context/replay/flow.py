@@ -207,7 +207,7 @@ class Unanswered:
 
 @dataclass(frozen=True)
 class Problem:
-    """Something in the input that was skipped: where it was and why."""
+    """Something in the input not taken as it stands: where it was, what became of it."""
 
     path: str
     line: int

@@ -218,9 +218,9 @@ class _Reading:
     preserved: dict[str, list[str]] = field(default_factory=dict)
     """Per compaction summary (its uuid), the messages kept after it."""
     cleared: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Per microcompaction boundary (its uuid), the tool results Claude Code cleared there."""
     children: dict[str, list[_Entry]] = field(default_factory=dict)
     """Sent lines by the line they link to."""
-    """Per microcompaction boundary (its uuid), the tool results Claude Code cleared there."""
     unknown_tools: dict[str, list[int]] = field(default_factory=dict)
     """Tool names the reader does not know, with the lines that used them."""
 
@@ -361,10 +361,15 @@ def _string(value: Any) -> str | None:
 
 
 def _usage(raw: Any) -> RecordedUsage | None:
+    """A response's recorded usage (None when it has none); raises ValueError or TypeError
+    for counts that are not counts."""
     if not isinstance(raw, Mapping) or "input_tokens" not in raw:
         return None
     inputs = asdict(usage_from_dict(raw))
-    return RecordedUsage(**inputs, output_tokens=int(raw.get("output_tokens") or 0))
+    usage = RecordedUsage(**inputs, output_tokens=int(raw.get("output_tokens") or 0))
+    if min(asdict(usage).values()) < 0:
+        raise ValueError("a negative token count")
+    return usage
 
 
 def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: bool) -> None:
@@ -484,6 +489,12 @@ def _sent_message(
     if not isinstance(message, Mapping) or "content" not in message:
         reading.problem(line, f"{kind} record without message content; skipped")
         return None
+    if kind == "assistant":
+        try:
+            _usage(message.get("usage"))
+        except MALFORMED as error:
+            reading.problem(line, f"unreadable usage ({error}); the call replays as unrecorded")
+            return {**message, "usage": None}
     return message
 
 

@@ -197,6 +197,23 @@ def test_a_lone_surrogate_in_a_transcript_is_replayed_not_an_error(
     assert [s["path"] for s in report["sessions"]] == [str(path)]  # type: ignore[index]
 
 
+@pytest.mark.parametrize("count", ["many", -5], ids=["not-a-number", "negative"])
+def test_a_response_whose_usage_is_unreadable_still_replays_as_unrecorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], count: object
+) -> None:
+    session = Transcript().user("hi")
+    session.assistant([text("hello")], usage={"write": 4000})
+    session.user("and?")
+    session.assistant([text("more")], usage={"read": 4000, "write": 20})
+    session.lines[1]["message"]["usage"]["input_tokens"] = count
+    path = session.write(tmp_path / "s.jsonl")
+    assert main(["replay", "--json", str(path)]) == 0
+    captured = capsys.readouterr()
+    (replayed,) = json.loads(captured.out)["sessions"]
+    assert replayed["calls"] == 2
+    assert f"note: {path}:2: unreadable usage" in captured.err
+
+
 def test_nothing_replayable_is_exit_status_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -308,8 +308,9 @@ def test_fields_of_the_wrong_shape_are_reported_not_raised(tmp_path: Path) -> No
     t.lines[5]["message"]["usage"]["cache_creation"] = "lots"  # not an object
     session = read_session(t.write(tmp_path / "odd.jsonl"))
     problems = [(p.line, p.message.split(" (")[0]) for p in session.problems]
-    assert problems == [(6, "malformed assistant record"), (3, "malformed Read result")]
-    assert len(session.calls) == 2  # the malformed response is skipped, the others read
+    assert problems == [(6, "unreadable usage"), (3, "malformed Read result")]
+    assert len(session.calls) == 3  # the response with unreadable usage is a call all the same
+    assert session.calls[2].usage is None
     result = session.request(session.calls[1])[-1].blocks[0]
     assert result.file_view is not None and result.file_view.content == "x = 1"
 
