@@ -9,6 +9,7 @@ API:
 - `as_dict(raw)`: an API dict or SDK block as a plain dict.
 - `block_tokens(count, block)`: tokens of an assistant block.
 - `result_block(...)`: a tool_result block as the API takes it.
+- `reference_id(reference)`: the id in `[[kind:id]]`, `kind:id` or `id`.
 - `input_text(tool_input)`: every string a tool_use input carries.
 - `shrink_input(tool_input, reference)`: an input with its long fields replaced by a reference.
 - `stand_in(count, block, text)`: what is sent instead of an evicted or referenced
@@ -80,6 +81,12 @@ def result_block(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
     if is_error:
         block["is_error"] = True
     return block
+
+
+def reference_id(reference: str) -> str:
+    """The id a model names content by: `[[kind:id]]` (a reference as shown), `kind:id` or
+    the bare id."""
+    return reference.strip().removeprefix("[[").removesuffix("]]").rsplit(":", 1)[-1]
 
 
 def input_strings(tool_input: Mapping[str, Any]) -> list[str]:

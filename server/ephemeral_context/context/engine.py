@@ -32,10 +32,10 @@ baseline (every block re-sent as first shown, one breakpoint at the end).
 
 The public API is `ContextEngine`'s methods and the names in `__all__` (`ToolOutput`,
 `BlockKind`, `EngineConfig`, `LedgerLimits`, `EngineStatus`, `ItemInfo`, `HydratedText`,
-`FileView`, `UnknownItem`, `EvictionEvent`, `Need`, `RoundTrip`); front ends (lsp/, model/,
-replay/, gateway/) call nothing else of the engine's parts (beyond the pure helpers of
-blocks.py and skills.py: `label_of`, `uri_of`, `input_strings`, `parse_skill`,
-`HARNESS_HEADER`), and `engine.state` is the parts' business only.
+`FileView`, `UnknownItem`, `EvictionEvent`, `Need`, `Fetched`, `RoundTrip`); front ends
+(lsp/, model/, replay/, gateway/) call nothing else of the engine's parts (beyond the pure
+helpers of blocks.py and skills.py: `label_of`, `uri_of`, `input_strings`, `reference_id`,
+`parse_skill`, `HARNESS_HEADER`), and `engine.state` is the parts' business only.
 Each method hands over to the module that owns the idea: thread.py (a conversation's
 blocks), conversation.py (its file views and what the model sees), intake.py (what enters),
 reads.py (file reads, edits, outside changes), policy.py (the forecast and the cost model),
@@ -59,7 +59,7 @@ from ephemeral_context.context.items import HydratedText, ItemInfo, UnknownItem
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import BuiltRequest, build, place_breakpoints
 from ephemeral_context.context.ledger import Ledger, LedgerLimits
-from ephemeral_context.context.rehydration import Need, RoundTrip
+from ephemeral_context.context.rehydration import Fetched, Need, RoundTrip
 from ephemeral_context.context.state import (
     EngineConfig,
     EngineState,
@@ -76,6 +76,7 @@ __all__ = [
     "EngineConfig",
     "EngineStatus",
     "EvictionEvent",
+    "Fetched",
     "FileView",
     "HydratedText",
     "ItemInfo",
@@ -206,6 +207,16 @@ class ContextEngine:
         None when nothing was needed. Used by the replay to charge eviction honestly.
         """
         return rehydration.rehydrate(self.state, conv, needs, quoting)
+
+    def round_trip(
+        self, conv: str, fetched: Sequence[Fetched], *, continues: bool = True
+    ) -> RoundTrip:
+        """The model's own calls for content by id (`read_session_file`) and their answers,
+        appended as `rehydrate` appends its round trips: neither twin carries them, and the
+        next request, which goes on with the same call, is billed to the engine alone.
+        `continues=False` when the answers go along with the client's own tool results
+        (a request an evict-nothing client makes too). Used by the gateway."""
+        return rehydration.round_trip(self.state, conv, fetched, continues)
 
     # ------------------------------------------------------------------ requests
 

@@ -11,19 +11,25 @@ and runs of evicted lines the response quotes (quotes.py). The counts feed the p
 reuse estimate for each kind, and a fetch from a file is a use of that file (its idle span
 starts again).
 
+`round_trip` is the same append for calls a real model made (the gateway answers its
+`read_session_file` calls): one code path, so the gateway's round trips are billed to the
+engine and kept out of its twins the way the replay's are (accounting.py).
+
 API:
 - `rehydrate(state, conv, needs, quoting)` -> a `RoundTrip` (items, tokens, the tool_use
   output) appended for the `Need`s of the next response and the runs it quotes.
+- `round_trip(state, conv, fetched, continues)` -> the `RoundTrip` of `Fetched` calls the
+  model made and their answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ephemeral_context.context import reads
-from ephemeral_context.context.blocks import block_tokens, label_of, result_block
+from ephemeral_context.context.blocks import block_tokens, label_of, reference_id, result_block
 from ephemeral_context.context.conversation import (
     Conversation,
     needle_visible,
@@ -54,11 +60,21 @@ class RoundTrip:
 
 
 @dataclass(frozen=True)
+class Fetched:
+    """A call the model made for content by id (its tool_use block, `read_session_file`)
+    and the answer it got."""
+
+    use: Mapping[str, Any]
+    text: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
 class _Fetch:
     """One tool call of the round trip and what it brings back."""
 
     tool: str
-    args: dict[str, str]
+    args: Mapping[str, Any]
     text: str
     kind: BlockKind
     item_id: str | None
@@ -67,6 +83,9 @@ class _Fetch:
     """The whole block or file came back (it joins the file's view), not one definition."""
     current: bool = False
     """The file's current version (it becomes the model's view of the file)."""
+    use_id: str | None = None
+    """The model's own tool_use id; None: the engine names the call."""
+    is_error: bool = False
 
 
 def rehydrate(
@@ -102,8 +121,38 @@ def rehydrate(
                 fetches.append(_block_fetch(state, c.thread[quote.index], quote.text))
     if not fetches:
         return None
-    c.accounting.continues = True  # the request after the round trip is the same call
-    return _append(state, c, fetches)
+    return _append(state, c, fetches, continues=True)
+
+
+def round_trip(
+    state: EngineState, conv: str, fetched: Sequence[Fetched], continues: bool
+) -> RoundTrip:
+    """Append the calls the model made for content by id and their answers, as `rehydrate`
+    appends its own. `continues`: the next request goes on with the call that asked (False
+    when the answers go with the client's own tool results, a request the client makes)."""
+    c = state.conversation(conv)
+    return _append(state, c, [_answered(state, c, f) for f in fetched], continues)
+
+
+def _answered(state: EngineState, c: Conversation, f: Fetched) -> _Fetch:
+    """A call the model made as a fetch: the latest evicted block (else the item) its id
+    names says what came back; a slice (offset, limit) is not the whole block."""
+    args = f.use.get("input")
+    args = args if isinstance(args, Mapping) else {}
+    use_id, tool = str(f.use.get("id", "")), str(f.use.get("name", ""))
+    item_id = reference_id(str(args.get("id", "")))
+    if f.is_error or not item_id:
+        kind = BlockKind.TOOL_RESULT
+        return _Fetch(tool, args, f.text, kind, None, None, False, use_id=use_id, is_error=True)
+    whole = "offset" not in args and "limit" not in args
+    source = next((tb for tb in reversed(c.thread) if tb.evicted and tb.item_id == item_id), None)
+    if source is not None:
+        kind, uri = source.kind, source.uri
+    else:
+        item = state.ledger.get(item_id)
+        kind = item.kind if item is not None else BlockKind.TOOL_RESULT
+        uri = item.key if item is not None and item.kind is BlockKind.FILE else None
+    return _Fetch(tool, args, f.text, kind, item_id, uri, whole, use_id=use_id)
 
 
 def _evicted_source(c: Conversation, needle: str) -> ThreadBlock | None:
@@ -137,16 +186,24 @@ def _current_fetch(state: EngineState, uri: str) -> list[_Fetch]:
     return [_Fetch("hydrate", args, text, BlockKind.FILE, current.id, uri, True, current=True)]
 
 
-def _append(state: EngineState, c: Conversation, fetches: Sequence[_Fetch]) -> RoundTrip:
-    """The model's tool_use blocks, then their results, each kind counted as re-hydrated."""
-    ids = [f"ectx_rehydrate_{c.calls}_{len(c.thread)}_{n}" for n in range(len(fetches))]
+def _append(
+    state: EngineState, c: Conversation, fetches: Sequence[_Fetch], continues: bool
+) -> RoundTrip:
+    """The model's tool_use blocks, then their results, none of them in the twins' baseline
+    (thread.py), each kind fetched counted as re-hydrated; with `continues`, the request
+    after them goes on with the same call (neither twin is billed for it)."""
+    ids = [
+        f.use_id or f"ectx_rehydrate_{c.calls}_{len(c.thread)}_{n}" for n, f in enumerate(fetches)
+    ]
+    if continues:
+        c.accounting.continues = True
     output = 0
     for tool_use_id, fetch in zip(ids, fetches, strict=True):
         block: dict[str, Any] = {
             "type": "tool_use",
             "id": tool_use_id,
             "name": fetch.tool,
-            "input": fetch.args,
+            "input": dict(fetch.args),
         }
         tokens = block_tokens(state.count, block)
         c.thread.append(
@@ -157,15 +214,17 @@ def _append(state: EngineState, c: Conversation, fetches: Sequence[_Fetch]) -> R
     for tool_use_id, fetch in zip(ids, fetches, strict=True):
         tokens = state.count(fetch.text, "code")
         index = c.thread.append(
-            c.calls, "user", result_block(tool_use_id, fetch.text, False), tokens,
+            c.calls, "user", result_block(tool_use_id, fetch.text, fetch.is_error), tokens,
             kind=BlockKind.REHYDRATION, item_id=fetch.item_id, uri=fetch.uri, text=fetch.text,
         )  # fmt: skip
+        if fetch.is_error:
+            continue
         _show(c, fetch, index)
         if fetch.uri is not None:
             reads.touch(state, c, fetch.uri)  # a use of the file, for its re-use estimate
         c.rehydrated[fetch.kind] = c.rehydrated.get(fetch.kind, 0) + 1
         appended += tokens
-    return RoundTrip(len(fetches), appended, output)
+    return RoundTrip(sum(not f.is_error for f in fetches), appended, output)
 
 
 def _show(c: Conversation, fetch: _Fetch, index: int) -> None:

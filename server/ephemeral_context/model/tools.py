@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ephemeral_context.context.blocks import reference_id
 from ephemeral_context.context.engine import BlockKind, ContextEngine
 from ephemeral_context.context.skills import parse_skill
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri, uri_to_path
@@ -388,8 +389,7 @@ async def _outline(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
 
 
 async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    item_id = _text(args, "id").strip().removeprefix("[[").removesuffix("]]")
-    item_id = item_id.rsplit(":", 1)[-1]
+    item_id = reference_id(_text(args, "id"))
     offset = _int(args, "offset", 0) or 0
     limit = _int(args, "limit", 1)
     if env.engine is None:
