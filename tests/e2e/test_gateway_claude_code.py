@@ -68,6 +68,8 @@ def test_claude_code_through_the_gateway_completes_cheaper_and_hydrates(
     status = started[0].status()
     assert status["total"]["hydrations"] >= 1
     assert status["total"]["hydration_errors"] == 0
+    # each went into the engine as a round trip, which its recorded-style twin never pays for
+    assert started[0].core.engine.status().rehydrations == status["total"]["hydrations"]
     assert status["total"]["passthrough"] == 0
     # one conversation for the session, one for the sub-agent: the answer merged over the
     # hydration round came back and continued its conversation instead of forking it

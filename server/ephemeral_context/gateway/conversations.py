@@ -32,7 +32,7 @@ from typing import Any
 
 import xxhash
 
-from ephemeral_context.model.tools import ToolResult
+from ephemeral_context.context.engine import Fetched
 
 _SESSION_IN_USER_ID = re.compile(r"session_([0-9a-fA-F-]{8,})")
 
@@ -93,9 +93,9 @@ class Expected:
     content: list[dict[str, Any]]
     """The last round's full content (hidden hydration calls included): the engine already
     holds the rounds before it."""
-    owed: list[tuple[str, ToolResult]] = field(default_factory=list)
-    """Hydration answers to put before the client's next tool results (when the last round
-    also called the client's tools)."""
+    owed: list[Fetched] = field(default_factory=list)
+    """Hydration calls answered, to put before the client's next tool results (when the
+    last round also called the client's tools)."""
 
 
 @dataclass

@@ -5,8 +5,10 @@ feeds its new messages into the ContextEngine through replay/feed.py (the mappin
 replay strategy uses, so the benchmark measures what the gateway does) and builds the body
 to send upstream, or says why the request must go upstream unchanged (fail open). When the
 model calls the hydration tool, `answer_hydrations` feeds that round and answers the calls
-from the engine's store; `finish` remembers how the merged answer the client received will
-come back.
+from the engine's store, as a round trip of the engine (`ContextEngine.round_trip`, the
+replay's own append): the engine pays for the extra upstream call, its recorded-style twin
+neither carries the calls nor pays for that request; `finish` remembers how the merged
+answer the client received will come back.
 
 Content the engine cannot hold (images, documents, server tool blocks) makes the whole
 conversation pass through: the engine's copy would be missing it.
@@ -27,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.context.engine import ContextEngine, Fetched
 from ephemeral_context.documents import DocumentMirror
 from ephemeral_context.gateway.conversations import (
     Conversations,
@@ -44,9 +46,8 @@ from ephemeral_context.gateway.outbound import (
     upstream_body,
 )
 from ephemeral_context.gateway.savings import Pricing, Savings
-from ephemeral_context.model.agent import record_result
 from ephemeral_context.model.secrets import Workspace
-from ephemeral_context.model.tools import ToolEnv, ToolResult, run_tool
+from ephemeral_context.model.tools import ToolEnv, run_tool
 from ephemeral_context.replay.feed import feed_message
 from ephemeral_context.replay.flow import Block, Message
 from ephemeral_context.replay.reader import api_content_block
@@ -187,8 +188,8 @@ class GatewayCore:
         for n, message in enumerate(new):
             if n == 0 and expected is not None:
                 self._feed_content(thread, expected.content)
-                for use_id, result in expected.owed:
-                    record_result(self.engine, thread.conv, use_id, result)
+                if expected.owed:  # the client's tool results come with them: its request
+                    self.engine.round_trip(thread.conv, expected.owed, continues=False)
             else:
                 feed_message(self.engine, thread.conv, message)
             thread.ends.append(self.engine.position(thread.conv))
@@ -207,8 +208,12 @@ class GatewayCore:
         return upstream_body(client, built, thread.system_texts)
 
     def _feed_content(self, thread: Thread, content: Sequence[Mapping[str, Any]]) -> None:
-        message = _flow_message({"role": "assistant", "content": list(content)}, thread)
-        feed_message(self.engine, thread.conv, message)
+        """An upstream answer as the client sees it (the callers add its hydration calls,
+        with their answers, as a round trip)."""
+        shown = visible(content)
+        if shown:
+            message = _flow_message({"role": "assistant", "content": shown}, thread)
+            feed_message(self.engine, thread.conv, message)
 
     # ------------------------------------------------------------------ hydration
 
@@ -218,9 +223,8 @@ class GatewayCore:
         conversation is dropped; the caller falls back)."""
         try:
             self._feed_content(plan.thread, content)
-            for call in hydration_calls(content):
-                result = await self._hydrate(plan, call)
-                record_result(self.engine, plan.thread.conv, str(call.get("id", "")), result)
+            fetched = [await self._hydrate(plan, call) for call in hydration_calls(content)]
+            self.engine.round_trip(plan.thread.conv, fetched)
             plan.rounds += 1
             plan.body = self._build(plan.thread, plan.client)
         except Exception:
@@ -229,13 +233,13 @@ class GatewayCore:
             return False
         return True
 
-    async def _hydrate(self, plan: Plan, call: Mapping[str, Any]) -> ToolResult:
+    async def _hydrate(self, plan: Plan, call: Mapping[str, Any]) -> Fetched:
         result = await run_tool(self._tools, HYDRATION_TOOL_NAME, call.get("input"))
         plan.hydrations += 1
         plan.hydration_errors += int(result.is_error)
         if result.is_error:
             log.warning("hydration %s failed: %s", call.get("input"), result.text)
-        return result
+        return Fetched(call, result.text, result.is_error)
 
     async def finish(self, plan: Plan, shown: Sequence[Mapping[str, Any]], last: Any) -> None:
         """The client got `shown` (merged over the rounds); `last` is the last round's full
@@ -244,7 +248,7 @@ class GatewayCore:
         if not plan.rounds and not hidden:
             return
         try:
-            owed = [(str(c.get("id", "")), await self._hydrate(plan, c)) for c in hidden]
+            owed = [await self._hydrate(plan, c) for c in hidden]
         except Exception:  # the answer still goes to the client; the conversation restarts
             log.exception("the engine failed while answering a hydration call")
             self.conversations.forget(plan.thread)

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx2
 import pytest
+from ephemeral_context.context.engine import EngineStatus
 
 from tests.fakes.messages_api import (
     FakeMessagesAPI,
@@ -26,7 +27,7 @@ from tests.fakes.messages_api import (
     overloaded,
     rate_limited,
 )
-from tests.gateway_harness import GatewayThread, cat_n, hydrate_first_reference
+from tests.gateway_harness import GatewayThread, billed, cat_n, hydrate_first_reference
 
 MODEL = "claude-sonnet-4-6"
 KEY = "sk-ant-test-" + "g" * 24
@@ -162,11 +163,8 @@ def test_a_reference_the_model_asks_for_hydrates_inside_one_answer(
     assert figures["hydrations"] == 1 and figures["hydration_errors"] == 0
 
 
-def test_the_merged_answer_comes_back_and_the_conversation_goes_on(
-    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread
-) -> None:
-    _read_twice_then_hydrate(api, "first answer")
-    answers = _conversation(client, stream=True)
+def _follow_up(answers: list[Any]) -> list[dict[str, Any]]:
+    """The conversation as the client sends it back after `answers`, and one more prompt."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "What does app.py do?"}]
     for message in answers:
         content = [b.model_dump(exclude_none=True) for b in message.content]
@@ -175,8 +173,16 @@ def test_the_merged_answer_comes_back_and_the_conversation_goes_on(
         if uses:
             messages.append({"role": "user", "content": [read_result(u["id"]) for u in uses]})
     messages.append({"role": "user", "content": "thanks; and f3?"})
+    return messages
+
+
+def test_the_merged_answer_comes_back_and_the_conversation_goes_on(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread
+) -> None:
+    _read_twice_then_hydrate(api, "first answer")
+    answers = _conversation(client, stream=True)
     api.add_turns("f3 triples")
-    final = client.messages.create(**ask(messages))
+    final = client.messages.create(**ask(_follow_up(answers)))
     assert final.content[0].text == "f3 triples"  # type: ignore[union-attr]
     sent = api.message_requests[-1].body["messages"]
     # the engine's copy still holds the hidden round: its call, and the answer it got
@@ -184,6 +190,76 @@ def test_the_merged_answer_comes_back_and_the_conversation_goes_on(
     assert any(b.get("name") == "read_session_file" for b in uses)
     assert len(gateway.core.conversations.sessions()) == 1
     assert len(gateway.core.engine.conversations()) == 1  # no fork
+
+
+@dataclass
+class _Run:
+    """One client session through a fresh gateway: what /ectx/status and the engine's
+    status (the editor's, when the language server hosts the gateway) report, the engine's
+    bills and its recorded-style twin's blocks, and what the upstream billed."""
+
+    figures: dict[str, Any]
+    status: EngineStatus
+    ours: float
+    twin: float
+    twin_blocks: list[Any]
+    upstream: float
+
+
+def _run(start: Callable[..., FakeMessagesAPI], store: Path, hydrate: bool) -> _Run:
+    api = start()
+    reads = [
+        {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": f"toolu_{n}"}]}
+        for n in (1, 2)
+    ]
+    api.add_turns(*reads, *([hydrate_first_reference] if hydrate else []), "200 helpers", "f3")
+    with (
+        GatewayThread(api.base_url, store) as gateway,
+        anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as client,
+    ):
+        answers = _conversation(client, stream=True)
+        assert answers[-1].content[0].text == "200 helpers"  # type: ignore[union-attr]
+        client.messages.create(**ask(_follow_up(answers)))
+        engine = gateway.core.engine
+        (conv,) = engine.conversations()
+        bills, thread = engine.conversation(conv).accounting, engine.conversation(conv).thread
+        return _Run(
+            gateway.status()["sessions"]["11111111-2222-3333-4444-555555555555"],
+            engine.status(),
+            bills.ours_billed,
+            bills.baseline_billed,
+            list(thread.baseline),
+            billed(api.message_requests),
+        )
+
+
+def test_a_hydration_round_trip_is_billed_to_the_engine_and_never_to_its_twin(
+    fake_messages_api: Callable[..., FakeMessagesAPI], tmp_path: Path
+) -> None:
+    """The same client requests, once with a hydration round the client never sees: the
+    recorded-style twin prices what the client sent, so it is the same in both; the engine
+    and the upstream pay for the extra request; both reports say what it cost."""
+    plain = _run(fake_messages_api, tmp_path / "plain", hydrate=False)
+    hydrated = _run(fake_messages_api, tmp_path / "hydrated", hydrate=True)
+    assert (hydrated.figures["requests"], hydrated.figures["upstream_calls"]) == (4, 5)
+    assert (plain.figures["requests"], plain.figures["upstream_calls"]) == (4, 4)
+    assert (hydrated.figures["hydrations"], hydrated.status.rehydrations) == (1, 1)
+    assert plain.status.rehydrations == 0
+    # the twin: not billed for the extra request, and the round's blocks are not in it
+    assert hydrated.twin_blocks == plain.twin_blocks
+    assert hydrated.twin == plain.twin
+    trip = hydrated.ours - plain.ours  # the extra request and the round it carries since
+    assert trip > 0
+    assert hydrated.status.saved_tokens == pytest.approx(plain.status.saved_tokens - trip)
+    # /ectx/status: what the upstream billed, the extra call included, against the direct
+    for run in (plain, hydrated):
+        assert run.figures["billed_input_sent"] == pytest.approx(run.upstream, abs=0.1)
+        assert run.figures["saved"] == pytest.approx(
+            run.figures["billed_input_direct"] - run.figures["billed_input_sent"], abs=0.2
+        )
+    direct = hydrated.figures["billed_input_direct"]
+    assert direct == pytest.approx(plain.figures["billed_input_direct"], rel=0.01)
+    assert hydrated.figures["saved"] < plain.figures["saved"]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
