@@ -206,13 +206,14 @@ class _Run:
     upstream: float
 
 
-def _run(start: Callable[..., FakeMessagesAPI], store: Path, hydrate: bool) -> _Run:
+def _run(start: Callable[..., FakeMessagesAPI], store: Path, middle: list[Any]) -> _Run:
+    """Two reads, the `middle` turns, an answer; then one more prompt, answered."""
     api = start()
     reads = [
         {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": f"toolu_{n}"}]}
         for n in (1, 2)
     ]
-    api.add_turns(*reads, *([hydrate_first_reference] if hydrate else []), "200 helpers", "f3")
+    api.add_turns(*reads, *middle, "200 helpers", "f3")
     with (
         GatewayThread(api.base_url, store) as gateway,
         anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as client,
@@ -233,25 +234,50 @@ def _run(start: Callable[..., FakeMessagesAPI], store: Path, hydrate: bool) -> _
         )
 
 
+THIRD_READ = ToolCall("Read", {"file_path": "/w/app.py"}, "toolu_3")
+
+
+def _read_and_hydrate(request: RecordedRequest) -> Reply:
+    """Claude Code's Read and a hydration call in one answer: the client sees the Read, and
+    the hydrated content goes upstream with its result."""
+    calls = hydrate_first_reference(request).tool_calls
+    return Reply(tool_calls=(THIRD_READ, *calls))
+
+
+@pytest.mark.parametrize(
+    ("plain_turns", "hydrating_turns", "extra_calls"),
+    [
+        ([], [hydrate_first_reference], 1),
+        ([Reply(tool_calls=(THIRD_READ,))], [_read_and_hydrate], 0),
+    ],
+    ids=["a-round-of-its-own", "with-the-clients-call"],
+)
 def test_a_hydration_round_trip_is_billed_to_the_engine_and_never_to_its_twin(
-    fake_messages_api: Callable[..., FakeMessagesAPI], tmp_path: Path
+    fake_messages_api: Callable[..., FakeMessagesAPI],
+    tmp_path: Path,
+    plain_turns: list[Any],
+    hydrating_turns: list[Any],
+    extra_calls: int,
 ) -> None:
-    """The same client requests, once with a hydration round the client never sees: the
+    """The same client requests, once with a hydration call the client never sees: the
     recorded-style twin prices what the client sent, so it is the same in both; the engine
-    and the upstream pay for the extra request; both reports say what it cost."""
-    plain = _run(fake_messages_api, tmp_path / "plain", hydrate=False)
-    hydrated = _run(fake_messages_api, tmp_path / "hydrated", hydrate=True)
-    assert (hydrated.figures["requests"], hydrated.figures["upstream_calls"]) == (4, 5)
-    assert (plain.figures["requests"], plain.figures["upstream_calls"]) == (4, 4)
+    and the upstream pay for the hydration (a round of its own is one more upstream call);
+    both reports say what it cost."""
+    plain = _run(fake_messages_api, tmp_path / "plain", plain_turns)
+    hydrated = _run(fake_messages_api, tmp_path / "hydrated", hydrating_turns)
+    requests = plain.figures["requests"]
+    assert plain.figures["upstream_calls"] == requests
+    assert hydrated.figures["requests"] == requests
+    assert hydrated.figures["upstream_calls"] == requests + extra_calls
     assert (hydrated.figures["hydrations"], hydrated.status.rehydrations) == (1, 1)
     assert plain.status.rehydrations == 0
-    # the twin: not billed for the extra request, and the round's blocks are not in it
+    # the twin: not billed for an extra request, and the hydration's blocks are not in it
     assert hydrated.twin_blocks == plain.twin_blocks
     assert hydrated.twin == plain.twin
-    trip = hydrated.ours - plain.ours  # the extra request and the round it carries since
+    trip = hydrated.ours - plain.ours  # what the hydration cost, in the engine's cache model
     assert trip > 0
     assert hydrated.status.saved_tokens == pytest.approx(plain.status.saved_tokens - trip)
-    # /ectx/status: what the upstream billed, the extra call included, against the direct
+    # /ectx/status: what the upstream billed, the hydration included, against the direct
     for run in (plain, hydrated):
         assert run.figures["billed_input_sent"] == pytest.approx(run.upstream, abs=0.1)
         assert run.figures["saved"] == pytest.approx(
