@@ -29,6 +29,7 @@ from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import SegmentEntry
 from ephemeral_context.context.policy import Policy
 from ephemeral_context.context.quotes import QuoteIndex
+from ephemeral_context.context.reuse import ReuseLog
 from ephemeral_context.context.skills import SkillMeta
 from ephemeral_context.context.thread import Thread
 
@@ -78,7 +79,8 @@ class Conversation:
     rehydrated: dict[BlockKind, int] = field(default_factory=dict)
     quotes: QuoteIndex = field(default_factory=QuoteIndex)
     """The evicted lines a response may quote (rehydration.py)."""
-    evicted_by_kind: dict[BlockKind, int] = field(default_factory=dict)
+    reuse: ReuseLog = field(default_factory=ReuseLog)
+    """Which outputs the responses used again (the cost gate's re-use estimate)."""
 
     def show_file(
         self,

@@ -150,10 +150,7 @@ def candidates(
         if tb.uri is not None:
             reuse, wait = outlook.file_reuse(tb.uri, tb.call)
         else:
-            reuse = policy.reuse_probability(
-                c.rehydrated.get(tb.kind, 0), c.evicted_by_kind.get(tb.kind, 0)
-            )
-            wait = None
+            reuse, wait = c.reuse.estimate(tb, c.calls)
         out.append(
             policy.Candidate(index, thread_start + c.thread.offsets[index], freed, reuse, wait)
         )
@@ -192,7 +189,6 @@ def _evict_block(state: EngineState, c: Conversation, index: int, reason: str) -
     The caller reflows the thread from the first block it evicted."""
     tb = c.thread[index]
     c.thread.replace(index, *evicted_form(state, c, index))
-    c.evicted_by_kind[tb.kind] = c.evicted_by_kind.get(tb.kind, 0) + 1
     item = state.ledger.get(tb.item_id) if tb.item_id else None
     if item is not None and item.kind is not BlockKind.FILE:
         item.state = ItemState.EVICTED

@@ -27,6 +27,7 @@ from ephemeral_context.context.blocks import (
     as_dict,
     block_tokens,
     content_key,
+    input_strings,
     input_text,
     result_block,
     uri_of,
@@ -59,6 +60,15 @@ def add_user_text(state: EngineState, conv: str, text: str, tokens: int | None) 
     )
 
 
+def _written(block: Mapping[str, Any]) -> list[str]:
+    """What a response block writes: its text, or every string of its tool input."""
+    if block.get("type") == "text":
+        return [str(block.get("text", ""))]
+    if block.get("type") == "tool_use":
+        return input_strings(block.get("input") or {})
+    return []
+
+
 def add_assistant_content(
     state: EngineState,
     conv: str,
@@ -71,8 +81,9 @@ def add_assistant_content(
     large input is persisted as JSON, so either can later shrink to a placeholder plus id.
     """
     c = state.conversation(conv)
-    for n, raw in enumerate(blocks):
-        block = as_dict(raw)
+    raws = [as_dict(raw) for raw in blocks]
+    c.reuse.observe(c.thread.blocks, [t for b in raws for t in _written(b)], c.calls)
+    for n, block in enumerate(raws):
         kind = str(block.get("type", ""))
         if kind == "text" and not block.get("text"):
             continue

@@ -37,8 +37,8 @@ API:
 - The cost gate, pure: `eviction_pays`, `break_even_calls`, `candidate_value`,
   `plan_eviction(candidates, boundaries, warm_end, m, rates, ttl, max_rewrite)` -> an
   `EvictionPlan`, `fit_budget(candidates, total, budget)`.
-- The forecast, pure: `remaining_calls`, `calls_until_full`, `reuse_probability`,
-  `idle_reuse_probability`, `expected_wait`, `choose_ttl`, `mean_lifetime`.
+- The forecast, pure: `remaining_calls`, `calls_until_full`, `idle_reuse_probability`,
+  `expected_wait`, `choose_ttl`, `mean_lifetime`.
 - How a Read is shown: `read_form(visible, new, label, count)`, `unified_diff`.
 """
 
@@ -99,19 +99,14 @@ def calls_until_full(budget: int, context: int, growth_per_call: float) -> float
     return max(0.0, budget - context) / growth_per_call
 
 
-def reuse_probability(reused: int, evicted: int) -> float:
-    """Laplace's rule of succession: the chance the next evicted item is needed again, when
-    `reused` of the `evicted` items so far were (an item fetched twice counts once)."""
-    return (min(reused, evicted) + 1) / (evicted + 2)
-
-
 def idle_reuse_probability(
     idle: int, retouch_gaps: Sequence[int], open_idles: Sequence[int]
 ) -> float:
-    """Chance a file untouched for `idle` calls is used again, from this session's history.
+    """Chance content untouched for `idle` calls is used again, from this session's history.
 
-    `retouch_gaps` are the gaps (in calls) between consecutive uses of a file seen so far;
-    `open_idles` are the current idle spans of files not used again yet (censored gaps).
+    `retouch_gaps` are the gaps (in calls) between consecutive uses of a file (or of an
+    output of one kind, reuse.py) seen so far; `open_idles` are the current idle spans of
+    those not used again yet (censored gaps).
     Among episodes that lasted at least `idle` calls, the share that ended with a re-use,
     with Laplace's prior.
     """

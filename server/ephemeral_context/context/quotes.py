@@ -1,4 +1,4 @@
-"""Quotes of evicted content: the runs of lines a response repeats from what it cannot see.
+"""Quotes: the runs of lines a response repeats from content it was shown.
 
 A response that quotes at least three lines or 200 characters of evicted content must have
 read it again first (re-hydration, rehydration.py). Lines are compared without their
@@ -7,12 +7,13 @@ surrounding whitespace (a quote may be re-indented), and lines with no letter or
 nothing. A run is counted by its lines and their characters; a partial line at either end
 of a quote does not count, and neither does a quote inside a longer line.
 
-The index maps each line of evicted content to where it occurs; a block is indexed once,
-when it is first seen evicted, so a check costs the lines of the response, not the size
-of the thread.
+The index maps each line of the blocks it holds (by default the evicted ones; reuse.py
+indexes every output) to where it occurs; a block is indexed once, when it is first seen
+to qualify, so a check costs the lines of the response, not the size of the thread.
 
 API:
-- `QuoteIndex`: `refresh(thread)` indexes the blocks evicted since the last call;
+- `QuoteIndex`: `refresh(thread, include)` indexes the blocks evicted (or passing
+  `include`) since the last call;
   `quotes(text)` -> the `Quote`s (block and exact text) a response repeats.
 - `long_enough(text)`, `counted_lines(text)`; `MIN_QUOTE_LINES`, `MIN_QUOTE_CHARS`.
 """
@@ -20,7 +21,7 @@ API:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ephemeral_context.context.thread import ThreadBlock
@@ -34,7 +35,7 @@ _COUNTS = re.compile(r"[^\W_]")
 
 @dataclass(frozen=True)
 class Quote:
-    """A run of evicted content a response repeats: the block and the exact text."""
+    """A run of indexed content a response repeats: the block and the exact text."""
 
     index: int
     text: str
@@ -60,21 +61,25 @@ def long_enough(text: str) -> bool:
 
 @dataclass
 class QuoteIndex:
-    """Where each counted line of the evicted blocks of one thread occurs."""
+    """Where each counted line of the indexed blocks of one thread occurs."""
 
     blocks: dict[int, ThreadBlock] = field(default_factory=dict)
     spans: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     lines: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
-    def refresh(self, thread: Sequence[ThreadBlock]) -> None:
-        """Index the blocks evicted since the last call; start over if the thread was
-        rewritten under the index (a fork)."""
+    def refresh(
+        self,
+        thread: Sequence[ThreadBlock],
+        include: Callable[[ThreadBlock], bool] = lambda tb: tb.evicted,
+    ) -> None:
+        """Index the blocks evicted (or passing `include`) since the last call; start over
+        if the thread was rewritten under the index (a fork)."""
         if any(i >= len(thread) or thread[i] is not tb for i, tb in self.blocks.items()):
             self.blocks.clear()
             self.spans.clear()
             self.lines.clear()
         for i, tb in enumerate(thread):
-            if tb.evicted and i not in self.blocks:
+            if i not in self.blocks and include(tb):
                 self.blocks[i] = tb
                 counted = counted_lines(tb.text)
                 self.spans[i] = [(start, end) for _, start, end in counted]
@@ -82,7 +87,7 @@ class QuoteIndex:
                     self.lines.setdefault(line, []).append((i, position))
 
     def quotes(self, text: str) -> list[Quote]:
-        """Runs of evicted lines `text` repeats: at least MIN_QUOTE_LINES consecutive lines
+        """Runs of indexed lines `text` repeats: at least MIN_QUOTE_LINES consecutive lines
         of one block, or fewer that make MIN_QUOTE_CHARS characters."""
         found: list[Quote] = []
         runs: dict[tuple[int, int], tuple[int, int, int]] = {}

@@ -7,9 +7,9 @@ file), then a tool_result with the content. `rehydrate` appends that pair for ev
 `Need` names that is only in evicted content; the caller builds the request before it (the
 round trip) and after it (the call itself). Needs: an edit's old strings (with none, the
 file it edits, whose current version comes back when it is hidden), what a Read returned,
-and runs of evicted lines the response quotes (quotes.py). The counts feed the policy's
-reuse estimate for each kind, and a fetch from a file is a use of that file (its idle span
-starts again).
+and runs of evicted lines the response quotes (quotes.py). A fetch from a file is a use
+of that file (its idle span starts again); the quote that follows a fetched output is a use
+of that output (reuse.py). The counts go into the status.
 
 `round_trip` is the same append for calls a real model made (the gateway answers its
 `read_session_file` calls): one code path, so the gateway's round trips are billed to the

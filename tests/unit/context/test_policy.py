@@ -32,8 +32,7 @@ def test_remaining_calls_is_capped_by_the_compaction_horizon() -> None:
 
 
 def test_reuse_probabilities_follow_the_session_history() -> None:
-    assert policy.reuse_probability(0, 0) == 0.5
-    assert policy.reuse_probability(0, 8) == pytest.approx(0.1)
+    assert policy.idle_reuse_probability(0, [], []) == 0.5  # nothing seen: Laplace's prior
     # Files re-used after long idles make a long idle a weak signal, and vice versa.
     assert policy.idle_reuse_probability(10, [12, 15, 30], []) == pytest.approx(0.8)
     assert policy.idle_reuse_probability(10, [1, 2], [20, 30, 40]) == pytest.approx(0.2)

@@ -1,0 +1,74 @@
+"""Re-use: how often this conversation uses again the output it was shown, by kind and age.
+
+The cost gate needs the chance that an output it may cut is needed again. Counting only
+what was fetched back after a cut learns from the cuts alone: a session whose responses
+keep quoting the outputs they can still see teaches it nothing until a cut loses. So every
+response is checked against every output the conversation holds (tool results, large tool
+inputs, skills, memories, fetched content; files have their own history, policy.py): a run
+of 3 lines or 200 characters it repeats (quotes.py), visible or evicted, is a use of that
+item in that call. The estimate for an item idle for `idle` calls is the file rule
+(policy.idle_reuse_probability): among the idle spans of items of its kind seen so far that
+lasted at least as long, the share that ended in a use, with Laplace's prior.
+
+API:
+- `ReuseLog`: `observe(thread, texts, call)` records the uses a response's texts make;
+  `estimate(tb, now)` -> (chance, expected wait) for a thread block.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ephemeral_context.context.kinds import EVICTABLE, BlockKind
+from ephemeral_context.context.policy import expected_wait, idle_reuse_probability
+from ephemeral_context.context.quotes import QuoteIndex, long_enough
+from ephemeral_context.context.thread import ThreadBlock
+
+
+def tracked(tb: ThreadBlock) -> bool:
+    """An output whose re-use this log learns: evictable, stored, not a file's copy."""
+    return tb.item_id is not None and tb.uri is None and tb.kind in EVICTABLE
+
+
+@dataclass
+class ReuseLog:
+    """The items a conversation was shown (kind, first call) and the calls that used them."""
+
+    index: QuoteIndex = field(default_factory=QuoteIndex)
+    kinds: dict[str, BlockKind] = field(default_factory=dict)
+    uses: dict[str, list[int]] = field(default_factory=dict)
+    """Per item: the call it was first shown in, then every call whose response used it."""
+
+    def observe(self, thread: Sequence[ThreadBlock], texts: Sequence[str], call: int) -> None:
+        """A response written before `call` wrote `texts`: the items it quotes were used."""
+        for tb in thread:
+            if tracked(tb) and tb.item_id not in self.kinds:
+                assert tb.item_id is not None
+                self.kinds[tb.item_id] = tb.kind
+                self.uses[tb.item_id] = [tb.call]
+        candidates = [t for t in texts if long_enough(t)]
+        if not candidates:
+            return
+        self.index.refresh(thread, tracked)
+        for quote in (q for t in candidates for q in self.index.quotes(t)):
+            item = thread[quote.index].item_id
+            if item is not None and self.uses[item][-1] < call:
+                self.uses[item].append(call)
+
+    def estimate(self, tb: ThreadBlock, now: int) -> tuple[float, float | None]:
+        """Chance `tb` is used again and the expected wait, from the other items of its
+        kind (its own open span is what is being predicted)."""
+        kind = self.kinds.get(tb.item_id or "", tb.kind)
+        history = self.uses.get(tb.item_id or "", [tb.call])
+        gaps: list[int] = []
+        others: list[int] = []
+        for item, uses in self.uses.items():
+            if self.kinds[item] is not kind:
+                continue
+            gaps.extend(b - a for a, b in itertools.pairwise(uses))
+            if item != tb.item_id:
+                others.append(now - uses[-1])
+        idle = now - history[-1]
+        return idle_reuse_probability(idle, gaps, others), expected_wait(idle, gaps)
