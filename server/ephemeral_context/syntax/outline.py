@@ -6,20 +6,21 @@ Only capture-name prefixes are interpreted here (see grammars/README.md):
 definition written outside it (a Go method's receiver type), `@omit.definition.<kind>` header
 text left out of the signature. When several patterns capture
 definitions with the same name node, they describe one definition: the widest span wins and
-the kind comes from the pattern written last in the file.
+the kind comes from the pattern written last in the file. Definitions with different names
+and one span (`int x = 1, y = 2;`) are siblings, each with its own declarator in its signature.
 
 API:
 - `outline_text(text, path, ...)`: an `Outline` of `Symbol`s, or why none (never raises).
 - `Symbol`, `SymbolId`, `Definition`, `Limits`: the data.
-- `analyse`, `find_definitions`, `nest`, `qualify`, `outline_order`, `make_outline`,
-  `new_parser`: the steps (incremental.py reuses them).
+- `analyse`, `find_definitions`, `nest`, `qualify`, `outline_order`, `encloses`,
+  `make_outline`, `new_parser`: the steps (incremental.py and table.py reuse them).
 - `binary_reason(text)`, `fallback_reason(...)`: why a text gets no tree.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -205,16 +206,20 @@ def _signature(
     node: ts.Node,
     name: ts.Node,
     body: ts.Node | None,
-    omit: Iterable[ts.Node] = (),
+    omit: Iterable[tuple[int, int]] = (),
+    head_limit: int | None = None,
 ) -> tuple[str, int]:
     """The header of a definition on one line, and where its name starts in it.
 
-    `omit` are spans left out (a Go method's receiver, which the qualified name shows).
+    `omit` are byte spans left out (a Go method's receiver, which the qualified name shows);
+    the header ends at `head_limit` at the latest.
     """
     line_start = source.rfind(b"\n", node.start_byte, name.start_byte) + 1
     head_start = max(node.start_byte, line_start)
     head_end = _header_end(source, node, name, body)
-    cuts = sorted((n.start_byte, n.end_byte) for n in omit)
+    if head_limit is not None:
+        head_end = min(head_end, head_limit)
+    cuts = sorted(omit)
 
     def text(start: int, end: int) -> str:
         return _squash(_without(source, start, end, cuts))
@@ -322,16 +327,29 @@ def find_definitions(
         chosen[key] = found
     comments = tuple(prefix.encode() for prefix in spec_for(language).doc_prefixes)
     candidates = list(chosen.values())
+    names_by_node: dict[tuple[int, int], list[ts.Node]] = {}
+    for c in candidates:
+        names_by_node.setdefault((c.node.start_byte, c.node.end_byte), []).append(c.name)
     if touching is not None:
         start, end = touching
         candidates = [c for c in candidates if c.reach[0] <= end and start <= c.reach[1]]
-    return sorted((_definition(source, c, comments) for c in candidates), key=outline_order)
+    definitions = []
+    for c in candidates:
+        names = names_by_node[(c.node.start_byte, c.node.end_byte)]
+        definitions.append(_definition(source, c, comments, names if len(names) > 1 else ()))
+    return sorted(definitions, key=outline_order)
 
 
-def outline_order(definition: Definition) -> tuple[int, int, str, int]:
+def outline_order(definition: Definition) -> tuple[int, int, int]:
     """Position order, an enclosing definition before what it encloses; definitions with the
-    same span and name by where their names are, so that order never depends on the query."""
-    return definition.start_byte, -definition.end_byte, definition.name, definition.name_start
+    same span by where their names are, so that order never depends on the query."""
+    return definition.start_byte, -definition.end_byte, definition.name_start
+
+
+def encloses(outer_start: int, outer_end: int, start: int, end: int) -> bool:
+    """Whether a definition spanning outer_start..outer_end holds one spanning start..end.
+    One span is no nesting: `int x = 1, y = 2;` defines two siblings."""
+    return outer_start <= start and end <= outer_end and (outer_start, outer_end) != (start, end)
 
 
 def _matches(tree: ts.Tree, language: str, query_range: tuple[int, int] | None) -> list[Match]:
@@ -347,12 +365,36 @@ def _matches(tree: ts.Tree, language: str, query_range: tuple[int, int] | None) 
     return matches
 
 
-def _definition(source: bytes, candidate: _Candidate, comments: tuple[bytes, ...]) -> Definition:
+def _own_part(node: ts.Node, name: ts.Node, names: Sequence[ts.Node]) -> ts.Node:
+    """The largest node around `name`, below `node`, that holds none of the other `names`:
+    its declarator in a declaration of several (`y = 2` in `int x = 1, y = 2;`)."""
+    others = [n.start_byte for n in names if n.start_byte != name.start_byte]
+    part, size = name, node.end_byte - node.start_byte
+    while (parent := part.parent) is not None and parent.end_byte - parent.start_byte < size:
+        if any(parent.start_byte <= other < parent.end_byte for other in others):
+            break
+        part = parent
+    return part
+
+
+def _definition(
+    source: bytes, candidate: _Candidate, comments: tuple[bytes, ...], names: Sequence[ts.Node]
+) -> Definition:
+    """`names`: the name nodes of every definition sharing this one's node, when several do;
+    each then shows the shared header (`static final int`) and its own declarator only."""
     kind, node, name, captures = candidate.kind, candidate.node, candidate.name, candidate.captures
     bodies = captures.get(f"body.definition.{kind}")
     scopes = captures.get(f"scope.definition.{kind}")
-    omitted = captures.get(f"omit.definition.{kind}", ())
-    signature, name_at = _signature(source, node, name, bodies[0] if bodies else None, omitted)
+    omitted = [(n.start_byte, n.end_byte) for n in captures.get(f"omit.definition.{kind}", ())]
+    head_limit = None
+    if names:
+        own = _own_part(node, name, names)
+        first = _own_part(node, min(names, key=lambda n: n.start_byte), names)
+        omitted.append((first.start_byte, own.start_byte))  # the declarators before its own
+        head_limit = own.end_byte
+    signature, name_at = _signature(
+        source, node, name, bodies[0] if bodies else None, omitted, head_limit
+    )
     end_line, end_byte = _end(source, node, name, comments)
     return Definition(
         kind=kind,
@@ -387,8 +429,8 @@ def nest(
     ordinals: dict[tuple[str, str], int] = {}
     symbols = []
     for d in definitions:
-        while stack and not (
-            d.start_byte >= stack[-1].start_byte and d.end_byte <= stack[-1].end_byte
+        while stack and not encloses(
+            stack[-1].start_byte, stack[-1].end_byte, d.start_byte, d.end_byte
         ):
             stack.pop()
         qualname = qualify(stack[-1].qualname if stack else None, d.scope, d.name)

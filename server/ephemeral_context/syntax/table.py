@@ -1,11 +1,12 @@
 """One document's symbols as columns, so an edit costs what it changed, not the file's size.
 
 Positions are numpy arrays: moving every symbol after an edit is one vectorised add. Rows
-stay in outline order (start ascending, end descending, name). An update removes the rows an
-edit touched, inserts the freshly queried ones and then repairs exactly the identities that
-can have moved: children whose parent was replaced ("orphans", re-qualified with their
-subtrees) and same-named rows whose overload ordinal shifted. Every identity that leaves or
-enters is recorded, with its old byte span, so the caller can diff texts without a full scan.
+stay in outline order (start ascending, end descending, then where the name is). An update
+removes the rows an edit touched, inserts the freshly queried ones and then repairs exactly
+the identities that can have moved: children whose parent was replaced ("orphans",
+re-qualified with their subtrees) and same-named rows whose overload ordinal shifted. Every
+identity that leaves or enters is recorded, with its old byte span, so the caller can diff
+texts without a full scan.
 
 API:
 - `SymbolTable`: the rows and what the current update changed.
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ephemeral_context.syntax.outline import Definition, Symbol, SymbolId, qualify
+from ephemeral_context.syntax.outline import Definition, Symbol, SymbolId, encloses, qualify
 from ephemeral_context.syntax.queries import FILE
 
 _Ints = npt.NDArray[np.int64]
@@ -131,6 +132,7 @@ class SymbolTable:
             row = self._row_of(symbol)
             below = int(np.searchsorted(self.start, symbol.end_byte, side="left"))
             inside = np.arange(row + 1, below)
+            inside = inside[~self._same_span(inside, symbol.start_byte, symbol.end_byte)]
             enclosed = inside[(self.depth[inside] == 0) & ~self.dirty[inside]]
             self.orphan[enclosed] = True
             self.orphan_of[enclosed] = -1  # they had no parent, so none can come back
@@ -146,12 +148,13 @@ class SymbolTable:
     def _renest(self, row: int, below: int, parent: Symbol | None) -> set[tuple[str, str]]:
         """Name, kind and depth again for rows row..below-1 (a subtree) under a new parent."""
         keys: set[tuple[str, str]] = set()
-        stack: list[tuple[int, str, str, int]] = []  # end, qualname, kind, depth
+        stack: list[tuple[int, int, str, str, int]] = []  # start, end, qualname, kind, depth
         for member in range(row, below):
-            while stack and self.end[member] > stack[-1][0]:
+            start, end = int(self.start[member]), int(self.end[member])
+            while stack and not encloses(stack[-1][0], stack[-1][1], start, end):
                 stack.pop()
             if stack:
-                _end, owner, owner_kind, depth = stack[-1]
+                _start, _end, owner, owner_kind, depth = stack[-1]
                 depth += 1
             elif parent is not None:
                 owner, owner_kind, depth = parent.qualname, parent.kind, parent.depth + 1
@@ -172,7 +175,7 @@ class SymbolTable:
                 keys.add((kind, qualname))
             elif member == row:
                 return keys  # the subtree root is unchanged, so is everything below it
-            stack.append((int(self.end[member]), qualname, kind, depth))
+            stack.append((start, end, qualname, kind, depth))
         return keys
 
     def _keep_unmoved_orphans(self, fresh: Sequence[Symbol]) -> None:
@@ -186,8 +189,7 @@ class SymbolTable:
         for parent in set(parents.tolist()) - {-1}:
             group = orphans[parents == parent]
             qualname, kind = self.parents[parent]
-            starts, ends = self.start[group], self.end[group]
-            holders = [s for s in fresh if ((s.start_byte <= starts) & (ends <= s.end_byte)).any()]
+            holders = [s for s in fresh if self._enclosed(group, s).any()]
             if not holders:
                 continue
             innermost = max(holders, key=lambda s: s.depth)
@@ -197,7 +199,7 @@ class SymbolTable:
                 and innermost.qualname == qualname
                 and innermost.kind == kind
                 and innermost.depth == self.depth[group[0]] - 1
-                and bool(((innermost.start_byte <= starts) & (ends <= innermost.end_byte)).all())
+                and bool(self._enclosed(group, innermost).all())
             ):
                 self.orphan[group] = False
 
@@ -227,11 +229,11 @@ class SymbolTable:
     def _position(self, definition: Definition) -> int:
         """The row a definition goes in, in outline order (outline.outline_order)."""
         row = int(np.searchsorted(self.start, definition.start_byte, side="left"))
-        key = (-definition.end_byte, definition.name, definition.name_start)
+        key = (-definition.end_byte, definition.name_start)
         while (
             row < len(self)
             and self.start[row] == definition.start_byte
-            and (-int(self.end[row]), self.name[row], int(self.name_start[row])) < key
+            and (-int(self.end[row]), int(self.name_start[row])) < key
         ):
             row += 1
         return row
@@ -243,6 +245,16 @@ class SymbolTable:
         ):
             row += 1
         return row
+
+    def _enclosed(self, rows: npt.NDArray[np.intp], symbol: Symbol) -> _Bools:
+        """Which of `rows` `symbol` encloses (outline.encloses, for many rows at once)."""
+        starts, ends = self.start[rows], self.end[rows]
+        inside: _Bools = (symbol.start_byte <= starts) & (ends <= symbol.end_byte)
+        return inside & ~self._same_span(rows, symbol.start_byte, symbol.end_byte)
+
+    def _same_span(self, rows: npt.NDArray[np.intp], start: int, end: int) -> _Bools:
+        same: _Bools = (self.start[rows] == start) & (self.end[rows] == end)
+        return same
 
     def _delete(self, rows: npt.NDArray[np.intp]) -> None:
         self._ints = np.delete(self._ints, rows, axis=0)
@@ -296,5 +308,5 @@ def _rows(
 
 
 def _innermost(symbols: Sequence[Symbol], start: int, end: int) -> Symbol | None:
-    enclosing = [s for s in symbols if s.start_byte <= start and end <= s.end_byte]
+    enclosing = [s for s in symbols if encloses(s.start_byte, s.end_byte, start, end)]
     return max(enclosing, key=lambda s: s.depth, default=None)

@@ -243,6 +243,38 @@ def test_renaming_a_class_renames_its_members() -> None:
     assert SymbolId("function", "load", 1) not in changes.changed
 
 
+@pytest.mark.parametrize(
+    ("path", "text", "edits", "expected"),
+    [
+        (  # the class is re-queried, the two constants are kept and re-qualified
+            "K.java",
+            "class K {\n    static final int X = 1, Y = 2;\n    void m() {}\n}\n",
+            [("K", "Key")],
+            ["Key", "Key.X", "Key.Y", "Key.m"],
+        ),
+        (  # a new namespace encloses two kept top-level functions
+            "e.ts",
+            "export const foo = () => 1, bar = () => 2;\nfunction baz() {}\n",
+            [("function baz", "}\nfunction baz"), ("export const", "namespace N {\nexport const")],
+            ["N", "N.foo", "N.bar", "baz"],
+        ),
+    ],
+)
+def test_names_of_one_declaration_stay_siblings_when_their_parent_changes(
+    path: str, text: str, edits: list[tuple[str, str]], expected: list[str]
+) -> None:
+    syntax = IncrementalSyntax(text, path)
+    spliced = []
+    for old, new in edits:
+        at = text.index(old)
+        text, edit = splice(text, at, at + len(old), new)
+        spliced.append(edit)
+    changes = syntax.apply(spliced, text)
+    assert changes.incremental
+    assert syntax.outline == outline_text(text, path)
+    assert [s.qualname for s in syntax.outline.symbols] == expected
+
+
 def test_a_new_overload_in_front_renumbers_the_others() -> None:
     text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
     syntax = IncrementalSyntax(text, "inventory.py")
@@ -301,15 +333,28 @@ def test_editing_a_header_guard_re_queries_the_define_it_decides(
     assert (constant in changes.removed) == (not define_is_listed)
 
 
+# Declarations of several names, whose signatures depend on each other's declarators.
+SHARED_SPANS = {
+    "K.java": "class K {\n    static final int X = 1,\n        Y = 2;\n}\n",
+    "e.js": "export const foo = () => 1,\n  bar = () => {\n    return 2;\n  };\n",
+    "p.h": "int f(void), *g(int x);\n",
+}
+
+
 @pytest.mark.parametrize(
-    "name", sorted(path.name for path in SAMPLES.iterdir() if detect_language(path.name))
+    "name",
+    [
+        *sorted(path.name for path in SAMPLES.iterdir() if detect_language(path.name)),
+        *SHARED_SPANS,
+    ],
 )
 def test_a_query_near_any_byte_finds_what_the_whole_query_finds_there(name: str) -> None:
     """The update re-queries only near edits: that must give exactly the definitions, with
     the same kinds, spans and signatures, whose reach a full query says the byte is in."""
     language = detect_language(name)
     assert language is not None
-    source = (SAMPLES / name).read_bytes()
+    inline = SHARED_SPANS.get(name)
+    source = inline.encode() if inline is not None else (SAMPLES / name).read_bytes()
     tree = new_parser(language).parse(source)
     everything = find_definitions(tree, source, language)
     edges = {e + d for x in everything for e in (x.reach_start, x.reach_end) for d in (-1, 0, 1)}

@@ -44,6 +44,18 @@ def test_decorators_and_doc_comments_come_with_the_text() -> None:
     assert (lookup.found.start_line, lookup.found.end_line) == (23, 25)
 
 
+def test_each_name_of_a_declaration_hydrates_the_whole_declaration() -> None:
+    """`int X = 1, Y = 2;` defines two constants with one span: neither encloses the other."""
+    declaration = "    /** Limits. */\n    static final int X = 1,\n        Y = 2;"
+    text = f"class K {{\n{declaration}\n}}\n"
+    outline = outline_text(text, "K.java")
+    assert [(s.qualname, s.depth) for s in outline.symbols] == [("K", 0), ("K.X", 1), ("K.Y", 1)]
+    for name in ("K.X", "K.Y", "Y"):
+        lookup = find_symbol(text, outline, name)
+        assert lookup.found is not None, lookup
+        assert lookup.found.text == declaration
+
+
 def test_overloads_are_ambiguous_until_numbered() -> None:
     text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
     outline = outline_text(text, "inventory.py")

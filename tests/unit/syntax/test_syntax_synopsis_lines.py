@@ -135,6 +135,25 @@ CASES = {
         "NAMES = ('a',\n         'b')\nTABLE = {\n    'a': 1,\n}\n",
         ["1-2 constant NAMES = ('a', 'b')", "3-5 constant TABLE"],
     ),
+    "java: two constants of one declaration are siblings, each with its own line": (
+        "K.java",
+        "class K {\n    static final int X = 1, Y = 2;\n}\n",
+        [
+            "1-3 class K",
+            "  2-2 constant static final int K.X = 1",
+            "  2-2 constant static final int K.Y = 2",
+        ],
+    ),
+    "c: two prototypes in one declaration": (
+        "p.h",
+        "int f(void), *g(int x);\n",
+        ["1-1 function int f(void)", "1-1 function int *g(int x)"],
+    ),
+    "javascript: two arrow functions exported by one statement": (
+        "e.js",
+        "export const foo = () => 1,\n  bar = () => {\n    return 2;\n  };\n",
+        ["1-4 function export foo = () =>", "1-4 function export bar = () =>"],
+    ),
     "python: __init__ is a constructor only directly in a class": (
         "m.py",
         "def __init__(x):\n    pass\n\n\nclass A:\n    def __init__(self):\n"
