@@ -28,7 +28,7 @@ import json
 import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -365,9 +365,10 @@ def _usage(raw: Any) -> RecordedUsage | None:
     for counts that are not counts."""
     if not isinstance(raw, Mapping) or "input_tokens" not in raw:
         return None
-    inputs = asdict(usage_from_dict(raw))
-    usage = RecordedUsage(**inputs, output_tokens=int(raw.get("output_tokens") or 0))
-    if min(asdict(usage).values()) < 0:
+    inputs = usage_from_dict(raw)
+    counts = {f.name: getattr(inputs, f.name) for f in fields(inputs)}  # asdict deep-copies
+    usage = RecordedUsage(**counts, output_tokens=int(raw.get("output_tokens") or 0))
+    if min(*counts.values(), usage.output_tokens) < 0:
         raise ValueError("a negative token count")
     return usage
 
