@@ -6,7 +6,8 @@ this server instead. It speaks the wire protocol the anthropic SDK expects: POST
 sequence as the API) and POST /v1/messages/count_tokens; it accepts `x-api-key` and
 `Authorization: Bearer` and any `anthropic-version`. What it says comes from a script, one
 turn per request: text, tool_use blocks, a refusal, or an injected error (429/529/500 with
-retry-after, 401, 404, 400). An answer longer than `max_tokens` is cut (stop_reason
+retry-after, 401, 404, 400), or bytes no API would send (`Raw`: an HTML page, a body cut
+short). An answer longer than `max_tokens` is cut (stop_reason
 "max_tokens"), and `max_tokens: 0` is the documented cache pre-warm (no content). Requests
 the real API would refuse are refused the same way (400: more than 4 cache_control
 breakpoints, a tool_use without its tool_result, empty content, ...), so a client bug fails
@@ -111,7 +112,19 @@ class ApiError:
     mid_stream: bool = False
 
 
-Turn = Reply | ApiError
+@dataclass(slots=True, frozen=True)
+class Raw:
+    """An answer sent byte for byte, as no API would send it but a proxy or a broken
+    upstream might: an HTML page, JSON that is not a message, SSE events out of order.
+    With `cut`, the connection closes after the first half of the body."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "application/json"
+    cut: bool = False
+
+
+Turn = Reply | ApiError | Raw
 
 
 @dataclass(slots=True)
@@ -172,7 +185,7 @@ def parse_turn(item: Any) -> Turn:
     {"error": {"status", "type", "message", "retry_after"?, "mid_stream"?}};
     "delay" and "cut" ("drop" or "stall") alongside text.
     """
-    if isinstance(item, (Reply, ApiError)):
+    if isinstance(item, (Reply, ApiError, Raw)):
         return item
     if isinstance(item, str):
         return Reply(text=item)
@@ -732,6 +745,9 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             body = api._parse_body(record, need_max_tokens=True)
             cache_request = api._cache_request(body)
             turn = api._next_turn(record)
+            if isinstance(turn, Raw):
+                self._send_raw(turn)
+                return
             stream = bool(body.get("stream"))
             if isinstance(turn, ApiError) and not (turn.mid_stream and stream):
                 raise _Reject(turn)
@@ -763,6 +779,22 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                     "usage": {**usage_json, "output_tokens": output_tokens},
                 },
             )
+
+        def _send_raw(self, raw: Raw) -> None:
+            self._record.status = raw.status
+            api._record(self._record)
+            self.send_response(raw.status)
+            self.send_header("content-type", raw.content_type)
+            self.send_header("content-length", str(len(raw.body)))
+            self.end_headers()
+            if raw.cut:
+                self.wfile.write(raw.body[: len(raw.body) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            self.wfile.write(raw.body)
+            self._record.completed = True
 
         def _stream(
             self,

@@ -7,7 +7,10 @@ handle is forwarded unchanged, its answer streamed back unchanged. The client's 
 nowhere else: nothing here logs, stores or writes them.
 
 Answers: upstream errors reach the client as the upstream sent them (status, headers, body;
-an `error` event inside a stream). Streamed text is passed on as it arrives, each event
+an `error` event inside a stream), and so does an answer that is not a message (a proxy's
+HTML page); an answer dropped before any of it was passed on, or no answer, is a 502
+`api_error`; usage whose counts cannot be read leaves that call uncounted, never the client
+without its answer. Streamed text is passed on as it arrives, each event
 byte-for-byte unless it has to be renumbered. When the model calls the hydration tool, the
 client never sees that call: the gateway answers it and asks the upstream again, and the
 next answer's blocks continue the same message (one `message_start`, later blocks numbered
@@ -32,6 +35,7 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
+from ephemeral_context.cache_sim import usage_from_dict
 from ephemeral_context.gateway.core import (
     GatewayCore,
     Passthrough,
@@ -71,8 +75,31 @@ def _forwarded(headers: Mapping[str, str]) -> CIMultiDict[str]:
     return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in _NOT_FORWARDED)
 
 
-def _usage_of(raw: bytes, content_type: str) -> dict[str, Any] | None:
-    """The usage in an answer the gateway passed on unchanged (JSON or SSE)."""
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    """An upstream body as a JSON object; None when it is not one (an HTML error page)."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _readable_usage(usage: Any) -> dict[str, Any]:
+    """An answer's usage when its counts can be read, else {} (the call stays unrecorded):
+    an odd figure must not cost the client its answer."""
+    if not isinstance(usage, dict):
+        return {}
+    try:
+        usage_from_dict(usage)
+        int(usage.get("output_tokens") or 0)
+    except (ValueError, TypeError, AttributeError) as error:
+        log.warning("an upstream answer's usage cannot be read (%s); not counted", error)
+        return {}
+    return usage
+
+
+def _usage_of(raw: bytes, content_type: str) -> dict[str, Any]:
+    """The usage in an answer the gateway passed on unchanged (JSON or SSE); {} for none."""
     if "event-stream" in content_type:
         builder = MessageBuilder()
         for chunk in raw.replace(b"\r\n", b"\n").split(b"\n\n"):
@@ -80,22 +107,14 @@ def _usage_of(raw: bytes, content_type: str) -> dict[str, Any] | None:
                 event = parse_event(chunk)
                 if event.data.get("type") in ("message_start", "message_delta"):
                     builder.apply(event)
-        return builder.usage or None
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return None
-    usage = body.get("usage") if isinstance(body, dict) else None
-    return usage if isinstance(usage, dict) else None
+        return _readable_usage(builder.usage)
+    return _readable_usage((_json_object(raw) or {}).get("usage"))
 
 
 def _error_event(status: int, raw: bytes) -> bytes:
     """An upstream error answer, after the stream began, as the API's own `error` event."""
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        body = None
-    if not isinstance(body, dict) or body.get("type") != "error":
+    body = _json_object(raw)
+    if body is None or body.get("type") != "error":
         message = raw.decode("utf-8", "replace")[:500]
         body = {"type": "error", "error": {"type": "api_error", "message": f"{status} {message}"}}
     return encode("error", body)
@@ -183,7 +202,7 @@ class Gateway:
         if isinstance(plan, Passthrough):
             log.info("POST /v1/messages passed through unchanged: %s", plan.reason)
             response, usage = await self._forward(request, raw)
-            self.core.record(plan.session, plan.pricing, [usage] if usage else [])
+            self.core.record(plan.session, plan.pricing, [] if usage is None else [usage])
             self._updated()
             return response
         if client.get("stream"):
@@ -195,13 +214,14 @@ class Gateway:
     async def _forward(
         self, request: web.Request, raw: bytes
     ) -> tuple[web.StreamResponse, dict[str, Any] | None]:
-        """The client's request as it came, the upstream's answer streamed back as it comes."""
+        """The client's request as it came, the upstream's answer streamed back as it comes;
+        with its usage ({} unreadable), None when it gave no answer."""
         try:
             upstream = await self.client.request(
                 request.method, self._url(request), data=raw, headers=_forwarded(request.headers)
             )
         except UPSTREAM_ERRORS as error:
-            return self._unreachable(error), None
+            return self._no_answer(error), None
         async with upstream:
             response = web.StreamResponse(
                 status=upstream.status, reason=upstream.reason, headers=_forwarded(upstream.headers)
@@ -216,15 +236,19 @@ class Gateway:
                 self._drop(request)
                 return response, None
             await response.write_eof()
+            if upstream.status != 200:
+                return response, None
             return response, _usage_of(bytes(seen), upstream.headers.get("content-type", ""))
 
-    def _unreachable(self, error: BaseException) -> web.Response:
-        log.warning("upstream %s unreachable: %r", self.upstream, error)
+    def _no_answer(self, error: BaseException) -> web.Response:
+        """The upstream could not be reached, or dropped the answer before any of it was
+        passed on: the API's own error shape, status 502."""
+        log.warning("no answer from the upstream %s: %r", self.upstream, error)
         body = {
             "type": "error",
             "error": {
                 "type": "api_error",
-                "message": f"ectx gateway: the upstream {self.upstream} is unreachable ({error!r})",
+                "message": f"ectx gateway: no answer from the upstream {self.upstream} ({error!r})",
             },
         }
         return web.json_response(body, status=502)
@@ -248,19 +272,22 @@ class Gateway:
             try:
                 upstream = await self._post(request, plan.body)
             except UPSTREAM_ERRORS as error:
-                return self._unreachable(error)
+                return self._no_answer(error)
             async with upstream:
-                body = await upstream.read()
-                if upstream.status != 200:
+                try:
+                    body = await upstream.read()
+                except UPSTREAM_ERRORS as error:  # dropped mid-answer: nothing reached the client
+                    self._finish_record(plan, rounds)
+                    return self._no_answer(error)
+                answer = _json_object(body)
+                if upstream.status != 200 or answer is None or answer.get("type") != "message":
                     self._finish_record(plan, rounds)
                     return web.Response(
                         status=upstream.status, body=body, headers=_forwarded(upstream.headers)
                     )
-                answer = json.loads(body)
                 headers = _forwarded(upstream.headers)
-            usage = dict(answer.get("usage") or {})
             content = list(answer.get("content") or [])
-            rounds.add(usage, content)
+            rounds.add(answer.get("usage"), content)
             if self._hydrate_again(plan, content, answer.get("stop_reason")):
                 if await self.core.answer_hydrations(plan, content):
                     continue
@@ -269,7 +296,7 @@ class Gateway:
                 return response
             await self.core.finish(plan, rounds.shown, content)
             answer["content"] = rounds.shown
-            answer["usage"] = {**usage, "output_tokens": rounds.output}
+            answer["usage"] = {**rounds.usages[-1], "output_tokens": rounds.output}
             answer["stop_reason"] = self._stop_reason(content, answer.get("stop_reason"))
             self._finish_record(plan, rounds)
             return web.Response(body=json.dumps(answer).encode(), headers=headers)
@@ -304,7 +331,7 @@ class Gateway:
                 upstream = await self._post(request, plan.body)
             except UPSTREAM_ERRORS as error:
                 if response is None:
-                    return self._unreachable(error)
+                    return self._no_answer(error)
                 await response.write(_error_event(502, repr(error).encode()))
                 await response.write_eof()
                 return response
@@ -361,8 +388,9 @@ class _Rounds:
     usages: list[dict[str, Any]] = field(default_factory=list)
     output: int = 0
 
-    def add(self, usage: Mapping[str, Any], content: list[dict[str, Any]]) -> None:
-        self.usages.append(dict(usage))
+    def add(self, raw_usage: Any, content: list[dict[str, Any]]) -> None:
+        usage = _readable_usage(raw_usage)
+        self.usages.append(usage)
         self.output += int(usage.get("output_tokens") or 0)
         self.shown += visible(content)
 

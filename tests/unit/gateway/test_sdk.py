@@ -21,6 +21,7 @@ from ephemeral_context.context.engine import EngineStatus
 
 from tests.fakes.messages_api import (
     FakeMessagesAPI,
+    Raw,
     RecordedRequest,
     Reply,
     ToolCall,
@@ -346,6 +347,85 @@ def test_a_dropped_stream_is_dropped_for_the_client(
     ):
         received.extend(s.text_stream)
     assert received  # text before the drop arrived as it was sent
+
+
+def _message(usage: dict[str, Any]) -> bytes:
+    content = [{"type": "text", "text": "odd"}]
+    body = {"id": "msg_1", "type": "message", "role": "assistant", "model": MODEL}
+    answer = {**body, "content": content, "stop_reason": "end_turn", "usage": usage}
+    return json.dumps(answer).encode()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Raw(b"<html><body>502 Bad Gateway</body></html>", content_type="text/html"),
+        Raw(b'["not", "a", "message"]'),
+    ],
+    ids=["html", "json-list"],
+)
+def test_an_answer_that_is_not_a_message_reaches_the_client_as_sent(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread, answer: Raw
+) -> None:
+    api.add_turns(answer, "the session goes on")
+    raw = client.messages.with_raw_response.create(**ask([{"role": "user", "content": "hi"}]))
+    assert (raw.status_code, raw.http_response.content) == (answer.status, answer.body)
+    assert raw.headers["content-type"] == answer.content_type
+    message = client.messages.create(**ask([{"role": "user", "content": "hi"}]))
+    assert message.content[0].text == "the session goes on"  # type: ignore[union-attr]
+    assert gateway.status()["total"]["requests"] == 2
+
+
+def test_an_answer_dropped_before_its_end_is_an_api_error(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread
+) -> None:
+    api.add_turns(Raw(_message({"input_tokens": 10, "output_tokens": 2}), cut=True), "again")
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        client.messages.create(**ask([{"role": "user", "content": "hi"}]))
+    assert raised.value.status_code == 502
+    assert raised.value.body["error"]["type"] == "api_error"  # type: ignore[index]
+    assert "no answer from the upstream" in raised.value.message
+    message = client.messages.create(**ask([{"role": "user", "content": "hi"}]))
+    assert message.content[0].text == "again"  # type: ignore[union-attr]
+    assert gateway.status()["total"]["requests"] == 2
+
+
+def _events(usage: dict[str, Any]) -> bytes:
+    start = {"id": "msg_1", "type": "message", "role": "assistant", "model": MODEL}
+    events = [
+        {"type": "message_start", "message": {**start, "content": [], "usage": usage}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "odd"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": usage},
+        {"type": "message_stop"},
+    ]
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # the SDK's, on "lots"
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_usage_that_cannot_be_read_costs_the_client_nothing(
+    api: FakeMessagesAPI,
+    client: anthropic.Anthropic,
+    gateway: GatewayThread,
+    stream: bool,
+    tools: list[Any],
+) -> None:
+    odd = {"input_tokens": "lots", "output_tokens": 3}
+    answer = Raw(_events(odd), content_type="text/event-stream") if stream else Raw(_message(odd))
+    api.add_turns(answer, "next")
+    body = ask([{"role": "user", "content": "hi"}], tools=tools)
+    if stream:
+        with client.messages.stream(**body) as s:
+            assert s.get_final_text() == "odd"
+    else:
+        assert client.messages.create(**body).content[0].text == "odd"  # type: ignore[union-attr]
+    message = client.messages.create(**ask([{"role": "user", "content": "hi"}]))
+    assert message.content[0].text == "next"  # type: ignore[union-attr]
+    total = gateway.status()["total"]
+    assert (total["requests"], total["upstream_calls"]) == (2, 2)
 
 
 def test_count_tokens_and_other_paths_pass_through_unchanged(
