@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from jiter import from_json
+
 
 @dataclass(frozen=True)
 class Event:
@@ -64,6 +66,21 @@ def encode(name: str, data: dict[str, Any]) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
+def _tool_input(text: str) -> Any:
+    """A streamed tool input, read as the SDK reads it: JSON cut short (the answer reached
+    max_tokens inside the call) gives what it holds so far."""
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return from_json(text.encode(), partial_mode=True)
+    except ValueError:
+        return {}
+
+
 @dataclass
 class MessageBuilder:
     """One streamed answer, rebuilt: content blocks by index, stop reason, usage."""
@@ -89,7 +106,7 @@ class MessageBuilder:
             index = int(data["index"])
             if index in self.partial_json:
                 text = self.partial_json.pop(index)
-                self.blocks[index]["input"] = json.loads(text) if text else {}
+                self.blocks[index]["input"] = _tool_input(text)
         elif kind == "message_delta":
             delta = data.get("delta") or {}
             self.stop_reason = delta.get("stop_reason", self.stop_reason)

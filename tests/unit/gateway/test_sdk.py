@@ -390,17 +390,53 @@ def test_an_answer_dropped_before_its_end_is_an_api_error(
     assert gateway.status()["total"]["requests"] == 2
 
 
-def _events(usage: dict[str, Any]) -> bytes:
+def _events(
+    usage: dict[str, Any],
+    block: dict[str, Any] | None = None,
+    delta: dict[str, Any] | None = None,
+    stop: str = "end_turn",
+) -> bytes:
+    """One streamed answer of one block (a text "odd" unless told), as SSE bytes."""
     start = {"id": "msg_1", "type": "message", "role": "assistant", "model": MODEL}
     events = [
         {"type": "message_start", "message": {**start, "content": [], "usage": usage}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "odd"}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": block or {"type": "text", "text": ""},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": delta or {"type": "text_delta", "text": "odd"},
+        },
         {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": usage},
+        {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": usage},
         {"type": "message_stop"},
     ]
     return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def test_a_tool_call_cut_by_max_tokens_streams_as_the_sdk_reads_it(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread
+) -> None:
+    call = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}}
+    cut = {"type": "input_json_delta", "partial_json": '{"file_path": "/src/app.py", "off'}
+    usage = {"input_tokens": 900, "output_tokens": 12}
+    api.add_turns(Raw(_events(usage, call, cut, "max_tokens"), content_type="text/event-stream"))
+    api.add_turns("read it")
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "read app.py"}]
+    with client.messages.stream(**ask(messages)) as s:
+        answer = s.get_final_message()
+    assert answer.stop_reason == "max_tokens"
+    assert answer.content[0].input == {"file_path": "/src/app.py"}  # type: ignore[union-attr]
+    messages += [
+        {"role": "assistant", "content": [b.model_dump() for b in answer.content]},
+        {"role": "user", "content": [read_result("toolu_1")]},
+    ]
+    with client.messages.stream(**ask(messages)) as s:
+        assert s.get_final_text() == "read it"
+    assert gateway.status()["total"]["requests"] == 2
 
 
 @pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # the SDK's, on "lots"
