@@ -15,7 +15,8 @@ byte-for-byte unless it has to be renumbered. When the model calls the hydration
 client never sees that call: the gateway answers it and asks the upstream again, and the
 next answer's blocks continue the same message (one `message_start`, later blocks numbered
 on, one `message_delta` whose output tokens add up the rounds); a stream pauses for the
-length of one more upstream call. A stream the upstream drops is dropped for the client too.
+length of one more upstream call. A stream the upstream drops is dropped for the client too;
+that call, like one the client walks away from, still counts in the status as billed.
 
 API:
 - `Gateway`: the aiohttp application and its upstream client session.
@@ -232,10 +233,10 @@ class Gateway:
                 async for chunk in upstream.content.iter_any():
                     seen += chunk
                     await response.write(chunk)
-            except UPSTREAM_ERRORS:
+            except UPSTREAM_ERRORS:  # either side went away: the call is billed all the same
                 self._drop(request)
-                return response, None
-            await response.write_eof()
+            else:
+                await response.write_eof()
             if upstream.status != 200:
                 return response, None
             return response, _usage_of(bytes(seen), upstream.headers.get("content-type", ""))
@@ -272,6 +273,7 @@ class Gateway:
             try:
                 upstream = await self._post(request, plan.body)
             except UPSTREAM_ERRORS as error:
+                self._finish_record(plan, rounds)  # the rounds before it were billed
                 return self._no_answer(error)
             async with upstream:
                 try:
@@ -330,6 +332,7 @@ class Gateway:
             try:
                 upstream = await self._post(request, plan.body)
             except UPSTREAM_ERRORS as error:
+                self._finish_record(plan, rounds)  # the rounds before it were billed
                 if response is None:
                     return self._no_answer(error)
                 await response.write(_error_event(502, repr(error).encode()))
@@ -356,8 +359,9 @@ class Gateway:
                             await response.write_eof()  # the upstream's error event, passed on
                             self._finish_record(plan, rounds)
                             return response
-                except UPSTREAM_ERRORS:
+                except UPSTREAM_ERRORS:  # either side went away: the call is billed all the same
                     self._drop(request)
+                    rounds.add(relay.builder.usage, [])
                     self._finish_record(plan, rounds)
                     return response
             builder = relay.builder

@@ -7,8 +7,11 @@ client of the gateway sees.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -347,6 +350,39 @@ def test_a_dropped_stream_is_dropped_for_the_client(
     ):
         received.extend(s.text_stream)
     assert received  # text before the drop arrived as it was sent
+
+
+def _recorded(gateway: GatewayThread, requests: int) -> dict[str, Any]:
+    """The status totals once the gateway has accounted `requests` client requests (it does
+    so after the client went away)."""
+    deadline = time.monotonic() + 30
+    while gateway.status()["total"]["requests"] < requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return dict(gateway.status()["total"])
+
+
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
+@pytest.mark.parametrize("who", ["client", "upstream"])
+def test_a_stream_broken_off_is_still_billed_in_the_status(
+    api: FakeMessagesAPI,
+    client: anthropic.Anthropic,
+    gateway: GatewayThread,
+    who: str,
+    tools: list[Any],
+) -> None:
+    gate = threading.Event()
+    text = "partial " * 50
+    api.add_turns(Reply(text=text, gate=gate) if who == "client" else Reply(text=text, cut="drop"))
+    body = ask([{"role": "user", "content": "hi"}], tools=tools)
+    with (
+        contextlib.suppress(anthropic.APIConnectionError, httpx2.HTTPError),
+        client.messages.stream(**body) as s,
+    ):
+        next(iter(s.text_stream))  # the client walks away after its first text
+    gate.set()
+    total = _recorded(gateway, 1)
+    assert total["upstream_calls"] == 1
+    assert total["billed_input_sent"] == round(billed(api.message_requests), 1) > 0
 
 
 def _message(usage: dict[str, Any]) -> bytes:
