@@ -23,15 +23,17 @@ API:
 from __future__ import annotations
 
 import bisect
+import gzip
 import itertools
 import json
 import re
 import stat
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from ephemeral_context.cache_sim import (
     IMAGE_TOKENS,
@@ -136,6 +138,8 @@ SYNTHETIC_MODEL = "<synthetic>"
 
 MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
 """What a record with fields of the wrong shape raises while it is read."""
+
+GZIP_MAGIC = b"\x1f\x8b"
 
 _CAT_N_LINE = re.compile(r"^ *(\d+)(?:\u2192|\t)(.*)$")
 """A numbered line of a Read result: an arrow up to 2.0, a tab in 2.1.x."""
@@ -265,12 +269,12 @@ def read_session(path: str | Path) -> Session:
     reading = _Reading(str(file))
     with _open_transcript(file) as stream:
         records = _parse_lines(stream, reading)
-        head = list(itertools.islice(records, 5))
-        stream_json = any(
-            r.get("type") == "system" and r.get("subtype") == "init" and "session_id" in r
-            for _, r in head
-        )
         try:
+            head = list(itertools.islice(records, 5))
+            stream_json = any(
+                r.get("type") == "system" and r.get("subtype") == "init" and "session_id" in r
+                for _, r in head
+            )
             for line, record in itertools.chain(head, records):
                 try:
                     _collect(line, record, reading, stream_json)
@@ -279,18 +283,24 @@ def read_session(path: str | Path) -> Session:
                     reading.problem(line, f"malformed {kind} record ({error!r}); skipped")
         except OSError as error:
             raise TranscriptError(f"{file}: cannot read: {error.strerror or error}") from error
+        except (EOFError, zlib.error) as error:  # a gzip'd file cut short or damaged
+            raise TranscriptError(f"{file}: cannot read: {error}") from error
     session = _build_session(reading)
     session.parent = _parent_session(file)
     return session
 
 
 def _open_transcript(file: Path) -> BinaryIO:
-    """The file opened for reading, once it is known to be a regular file."""
+    """The file opened for reading, once it is known to be a regular file (gzip'd or not)."""
     try:
         mode = file.stat().st_mode
         if not stat.S_ISREG(mode):
             raise TranscriptError(f"{file}: cannot read: not a regular file ({_file_kind(mode)})")
-        return file.open("rb")
+        stream = file.open("rb")
+        if stream.peek(2)[:2] != GZIP_MAGIC:
+            return stream
+        stream.close()  # an archived transcript, read as it was written
+        return cast(BinaryIO, gzip.open(file, "rb"))
     except TranscriptError:
         raise
     except OSError as error:
@@ -324,7 +334,7 @@ def _parse_lines(stream: BinaryIO, reading: _Reading) -> Iterator[tuple[int, dic
     """
     failed: tuple[int, str] | None = None
     for number, raw in enumerate(stream, 1):
-        line = raw.decode("utf-8", errors="replace")
+        line = raw.decode("utf-8-sig" if number == 1 else "utf-8", errors="replace")
         if not line.strip():
             continue
         if failed is not None:

@@ -5,6 +5,7 @@ Own sessions are copies of fixture transcripts under the temporary HOME, never ~
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ephemeral_context.cli import main
@@ -212,6 +214,35 @@ def test_a_response_whose_usage_is_unreadable_still_replays_as_unrecorded(
     (replayed,) = json.loads(captured.out)["sessions"]
     assert replayed["calls"] == 2
     assert f"note: {path}:2: unreadable usage" in captured.err
+
+
+@pytest.mark.parametrize(
+    ("name", "damage"),
+    [
+        ("bom.jsonl", lambda raw: b"\xef\xbb\xbf" + raw),  # a Windows editor's byte-order mark
+        ("crlf.jsonl", lambda raw: raw.replace(b"\n", b"\r\n")),
+        ("archived.jsonl.gz", gzip.compress),
+    ],
+    ids=["bom", "crlf", "gzip"],
+)
+def test_a_transcript_saved_another_way_replays_every_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, damage: Any
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(damage(DEMO_SESSION.read_bytes()))
+    assert main(["replay", "--json", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert [s["calls"] for s in json.loads(captured.out)["sessions"]] == [80]
+    assert "note:" not in captured.err  # not one line lost
+
+
+def test_a_gzip_file_cut_short_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(gzip.compress(DEMO_SESSION.read_bytes())[:4000])
+    assert main(["replay", str(path)]) == 1
+    assert f"{path}: cannot read: Compressed file ended" in capsys.readouterr().err
 
 
 def test_nothing_replayable_is_exit_status_1(
