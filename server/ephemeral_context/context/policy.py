@@ -12,11 +12,12 @@ evicted and no round trip. A TTL other than the client's is a bet on the idle ga
 weighed by the kept twins' lead over the recorded-style ones (what the layout and the TTLs
 saved, the cuts left out): behind them by more than HARM_TOLERANCE, the breakpoints take
 the client's TTL until ahead again. An eviction cut on a warm cache (a rewrite now, for
-reads saved later) is a bet on the calls to come, not made while the whole bill is behind
-the recorded-style twins (cold-cache and budget evictions go on). The request after a
-re-hydration round trip makes no new cut. So the bill stays within the tolerance of the
-twins' but for the bets of the one request that put it behind and the re-hydrations of
-content already evicted.
+reads saved later) is a bet on the calls to come: its rewrite, the part paid for certain,
+may be at most what the requests are ahead of the recorded-style twins plus the tolerance,
+so a cut that saves nothing after it still leaves the bill within the bound (cold-cache
+and budget evictions go on). The request after a re-hydration round trip makes no new cut.
+So the bill stays within the tolerance of the twins' but for the re-hydrations of content
+already evicted and the TTL bet of the one request that put the layout behind.
 
 Anthropic's prompt cache is a prefix cache. Keeping an item of `s` tokens visible for `M`
 more calls costs `rho*s*M` (cache reads); removing or rewriting it costs a one-time
@@ -281,7 +282,7 @@ class Outlook:
     """The TTL of the thread breakpoints."""
     max_rewrite: float
     """What an eviction cut on a warm cache may cost now (base-input-token equivalents):
-    nothing while the conversation is behind its recorded-style twins."""
+    the requests' lead over their recorded-style twins plus the tolerance, none behind."""
     evicts: bool
     """The cost gate may evict: not in the request after a re-hydration round trip, which
     carries what was fetched for a call the policy already decided on."""
@@ -342,9 +343,9 @@ class Policy:
         a = c.accounting
         # The TTL bets are weighed by what the requests with nothing evicted (the kept
         # twins) saved against the recorded-style ones: a cut that lost is no reason to
-        # give up the TTL. A warm cut waits while the whole bill is behind.
+        # give up the TTL. A warm cut may rewrite what the whole bill has to spare.
         ttl_behind = a.layout_lead < -HARM_TOLERANCE * a.baseline_billed
-        behind = a.lead < -HARM_TOLERANCE * a.baseline_billed
+        spare = max(0.0, a.lead + HARM_TOLERANCE * a.baseline_billed)
         if cache_ttl != "auto":
             ttl = thread_ttl = cache_ttl
         elif ttl_behind:
@@ -366,7 +367,7 @@ class Policy:
             remaining_calls(c.calls, until_full),
             ttl,
             thread_ttl,
-            0.0 if behind else math.inf,
+            spare,
             not a.continues,
             c.calls,
             {uri: max(uses) for uri, uses in self.touches.items()},

@@ -106,17 +106,35 @@ def test_no_decision_looks_at_a_later_call(tmp_path: Path) -> None:
     assert ttls(lose[7:]) != ttls(win[7:])
 
 
-def test_behind_its_twins_no_warm_cut_is_made() -> None:
-    """The cost gate's best cut rewrites 8,000 warm tokens: made while the policy may bet
-    (`max_rewrite` unbounded), refused while it is behind (0); a cut on a cold cache costs
-    nothing and is made either way."""
+def test_a_warm_cut_rewrites_no_more_than_the_bill_has_to_spare() -> None:
+    """The cost gate's best cut rewrites 8,000 warm tokens (10,000 at 1.25x): made when
+    the bill has that much to spare, refused with less, and behind its twins (0); a cut on
+    a cold cache costs nothing and is made either way."""
     candidates = [Candidate(3, 10_000, 5_000, 0.0)]
     boundaries = [Boundary(0, 2_000)]
-    warm = policy.plan_eviction(candidates, boundaries, 15_000, 50)
+    warm = policy.plan_eviction(candidates, boundaries, 15_000, 50, max_rewrite=10_000)
     assert warm.evict == (3,) and warm.tokens_reprocessed == 8_000
+    assert policy.plan_eviction(candidates, boundaries, 15_000, 50, max_rewrite=9_999).evict == ()
     assert policy.plan_eviction(candidates, boundaries, 15_000, 50, max_rewrite=0.0).evict == ()
     cold = policy.plan_eviction(candidates, boundaries, 2_000, 50, max_rewrite=0.0)
     assert cold.evict == (3,) and cold.tokens_reprocessed == 0
+
+
+@pytest.mark.parametrize(("gaps", "ahead"), [(SHORT * 2, True), ([*SHORT, 600, 10], False)])
+def test_what_a_warm_cut_may_rewrite_is_the_lead_plus_the_tolerance(
+    tmp_path: Path, gaps: list[float], ahead: bool
+) -> None:
+    """Ahead of its twins a conversation may rewrite its lead plus the tolerance of their
+    bill, so a cut that saves nothing after it still leaves the bill within the bound;
+    behind them (the 10-minute gap expired its 5-minute cache), nothing."""
+    engine, _, _ = session(tmp_path, str(ahead), gaps)
+    c = engine.conversation("c")
+    a = c.accounting
+    assert c.policy.last_call_time is not None
+    outlook = c.policy.outlook(c, c.policy.last_call_time + 10, "1h", "auto", 150_000)
+    spare = a.lead + policy.HARM_TOLERANCE * a.baseline_billed
+    assert (spare > 0) is ahead
+    assert outlook.max_rewrite == pytest.approx(max(0.0, spare))
 
 
 @pytest.mark.parametrize("client_ttl", ["5m", "1h"])

@@ -14,6 +14,9 @@ MODEL = "claude-sonnet-4-5-20250929"
 
 
 def _transcript(path: Path, frontmatter: str, rounds: int = 30) -> Path:
+    """A session loading a skill, then `rounds` Bash calls. The client caches for an hour
+    (its usage says so) where the calls 10 seconds apart make 5 minutes enough: `ours`
+    saves on the writes, which gives a cut's rewrite something to spend (policy.py)."""
     records: list[dict[str, Any]] = []
     clock = [0]
 
@@ -30,6 +33,13 @@ def _transcript(path: Path, frontmatter: str, rounds: int = 30) -> Path:
             record["message"] = {
                 "model": MODEL, "id": msg_id, "type": "message", "role": "assistant",
                 "content": content,
+                "usage": {
+                    "input_tokens": 3, "output_tokens": 20, "cache_read_input_tokens": 0,
+                    "cache_creation_input_tokens": 100,
+                    "cache_creation": {
+                        "ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 100,
+                    },
+                },
             }  # fmt: skip
         else:
             record["message"] = {"role": "user", "content": content}
