@@ -1,6 +1,7 @@
 """A pin follows its file through the same checks as a fresh pin, over a real `ectx serve`:
 a pinned buffer that gains a secret (an AWS key typed into it) is neither sent to the model
-nor stored; the pin is released and the user is told why."""
+nor stored; the pin is released and the user is told why. A model's edit of a file that
+holds a secret is refused like its read, so nothing of the file is stored either."""
 
 from __future__ import annotations
 
@@ -47,3 +48,25 @@ async def test_a_pinned_buffer_that_gains_a_secret_is_neither_sent_nor_stored(
     rows = (await raw_editor.request("ephemeralContext/items")).items
     assert [(r.uri, r.pinned) for r in rows] == [(uri, False)]
     assert any("AWS access key" in m.message for m in raw_editor.client.messages)
+
+
+@pytest.mark.parametrize("open_in_editor", [False, True], ids=["on-disk", "open"])
+async def test_a_file_holding_a_secret_is_not_edited_nor_stored(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path, open_in_editor: bool
+) -> None:
+    await raw_editor.initialize(
+        "visual_studio_code", workspace, {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
+    )
+    conf = workspace / "conf.py"
+    text = f'KEY = "{AWS_KEY}"\n\n\ndef f():\n    return 1\n'
+    conf.write_text(text, encoding="utf-8")
+    if open_in_editor:
+        raw_editor.open(conf)
+    edit = {"path": str(conf), "old_string": "return 1", "new_string": "return 2"}
+    api.add_turns({"tool_use": [{"name": "edit_file", "input": edit}]}, "Done.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "Edit", "conversationId": "a"})
+    result = api.message_requests[-1].body["messages"][-1]["content"][0]
+    assert result["is_error"] and "AWS access key" in json.dumps(result)
+    assert conf.read_text(encoding="utf-8") == text
+    assert not any(AWS_KEY in json.dumps(r.body) for r in api.message_requests)
+    assert not any(AWS_KEY in text for text in stored_texts())

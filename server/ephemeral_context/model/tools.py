@@ -164,10 +164,15 @@ class ToolEnv:
         if not isinstance(got, Document):
             message = f"{display}: cannot read ({got.reason.value}: {got.detail})"
             raise AccessDenied(message, got.reason.value)
-        reason = self.secrets.content_reason(real, got.text)
+        self.withhold_secret(real, display, got.text)
+        return got
+
+    def withhold_secret(self, real: Path, display: str, text: str) -> None:
+        """Raise AccessDenied when `text`, the content of `real`, holds a secret the user
+        did not allow: no tool may show it, store it or answer questions about it."""
+        reason = self.secrets.content_reason(real, text)
         if reason is not None:
             raise AccessDenied(SecretPolicy.withheld_message(display, reason), "secret")
-        return got
 
     def readable(self, uri: str) -> Document:
         """The editor's `uri` through the checks of a model's read (a pin shows it to the
@@ -413,6 +418,9 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     old, new = _text(args, "old_string"), _text(args, "new_string")
     if real.exists() and not real.is_file():
         return _error(f"{display} is not a regular file")
+    current = env.mirror.get_path(real) if real.exists() else None
+    if isinstance(current, Document):  # whether old_string matched would tell of a secret
+        env.withhold_secret(real, display, current.text)
     outcome = await env.applier.apply(real, old, new)
     return ToolResult(
         f"{display}: {outcome.message}",

@@ -188,6 +188,22 @@ async def test_edit_refusals_are_clear(env: ToolEnv, root: Path) -> None:
     assert (root / ".env").read_text() == "API_TOKEN=hunter2\n"
 
 
+async def test_a_file_holding_a_key_is_not_edited_nor_probed_by_edits(
+    env: ToolEnv, root: Path
+) -> None:
+    """Whether old_string matched would tell, a guess at a time, what the file holds."""
+    before = (root / "deploy.py").read_text()
+    answers = set()
+    for guess in ("MIIEpAIBAAKCAQEA", "MIIEpAIBAAKCAQEB"):  # a hit and a miss
+        result = await run_tool(
+            env, "edit_file", {"path": "deploy.py", "old_string": guess, "new_string": "x"}
+        )
+        assert result.is_error and "private-key block" in result.text
+        answers.add(result.text)
+    assert len(answers) == 1
+    assert (root / "deploy.py").read_text() == before
+
+
 async def test_edit_creates_a_file_with_empty_old_string(env: ToolEnv, root: Path) -> None:
     result = await run_tool(
         env, "edit_file", {"path": "src/new/mod.py", "old_string": "", "new_string": "x = 1\n"}
