@@ -28,7 +28,9 @@ class LanguageSpec:
     extensions: tuple[str, ...]
     language_ids: tuple[str, ...]
     filenames: tuple[str, ...] = ()
-    # Line prefixes of comments that document the definition below them (hydration keeps them).
+    # Line prefixes of comments that document the definition below them, and of attributes
+    # or decorators the grammar puts outside its node (hydration keeps them): Rust's `#[`,
+    # C#'s `[`, the decorators of a TypeScript class member (the class body's children).
     doc_prefixes: tuple[str, ...] = ()
 
 
@@ -41,9 +43,9 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
                  (".js", ".mjs", ".cjs", ".jsx"), ("javascript", "javascriptreact"),
                  doc_prefixes=_C_DOCS),
     LanguageSpec("typescript", "tree_sitter_typescript", "language_typescript",
-                 (".ts", ".mts", ".cts"), ("typescript",), doc_prefixes=_C_DOCS),
+                 (".ts", ".mts", ".cts"), ("typescript",), doc_prefixes=(*_C_DOCS, "@")),
     LanguageSpec("tsx", "tree_sitter_typescript", "language_tsx", (".tsx",),
-                 ("typescriptreact",), doc_prefixes=_C_DOCS),
+                 ("typescriptreact",), doc_prefixes=(*_C_DOCS, "@")),
     LanguageSpec("go", "tree_sitter_go", "language", (".go",), ("go",), doc_prefixes=("//",)),
     LanguageSpec("rust", "tree_sitter_rust", "language", (".rs",), ("rust",),
                  doc_prefixes=(*_C_DOCS, "#[")),

@@ -56,6 +56,20 @@ def test_each_name_of_a_declaration_hydrates_the_whole_declaration() -> None:
         assert lookup.found.text == declaration
 
 
+@pytest.mark.parametrize("path", ["c.ts", "c.tsx"])
+def test_a_typescript_members_decorators_come_with_it(path: str) -> None:
+    """TypeScript's grammar makes a class member's decorators children of the class body,
+    outside the member's node; hydrating the member still returns them."""
+    member = "  /** Handles clicks. */\n  @HostListener('click', ['$event'])\n  @Memo()\n"
+    member += "  onClick(event: Event): void {\n    this.count++;\n  }"
+    text = f"class Card {{\n  @Input() count = 0;\n\n{member}\n}}\n"
+    outline = outline_text(text, path)
+    assert [s.qualname for s in outline.symbols] == ["Card", "Card.onClick"]
+    lookup = find_symbol(text, outline, "Card.onClick")
+    assert lookup.found is not None, lookup
+    assert lookup.found.text == member
+
+
 def test_overloads_are_ambiguous_until_numbered() -> None:
     text = (SAMPLES / "inventory.py").read_text(encoding="utf-8")
     outline = outline_text(text, "inventory.py")
