@@ -83,11 +83,17 @@ def test_unknown_method(server: RawServer) -> None:
         ("ephemeralContext/drop", {}),
         ("workspace/executeCommand", {"command": "ectx.pin", "arguments": [{"nope": 1}]}),
         ("workspace/executeCommand", {"command": "ectx.nothing", "arguments": []}),
+        ("workspace/executeCommand", {"command": "ectx.pin"}),  # arguments are optional
     ],
 )
 def test_wrong_params(server: RawServer, method: str, params: object) -> None:
     assert error_of(server.request(method, params))["code"] == -32602
     still_serving(server)
+
+
+def test_a_command_without_params_needs_no_arguments(server: RawServer) -> None:
+    answer = server.request("workspace/executeCommand", {"command": "ectx.status"})
+    assert answer["result"]["budget"] > 0
 
 
 def test_unknown_uris_and_ids(server: RawServer, workspace: Path) -> None:

@@ -490,6 +490,16 @@ class EphemeralContextProtocol(LanguageServerProtocol):
     ) -> Generator[Any, Any, None]:
         yield from self._user_handler(types.TEXT_DOCUMENT_DID_CLOSE, params)
 
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(
+        self, params: types.ExecuteCommandParams
+    ) -> Generator[Any, Any, Any]:
+        """Omitted `arguments` (the LSP makes them optional) are no arguments: pygls would
+        call the command without its params and answer InternalError with a traceback."""
+        if params.arguments is None:
+            params = attrs.evolve(params, arguments=[])
+        return (yield from super().lsp_workspace__execute_command(params))
+
     def _user_handler(self, method: str, params: Any) -> Generator[Any, Any, None]:
         if (handler := self.fm.features.get(method)) is not None:
             yield handler, (params,), None
