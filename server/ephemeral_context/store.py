@@ -10,7 +10,9 @@ Layout under the store directory:
 Crash safety: a blob is written to tmp/, fsynced and renamed into blobs/ (then the directory is
 fsynced) before the row that names it is committed, in one transaction per put. A crash can
 leave a temp file or a blob without a row (gc removes both), never a row without its blob or a
-partial blob under a final name. Several processes may share one store: SQLite's WAL and busy
+partial blob under a final name. An index that is no database at all (overwritten, cut
+short) is moved aside at open and rebuilt from the blobs: every id still reads its text, the
+uris and versions are forgotten. Several processes may share one store: SQLite's WAL and busy
 timeout serialise the writers, and BEGIN IMMEDIATE makes the id choice atomic.
 
 Ids are the shortest prefix of the hash (at least 8 hex digits) that no other entry's hash
@@ -256,21 +258,51 @@ class Store:
         self._blobs.mkdir(parents=True, exist_ok=True)
         self._tmp.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(
-            self.root / "index.sqlite3",
-            timeout=BUSY_TIMEOUT_MS / 1000,
-            isolation_level=None,
-            check_same_thread=False,
+        index = self.root / "index.sqlite3"
+        try:
+            self._db = self._open_index(index)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):
+                raise  # locked, unreadable, out of space: nothing is damaged
+            self._rebuild_index(index, exc)
+
+    def _open_index(self, index: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(
+            index, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
         )
-        self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        _switch_to_wal(self._db)
-        # In WAL mode NORMAL never corrupts; a power cut may lose the last commits, whose
-        # blobs then become orphans for gc. The blob itself is fsynced before its row.
-        self._db.execute("PRAGMA synchronous = NORMAL")
-        with self._transaction():
+        try:
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            _switch_to_wal(db)
+            # In WAL mode NORMAL never corrupts; a power cut may lose the last commits, whose
+            # blobs then become orphans for gc. The blob itself is fsynced before its row.
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("BEGIN IMMEDIATE")
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
-                    self._db.execute(statement)
+                    db.execute(statement)
+            db.execute("COMMIT")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _rebuild_index(self, index: Path, damage: sqlite3.DatabaseError) -> None:
+        """A damaged index (not a database, a malformed image) is moved aside, and a new one
+        lists every blob again: each content keeps its id (the same hash prefix), its uri and
+        version are forgotten."""
+        aside = index.with_name(f"{index.name}.damaged-{int(self.clock())}")
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(f"{index}{suffix}", f"{aside}{suffix}")
+        log.warning(
+            "the store index %s is damaged (%s): moved to %s, rebuilt", index, damage, aside
+        )
+        self._db = self._open_index(index)
+        for blob in sorted(self._blobs.glob("*/*")):
+            try:
+                self.put(blob.read_bytes().decode("utf-8", "surrogatepass"))
+            except (OSError, UnicodeDecodeError) as exc:
+                log.warning("store blob %s cannot be read again (%s); left to gc", blob, exc)
 
     # -- lifecycle -----------------------------------------------------------------------
 

@@ -7,10 +7,12 @@ These tests write raw frames (tests/lsp/raw_rpc.py): pytest-lsp only sends valid
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ephemeral_context.store import Store
 
 from tests.lsp.raw_rpc import RawServer
 
@@ -292,3 +294,16 @@ def test_a_change_with_negative_positions_takes_the_document_out_of_sync(
     item = server.request("ephemeralContext/pin", {"uri": uri})["result"]["item"]
     text = server.request("ephemeralContext/hydrate", {"id": item["id"]})["result"]["text"]
     assert text == "fresh\n"
+
+
+def test_a_damaged_store_index_is_rebuilt_not_fatal(workspace: Path) -> None:
+    """The store's index.sqlite3 overwritten (a bad copy, a full disk): the server still
+    starts, and what the store held still hydrates by its id."""
+    store = Path(os.environ["EPHEMERAL_CONTEXT_HOME"]) / "store"
+    with Store(store) as before:
+        kept = before.put("def kept():\n    return 1\n").id
+    (store / "index.sqlite3").write_bytes(b"not a database " * 100)
+    with RawServer.start() as server:
+        assert "result" in server.initialize(workspace.as_uri())
+        answer = server.request("ephemeralContext/hydrate", {"id": kept})
+        assert answer["result"]["text"] == "def kept():\n    return 1\n"

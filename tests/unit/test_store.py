@@ -192,6 +192,29 @@ def test_a_damaged_blob_is_reported_not_returned(store: Store) -> None:
     assert store.put("original").id == entry.id and store.get(entry.id).text == "original"
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [b"not a database " * 100, b"SQLite format 3\x00" + b"\xff" * 84],
+    ids=["garbage", "cut-short"],
+)
+def test_a_damaged_index_is_moved_aside_and_every_content_keeps_its_id(
+    tmp_path: Path, damage: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    texts = [store_text(i, 40) for i in range(3)]
+    with Store(tmp_path / "s") as store:
+        ids = [store.put(text, uri=f"file:///{i}.py").id for i, text in enumerate(texts)]
+    index = tmp_path / "s" / "index.sqlite3"
+    for stale in index.parent.glob("index.sqlite3-*"):
+        stale.unlink()
+    index.write_bytes(damage)
+    with Store(tmp_path / "s") as store:
+        assert [store.get(i).text for i in ids] == texts
+        assert store.put("after").id
+    (aside,) = index.parent.glob("index.sqlite3.damaged-*")
+    assert aside.read_bytes() == damage
+    assert "damaged" in caplog.text and str(aside) in caplog.text
+
+
 def test_a_failed_put_leaves_no_row(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """Simulates a crash between the blob and the commit: the transaction rolls back."""
 
