@@ -106,6 +106,12 @@ def test_unknown_uris_and_ids(server: RawServer, workspace: Path) -> None:
     outside = error_of(server.request("ephemeralContext/pin", {"uri": "file:///etc/hostname"}))
     assert outside["data"] == {"reason": "outsideWorkspace"}
 
+    loop = workspace / "loop.py"
+    loop.symlink_to(loop)  # a link to itself: not outside the workspace, just unreadable
+    looped = error_of(server.request("ephemeralContext/pin", {"uri": loop.as_uri()}))
+    assert looped["data"] == {"reason": "unreadable"}
+    assert "Symlink loop" in str(looped["message"])
+
     unknown = error_of(server.request("ephemeralContext/hydrate", {"id": "deadbeef"}))
     assert unknown["code"] == -32602 and unknown["data"] == {"reason": "unknown"}
     invalid = error_of(server.request("ephemeralContext/hydrate", {"id": "../../etc"}))

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ephemeral_context.documents import UnmirroredReason
+
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     ".env",
     ".env.*",
@@ -127,7 +129,8 @@ class Workspace:
         try:
             real = candidate.resolve()
         except (OSError, RuntimeError) as exc:  # symlink loops, permission problems
-            raise AccessDenied(f"{path}: cannot be resolved ({exc.__class__.__name__})") from exc
+            unreadable = UnmirroredReason.UNREADABLE.value  # not outside: unreadable
+            raise AccessDenied(f"{path}: cannot be resolved ({exc})", unreadable) from exc
         if not any(real == root or real.is_relative_to(root) for root in self.roots):
             raise AccessDenied(
                 f"{path} is outside the workspace folders ({', '.join(map(str, self.roots))}); "
