@@ -212,6 +212,10 @@ class _Reading:
 
     path: str
     problems: list[Problem] = field(default_factory=list)
+    json_lines: int = 0
+    not_json: int = 0
+    """Lines that were JSON, and lines that were not (the truncated last one aside): none of
+    the first and some of the second, and the file is no transcript."""
     entries: list[_Entry] = field(default_factory=list)
     links: dict[str, str | None] = field(default_factory=dict)
     previous: dict[str, str] = field(default_factory=dict)
@@ -285,6 +289,8 @@ def read_session(path: str | Path) -> Session:
             raise TranscriptError(f"{file}: cannot read: {error.strerror or error}") from error
         except (EOFError, zlib.error) as error:  # a gzip'd file cut short or damaged
             raise TranscriptError(f"{file}: cannot read: {error}") from error
+    if reading.not_json and not reading.json_lines:  # a binary, a markdown export, ...
+        raise TranscriptError(f"{file}: not a transcript: no line of it is JSON")
     session = _build_session(reading)
     session.parent = _parent_session(file)
     return session
@@ -339,12 +345,14 @@ def _parse_lines(stream: BinaryIO, reading: _Reading) -> Iterator[tuple[int, dic
             continue
         if failed is not None:
             reading.problem(failed[0], f"not JSON ({failed[1]}); skipped")
+            reading.not_json += 1
             failed = None
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
             failed = (number, error.msg)
             continue
+        reading.json_lines += 1
         if not isinstance(record, dict):
             reading.problem(number, "not a JSON object; skipped")
             continue

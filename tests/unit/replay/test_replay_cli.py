@@ -236,6 +236,21 @@ def test_a_transcript_saved_another_way_replays_every_call(
     assert "note:" not in captured.err  # not one line lost
 
 
+def test_a_file_that_is_no_transcript_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A binary or a markdown export: one error naming the file, not a note per line."""
+    image = tmp_path / "shot.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 400)
+    export = tmp_path / "session.md"
+    export.write_text("# Session\n\n**User:** hi\n\n**Claude:** hello\n" * 50)
+    assert main(["replay", str(image), str(export), str(DEMO_SESSION)]) == 0
+    err = capsys.readouterr().err
+    assert f"error: {image}: not a transcript: no line of it is JSON" in err
+    assert f"error: {export}: not a transcript: no line of it is JSON" in err
+    assert "note:" not in err
+
+
 def test_a_gzip_file_cut_short_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
