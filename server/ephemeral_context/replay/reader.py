@@ -57,6 +57,7 @@ from ephemeral_context.replay.flow import (
     Unanswered,
     block_key,
 )
+from ephemeral_context.replay.microcompact import SILENT_BEFORE, silently_cleared
 from ephemeral_context.tokens import estimate_block_tokens
 
 KNOWN_RECORD_TYPES = frozenset(
@@ -1043,6 +1044,8 @@ def _build_session(reading: _Reading) -> Session:
         # The walk starts at the response's own first line (its link may point at a line that
         # was never written); lines of the response are not part of the request.
         chain = [e for e in chain if e.message_id != message_id]
+        if _silent_microcompaction(head.version):
+            cleared |= silently_cleared(chain, head.model or "")
         messages = _messages(
             chain, reading, takes_system_messages(head.model, head.version), cleared
         )
@@ -1179,6 +1182,12 @@ prompt exactly where a turn starts in another directory, 2.1.97 sessions never d
 def _env_per_turn(version: str | None) -> bool:
     release = _release(version)
     return release is not None and release <= ENV_PER_TURN_UNTIL
+
+
+def _silent_microcompaction(version: str | None) -> bool:
+    """Releases that clear old tool results without a record of it (replay/microcompact.py)."""
+    release = _release(version)
+    return release is not None and release < SILENT_BEFORE
 
 
 def _skills_in_tools(version: str | None) -> bool:
