@@ -29,23 +29,23 @@ text (Read results); json: tool-use inputs; tool_output: command, search and oth
 output."""
 
 CHARS_PER_TOKEN: dict[str, float] = {
-    "prose": 3.42,
-    "thinking": 3.97,
-    "code": 2.95,
-    "json": 3.28,
-    "tool_output": 2.97,
+    "prose": 4.23,
+    "thinking": 3.62,
+    "code": 2.94,
+    "json": 3.33,
+    "tool_output": 2.99,
 }
-"""For ASCII characters. Fitted on shared/corpus and shared/traces (2,422 call-to-call
+"""For ASCII characters. Fitted on shared/corpus and shared/traces (2,421 call-to-call
 steps, 65 transcripts, much of the corpus in Chinese), 2026-12-01."""
 
-BLOCK_OVERHEAD_TOKENS = 44
+BLOCK_OVERHEAD_TOKENS = 46
 """Per content block: the block's framing plus the reminders Claude Code adds unrecorded."""
 
 
-TOKENS_PER_WIDE_CHAR = 1.496
+TOKENS_PER_WIDE_CHAR = 1.498
 """Per character of the CJK scripts (Han, kana, Hangul, full-width forms), whatever the kind."""
 
-TOKENS_PER_OTHER_CHAR = 0.192
+TOKENS_PER_OTHER_CHAR = 0.147
 """Per other non-ASCII character (Cyrillic, Greek, accented Latin, arrows, box drawing, emoji)."""
 
 _WIDE = re.compile(
