@@ -37,7 +37,9 @@ def test_estimate_is_characters_over_the_kind_ratio() -> None:
 
 def test_block_estimate_adds_the_fixed_block_cost() -> None:
     assert estimate_block_tokens("", "json") == BLOCK_OVERHEAD_TOKENS
-    assert estimate_block_tokens(CODE, "code") == estimate_tokens(CODE, "code") + 44
+    assert (
+        estimate_block_tokens(CODE, "code") == estimate_tokens(CODE, "code") + BLOCK_OVERHEAD_TOKENS
+    )
 
 
 def test_other_scripts_cost_per_character() -> None:
