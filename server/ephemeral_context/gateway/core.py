@@ -11,7 +11,8 @@ neither carries the calls nor pays for that request; `finish` remembers how the 
 answer the client received will come back.
 
 Content the engine cannot hold (images, documents, server tool blocks) makes the whole
-conversation pass through: the engine's copy would be missing it.
+conversation pass through: the engine's copy would be missing it. So does a model without a
+list price in prices.py (newer than it, or a typo), before anything is fed.
 
 API:
 - `GatewayCore`: `prepare`, `answer_hydrations`, `finish` over one engine.
@@ -48,6 +49,7 @@ from ephemeral_context.gateway.outbound import (
 from ephemeral_context.gateway.savings import Pricing, Savings
 from ephemeral_context.model.secrets import Workspace
 from ephemeral_context.model.tools import ToolEnv, run_tool
+from ephemeral_context.prices import UnknownModelError, lookup
 from ephemeral_context.replay.feed import feed_message
 from ephemeral_context.replay.flow import Block, Message
 from ephemeral_context.replay.reader import api_content_block
@@ -145,6 +147,10 @@ class GatewayCore:
         now = self.clock()
         if not client.get("tools"):
             return self._passthrough("no tools: nothing the engine shortens", session, client, now)
+        try:
+            lookup(str(client.get("model", "")))  # the engine sizes and prices by the model
+        except UnknownModelError as unknown:  # a model newer than prices.py, or a typo
+            return self._passthrough(str(unknown), session, client, now)
         messages: list[Mapping[str, Any]] = client["messages"]
         keys = [message_key(m) for m in messages]
         thread = self.conversations.find(session, keys)

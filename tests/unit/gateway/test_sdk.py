@@ -30,6 +30,7 @@ from tests.fakes.messages_api import (
     ToolCall,
     overloaded,
     rate_limited,
+    unknown_model,
 )
 from tests.gateway_harness import GatewayThread, billed, cat_n, hydrate_first_reference
 
@@ -545,6 +546,30 @@ def test_status_sums_sessions(
             figures["billed_input_direct"] - figures["billed_input_sent"], abs=0.2
         )
     assert len(used) == 2
+
+
+def test_an_unknown_model_goes_as_it_came_before_the_engine_reads_it(
+    api: FakeMessagesAPI,
+    client: anthropic.Anthropic,
+    gateway: GatewayThread,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A model prices.py does not know (newer, or a typo): the upstream says what it says,
+    and the conversation is not fed into the engine on every request only to fail."""
+    api.add_turns(unknown_model("claude-nothing-9"))
+    call = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/a"}}
+    messages = [
+        {"role": "user", "content": "read /a"},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [read_result("toolu_1")]},
+    ]
+    body = ask(messages, model="claude-nothing-9")
+    with pytest.raises(anthropic.NotFoundError, match="claude-nothing-9"):
+        client.messages.create(**body)
+    assert api.message_requests[0].body == body
+    assert gateway.core.engine.empty()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert gateway.status()["total"]["passthrough"] == 1
 
 
 def test_an_engine_failure_forwards_the_request_as_it_came(
