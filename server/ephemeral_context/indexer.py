@@ -7,7 +7,9 @@ The default set is the current repository's tracked files (`git ls-files`), so w
 loaded is what the project itself considers source; outside a repository, a directory walk
 that skips hidden and generated directories. `project_files` is the one file lister (the
 model's `search` uses it too, for the wider VISIBLE set). Files the mirror will not hold
-(binary, too large, unreadable) are reported with their reason, never fatal.
+(binary, too large, unreadable) are reported with their reason, never fatal, and so are the
+secret files the model may not read (by name or content, model/secrets.py): they are never
+stored.
 
 API:
 - `index_files(files, mirror, store, ...)`: `ectx index`.
@@ -26,6 +28,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from ephemeral_context.documents import Document, DocumentMirror, Unmirrored, path_to_uri
+from ephemeral_context.model.secrets import SecretPolicy
 from ephemeral_context.store import Store, StoredEntry
 from ephemeral_context.syntax import outline_text, render_synopsis
 from ephemeral_context.tokens import estimate_tokens
@@ -56,7 +59,8 @@ class IndexReport:
     root: Path
     store_dir: Path
     files: list[IndexedFile] = field(default_factory=list)
-    skipped: list[tuple[Path, Unmirrored]] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    """Files not loaded, with the reason ("binary: ...", "secret: ...")."""
 
     @property
     def bytes(self) -> int:
@@ -148,20 +152,34 @@ def index_targets(paths: Sequence[Path], cwd: Path) -> tuple[Path, list[Path]]:
     return root, expand(paths or [root])
 
 
+def _loadable(path: Path, mirror: DocumentMirror, secrets: SecretPolicy) -> Document | str:
+    """The file's text, or why it is not loaded."""
+    if (reason := secrets.path_reason(path)) is not None:
+        return f"secret: {reason}"
+    got = mirror.get(path_to_uri(path))
+    if isinstance(got, Unmirrored):
+        return got.reason.value + (f": {got.detail}" if got.detail else "")
+    if (reason := secrets.content_reason(path, got.text)) is not None:
+        return f"secret: {reason}"
+    return got
+
+
 def index_files(
     files: list[Path],
     mirror: DocumentMirror,
     store: Store,
     *,
     root: Path,
+    secrets: SecretPolicy,
     on_file: Callable[[Path], None] | None = None,
 ) -> IndexReport:
-    """Read each file through the mirror and keep its text once in the store, with its synopsis."""
+    """Read each file through the mirror and keep its text once in the store, with its
+    synopsis; a secret file is skipped before it is read, one holding a secret after."""
     known = {entry.id for entry in store.entries()}
     report = IndexReport(root=root, store_dir=store.root)
     for path in files:
-        result = mirror.get(path_to_uri(path))
-        if isinstance(result, Unmirrored):
+        result = _loadable(path, mirror, secrets)
+        if isinstance(result, str):
             report.skipped.append((path, result))
         else:
             kind = TOKEN_KINDS.get(path.suffix.lower(), "code")

@@ -21,6 +21,7 @@ from rich.table import Table
 
 from ephemeral_context.documents import DocumentMirror
 from ephemeral_context.indexer import index_files, index_targets
+from ephemeral_context.model.secrets import SecretPolicy
 from ephemeral_context.store import Store, StoreError, data_dir
 
 
@@ -96,7 +97,12 @@ def run_index(paths: Sequence[Path], max_bytes: int, *, summary: bool) -> int:
     with Store() as store, Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("indexing", total=len(files))
         report = index_files(
-            files, mirror, store, root=root, on_file=lambda _path: progress.advance(task)
+            files,
+            mirror,
+            store,
+            root=root,
+            secrets=SecretPolicy.configured([], []),
+            on_file=lambda _path: progress.advance(task),
         )
 
     def shown(path: Path) -> str:
@@ -117,11 +123,9 @@ def run_index(paths: Sequence[Path], max_bytes: int, *, summary: bool) -> int:
             )
         console.print(table)
     if report.skipped:
-        skipped = Table("skipped", "reason", title="Not mirrored")
+        skipped = Table("skipped", "reason", title="Not loaded")
         for path, why in report.skipped:
-            skipped.add_row(
-                shown(path), why.reason.value + (f": {why.detail}" if why.detail else "")
-            )
+            skipped.add_row(shown(path), why)
         console.print(skipped)
     console.print(
         f"{len(report.files)} files, {report.bytes:,} bytes, ~{report.tokens:,} tokens "

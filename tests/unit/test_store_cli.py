@@ -103,6 +103,24 @@ def test_status_gc_and_get(capsys: pytest.CaptureFixture[str]) -> None:
     assert "not a store id" in capsys.readouterr().err
 
 
+def test_index_never_stores_a_secret_file(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A key committed by mistake, a tracked .env: skipped with the reason the model's read
+    gives, and nothing of them in the store (a stored id is readable again by id)."""
+    token = "sk-ant-api03-" + "k" * 40
+    (repo / ".env").write_text("DB_PASSWORD=hunter2\n")
+    (repo / "pkg" / "settings.py").write_text(f"API_KEY = '{token}'\n")
+    git(repo, "add", ".env", "pkg/settings.py")
+    monkeypatch.chdir(repo)
+    assert main(["index"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("secret:") == 2 and "3 skipped" in out  # and logo.png, a binary
+    with Store() as store:
+        texts = [store.get(entry.id).text for entry in store.entries()]
+    assert texts and not any("hunter2" in t or token in t for t in texts)
+
+
 def test_ectx_runs_as_a_module(repo: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "ephemeral_context", "index", "--summary"],
