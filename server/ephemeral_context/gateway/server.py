@@ -294,7 +294,10 @@ class Gateway:
                 if await self.core.answer_hydrations(plan, content):
                     continue
                 log.warning("POST /v1/messages: hydration failed; forwarded unchanged instead")
-                response, _ = await self._forward(request, raw)
+                response, usage = await self._forward(request, raw)
+                if usage is not None:
+                    rounds.add(usage, [])
+                self._finish_record(plan, rounds)  # every call made for it was billed
                 return response
             await self.core.finish(plan, rounds.shown, content)
             answer["content"] = rounds.shown

@@ -614,6 +614,9 @@ def test_a_failed_hydration_falls_back_to_the_request_as_it_came(
     message = client.messages.create(**body)
     assert message.content[0].text == "direct answer"  # type: ignore[union-attr]
     assert api.message_requests[-1].body == body
+    total = gateway.status()["total"]  # both upstream calls were billed
+    assert (total["requests"], total["upstream_calls"]) == (1, 2)
+    assert total["billed_input_sent"] == round(billed(api.message_requests), 1)
 
 
 def test_a_rewind_or_a_sub_agent_starts_another_conversation(
