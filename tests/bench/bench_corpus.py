@@ -80,9 +80,9 @@ def run() -> str:
             f"Load average when the run started: {load:.1f} (the 2 cores are shared). Wall "
             f"times are medians of {ROUNDS} rounds (replay {min(replay_s):.1f}-"
             f"{max(replay_s):.1f} s); the ratio is the median of the rounds' ratios. The "
-            f"replay's CPU time in this process, which other processes on the machine inflate "
-            f"far less: {statistics.median(replay_cpu_s):.1f} s ({min(replay_cpu_s):.1f}-"
-            f"{max(replay_cpu_s):.1f} s).",
+            f"replay's CPU time in this process: {statistics.median(replay_cpu_s):.1f} s "
+            f"({min(replay_cpu_s):.1f}-{max(replay_cpu_s):.1f} s; the other engineers' load "
+            f"inflates it too, less than the wall time).",
             "",
             "| | wall time | peak resident memory (fresh interpreter) |",
             "|---|---|---|",
