@@ -184,11 +184,12 @@ class _Entry:
         timestamp: float,
         tool_use_result: Any,
         sidechain: bool,
+        usage: RecordedUsage | None = None,
         version: str | None = None,
         cwd: str | None = None,
         synthetic: bool = False,
     ) -> _Entry:
-        """A sent line; a response's id, model and usage are read from its message."""
+        """A sent line; a response's id and model are read from its message."""
         return cls(
             line=line,
             uuid=uuid,
@@ -198,7 +199,7 @@ class _Entry:
             content=message.get("content"),
             message_id=_string(message.get("id")) if assistant else None,
             model=_string(message.get("model")) if assistant else None,
-            usage=_usage(message.get("usage")) if assistant else None,
+            usage=usage,
             tool_use_result=tool_use_result,
             sidechain=sidechain,
             version=version,
@@ -448,6 +449,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
             timestamp=timestamp,
             tool_use_result=record.get("toolUseResult"),
             sidechain=bool(record.get("isSidechain")),
+            usage=_recorded_usage(line, message, reading) if assistant else None,
             version=_string(record.get("version")),
             cwd=_string(record.get("cwd")),
             synthetic=synthetic,
@@ -484,16 +486,18 @@ def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -
     parent = reading.links.get(f"last:{thread_key}")
     reading.links[uuid] = parent
     reading.links[f"last:{thread_key}"] = uuid
+    assistant = record["type"] == "assistant"
     reading.keep(
         _Entry.of(
             line,
             uuid,
             parent,
             message,
-            assistant=record["type"] == "assistant",
+            assistant=assistant,
             timestamp=float(line),  # no times: calls one second apart keep the cache warm
             tool_use_result=record.get("tool_use_result"),
             sidechain=thread_key != "main",
+            usage=_recorded_usage(line, message, reading) if assistant else None,
         )
     )
 
@@ -509,13 +513,18 @@ def _sent_message(
     if not isinstance(message, Mapping) or "content" not in message:
         reading.problem(line, f"{kind} record without message content; skipped")
         return None
-    if kind == "assistant":
-        try:
-            _usage(message.get("usage"))
-        except MALFORMED as error:
-            reading.problem(line, f"unreadable usage ({error}); the call replays as unrecorded")
-            return {**message, "usage": None}
     return message
+
+
+def _recorded_usage(
+    line: int, message: Mapping[str, Any], reading: _Reading
+) -> RecordedUsage | None:
+    """A response's usage; one that cannot be read is noted, and the call replays unrecorded."""
+    try:
+        return _usage(message.get("usage"))
+    except MALFORMED as error:
+        reading.problem(line, f"unreadable usage ({error}); the call replays as unrecorded")
+        return None
 
 
 # ---------------------------------------------------------------------------------------------
