@@ -6,7 +6,8 @@ or that a cold cache makes free; files the ledger limits pushed out leave; if th
 request would still exceed the context budget, the oldest further candidates go, and if it
 would be larger than its recorded-style twin (every block as first shown: placeholders and
 re-hydration round trips can add up to more), the newest go, the shortest rewrite
-(policy.fit_budget). A cold cache also rebuilds the file segment (segment.py).
+(policy.fit_budget), what was fetched back for the last call only when nothing else
+suffices. A cold cache also rebuilds the file segment (segment.py).
 
 An evicted block keeps its place as a placeholder saying what it was, its size and how to
 get it back (read_session_file / read_symbol with its id); a tool_use keeps its short
@@ -90,7 +91,16 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
             if k.index not in evicted
         ]
         budget = total > state.config.context_budget
-        over = policy.fit_budget(rest, total, limit, newest_first=not budget)
+        # Content fetched back for the last call is what its response used: the twin's
+        # bound (not a failure, as the budget is) takes it only when nothing else suffices.
+        fetched = frozenset(
+            k.index
+            for k in rest
+            if not budget
+            and c.thread[k.index].kind is BlockKind.REHYDRATION
+            and c.thread[k.index].call >= c.calls - 1
+        )
+        over = policy.fit_budget(rest, total, limit, newest_first=not budget, last=fetched)
         if over:
             chosen_over = set(over)
             freed = sum(k.freed for k in rest if k.index in chosen_over)

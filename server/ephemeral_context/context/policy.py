@@ -250,7 +250,11 @@ def plan_eviction(
 
 
 def fit_budget(
-    candidates: Sequence[Candidate], total: int, budget: int, newest_first: bool = False
+    candidates: Sequence[Candidate],
+    total: int,
+    budget: int,
+    newest_first: bool = False,
+    last: frozenset[int] = frozenset(),
 ) -> tuple[int, ...]:
     """Oldest candidates to evict when the prompt would exceed the context budget.
 
@@ -258,9 +262,11 @@ def fit_budget(
     least recently added consumed content goes first until the prompt fits (or nothing
     evictable is left). `newest_first` takes the latest first instead: the shortest
     rewrite, for a limit that is a bound rather than a failure (the recorded-style size).
+    The candidates in `last` go only once every other one is gone.
     """
     chosen: list[int] = []
-    for c in sorted(candidates, key=lambda c: c.offset, reverse=newest_first):
+    order = sorted(candidates, key=lambda c: c.offset, reverse=newest_first)
+    for c in sorted(order, key=lambda c: c.index in last):
         if total <= budget:
             break
         chosen.append(c.index)

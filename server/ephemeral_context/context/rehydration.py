@@ -86,6 +86,10 @@ class _Fetch:
     use_id: str | None = None
     """The model's own tool_use id; None: the engine names the call."""
     is_error: bool = False
+    tokens: int | None = None
+    """The tokens the text had when first shown, when a whole block comes back that was
+    shown as this very text (one text, one count: the replay anchors it to billing);
+    None: counted now."""
 
 
 def rehydrate(
@@ -146,13 +150,15 @@ def _answered(state: EngineState, c: Conversation, f: Fetched) -> _Fetch:
         return _Fetch(tool, args, f.text, kind, None, None, False, use_id=use_id, is_error=True)
     whole = "offset" not in args and "limit" not in args
     source = next((tb for tb in reversed(c.thread) if tb.evicted and tb.item_id == item_id), None)
+    tokens: int | None = None
     if source is not None:
         kind, uri = source.kind, source.uri
+        tokens = _first_count(source, f.text) if whole else None
     else:
         item = state.ledger.get(item_id)
         kind = item.kind if item is not None else BlockKind.TOOL_RESULT
         uri = item.key if item is not None and item.kind is BlockKind.FILE else None
-    return _Fetch(tool, args, f.text, kind, item_id, uri, whole, use_id=use_id)
+    return _Fetch(tool, args, f.text, kind, item_id, uri, whole, use_id=use_id, tokens=tokens)
 
 
 def _evicted_source(c: Conversation, needle: str) -> ThreadBlock | None:
@@ -173,7 +179,17 @@ def _block_fetch(state: EngineState, tb: ThreadBlock, needle: str) -> _Fetch:
         args = {"path": label_of(tb.uri), "symbol": qualname}
         return _Fetch("read_symbol", args, body, tb.kind, tb.item_id, tb.uri, whole=False)
     args = {"id": tb.item_id or "?"}
-    return _Fetch("read_session_file", args, tb.text, tb.kind, tb.item_id, tb.uri, whole=True)
+    return _Fetch(
+        "read_session_file", args, tb.text, tb.kind, tb.item_id, tb.uri, True,
+        tokens=_first_count(tb, tb.text),
+    )  # fmt: skip
+
+
+def _first_count(tb: ThreadBlock, text: str) -> int | None:
+    """The tokens `tb` had when first shown, if it was shown as exactly `text` (one text,
+    one count); None when it was shown otherwise (a diff, a tool input's JSON)."""
+    shown = tb.original if tb.original is not None else tb.block
+    return tb.original_tokens if shown.get("content") == text else None
 
 
 def _current_fetch(state: EngineState, uri: str) -> list[_Fetch]:
@@ -212,7 +228,7 @@ def _append(
         output += tokens
     appended = 0
     for tool_use_id, fetch in zip(ids, fetches, strict=True):
-        tokens = state.count(fetch.text, "code")
+        tokens = fetch.tokens or state.count(fetch.text, "code")
         index = c.thread.append(
             c.calls, "user", result_block(tool_use_id, fetch.text, fetch.is_error), tokens,
             kind=BlockKind.REHYDRATION, item_id=fetch.item_id, uri=fetch.uri, text=fetch.text,

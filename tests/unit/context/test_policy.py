@@ -6,7 +6,7 @@ import math
 
 import pytest
 from ephemeral_context.context import policy
-from ephemeral_context.context.policy import Boundary, Candidate
+from ephemeral_context.context.policy import Boundary, Candidate, fit_budget
 
 
 def test_seed_worked_examples_at_five_minute_prices() -> None:
@@ -120,3 +120,14 @@ def test_the_gate_weighs_the_conversations_own_model() -> None:
     )
     m = 1.5 * policy.break_even_calls(s, x, policy.RATES)
     assert policy.eviction_pays(s, m, x, policy.RATES) and not policy.eviction_pays(s, m, x, cheap)
+
+
+def test_the_twin_bound_takes_what_was_just_fetched_back_last() -> None:
+    """Newest first is the shortest rewrite, but content fetched back for the last call is
+    what its response used: the bound takes older content first when that suffices, and
+    the fetched content when nothing else does."""
+    older, fetched = Candidate(1, 100, 300, 0.5), Candidate(2, 900, 3000, 0.5)
+    assert fit_budget([older, fetched], 10_000, 9_800, newest_first=True) == (2,)
+    last = frozenset({2})
+    assert fit_budget([older, fetched], 10_000, 9_800, newest_first=True, last=last) == (1,)
+    assert fit_budget([older, fetched], 10_000, 9_000, newest_first=True, last=last) == (1, 2)

@@ -125,3 +125,17 @@ def test_the_replay_and_the_gateway_append_a_round_trip_alike(
         b.accounting.baseline_billed,
     )
     assert a.rehydrated == b.rehydrated
+
+
+def test_a_block_fetched_back_whole_counts_the_tokens_it_was_first_shown_with(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    """One text, one count: the whole output fetched back weighs what it weighed when first
+    shown (the replay anchors that to billing), not a second estimate of the same text, so
+    the request after the round trip is not larger than its twin by the estimators' gap."""
+    item_id = _evicted_log(engine, clock)
+    c = engine.conversation("c")
+    source = next(tb for tb in c.thread if tb.item_id == item_id and tb.evicted)
+    trip = engine.rehydrate("c", [Need(None, ("compiled module_7.c into module_7.o",))])
+    assert trip is not None and trip.items == 1
+    assert c.thread[-1].tokens == trip.tokens == source.original_tokens
