@@ -67,8 +67,10 @@ def _block_line(kind: str, ident: str, body: str) -> str:
 
 
 def sent_shape(body: Mapping[str, Any], *, sub_agent: bool = False) -> Shape:
-    """What Claude Code sent, block by block, without what no transcript holds."""
+    """What Claude Code sent, block by block, without what no transcript holds, parallel
+    tool results in the order the API renders them (that of their tool uses)."""
     shape: Shape = []
+    asked: list[str] = []
     for message in body["messages"]:
         content = message["content"]
         role = message["role"]
@@ -78,6 +80,10 @@ def sent_shape(body: Mapping[str, Any], *, sub_agent: bool = False) -> Shape:
                 shape.append((role, [_block_line("text", "", text)]))
             continue
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if role == "assistant":
+            asked = [b["id"] for b in blocks if b["type"] == "tool_use"]
+        else:
+            blocks = _rendered(blocks, asked)
         lines = []
         for block in blocks:
             kind = block["type"]
@@ -95,6 +101,18 @@ def sent_shape(body: Mapping[str, Any], *, sub_agent: bool = False) -> Shape:
                 lines.append(_block_line("tool_result", block["tool_use_id"], text))
         shape.append((role, lines))
     return shape
+
+
+def _rendered(blocks: list[dict[str, Any]], asked: list[str]) -> list[dict[str, Any]]:
+    """A user message's tool results in the order of the tool uses they answer."""
+    rank = {ident: i for i, ident in enumerate(asked)}
+    at = [i for i, b in enumerate(blocks) if b.get("tool_use_id") in rank]
+    out = list(blocks)
+    for place, source in zip(
+        at, sorted(at, key=lambda i: rank[blocks[i]["tool_use_id"]]), strict=True
+    ):
+        out[place] = blocks[source]
+    return out
 
 
 def _reader_line(block: Block) -> str:

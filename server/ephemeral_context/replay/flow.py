@@ -107,6 +107,10 @@ class Message:
     blocks: tuple[Block, ...]
     timestamp: float
     line: int
+    marked: int | None = None
+    """Where Claude Code's breakpoint is when the message ends a request, if not on its last
+    block: it marks the last block it sends, and the API renders a message's tool results in
+    the order of the tool uses they answer, which `blocks` follows (reader.py)."""
 
     @property
     def tokens(self) -> int:

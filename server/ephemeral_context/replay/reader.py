@@ -974,8 +974,36 @@ def _messages(
         members = list(group)
         first = members[0][2]
         blocks = tuple(block for _, part_blocks, _ in members for block in part_blocks)
-        messages.append(Message(role, blocks, first.timestamp, first.line))
+        uses = messages[-1].blocks if messages and messages[-1].role == "assistant" else ()
+        blocks, marked = _as_rendered(blocks, uses)
+        messages.append(Message(role, blocks, first.timestamp, first.line, marked))
     return messages
+
+
+def _as_rendered(
+    blocks: tuple[Block, ...], uses: tuple[Block, ...]
+) -> tuple[tuple[Block, ...], int | None]:
+    """A message's blocks as the API renders them, and where the block sent last now is.
+
+    Claude Code sends parallel tool results in the order they finished and puts its
+    breakpoint on the last; the API renders them in the order of the tool uses they answer.
+    What follows the marked result there is billed as plain input, and the next request
+    reads only up to it: the calls that record uncached input in ../shared/corpus and the
+    traces (131 of 135 requests ending in two or more results, 1.0.98 to 2.1.x) are those.
+    """
+    rank = {b.tool_use_id: i for i, b in enumerate(uses) if b.type == "tool_use"}
+    at = [i for i, b in enumerate(blocks) if b.type == "tool_result" and b.tool_use_id in rank]
+    if len(at) < 2:
+        return blocks, None
+    ordered = sorted(at, key=lambda i: rank[blocks[i].tool_use_id])
+    if ordered == at:
+        return blocks, None
+    out = list(blocks)
+    for place, source in zip(at, ordered, strict=True):
+        out[place] = blocks[source]
+    last = len(blocks) - 1
+    marked = at[ordered.index(last)] if last in at else None
+    return tuple(out), marked if marked != last else None
 
 
 CLEARED_RESULT = "[Old tool result content cleared]"

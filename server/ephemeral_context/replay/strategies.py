@@ -84,11 +84,12 @@ def text_block(text: str, *parts: str) -> cache_sim.Block:
 
 
 def with_breakpoint(
-    blocks: Sequence[cache_sim.Block], ttl: cache_sim.Ttl
+    blocks: Sequence[cache_sim.Block], ttl: cache_sim.Ttl, last: int | None = None
 ) -> tuple[cache_sim.Block, ...]:
-    """`blocks` with a breakpoint on the last one that may carry one (not a thinking block)."""
+    """`blocks` with a breakpoint on the last one that may carry one (not a thinking block),
+    at or before position `last` when given."""
     marked = list(blocks)
-    for i in range(len(marked) - 1, -1, -1):
+    for i in range(len(marked) - 1 if last is None else last, -1, -1):
         block = marked[i]
         if block.auto_target:
             marked[i] = cache_sim.Block(block.key, block.tokens, ttl, True)
@@ -116,6 +117,15 @@ def prefix(
             cache_sim.Block(block_key("hidden", thread.id, skills, state.cwd), thread.hidden_tokens)
         )
     return tuple(blocks)
+
+
+def claude_code_mark(out: Outgoing, blocks: Sequence[cache_sim.Block]) -> int | None:
+    """The position in `blocks` of the block Claude Code marked in the last message, when it
+    is not the last one and the layout kept that message block for block."""
+    last = out.messages[-1] if out.messages else None
+    if last is None or last.marked is None or len(out.rewritten[-1]) != len(last.blocks):
+        return None
+    return len(blocks) - len(last.blocks) + last.marked
 
 
 Rewrite = Callable[[Block], Sequence[cache_sim.Block]]
@@ -213,8 +223,10 @@ class ThreadLayout:
         return (cache_block(block),)
 
     def assemble(self, out: Outgoing) -> Prompt:
-        """Claude Code's shape: prefix, then the messages, breakpoint on the last one."""
-        return Prompt(out.prefix, with_breakpoint(out.blocks(), out.ttl))
+        """Claude Code's shape: prefix, then the messages, breakpoint where Claude Code puts
+        it (the last block it sends, which the API may render before other results)."""
+        blocks = out.blocks()
+        return Prompt(out.prefix, with_breakpoint(blocks, out.ttl, claude_code_mark(out, blocks)))
 
 
 class RecordedLayout(ThreadLayout):

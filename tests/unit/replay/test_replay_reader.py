@@ -493,11 +493,13 @@ def test_parallel_tool_results_off_the_chain_are_sent_with_the_last(tmp_path: Pa
 
 def test_a_parallel_tool_use_off_the_chain_joins_its_message(tmp_path: Path) -> None:
     """When the first tool's result is written last, the chain goes through it and misses
-    the second tool use and its result: both were sent, results in the order written."""
+    the second tool use and its result: both were sent (in the order written, Claude Code's
+    breakpoint on the last), and the API renders them in the order of their tool uses."""
     request = _parallel_bash_request(tmp_path, written=("t2", "t1"))
     assert [m.role for m in request] == ["user", "assistant", "user"]
     assert [b.tool_use_id for b in request[1].blocks] == ["t1", "t2"]
-    assert [b.text for b in request[2].blocks] == ["b.txt", "a.txt"]
+    assert [b.text for b in request[2].blocks] == ["a.txt", "b.txt"]
+    assert request[2].marked == 0
 
 
 def test_a_microcompaction_clears_its_tool_results_in_every_later_request(
