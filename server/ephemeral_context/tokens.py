@@ -94,7 +94,8 @@ def count_tokens(text: str, model: str, client: Any | None = None) -> int:
             raise RuntimeError("count_tokens needs ANTHROPIC_API_KEY; use estimate_tokens offline")
         import anthropic
 
-        client = anthropic.Anthropic()
+        with anthropic.Anthropic() as own:  # closed after, not left to the garbage collector
+            return count_tokens(text, model, own)
     result = client.messages.count_tokens(
         model=model, messages=[{"role": "user", "content": text or " "}]
     )

@@ -77,8 +77,8 @@ def test_count_tokens_without_a_key_is_a_clear_error() -> None:
 def test_count_tokens_asks_the_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     """Through the anthropic SDK, against the local Messages API (no real key exists here)."""
     with FakeMessagesAPI() as api:
-        client = anthropic.Anthropic(api_key="test-key", base_url=api.base_url)
-        assert count_tokens(CODE, "claude-sonnet-4-5", client) == estimate_tokens(CODE, "prose")
+        with anthropic.Anthropic(api_key="test-key", base_url=api.base_url) as client:
+            assert count_tokens(CODE, "claude-sonnet-4-5", client) == estimate_tokens(CODE, "prose")
         # From the environment, as a user with a key would run it.
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
