@@ -17,7 +17,6 @@ API:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -40,6 +39,10 @@ class ReuseLog:
     kinds: dict[str, BlockKind] = field(default_factory=dict)
     uses: dict[str, list[int]] = field(default_factory=dict)
     """Per item: the call it was first shown in, then every call whose response used it."""
+    members: dict[BlockKind, list[str]] = field(default_factory=dict)
+    """The items of each kind (so an estimate reads its kind's items, not every item)."""
+    gaps: dict[BlockKind, list[int]] = field(default_factory=dict)
+    """The gaps between consecutive uses of the items of each kind, grown with `uses`."""
 
     def observe(self, thread: Sequence[ThreadBlock], texts: Sequence[str], call: int) -> None:
         """A response written before `call` wrote `texts`: the items it quotes were used."""
@@ -48,6 +51,7 @@ class ReuseLog:
                 assert tb.item_id is not None
                 self.kinds[tb.item_id] = tb.kind
                 self.uses[tb.item_id] = [tb.call]
+                self.members.setdefault(tb.kind, []).append(tb.item_id)
         candidates = [t for t in texts if long_enough(t)]
         if not candidates:
             return
@@ -55,6 +59,7 @@ class ReuseLog:
         for quote in (q for t in candidates for q in self.index.quotes(t)):
             item = thread[quote.index].item_id
             if item is not None and self.uses[item][-1] < call:
+                self.gaps.setdefault(self.kinds[item], []).append(call - self.uses[item][-1])
                 self.uses[item].append(call)
 
     def estimate(self, tb: ThreadBlock, now: int) -> tuple[float, float | None]:
@@ -62,13 +67,9 @@ class ReuseLog:
         kind (its own open span is what is being predicted)."""
         kind = self.kinds.get(tb.item_id or "", tb.kind)
         history = self.uses.get(tb.item_id or "", [tb.call])
-        gaps: list[int] = []
-        others: list[int] = []
-        for item, uses in self.uses.items():
-            if self.kinds[item] is not kind:
-                continue
-            gaps.extend(b - a for a, b in itertools.pairwise(uses))
-            if item != tb.item_id:
-                others.append(now - uses[-1])
+        gaps = self.gaps.get(kind, [])
+        others = [
+            now - self.uses[item][-1] for item in self.members.get(kind, ()) if item != tb.item_id
+        ]
         idle = now - history[-1]
         return idle_reuse_probability(idle, gaps, others), expected_wait(idle, gaps)
