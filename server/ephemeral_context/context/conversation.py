@@ -81,6 +81,9 @@ class Conversation:
     """The evicted lines a response may quote (rehydration.py)."""
     reuse: ReuseLog = field(default_factory=ReuseLog)
     """Which outputs the responses used again (the cost gate's re-use estimate)."""
+    evicted_tokens: dict[tuple[int, str], int] = field(default_factory=dict)
+    """(block content key, placeholder text) -> tokens of that evicted form (eviction.py
+    weighs every candidate before every call; the count is the same each time)."""
 
     def show_file(
         self,

@@ -154,7 +154,7 @@ def candidates(
                 c.thread.tokens - skill.tokens_at_load,
             ):
                 continue
-        freed = tb.tokens - evicted_form(state, c, index)[1]
+        freed = tb.tokens - _evicted_tokens(state, c, index)
         if freed <= 0:
             continue
         if tb.uri is not None:
@@ -182,16 +182,30 @@ def placeholder_text(tb: ThreadBlock) -> str:
 
 def evicted_form(state: EngineState, c: Conversation, index: int) -> tuple[dict[str, Any], int]:
     """The block that replaces thread block `index` on eviction, and its tokens."""
+    return stand_in(state.count, c.thread[index].block, _evicted_text(c, index))
+
+
+def _evicted_text(c: Conversation, index: int) -> str:
+    """The placeholder text of thread block `index`'s evicted form."""
     tb = c.thread[index]
-    text = placeholder_text(tb)
     if tb.kind is BlockKind.SKILL and index in c.skills:
         meta = c.skills[index].meta
-        text = clip_tokens(
+        return clip_tokens(
             f"[[skill:{tb.item_id}]] skill {meta.name} was used; body evicted "
             f"(read_session_file('{tb.item_id}') reloads it). {meta.description}",
             meta.placeholder_budget,
         )
-    return stand_in(state.count, tb.block, text)
+    return placeholder_text(tb)
+
+
+def _evicted_tokens(state: EngineState, c: Conversation, index: int) -> int:
+    """The tokens of `evicted_form`, counted once per block content and placeholder."""
+    tb = c.thread[index]
+    text = _evicted_text(c, index)
+    tokens = c.evicted_tokens.get((tb.key, text))
+    if tokens is None:
+        tokens = c.evicted_tokens[(tb.key, text)] = stand_in(state.count, tb.block, text)[1]
+    return tokens
 
 
 def _evict_block(state: EngineState, c: Conversation, index: int, reason: str) -> str:
