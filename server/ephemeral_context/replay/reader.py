@@ -252,8 +252,12 @@ class _Reading:
         """Keep a line that was sent to the model."""
         self.entries.append(entry)
         self.sent[entry.uuid] = entry
-        if entry.parent is not None:
-            self.children.setdefault(entry.parent, []).append(entry)
+        parent, passed = entry.parent, set()
+        while parent is not None and parent not in self.sent and parent not in passed:
+            passed.add(parent)  # a record not sent (progress, a hook's note): look past it
+            parent = self.links.get(parent)
+        if parent is not None:
+            self.children.setdefault(parent, []).append(entry)
 
 
 def _plural(count: int, noun: str) -> str:

@@ -502,6 +502,28 @@ def test_a_parallel_tool_use_off_the_chain_joins_its_message(tmp_path: Path) -> 
     assert request[2].marked == 0
 
 
+def test_a_parallel_tool_use_behind_a_progress_record_joins_its_message(tmp_path: Path) -> None:
+    """Sub-agents write a progress record after each tool use, and the next tool use of the
+    response links to it: the reader looks past records that are not sent."""
+    t = Transcript()
+    t.user("read both")
+    t.assistant([tool_use("t1", "Bash", command="ls a")], message_id="msg_r")
+    first = t.lines[-1]["uuid"]
+    t.other("progress", data={"type": "hook_progress"})
+    t.assistant([tool_use("t2", "Bash", command="ls b")], message_id="msg_r")
+    second = t.lines[-1]["uuid"]
+    t.parent = second
+    t.tool_result("t2", "b.txt")
+    t.parent = first
+    t.tool_result("t1", "a.txt")
+    t.assistant([text("two files")])
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    request = session.request(session.calls[-1])
+    assert [b.tool_use_id for b in request[1].blocks] == ["t1", "t2"]
+    assert [b.text for b in request[2].blocks] == ["a.txt", "b.txt"]
+    assert request[2].marked == 0
+
+
 def test_a_microcompaction_clears_its_tool_results_in_every_later_request(
     tmp_path: Path,
 ) -> None:
