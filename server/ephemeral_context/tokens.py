@@ -30,22 +30,22 @@ output."""
 
 CHARS_PER_TOKEN: dict[str, float] = {
     "prose": 4.23,
-    "thinking": 3.62,
-    "code": 2.94,
-    "json": 3.33,
-    "tool_output": 2.99,
+    "thinking": 3.68,
+    "code": 2.97,
+    "json": 3.35,
+    "tool_output": 3.03,
 }
 """For ASCII characters. Fitted on shared/corpus and shared/traces (2,421 call-to-call
 steps, 65 transcripts, much of the corpus in Chinese), 2026-12-01."""
 
-BLOCK_OVERHEAD_TOKENS = 46
+BLOCK_OVERHEAD_TOKENS = 48
 """Per content block: the block's framing plus the reminders Claude Code adds unrecorded."""
 
 
-TOKENS_PER_WIDE_CHAR = 1.498
+TOKENS_PER_WIDE_CHAR = 1.501
 """Per character of the CJK scripts (Han, kana, Hangul, full-width forms), whatever the kind."""
 
-TOKENS_PER_OTHER_CHAR = 0.147
+TOKENS_PER_OTHER_CHAR = 0.226
 """Per other non-ASCII character (Cyrillic, Greek, accented Latin, arrows, box drawing, emoji)."""
 
 _WIDE = re.compile(

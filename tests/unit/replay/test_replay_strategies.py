@@ -202,7 +202,9 @@ def test_clear_at_least_clears_in_chunks_and_keeps_the_cache_warm(
     # The chunk (at least 50K: three ~25K results) is cleared once, then the cache is warm:
     # the next call reads everything the clearing call wrote.
     clearing = chunked.calls[first].usage
-    assert sizes[first - 1] - sizes[first] > 50_000 - 25_000
+    recorded = [c.context_tokens for c in STRATEGIES["recorded"].replay(seven_outputs).calls]
+    added = recorded[first] - recorded[first - 1]
+    assert sizes[first - 1] - sizes[first] >= 50_000 - added
     after = chunked.calls[first + 1].usage
     assert after.cache_read_input_tokens == clearing.total_input_tokens - clearing.input_tokens
     assert chunked.billed_input < every_call.billed_input
