@@ -8,16 +8,18 @@ import asyncio
 import json
 import socket
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
+from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.gateway_harness import cat_n
-from tests.lsp.lsp_session import USAGE, Editor
+from tests.lsp.lsp_session import USAGE, Editor, wait_until
 
 
 def _free_port() -> int:
@@ -81,4 +83,32 @@ async def test_a_session_through_the_hosted_gateway_reaches_the_status_bar(
         "Read",
         "read_session_file",
     ]
+    await lsp_process.shutdown_session()
+
+
+@pytest.fixture
+def busy_port(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """A port something else already listens on, as the hosted gateway's (before the server
+    starts)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        monkeypatch.setenv("ECTX_GATEWAY_PORT", str(port))
+        yield port
+
+
+@pytest.mark.usefixtures("busy_port")
+async def test_a_gateway_port_already_taken_is_told_and_the_editor_works_on(
+    lsp_process: LanguageClient, workspace: Path, busy_port: int
+) -> None:
+    editor = Editor(lsp_process)
+    await editor.initialize("visual_studio_code", workspace)
+    await wait_until(lambda: editor.client.messages)
+    (shown,) = editor.client.messages
+    assert shown.type == types.MessageType.Warning
+    assert f"the gateway cannot listen on port {busy_port}" in shown.message
+    assert "address already in use" in shown.message
+    status = await editor.request("ephemeralContext/status")
+    assert status.budget > 0
     await lsp_process.shutdown_session()

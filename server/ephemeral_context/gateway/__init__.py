@@ -54,21 +54,26 @@ async def host_gateway(
 
 
 def run_gateway(host: str, port: int, upstream: str, out: TextIO = sys.stdout) -> int:
-    """Serve until interrupted; the first line on `out` is the base URL."""
+    """Serve until interrupted; the first line on `out` is the base URL. 1, with one line on
+    stderr, when it cannot listen on host:port (the port taken, say by another gateway)."""
     from ephemeral_context.store import Store, default_store_dir
 
-    async def main() -> None:
-        store = Store(default_store_dir())
-        gateway = Gateway(GatewayCore(ContextEngine(store)), upstream)
-        url = await gateway.start(host, port)
-        print(url, file=out, flush=True)
-        log.info("ectx gateway on %s, upstream %s", url, upstream)
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await gateway.stop()
-            store.close()
+    async def main() -> int:
+        with Store(default_store_dir()) as store:
+            gateway = Gateway(GatewayCore(ContextEngine(store)), upstream)
+            try:
+                url = await gateway.start(host, port)
+            except OSError as error:
+                print(f"ectx gateway: cannot listen on {host}:{port}: {error}", file=sys.stderr)
+                return 1
+            print(url, file=out, flush=True)
+            log.info("ectx gateway on %s, upstream %s", url, upstream)
+            try:
+                await asyncio.Event().wait()
+            finally:
+                await gateway.stop()
+        return 0
 
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+        return asyncio.run(main())
     return 0

@@ -146,14 +146,19 @@ class Gateway:
         return app
 
     async def start(self, host: str = "127.0.0.1", port: int = 8787) -> str:
-        """Listen on host:port (0: a free port); returns the base URL."""
+        """Listen on host:port (0: a free port); returns the base URL. Raises OSError when it
+        cannot listen there (the port taken), with nothing left open."""
         self._client = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=600)
         )
         self._runner = web.AppRunner(self.application(), access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError:
+            await self.stop()
+            raise
         bound_host, bound_port = self._runner.addresses[0][:2]
         shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
         return f"http://{shown}:{bound_port}"

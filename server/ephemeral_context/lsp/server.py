@@ -388,7 +388,14 @@ async def initialized(ls: EphemeralContextServer, params: types.InitializedParam
     if ls.gateway_port is not None and ls.gateway is None and ls.engine is not None:
         from ephemeral_context.gateway import host_gateway  # aiohttp and the SDK: only if asked
 
-        ls.gateway = await host_gateway(ls.engine, ls.gateway_port, ls.usage_throttle.poke)
+        try:
+            ls.gateway = await host_gateway(ls.engine, ls.gateway_port, ls.usage_throttle.poke)
+        except OSError as error:  # the port taken: the editor works on, the user hears why
+            text = (
+                f"Ephemeral Context: the gateway cannot listen on port {ls.gateway_port}: {error}"
+            )
+            log.warning(text)
+            ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, text))
     # The model side loads the anthropic SDK (seconds); load it now, off the event loop,
     # rather than on the first ask.
     await asyncio.to_thread(importlib.import_module, "ephemeral_context.model.agent")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import urllib.request
 
 import pytest
+from ephemeral_context.cli import main
 from ephemeral_context.gateway import ANTHROPIC_API, upstream_url
 
 from tests.fakes.messages_api import FakeMessagesAPI
@@ -48,3 +50,15 @@ def test_port_0_prints_the_base_url_first_and_serves(api: FakeMessagesAPI) -> No
         process.terminate()
         process.wait(timeout=10)
         process.stdout.close()
+
+
+def test_a_port_already_taken_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["gateway", "--port", str(port), "--upstream", "http://127.0.0.1:9"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"ectx gateway: cannot listen on 127.0.0.1:{port}: ")
+    assert "address already in use" in captured.err and "Traceback" not in captured.err
