@@ -6,7 +6,9 @@ Claude Code writes one line per content block, so the lines of one response shar
 message.id (and repeat its usage: it is counted once). A request's messages are the chain of
 `parentUuid` links back to a root: the first line, each sub-agent's first prompt, or the
 boundary a compaction leaves. Each root starts a thread; a chain that forks off an existing
-thread (a message edited and re-sent) starts another. stream-json has no links: its threads
+thread (a message edited and re-sent) starts another. Tool results a microcompaction cleared
+are sent cleared from then on: those its boundary record names, and for releases that write
+none, those its rule cleared (microcompact.py). stream-json has no links: its threads
 are the main one and one per Task (`parent_tool_use_id`), in file order.
 
 Bad input never stops the reading: a line that is not JSON, a record of an unknown type or
