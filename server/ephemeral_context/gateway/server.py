@@ -221,7 +221,7 @@ class Gateway:
         self, request: web.Request, raw: bytes
     ) -> tuple[web.StreamResponse, dict[str, Any] | None]:
         """The client's request as it came, the upstream's answer streamed back as it comes;
-        with its usage ({} unreadable), None when it gave no answer."""
+        with its usage ({} unreadable), None when it gave no answer or an error."""
         try:
             upstream = await self.client.request(
                 request.method, self._url(request), data=raw, headers=_forwarded(request.headers)
