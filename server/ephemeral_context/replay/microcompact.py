@@ -16,6 +16,7 @@ threshold 13,000 tokens up) and the feature not switched off remotely (`mc_disab
 
 API:
 - `silently_cleared(chain, model)`: the tool results cleared in the request made of `chain`.
+- `warning_threshold(model)`: the context size from which it clears.
 """
 
 from __future__ import annotations
