@@ -28,6 +28,7 @@ from ephemeral_context.cache_sim import (
     canonical_json,
     tool_result_text,
 )
+from ephemeral_context.documents import utf8
 from ephemeral_context.tokens import estimate_tokens
 
 TokenCounter = Callable[[str, str], int]
@@ -48,7 +49,7 @@ def _cache_ttl(owner: Mapping[str, Any]) -> Ttl | None:
 
 
 def _text_key(text: str) -> int:
-    return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"))
+    return xxhash.xxh3_64_intdigest(utf8(text))
 
 
 def _content_key(prefix: str, block: Mapping[str, Any]) -> int:

@@ -47,6 +47,7 @@ from types import TracebackType
 
 import platformdirs
 
+from ephemeral_context.documents import utf8
 from ephemeral_context.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -344,7 +345,7 @@ class Store:
         synopsis: str | None = None,
     ) -> StoredEntry:
         """Keep `text` once. The same text always gets the same id; a put refreshes expiry."""
-        data = text.encode("utf-8", "surrogatepass")
+        data = utf8(text)
         digest = hashlib.sha256(data).hexdigest()
         if tokens is None:
             tokens = estimate_tokens(text)

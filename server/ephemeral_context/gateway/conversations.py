@@ -33,6 +33,7 @@ from typing import Any
 import xxhash
 
 from ephemeral_context.context.engine import Fetched
+from ephemeral_context.documents import utf8
 
 _SESSION_IN_USER_ID = re.compile(r"session_([0-9a-fA-F-]{8,})")
 
@@ -80,7 +81,7 @@ def message_key(message: Mapping[str, Any]) -> str:
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
     parts = [_readable(b) for b in blocks] if isinstance(blocks, list) else [content]
     text = json.dumps([message.get("role"), parts], sort_keys=True, default=str)
-    return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
+    return xxhash.xxh3_128_hexdigest(utf8(text))
 
 
 @dataclass

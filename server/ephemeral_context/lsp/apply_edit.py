@@ -27,6 +27,7 @@ from ephemeral_context.documents import (
     DocumentMirror,
     content_hash,
     path_to_uri,
+    utf8,
 )
 from ephemeral_context.lsp import converters
 from ephemeral_context.model.edits import (
@@ -66,7 +67,7 @@ class ClientEditApplier:
             ),
             new_text=plan.replacement,
         )
-        expected = content_hash(plan.new_text.encode("utf-8", "surrogatepass"))
+        expected = content_hash(utf8(plan.new_text))
         self.own_hashes.add(expected)
         echoed = self._await_text(current.uri, expected)
         try:

@@ -34,6 +34,7 @@ from typing import Any, Literal
 import xxhash
 
 from ephemeral_context.cache_sim import Ttl, Usage
+from ephemeral_context.documents import utf8
 
 BlockType = Literal["text", "thinking", "tool_use", "tool_result", "image", "hidden"]
 Role = Literal["user", "assistant", "system"]
@@ -42,7 +43,7 @@ Role = Literal["user", "assistant", "system"]
 
 def block_key(*parts: str) -> int:
     """The content key of a block made of these parts (what `Block.key` holds)."""
-    return xxhash.xxh3_64_intdigest("\x00".join(parts).encode("utf-8", "surrogatepass"))
+    return xxhash.xxh3_64_intdigest(utf8("\x00".join(parts)))
 
 
 @dataclass(frozen=True)
