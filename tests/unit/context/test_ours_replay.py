@@ -107,10 +107,10 @@ def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_transcr
     strict=True,
     reason="the cost gate weighs a re-use by its re-append only, not the round trip it costs "
     "(pricing the trip moved the median peak from -21% to -7% here and above recorded on "
-    "randlee, measured and rejected, issue 11): on d-kimuson ours bills 2.8% more than "
-    "ours-lossless; the median over the traces is -13.2% (a warm cut rewrites no more than "
+    "randlee, measured and rejected, issue 11): on d-kimuson ours bills 2.4% more than "
+    "ours-lossless; the median over the traces is -13.7% (a warm cut rewrites no more than "
     "the bill has to spare). Over all 65 sessions ours is above the cheapest lossless "
-    "strategy on 13 (docs/benchmarks.md, baselines)",
+    "strategy on 15 (docs/benchmarks.md, baselines)",
 )
 def test_ours_is_the_cheapest_and_bills_a_fifth_less_on_the_real_transcripts(
     traces: Report,
