@@ -101,7 +101,8 @@ def usage_from_dict(raw: Mapping[str, Any] | Any) -> Usage:
 
     An SDK `Usage` object (anything with `model_dump`) is read as its JSON. Usage without
     the 5m/1h split (older API versions, older transcripts) counts every cache write as a
-    5-minute one. Raises ValueError, TypeError or AttributeError for fields of the wrong shape.
+    5-minute one. Raises ValueError, TypeError or AttributeError for fields of the wrong shape
+    or a negative count (output tokens included, which are checked, not returned).
     """
     if not isinstance(raw, Mapping):
         raw = raw.model_dump()
@@ -111,13 +112,17 @@ def usage_from_dict(raw: Mapping[str, Any] | Any) -> Usage:
     hour = int(creation.get("ephemeral_1h_input_tokens", 0) or 0)
     if five + hour != written:
         five, hour = written, 0
-    return Usage(
+    usage = Usage(
         input_tokens=int(raw.get("input_tokens") or 0),
         cache_creation_input_tokens=written,
         cache_read_input_tokens=int(raw.get("cache_read_input_tokens") or 0),
         ephemeral_5m_input_tokens=five,
         ephemeral_1h_input_tokens=hour,
     )
+    output = int(raw.get("output_tokens") or 0)
+    if min(usage.input_tokens, written, usage.cache_read_input_tokens, five, hour, output) < 0:
+        raise ValueError("a negative token count")
+    return usage
 
 
 # ---------------------------------------------------------------------------------------------

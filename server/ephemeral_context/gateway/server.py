@@ -92,7 +92,6 @@ def _readable_usage(usage: Any) -> dict[str, Any]:
         return {}
     try:
         usage_from_dict(usage)
-        int(usage.get("output_tokens") or 0)
     except (ValueError, TypeError, AttributeError) as error:
         log.warning("an upstream answer's usage cannot be read (%s); not counted", error)
         return {}
