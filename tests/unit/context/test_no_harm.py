@@ -6,6 +6,7 @@ gaps given. The client (the twin) caches with 1-hour breakpoints unless said oth
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,31 +23,50 @@ SHORT = [0.0, 10, 10, 10, 10, 10]
 """Six calls 10 seconds apart: no gap so far says a 1-hour TTL pays."""
 
 
+@dataclass
+class Run:
+    """A synthetic session as the engine built it."""
+
+    engine: ContextEngine
+    built: list[BuiltRequest]
+    """The requests, one per gap."""
+    margins: list[float]
+    """After each request, the lead of the requests with nothing evicted (the kept twins:
+    what the TTL bets are weighed by) over the recorded-style twins, less what the
+    tolerance allows (negative: behind)."""
+    excess: list[float]
+    """After each request, how far the whole bill is above the bound the product promises
+    (its recorded-style twins' bill plus the tolerance; negative: within it)."""
+
+    def warm_cuts(self) -> list[int]:
+        """The calls at which a cut rewrote part of a warm cache (a cost paid now)."""
+        return [e.call for e in self.engine.events if not e.cold and e.tokens_reprocessed > 0]
+
+
 def session(
     tmp_path: Path,
     name: str,
     gaps: list[float],
     client_ttl: Ttl = "1h",
     reread_from: int | None = None,
-) -> tuple[ContextEngine, list[BuiltRequest], list[float]]:
-    """The engine after one request per gap, the requests it built, and after each the
-    lead of the requests with nothing evicted (the kept twins: what the TTL bets are
-    weighed by) over the recorded-style twins, less what the tolerance allows (negative:
-    behind). From call `reread_from` on, every call reads the same file (the engine answers
-    the repeats with a reference: the layout saves against the twins)."""
+) -> Run:
+    """One request per gap, each answered by a tool run with a fresh output. From call
+    `reread_from` on, every call reads the same file (the engine answers the repeats with
+    a reference: the layout saves against the twins)."""
     clock = Clock()
     engine = ContextEngine(Store(tmp_path / name), EngineConfig(), clock=clock)
     engine.add_user_text("c", "Make the test suite pass.")
-    built: list[BuiltRequest] = []
-    margins: list[float] = []
+    run = Run(engine, [], [], [])
     accounting = engine.conversation("c").accounting
     for i, gap in enumerate(gaps):
         clock.advance(gap)
         engine.build_request("c", MODEL, SYSTEM, client_ttl=client_ttl)
         request = engine.last_request("c")
         assert request is not None
-        built.append(request)
-        margins.append(accounting.layout_lead + policy.HARM_TOLERANCE * accounting.baseline_billed)
+        run.built.append(request)
+        bound = policy.HARM_TOLERANCE * accounting.baseline_billed
+        run.margins.append(accounting.layout_lead + bound)
+        run.excess.append(accounting.ours_billed - accounting.baseline_billed - bound)
         tool_id = f"toolu_{i}"
         engine.add_assistant_content(
             "c",
@@ -57,7 +77,7 @@ def session(
         else:
             output = ToolOutput(tool_id, source(40, f"run{i}_"))
         engine.add_tool_result("c", output)
-    return engine, built, margins
+    return run
 
 
 def ttls(built: list[BuiltRequest]) -> list[tuple[Ttl, Ttl]]:
@@ -66,9 +86,9 @@ def ttls(built: list[BuiltRequest]) -> list[tuple[Ttl, Ttl]]:
 
 def test_a_winning_bet_goes_on(tmp_path: Path) -> None:
     """Short gaps: the 5-minute bet saves the dearer 1-hour writes the twin pays, and stays."""
-    engine, built, margins = session(tmp_path, "win", SHORT * 2)
-    assert ttls(built) == [("5m", "5m")] * 12
-    assert min(margins) >= 0 and engine.conversation("c").accounting.lead > 0
+    run = session(tmp_path, "win", SHORT * 2)
+    assert ttls(run.built) == [("5m", "5m")] * 12
+    assert min(run.margins) >= 0 and run.engine.conversation("c").accounting.lead > 0
 
 
 def test_a_losing_bet_falls_back_to_the_twins_ttl_until_ahead_again(tmp_path: Path) -> None:
@@ -76,7 +96,8 @@ def test_a_losing_bet_falls_back_to_the_twins_ttl_until_ahead_again(tmp_path: Pa
     conversation is behind its twin, so it sends the twin's 1-hour TTL from the next
     request on; once the reads its layout saves (repeated reads as references) put it
     ahead again, it bets again."""
-    _, built, margins = session(tmp_path, "lose", [*SHORT, 600] + [10] * 8, reread_from=7)
+    run = session(tmp_path, "lose", [*SHORT, 600] + [10] * 8, reread_from=7)
+    built, margins = run.built, run.margins
     assert ttls(built)[:6] == [("5m", "5m")] * 6
     assert min(margins[:6]) >= 0 and margins[6] < 0  # the gap's rewrite put it behind
     after = list(zip(margins[6:-1], ttls(built)[7:], strict=True))
@@ -91,7 +112,8 @@ def test_against_a_five_minute_client_the_1h_prefix_the_gap_suggests_falls_back(
     it; the forecast's answer to the gap, the prefix written for an hour, costs 2.0 where
     the twin writes at 1.25. That puts the layout behind its twins, and the next requests
     send the client's 5 minutes; the thread stays at 5 minutes throughout."""
-    _, built, margins = session(tmp_path, "five", [*SHORT, 600, 10, 10, 10], client_ttl="5m")
+    run = session(tmp_path, "five", [*SHORT, 600, 10, 10, 10], client_ttl="5m")
+    built, margins = run.built, run.margins
     assert min(margins[:6]) >= 0
     assert ttls(built)[6] == ("1h", "5m") and margins[6] < 0
     assert ttls(built)[7:] == [("5m", "5m")] * 3
@@ -100,8 +122,8 @@ def test_against_a_five_minute_client_the_1h_prefix_the_gap_suggests_falls_back(
 def test_no_decision_looks_at_a_later_call(tmp_path: Path) -> None:
     """Two sessions alike for six calls and different after: the first six requests are the
     same bytes, whatever comes later."""
-    _, lose, _ = session(tmp_path, "a", [*SHORT, 600, 10])
-    _, win, _ = session(tmp_path, "b", [*SHORT, 10, 10])
+    lose = session(tmp_path, "a", [*SHORT, 600, 10]).built
+    win = session(tmp_path, "b", [*SHORT, 10, 10]).built
     assert [b.kwargs for b in lose[:6]] == [b.kwargs for b in win[:6]]
     assert ttls(lose[7:]) != ttls(win[7:])
 
@@ -120,27 +142,34 @@ def test_a_warm_cut_rewrites_no_more_than_the_bill_has_to_spare() -> None:
     assert cold.evict == (3,) and cold.tokens_reprocessed == 0
 
 
-@pytest.mark.parametrize(("gaps", "ahead"), [(SHORT * 2, True), ([*SHORT, 600, 10], False)])
-def test_what_a_warm_cut_may_rewrite_is_the_lead_plus_the_tolerance(
-    tmp_path: Path, gaps: list[float], ahead: bool
-) -> None:
-    """Ahead of its twins a conversation may rewrite its lead plus the tolerance of their
-    bill, so a cut that saves nothing after it still leaves the bill within the bound;
-    behind them (the 10-minute gap expired its 5-minute cache), nothing."""
-    engine, _, _ = session(tmp_path, str(ahead), gaps)
-    c = engine.conversation("c")
-    a = c.accounting
-    assert c.policy.last_call_time is not None
-    outlook = c.policy.outlook(c, c.policy.last_call_time + 10, "1h", "auto", 150_000)
-    spare = a.lead + policy.HARM_TOLERANCE * a.baseline_billed
-    assert (spare > 0) is ahead
-    assert outlook.max_rewrite == pytest.approx(max(0.0, spare))
+def test_a_warm_cut_waits_until_the_bill_can_pay_its_rewrite(tmp_path: Path) -> None:
+    """The same fresh outputs every 10 seconds, for two clients. Against a client that
+    caches for an hour the 5-minute writes put the conversation ahead of its twins from the
+    first request, and the gate cuts from call 3 on; against one that caches for 5 minutes
+    it is level with them, so the same cuts wait until the tolerance of a grown bill pays
+    for a short rewrite. Either way, had the session ended right after any request, cuts
+    that saved nothing after them would leave the bill within the bound."""
+    ahead = session(tmp_path, "ahead", [0.0] + [10] * 30, client_ttl="1h")
+    level = session(tmp_path, "level", [0.0] + [10] * 30, client_ttl="5m")
+    assert ahead.warm_cuts()[:3] == [3, 4, 5]
+    assert level.warm_cuts() and min(level.warm_cuts()) > 10  # refused, then made
+    assert max(ahead.excess) <= 0 and max(level.excess) <= 0
+
+
+def test_behind_its_twins_a_conversation_cuts_nothing_warm(tmp_path: Path) -> None:
+    """Two sessions alike up to a 10-minute gap, which expires the 5-minute cache the
+    twin keeps for an hour: the one that waited is behind, and refuses the warm cuts the
+    other goes on making with the same outputs."""
+    on = session(tmp_path, "on", [*SHORT, 10, 10, 10, 10, 10])
+    gap = session(tmp_path, "gap", [*SHORT, 600, 10, 10, 10, 10])
+    assert [c for c in on.warm_cuts() if c > 6]
+    assert max(gap.margins[6:]) < 0 and not [c for c in gap.warm_cuts() if c > 6]
 
 
 @pytest.mark.parametrize("client_ttl", ["5m", "1h"])
 def test_the_twin_caches_with_the_clients_ttl(tmp_path: Path, client_ttl: Ttl) -> None:
-    engine, _, _ = session(tmp_path, client_ttl, SHORT, client_ttl=client_ttl)
-    twin = engine.conversation("c").accounting.baseline
+    run = session(tmp_path, client_ttl, SHORT, client_ttl=client_ttl)
+    twin = run.engine.conversation("c").accounting.baseline
     written = {"5m": twin.ephemeral_5m_input_tokens, "1h": twin.ephemeral_1h_input_tokens}
     assert written[client_ttl] == twin.cache_creation_input_tokens > 0
 
