@@ -78,7 +78,8 @@ class Conversation:
     accounting: Accounting = field(default_factory=Accounting)
     rehydrated: dict[BlockKind, int] = field(default_factory=dict)
     quotes: QuoteIndex = field(default_factory=QuoteIndex)
-    """The evicted lines a response may quote (rehydration.py)."""
+    """The lines a response may quote, of evicted blocks (rehydration.py) and of outputs
+    (reuse.py): one index for both."""
     reuse: ReuseLog = field(default_factory=ReuseLog)
     """Which outputs the responses used again (the cost gate's re-use estimate)."""
     evicted_tokens: dict[tuple[int, str], int] = field(default_factory=dict)

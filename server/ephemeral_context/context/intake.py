@@ -82,7 +82,7 @@ def add_assistant_content(
     """
     c = state.conversation(conv)
     raws = [as_dict(raw) for raw in blocks]
-    c.reuse.observe(c.thread.blocks, [t for b in raws for t in _written(b)], c.calls)
+    c.reuse.observe(c.thread.blocks, c.quotes, [t for b in raws for t in _written(b)], c.calls)
     for n, block in enumerate(raws):
         kind = str(block.get("type", ""))
         if kind == "text" and not block.get("text"):

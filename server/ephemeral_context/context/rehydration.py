@@ -37,7 +37,6 @@ from ephemeral_context.context.conversation import (
 )
 from ephemeral_context.context.kinds import FILE_COPIES, BlockKind
 from ephemeral_context.context.outlines import enclosing_symbol
-from ephemeral_context.context.quotes import long_enough
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.context.thread import ThreadBlock
 
@@ -117,12 +116,9 @@ def rehydrate(
                 hidden = False
         if not need.needles and hidden and need.uri is not None:
             fetches.extend(_current_fetch(state, need.uri))
-    candidates = [t for t in quoting if long_enough(t)]
-    if candidates:
-        c.quotes.refresh(c.thread.blocks)
-        for quote in (q for t in candidates for q in c.quotes.quotes(t)):
-            if not seen(quote.text):
-                fetches.append(_block_fetch(state, c.thread[quote.index], quote.text))
+    for quote in c.quotes.quotes(c.thread.blocks, quoting):
+        if not seen(quote.text):
+            fetches.append(_block_fetch(state, c.thread[quote.index], quote.text))
     if not fetches:
         return None
     return _append(state, c, fetches, continues=True)

@@ -5,13 +5,15 @@ what was fetched back after a cut learns from the cuts alone: a session whose re
 keep quoting the outputs they can still see teaches it nothing until a cut loses. So every
 response is checked against every output the conversation holds (tool results, large tool
 inputs, skills, memories, fetched content; files have their own history, policy.py): a run
-of 3 lines or 200 characters it repeats (quotes.py), visible or evicted, is a use of that
-item in that call. The estimate for an item idle for `idle` calls is the file rule
-(policy.idle_reuse_probability): among the idle spans of items of its kind seen so far that
-lasted at least as long, the share that ended in a use, with Laplace's prior.
+of 3 lines or 200 characters it repeats (quotes.py: the conversation's one index, shared with
+re-hydration), visible or evicted, is a use of that item in that call. The estimate for an
+item idle for `idle` calls is the file rule (policy.idle_reuse_probability): among the idle
+spans of items of its kind seen so far that lasted at least as long, the share that ended in
+a use, with Laplace's prior.
 
 API:
-- `ReuseLog`: `observe(thread, texts, call)` records the uses a response's texts make;
+- `tracked(tb)`: the selection of outputs whose re-use is learnt.
+- `ReuseLog`: `observe(thread, index, texts, call)` records the uses a response's texts make;
   `estimate(tb, now)` -> (chance, expected wait) for a thread block.
 """
 
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ephemeral_context.context.kinds import EVICTABLE, BlockKind
 from ephemeral_context.context.policy import expected_wait, idle_reuse_probability
-from ephemeral_context.context.quotes import QuoteIndex, long_enough
+from ephemeral_context.context.quotes import QuoteIndex
 from ephemeral_context.context.thread import ThreadBlock
 
 
@@ -35,7 +37,6 @@ def tracked(tb: ThreadBlock) -> bool:
 class ReuseLog:
     """The items a conversation was shown (kind, first call) and the calls that used them."""
 
-    index: QuoteIndex = field(default_factory=QuoteIndex)
     kinds: dict[str, BlockKind] = field(default_factory=dict)
     uses: dict[str, list[int]] = field(default_factory=dict)
     """Per item: the call it was first shown in, then every call whose response used it."""
@@ -44,19 +45,18 @@ class ReuseLog:
     gaps: dict[BlockKind, list[int]] = field(default_factory=dict)
     """The gaps between consecutive uses of the items of each kind, grown with `uses`."""
 
-    def observe(self, thread: Sequence[ThreadBlock], texts: Sequence[str], call: int) -> None:
-        """A response written before `call` wrote `texts`: the items it quotes were used."""
+    def observe(
+        self, thread: Sequence[ThreadBlock], index: QuoteIndex, texts: Sequence[str], call: int
+    ) -> None:
+        """A response written before `call` wrote `texts`: the items it quotes (found by the
+        conversation's quote `index`) were used."""
         for tb in thread:
             if tracked(tb) and tb.item_id not in self.kinds:
                 assert tb.item_id is not None
                 self.kinds[tb.item_id] = tb.kind
                 self.uses[tb.item_id] = [tb.call]
                 self.members.setdefault(tb.kind, []).append(tb.item_id)
-        candidates = [t for t in texts if long_enough(t)]
-        if not candidates:
-            return
-        self.index.refresh(thread, tracked)
-        for quote in (q for t in candidates for q in self.index.quotes(t)):
+        for quote in index.quotes(thread, texts, tracked):
             item = thread[quote.index].item_id
             if item is not None and self.uses[item][-1] < call:
                 self.gaps.setdefault(self.kinds[item], []).append(call - self.uses[item][-1])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
+from ephemeral_context.context.quotes import QuoteIndex
 from ephemeral_context.context.reuse import ReuseLog
 from ephemeral_context.context.thread import Thread
 
@@ -31,9 +32,10 @@ def test_outputs_quoted_after_a_while_make_an_idle_output_likely_needed() -> Non
     not."""
     thread = outputs(12)
     quoting, silent = ReuseLog(), ReuseLog()
+    index = QuoteIndex()
     for call in range(4, 12):
-        quoting.observe(thread, [quote(call - 4)], call)
-        silent.observe(thread, ["Done."], call)
+        quoting.observe(thread, index, [quote(call - 4)], call)
+        silent.observe(thread, index, ["Done."], call)
     idle = thread[8]  # shown at call 8, idle for 3 calls at call 11
     chance, wait = quoting.estimate(idle, 11)
     # 8 spans of 4 calls ended in a use; 5 outputs quoted once have been idle 3 calls since
@@ -48,7 +50,7 @@ def test_a_quote_is_one_use_per_call_and_files_keep_their_own_history() -> None:
     thread.append(2, "user", {"type": "text", "text": text}, 40, kind=BlockKind.FILE,
                   item_id="f", uri="file:///a.py", text=text)  # fmt: skip
     log = ReuseLog()
-    log.observe(thread, [quote(0), quote(0), text], 3)
+    log.observe(thread, QuoteIndex(), [quote(0), quote(0), text], 3)
     assert log.uses == {"id0": [0, 3], "id1": [1]}
 
 
