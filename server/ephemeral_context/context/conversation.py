@@ -25,7 +25,6 @@ from typing import Any
 
 from ephemeral_context.cache_sim import Usage
 from ephemeral_context.context.accounting import Accounting
-from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import SegmentEntry
 from ephemeral_context.context.policy import Policy
 from ephemeral_context.context.quotes import QuoteIndex
@@ -76,7 +75,8 @@ class Conversation:
     prefix_key: int = 0
     policy: Policy = field(default_factory=Policy)
     accounting: Accounting = field(default_factory=Accounting)
-    rehydrated: dict[BlockKind, int] = field(default_factory=dict)
+    rehydrations: int = 0
+    """Items fetched back by re-hydration round trips (the status counts them)."""
     quotes: QuoteIndex = field(default_factory=QuoteIndex)
     """The lines a response may quote, of evicted blocks (rehydration.py) and of outputs
     (reuse.py): one index for both."""

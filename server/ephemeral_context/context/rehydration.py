@@ -202,7 +202,7 @@ def _append(
     state: EngineState, c: Conversation, fetches: Sequence[_Fetch], continues: bool
 ) -> RoundTrip:
     """The model's tool_use blocks, then their results, none of them in the twins' baseline
-    (thread.py), each kind fetched counted as re-hydrated; with `continues`, the request
+    (thread.py), each item fetched counted as re-hydrated; with `continues`, the request
     after them goes on with the same call (neither twin is billed for it)."""
     ids = [
         f.use_id or f"ectx_rehydrate_{c.calls}_{len(c.thread)}_{n}" for n, f in enumerate(fetches)
@@ -234,7 +234,7 @@ def _append(
         _show(c, fetch, index)
         if fetch.uri is not None:
             reads.touch(state, c, fetch.uri)  # a use of the file, for its re-use estimate
-        c.rehydrated[fetch.kind] = c.rehydrated.get(fetch.kind, 0) + 1
+        c.rehydrations += 1
         appended += tokens
     return RoundTrip(sum(not f.is_error for f in fetches), appended, output)
 

@@ -74,7 +74,7 @@ def status(
         breakdown=breakdown,
         last_call=last,
         evictions=sum(len(e.item_ids) for e in state.events),
-        rehydrations=sum(sum(c.rehydrated.values()) for c in convs),
+        rehydrations=sum(c.rehydrations for c in convs),
     )
 
 

@@ -124,7 +124,7 @@ def test_the_replay_and_the_gateway_append_a_round_trip_alike(
         b.accounting.ours_billed,
         b.accounting.baseline_billed,
     )
-    assert a.rehydrated == b.rehydrated
+    assert a.rehydrations == b.rehydrations
 
 
 def test_a_block_fetched_back_whole_counts_the_tokens_it_was_first_shown_with(
