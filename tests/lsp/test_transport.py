@@ -47,6 +47,14 @@ def test_a_malformed_block_is_skipped_up_to_the_next_header(junk: bytes) -> None
     assert messages(Framer(), junk + frame(b'{"ok": 1}')) == [b'{"ok": 1}']
 
 
+def test_a_long_line_of_junk_is_skipped_in_linear_time() -> None:
+    # Letters with no colon (a base64 blob, the tail of a stalled body): searched for a
+    # header line anywhere, each 64 KiB chunk backtracked for minutes (about 6 on 2 cores).
+    junk = b"X-Junk: " + b"QUJD" * 32 * 1024
+    chunks = [junk[i : i + 65536] for i in range(0, len(junk), 65536)]
+    assert messages(Framer(), *chunks, frame(b'{"ok": 1}')) == [b'{"ok": 1}']
+
+
 def test_a_large_body_is_discarded_and_replaced() -> None:
     body = json.dumps(
         {"jsonrpc": "2.0", "id": 7, "method": "ephemeralContext/pin", "params": {"uri": "x" * 5000}}
