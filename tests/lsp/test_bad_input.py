@@ -51,6 +51,14 @@ def test_not_utf8(server: RawServer) -> None:
     still_serving(server)
 
 
+def test_json_nested_too_deeply_is_answered_as_not_json(server: RawServer) -> None:
+    depth = 50_000  # past the parser's recursion limit: a RecursionError, not a ValueError
+    server.send_body(b'{"jsonrpc": "2.0", "id": 6, "params": ' + b"[" * depth + b"]" * depth + b"}")
+    error = error_of(server.response(None))
+    assert error["code"] == -32700 and "recursion" in str(error["message"])
+    still_serving(server)
+
+
 @pytest.mark.parametrize(
     "body",
     [

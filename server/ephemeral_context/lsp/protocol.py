@@ -593,7 +593,7 @@ class EphemeralContextProtocol(LanguageServerProtocol):
             log.warning("%s before initialize: dropped", method)
         return True
 
-    def report_parse_error(self, error: ValueError) -> None:
+    def report_parse_error(self, error: ValueError | RecursionError) -> None:
         """Answer a body that is not JSON with ParseError and id null, as JSON-RPC requires."""
         self._answer(None, JsonRpcParseError(f"message is not valid JSON: {error}"))
 

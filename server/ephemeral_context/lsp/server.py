@@ -329,7 +329,8 @@ class EphemeralContextServer(LanguageServer):
 
     def report_server_error(self, error: Exception, source: ServerErrors) -> None:
         """Answer a body that is not JSON; other out-of-band errors go to the log only."""
-        if isinstance(error, ValueError):  # json.JSONDecodeError and UnicodeDecodeError
+        # json.JSONDecodeError, UnicodeDecodeError, and arrays or objects nested too deeply
+        if isinstance(error, ValueError | RecursionError):
             log.warning("unparsable message: %s", error)
             self.rpc.report_parse_error(error)
             return
