@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,13 +96,15 @@ def _walk(workspace: Workspace, glob: str) -> Iterator[tuple[Path, str]]:
 
 
 def _search_text(mirror: DocumentMirror, real: Path) -> str | None:
-    """An open buffer's text, else the file's, or None for binary/unreadable/huge files."""
+    """An open buffer's text, else the file's, or None for binary/unreadable/huge files and
+    for what is no regular file (reading a FIFO waits for a writer forever)."""
     uri = path_to_uri(real)
     if mirror.is_open(uri):
         got = mirror.get(uri)
         return got.text if isinstance(got, Document) else None
     try:
-        if real.stat().st_size > mirror.max_bytes:
+        status = real.stat()
+        if not stat.S_ISREG(status.st_mode) or status.st_size > mirror.max_bytes:
             return None
         data = real.read_bytes()
     except OSError:

@@ -251,6 +251,12 @@ async def test_search_finds_lines_and_skips_secrets(env: ToolEnv, root: Path) ->
     assert "hunter2" not in result.text  # .env is never searched
 
 
+async def test_search_passes_over_a_fifo(env: ToolEnv, root: Path) -> None:
+    os.mkfifo(root / "src" / "events.log")  # reading it would wait for a writer forever
+    result = await run_tool(env, "search", {"pattern": "helper"})
+    assert "src/util.py:1: def helper():" in result.text.splitlines()
+
+
 async def test_a_withheld_match_looks_exactly_like_a_miss(env: ToolEnv, root: Path) -> None:
     """One note per withheld file, the same for every pattern: probing a secret character
     by character (or a private key's body with a base64 pattern) learns nothing."""
