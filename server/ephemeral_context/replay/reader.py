@@ -42,7 +42,7 @@ from ephemeral_context.cache_sim import (
     tool_result_text,
     usage_from_dict,
 )
-from ephemeral_context.prices import REFERENCE_MODEL, parse_model, priced
+from ephemeral_context.prices import REFERENCE_MODEL, parse_model, priced, rows
 from ephemeral_context.replay.anchor import anchor_tokens
 from ephemeral_context.replay.flow import (
     Block,
@@ -388,10 +388,15 @@ def _string(value: Any) -> str | None:
 
 def _usage(raw: Any) -> RecordedUsage | None:
     """A response's recorded usage (None when it has none); raises ValueError or TypeError
-    for counts that are not counts."""
+    for counts that are not counts, or more input than any request can carry."""
     if not isinstance(raw, Mapping) or "input_tokens" not in raw:
         return None
     inputs = usage_from_dict(raw)
+    window = max(row.context_window for row in rows())
+    if inputs.total_input_tokens > window:
+        raise ValueError(
+            f"{inputs.total_input_tokens} input tokens, more than any model's context window"
+        )
     counts = {f.name: getattr(inputs, f.name) for f in fields(inputs)}  # asdict deep-copies
     return RecordedUsage(**counts, output_tokens=int(raw.get("output_tokens") or 0))
 

@@ -315,6 +315,19 @@ def test_fields_of_the_wrong_shape_are_reported_not_raised(tmp_path: Path) -> No
     assert result.file_view is not None and result.file_view.content == "x = 1"
 
 
+def test_usage_past_every_context_window_is_unreadable(tmp_path: Path) -> None:
+    """A count no request can have (1e12: a float in JSON) would size the anchored blocks
+    and every strategy's requests; the call replays unrecorded instead, with a note."""
+    t = Transcript()
+    t.user("hi").assistant([text("hello")], usage={"write": 3000})
+    t.user("and?").assistant([text("so")], usage={"read": 3000, "write": 40})
+    t.lines[3]["message"]["usage"]["input_tokens"] = 1e12
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert [p.message.split(" (")[0] for p in session.problems] == ["unreadable usage"]
+    assert session.calls[1].usage is None
+    assert max(b.tokens for m in session.request(session.calls[1]) for b in m.blocks) < 100
+
+
 def test_random_damage_to_a_real_transcript_never_raises(tmp_path: Path) -> None:
     """Any field of any line replaced by a value of another type: problems, never a crash."""
     import random
