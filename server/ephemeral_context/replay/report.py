@@ -74,11 +74,13 @@ class Report:
 
 
 def discover(paths: Iterable[Path]) -> list[Path]:
-    """Transcript files named directly, or found under the named folders (sorted)."""
+    """Transcript files named directly, or found under the named folders (sorted); what is
+    found there and is no regular file (a FIFO, a broken link) is kept, so that reading it
+    lists it under errors instead of leaving it out unsaid."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
+            found.extend(sorted(p for p in path.rglob("*.jsonl") if not p.is_dir()))
         else:
             found.append(path)
     return found
