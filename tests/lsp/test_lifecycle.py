@@ -85,11 +85,13 @@ async def test_watched_files_registration(
 ) -> None:
     """didChangeWatchedFiles is registered for the workspace when the client can take it."""
     await raw_editor.initialize(client_name, workspace)
-    await raw_editor.request("ephemeralContext/status")  # `initialized` has been handled
+    await raw_editor.request("ephemeralContext/status")  # the server has read `initialized`
     caps = raw_editor.client.capabilities
     assert caps is not None and caps.workspace is not None
     watched = caps.workspace.did_change_watched_files
     if watched and watched.dynamic_registration:
+        # The status answer is no barrier here: `initialized` runs as a task of its own.
+        await wait_until(lambda: raw_editor.registrations)
         assert [r.method for r in raw_editor.registrations] == [
             types.WORKSPACE_DID_CHANGE_WATCHED_FILES
         ]
