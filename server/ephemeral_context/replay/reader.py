@@ -254,12 +254,17 @@ class _Reading:
         """Keep a line that was sent to the model."""
         self.entries.append(entry)
         self.sent[entry.uuid] = entry
-        parent, passed = entry.parent, set()
+        parent = self.sent_parent(entry.parent)
+        if parent is not None:
+            self.children.setdefault(parent, []).append(entry)
+
+    def sent_parent(self, parent: str | None) -> str | None:
+        """The nearest line at or above `parent` on its chain that was sent to the model."""
+        passed: set[str] = set()
         while parent is not None and parent not in self.sent and parent not in passed:
             passed.add(parent)  # a record not sent (progress, a hook's note): look past it
             parent = self.links.get(parent)
-        if parent is not None:
-            self.children.setdefault(parent, []).append(entry)
+        return parent
 
 
 def _plural(count: int, noun: str) -> str:
@@ -1167,26 +1172,46 @@ def _unanswered(reading: _Reading, session: Session) -> list[Unanswered]:
     for entry in reading.entries:
         if entry.role != "user" or entry.attachment or not _is_interruption(entry.content):
             continue
-        parent = reading.sent.get(reading.links.get(entry.uuid) or "")
+        parent = reading.sent.get(reading.sent_parent(reading.links.get(entry.uuid)) or "")
         if parent is None or parent.role != "user":
             continue  # an answer was streaming: its lines are the call
         at_or_before = bisect.bisect_right(places, (entry.line, "\uffff", 0, 0))
-        place = next(
-            (p for p in reversed(places[:at_or_before]) if (p[1], p[2], p[3]) not in used), None
-        )
-        if place is None:
+        free = [p for p in places[:at_or_before] if (p[1], p[2], p[3]) not in used]
+        if not free:
             continue
-        _, thread_id, k, at = place
-        used.add((thread_id, k, at))
+        # the notice's message as every thread holding it has it (a fork after it shares it):
+        # the request went to the thread whose next call comes first
+        candidates = [
+            (later, p)
+            for p in free
+            if p[0] == free[-1][0]
+            for later in [_next_call(session, p[1], p[2], parent.timestamp)]
+            if later is not None
+        ]
+        if not candidates:
+            continue
+        later, (_, thread_id, k, at) = min(candidates, key=lambda c: (c[0].started, c[0].index))
+        used.update((p[1], p[2], p[3]) for p in free if p[0] == free[-1][0])
         messages = session.threads[thread_id].messages
         n_messages, n_blocks = (k + 1, at) if at else (k, len(messages[k - 1].blocks) if k else 0)
-        later = next((c for c in session.calls if c.thread == thread_id and c.n_messages > k), None)
-        if later is None or n_messages == 0:
+        if n_messages == 0:
             continue
         found.append(
             Unanswered(thread_id, later.model, parent.timestamp, n_messages, n_blocks, later.prefix)
         )
     return sorted(found, key=lambda u: u.started)
+
+
+def _next_call(session: Session, thread_id: str, k: int, after: float) -> Call | None:
+    """The first call of the thread that carries its message `k`, not before `after`."""
+    return next(
+        (
+            c
+            for c in session.calls
+            if c.thread == thread_id and c.n_messages > k and c.started >= after
+        ),
+        None,
+    )
 
 
 def _is_interruption(content: Any) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 from ephemeral_context.replay.reader import INTERRUPTED, read_session
 from ephemeral_context.replay.strategies import STRATEGIES
 
-from tests.unit.replay.builder import Transcript, text
+from tests.unit.replay.builder import Transcript, text, tool_use
 
 USAGE = {"input": 1, "read": 0, "write": 9_000}
 
@@ -44,3 +44,46 @@ def test_an_interrupted_request_warms_the_cache_the_next_call_reads(tmp_path: Pa
 def test_an_answer_that_had_begun_is_no_unanswered_request(tmp_path: Path) -> None:
     session = read_session(_interrupted(after_answer=True).write(tmp_path / "s.jsonl"))
     assert session.unanswered == []
+
+
+def _interrupted_after_tools(fork: bool) -> Transcript:
+    """A request sent with tool results and stopped before its answer, the notice linked
+    to the progress record Claude Code (2.1.x) writes after each result; `fork`: a message
+    after it is later edited and sent again, so two threads hold the notice."""
+    t = Transcript()
+    t.user("first question")
+    t.assistant([tool_use("t1", "Grep", pattern="x")], USAGE)
+    t.wait(600).tool_result("t1", "Found 3 files")  # the first call's cache has expired
+    t.other("progress", data={"type": "hook_progress"})
+    t.wait(4).user([text(INTERRUPTED)])
+    t.wait(200).user("go on")
+    t.assistant([text("second answer")], {"input": 1, "read": 9_000, "write": 30})
+    if fork:
+        asked = t.parent
+        t.wait(30).user("a third question")
+        t.assistant([text("third answer")], {"input": 1, "read": 9_030, "write": 10})
+        t.parent = asked
+        t.wait(30).user("the third question, edited")
+        t.assistant([text("edited answer")], {"input": 1, "read": 9_030, "write": 10})
+    return t
+
+
+def test_a_request_stopped_after_tool_results_warms_the_cache(tmp_path: Path) -> None:
+    session = read_session(_interrupted_after_tools(fork=False).write(tmp_path / "s.jsonl"))
+    [sent] = session.unanswered
+    cut = session.request(sent)[-1]
+    assert [b.text for b in cut.blocks] == ["Found 3 files"]
+    modelled = STRATEGIES["recorded"].replay(session).calls
+    assert modelled[1].usage.cache_read_input_tokens > 0
+    assert modelled[1].usage.cache_creation_input_tokens < 100
+
+
+def test_a_stopped_request_goes_to_the_thread_that_goes_on_first(tmp_path: Path) -> None:
+    """Both threads of a fork hold the notice; the request was sent in the one whose next
+    call followed it, not in the fork whose calls began later."""
+    session = read_session(_interrupted_after_tools(fork=True).write(tmp_path / "s.jsonl"))
+    assert len(session.threads) == 2
+    [sent] = session.unanswered
+    assert sent.thread == session.calls[1].thread
+    modelled = STRATEGIES["recorded"].replay(session).calls
+    assert modelled[1].usage.cache_read_input_tokens > 0
