@@ -365,8 +365,10 @@ def test_a_skill_written_mid_session_changes_the_tools_where_the_reader_says(
     }
     script = [
         {"tool_use": [{"name": "Write", "input": beta}]},
-        {**read_turn(files[0]), "delay": 0.5},  # a slow answer: the watcher sees the skill
-        {**read_turn(files[1]), "delay": 0.5},
+        # the next request goes well inside the watcher's second, the one after well outside
+        # it (a loaded machine delays the watcher, so no request is sent near the second)
+        {**read_turn(files[0]), "delay": 0.1},
+        {**read_turn(files[1]), "delay": 2.5},
         "Done.",
     ]
     run = claude_code.run("Add a beta skill.", script, allowed_tools=("Read", "Write"), home=home)
