@@ -16,7 +16,8 @@ client never sees that call: the gateway answers it and asks the upstream again,
 next answer's blocks continue the same message (one `message_start`, later blocks numbered
 on, one `message_delta` whose output tokens add up the rounds); a stream pauses for the
 length of one more upstream call. A stream the upstream drops is dropped for the client too;
-that call, like one the client walks away from, still counts in the status as billed.
+one that stalls (no byte for `stall_timeout` seconds) ends with an `error` event that says
+so. That call, like one the client walks away from, still counts in the status as billed.
 
 API:
 - `Gateway`: the aiohttp application and its upstream client session.
@@ -26,6 +27,7 @@ API:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -51,6 +53,9 @@ log = logging.getLogger(__name__)
 ANTHROPIC_API = "https://api.anthropic.com"
 MAX_HYDRATION_ROUNDS = 8
 """Upstream calls the gateway adds for one client request, at most."""
+STALL_TIMEOUT_S = 600.0
+"""Seconds without a byte from the upstream after which its answer has stalled (the
+anthropic SDK's own default timeout; a live stream sends pings long before)."""
 
 _NOT_FORWARDED = frozenset(
     {
@@ -128,10 +133,12 @@ class Gateway:
         core: GatewayCore,
         upstream: str = ANTHROPIC_API,
         on_update: Callable[[], None] | None = None,
+        stall_timeout: float = STALL_TIMEOUT_S,
     ) -> None:
         self.core = core
         self.upstream = upstream.rstrip("/")
         self.on_update = on_update
+        self.stall_timeout = stall_timeout
         self._client: aiohttp.ClientSession | None = None
         self._runner: web.AppRunner | None = None
 
@@ -148,7 +155,7 @@ class Gateway:
         """Listen on host:port (0: a free port); returns the base URL. Raises OSError when it
         cannot listen there (the port taken), with nothing left open."""
         self._client = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=600)
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=self.stall_timeout)
         )
         self._runner = web.AppRunner(self.application(), access_log=None)
         await self._runner.setup()
@@ -237,8 +244,11 @@ class Gateway:
                 async for chunk in upstream.content.iter_any():
                     seen += chunk
                     await response.write(chunk)
-            except UPSTREAM_ERRORS:  # either side went away: the call is billed all the same
-                self._drop(request)
+            except UPSTREAM_ERRORS as error:  # the call is billed all the same
+                if "event-stream" in upstream.headers.get("content-type", ""):
+                    await self._broken_off(request, response, error)
+                else:
+                    self._drop(request)
             else:
                 await response.write_eof()
             if upstream.status != 200:
@@ -263,6 +273,25 @@ class Gateway:
         """The upstream dropped the stream: drop the client's connection the same way."""
         if request.transport is not None:
             request.transport.close()
+
+    async def _broken_off(
+        self, request: web.Request, response: web.StreamResponse, error: BaseException
+    ) -> None:
+        """A stream broken off mid-answer: one that stalled ends with an `error` event that
+        says so (a dropped connection would only look like a network fault); dropped, or
+        left by the client, it is dropped."""
+        if not isinstance(error, TimeoutError):
+            self._drop(request)
+            return
+        message = (
+            f"ectx gateway: the upstream {self.upstream} sent nothing for "
+            f"{self.stall_timeout:g} s mid-answer; the answer is cut off here"
+        )
+        log.warning("%s", message)
+        body = {"type": "error", "error": {"type": "api_error", "message": message}}
+        with contextlib.suppress(*UPSTREAM_ERRORS, ConnectionError):
+            await response.write(encode("error", body))
+            await response.write_eof()
 
     async def _post(self, request: web.Request, body: Mapping[str, Any]) -> aiohttp.ClientResponse:
         return await self.client.post(
@@ -366,8 +395,8 @@ class Gateway:
                             await response.write_eof()  # the upstream's error event, passed on
                             self._finish_record(plan, rounds)
                             return response
-                except UPSTREAM_ERRORS:  # either side went away: the call is billed all the same
-                    self._drop(request)
+                except UPSTREAM_ERRORS as error:  # the call is billed all the same
+                    await self._broken_off(request, response, error)
                     rounds.add(relay.builder.usage, [])
                     self._finish_record(plan, rounds)
                     return response

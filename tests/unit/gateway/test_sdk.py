@@ -353,6 +353,25 @@ def test_a_dropped_stream_is_dropped_for_the_client(
     assert received  # text before the drop arrived as it was sent
 
 
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
+def test_a_stream_that_stalls_ends_with_an_error_that_says_so(
+    api: FakeMessagesAPI, tmp_path: Path, tools: list[Any]
+) -> None:
+    api.add_turns(Reply(text="partial " * 50, cut="stall"))
+    received: list[str] = []
+    with (
+        GatewayThread(api.base_url, tmp_path / "store", stall_timeout=1.0) as gateway,
+        anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as sdk,
+    ):
+        with (
+            pytest.raises(anthropic.APIStatusError, match="sent nothing for 1 s mid-answer"),
+            sdk.messages.stream(**ask([{"role": "user", "content": "hi"}], tools=tools)) as s,
+        ):
+            received.extend(s.text_stream)
+        assert received  # what came before the stall was passed on
+        assert _recorded(gateway, 1)["upstream_calls"] == 1  # and it is billed
+
+
 def _recorded(gateway: GatewayThread, requests: int) -> dict[str, Any]:
     """The status totals once the gateway has accounted `requests` client requests (it does
     so after the client went away)."""
