@@ -9,7 +9,10 @@ prices the same real token counts. Recorded usage sizes blocks here; it never te
 cache model what was read or written (that is what the model must get right on its own).
 
 The calls of a thread follow their place in the chain (how many messages they carry), not
-the clock, which can go backwards in exported or merged transcripts.
+the clock, which can go backwards in exported or merged transcripts. A call whose recorded
+input is less than half of what its own messages hold (a usage that lost its cache counts in
+an export or a gateway) is no baseline: the growth from it would be most of the request,
+put on the few blocks added next. No real transcript has one.
 
 API:
 - `anchor_tokens(session)`: scale the added blocks of every recorded step in place; returns
@@ -39,6 +42,9 @@ def anchor_tokens(session: Session) -> int:
                 continue
             if call.n_messages <= previous.n_messages:
                 continue
+            held = sum(m.tokens for m in thread.messages[: previous.n_messages])
+            if previous.usage.total_input_tokens < held / 2:
+                continue  # no baseline: it records less than its messages hold (a lost field)
             growth = call.usage.total_input_tokens - previous.usage.total_input_tokens
             added = thread.messages[previous.n_messages : call.n_messages]
             if growth <= 0 or not any(m.tokens for m in added):

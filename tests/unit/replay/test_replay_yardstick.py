@@ -79,6 +79,23 @@ def test_added_blocks_cost_exactly_the_recorded_growth(tmp_path: Path) -> None:
     assert sum(message.tokens for message in added) == growth == 400
 
 
+def test_a_usage_that_lost_its_cache_counts_is_no_baseline(tmp_path: Path) -> None:
+    """Read as 0, a missing cache_read_input_tokens makes the next growth most of the request:
+    those tokens would land on the few blocks added next, in every later request."""
+    t = Transcript()
+    t.user("Read it all: " + "context " * 12_000)
+    t.assistant([text("Read.")], usage={"input": 3, "write": PREFIX + 12_000})
+    t.user("What does it say?")
+    t.assistant([text("Much.")], usage={"input": 3, "write": 30, "read": PREFIX + 12_000})
+    del t.lines[-1]["message"]["usage"]["cache_read_input_tokens"]
+    t.user("Thanks.")
+    t.assistant([text("Welcome.")], usage={"input": 3, "write": 20, "read": PREFIX + 12_040})
+    session = read_session(t.write(tmp_path / "lost.jsonl"))
+    second, third = session.calls[1:]
+    added = session.threads[third.thread].messages[second.n_messages : third.n_messages]
+    assert sum(message.tokens for message in added) < 1000  # estimated: 18,030 anchored
+
+
 def test_reads_that_nothing_wrote_are_billed_other(tmp_path: Path) -> None:
     t = Transcript(model="glm-4.7")
     t.user("hello")
