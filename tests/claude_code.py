@@ -16,14 +16,17 @@ goes beside it (`<dir>-<release>`): the reader must reconstruct what either sent
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pwd
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tests.fakes import FakeMessagesAPI, RecordedRequest
 from tests.fakes.messages_api import TurnSource
@@ -121,28 +124,14 @@ class ClaudeCode:
         `front` puts something between Claude Code and the fake (`ectx gateway`): given the
         fake's URL, it yields the URL Claude Code is pointed at.
         """
-        self._runs += 1
-        if home is None:
-            home = self.root / f"home-{self._runs}"
-            home.mkdir()
+        home = self._home(home)
         with contextlib.ExitStack() as stack:
             api = stack.enter_context(FakeMessagesAPI(script))
             base_url = stack.enter_context(front(api.base_url)) if front else api.base_url
-            environment = {
-                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                "HOME": str(home),
-                "ANTHROPIC_BASE_URL": base_url,
-                "ANTHROPIC_API_KEY": DUMMY_KEY,
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                **(env or {}),
-            }
-            tools = ["--allowedTools", ",".join(allowed_tools)] if allowed_tools else []
             completed = subprocess.run(
-                [str(self.binary), "-p", prompt, *tools, *args],
+                [str(self.binary), "-p", prompt, *_allowed(allowed_tools), *args],
                 cwd=self.workspace,
-                env=environment,
+                env=_environment(home, base_url, env),
                 capture_output=True,
                 text=True,
                 timeout=timeout,
@@ -152,3 +141,99 @@ class ClaudeCode:
         return ClaudeCodeRun(
             completed.returncode, completed.stdout, completed.stderr, home, requests
         )
+
+    def stream(
+        self,
+        prompts: Sequence[str],
+        script: Sequence[TurnSource | str | Mapping[str, Any]],
+        *,
+        interrupt_after_tool_result: bool = False,
+        allowed_tools: Sequence[str] = ("Read",),
+        timeout: float = 180,
+    ) -> ClaudeCodeRun:
+        """One Claude Code process fed `prompts` a turn at a time, as an SDK client drives it
+        (`--input-format stream-json`), each sent once the turn before has its result.
+
+        With `interrupt_after_tool_result`, the first turn is interrupted (the SDK's
+        `interrupt` control request) a second after its first tool result, while the request
+        that carries the result waits for its answer (give that turn a `delay`).
+        """
+        home = self._home(None)
+        command = [str(self.binary), "-p", "--input-format", "stream-json"]
+        command += ["--output-format", "stream-json", "--verbose", *_allowed(allowed_tools)]
+        with (
+            FakeMessagesAPI(script) as api,
+            subprocess.Popen(
+                command,
+                cwd=self.workspace,
+                env=_environment(home, api.base_url, None),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ) as process,
+        ):
+            assert process.stdin is not None and process.stdout is not None
+            shown: list[str] = []
+            timer = threading.Timer(timeout, process.kill)
+            timer.start()
+            try:
+                for turn, prompt in enumerate(prompts):
+                    message = {"role": "user", "content": prompt}
+                    _send(process.stdin, {"type": "user", "message": message})
+                    for line in process.stdout:
+                        shown.append(line)
+                        event = json.loads(line)
+                        if interrupt_after_tool_result and turn == 0 and _tool_result(event):
+                            time.sleep(1.0)
+                            request = {"subtype": "interrupt"}
+                            control = {"type": "control_request", "request_id": "stop"}
+                            _send(process.stdin, {**control, "request": request})
+                        if event.get("type") == "result":
+                            break
+                process.stdin.close()
+                stderr = process.stderr.read() if process.stderr else ""
+                returncode = process.wait()
+            finally:
+                timer.cancel()
+            requests = api.message_requests
+        return ClaudeCodeRun(returncode, "".join(shown), stderr, home, requests)
+
+    def _home(self, home: Path | None) -> Path:
+        """`home`, or this run's own new one."""
+        self._runs += 1
+        if home is None:
+            home = self.root / f"home-{self._runs}"
+            home.mkdir()
+        return home
+
+
+def _environment(home: Path, base_url: str, env: Mapping[str, str] | None) -> dict[str, str]:
+    """Claude Code's environment, built from scratch: nothing of the caller's leaks in."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": DUMMY_KEY,
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        **(env or {}),
+    }
+
+
+def _allowed(tools: Sequence[str]) -> list[str]:
+    return ["--allowedTools", ",".join(tools)] if tools else []
+
+
+def _send(stream: IO[str], event: Mapping[str, Any]) -> None:
+    stream.write(json.dumps(event) + "\n")
+    stream.flush()
+
+
+def _tool_result(event: Mapping[str, Any]) -> bool:
+    """A stream-json event that reports a tool's result (Claude Code then sends it on)."""
+    content = (event.get("message") or {}).get("content") if event.get("type") == "user" else None
+    return isinstance(content, list) and any(
+        isinstance(item, Mapping) and item.get("type") == "tool_result" for item in content
+    )

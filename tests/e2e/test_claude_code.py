@@ -26,13 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ephemeral_context.replay.flow import Block, Session
+from ephemeral_context.replay.flow import Block, Call, Session, Unanswered
 from ephemeral_context.replay.reader import (
     AGENT_LISTING,
+    INTERRUPTED,
     SKILL_LISTING,
     read_session,
     takes_system_messages,
 )
+from ephemeral_context.replay.strategies import STRATEGIES
 
 from tests.claude_code import (
     CURRENT_RELEASE,
@@ -123,10 +125,10 @@ def _reader_line(block: Block) -> str:
     return _block_line(block.type, "", block.text)
 
 
-def read_shape(session: Session, index: int) -> Shape:
-    """The reader's reconstruction of call `index`'s request, in the same form."""
+def read_shape(session: Session, request: Call | Unanswered) -> Shape:
+    """The reader's reconstruction of a request, in the same form."""
     shape: Shape = []
-    for message in session.request(session.calls[index]):
+    for message in session.request(request):
         if message.role == "system":  # one message: Claude Code joins its attachments
             text = "\n\n".join(block.text for block in message.blocks)
             shape.append(("system", [_block_line("text", "", text)]))
@@ -161,7 +163,7 @@ def assert_reconstructs(
     assert session.problems == []
     assert len(session.calls) == len(requests)
     for index, (call, request) in enumerate(zip(session.calls, requests, strict=True)):
-        assert read_shape(session, index) == sent_shape(request.body, sub_agent=sub_agent), index
+        assert read_shape(session, call) == sent_shape(request.body, sub_agent=sub_agent), index
         assert call.model == request.body["model"]
         billed = request.usage or {}
         assert call.usage is not None
@@ -378,3 +380,32 @@ def test_a_skill_written_mid_session_changes_the_tools_where_the_reader_says(
     assert listings[-1] == (1 if claude_code.release == SKILL_TOOL_RELEASE else 0)
     session = read_session(run.transcript)
     assert [call.prefix.skills for call in session.calls] == listings
+
+
+@RELEASES
+def test_a_request_interrupted_after_a_tool_result_is_the_unanswered_one(
+    claude_code: ClaudeCode,
+) -> None:
+    """Stopped while the request that carries a tool result waits for its answer, Claude
+    Code records the result and the notice and no response; the request was sent all the
+    same, and the reader's unanswered request is that request, so the next call reads what
+    it wrote, as the fake billed it."""
+    app = claude_code.workspace / "app.py"
+    app.write_text('def main():\n    print("hello")\n', encoding="utf-8")
+    script = [read_turn(app), {"text": "It prints hello.", "delay": 4}, "Going on."]
+    run = claude_code.stream(
+        ["What does app.py do?", "Go on."], script, interrupt_after_tool_result=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert len(run.requests) == 3
+    session = read_session(run.transcript)
+    assert INTERRUPTED in run.transcript.read_text(encoding="utf-8")
+    [first, after] = session.calls
+    [stopped] = session.unanswered
+    assert read_shape(session, stopped) == sent_shape(run.requests[1].body)
+    assert read_shape(session, after) == sent_shape(run.requests[2].body)
+    recorded = STRATEGIES["recorded"].replay(session).calls
+    read = (run.requests[2].usage or {})["cache_read_input_tokens"]
+    assert first.usage is not None and read > first.usage.total_input_tokens
+    # the same prefix, its tokens as the anchoring spreads them (estimates within one call)
+    assert abs(recorded[1].usage.cache_read_input_tokens - read) <= 0.01 * read
