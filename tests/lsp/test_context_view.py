@@ -115,12 +115,18 @@ async def test_typing_into_a_pin_stores_nothing_until_an_ask(
     assert "# typed line 2" in json.dumps(api.message_requests[-1].body)
 
 
-@pytest.mark.parametrize("asked_first", [False, True], ids=["pinned-only", "seen-by-an-ask"])
+@pytest.mark.parametrize(
+    ("asked_first", "watched"),
+    [(False, True), (True, True), (False, False)],
+    ids=["pinned-only", "seen-by-an-ask", "no-watcher-event"],
+)
 async def test_a_file_deleted_on_disk_leaves_items_and_totals(
-    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path, asked_first: bool
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path, asked_first: bool, watched: bool
 ) -> None:
-    """A pinned file (not open in the editor) is deleted; the watched-file event takes it
-    out of items and its tokens out of the totals, whether or not a model has seen it."""
+    """A pinned file (not open in the editor) is deleted; the watched-file event (or, from a
+    client that sends none, the next status) takes it out of items and its tokens out of
+    the totals, whether or not a model has seen it, and the editor is warned, naming the
+    file and the id that still reads the text last pinned."""
     await raw_editor.initialize(
         "visual_studio_code", workspace, {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
     )
@@ -131,17 +137,23 @@ async def test_a_file_deleted_on_disk_leaves_items_and_totals(
         await raw_editor.request("ephemeralContext/ask", {"prompt": "look", "conversationId": "d"})
     before = await raw_editor.request("ephemeralContext/status")
     assert before.breakdown.full == pinned.item.tokens > 0
+    warnings = len(raw_editor.client.messages)
     path.unlink()
-    raw_editor.client.workspace_did_change_watched_files(
-        types.DidChangeWatchedFilesParams(
-            [types.FileEvent(uri=path.as_uri(), type=types.FileChangeType.Deleted)]
+    if watched:
+        raw_editor.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                [types.FileEvent(uri=path.as_uri(), type=types.FileChangeType.Deleted)]
+            )
         )
-    )
-    assert (await raw_editor.request("ephemeralContext/items")).items == []
     status = await raw_editor.request("ephemeralContext/status")
+    assert (await raw_editor.request("ephemeralContext/items")).items == []
     assert status.items == 0 and status.breakdown.full == 0
     if not asked_first:
         assert status.contextTokens == before.contextTokens - pinned.item.tokens == 0
+    [warning] = raw_editor.client.messages[warnings:]  # sent before the answers above
+    assert warning.type == types.MessageType.Warning
+    assert str(path) in warning.message and "deleted" in warning.message
+    assert "no longer pinned" in warning.message and pinned.item.id in warning.message
     api.add_turns("Gone.")
     await raw_editor.request("ephemeralContext/ask", {"prompt": "and now?", "conversationId": "d"})
     sent = json.dumps(api.message_requests[-1].body)
@@ -151,3 +163,4 @@ async def test_a_file_deleted_on_disk_leaves_items_and_totals(
         assert "return os.getcwd()" not in sent
     kept = await raw_editor.request("ephemeralContext/hydrate", {"id": pinned.item.id})
     assert "def run(self)" in kept.text  # what was shown stays retrievable by id
+    assert len(raw_editor.client.messages) == warnings + 1  # said once

@@ -159,6 +159,9 @@ class EphemeralContextServer(LanguageServer):
         self.gateway_port: int | None = None
         """`ectx serve --gateway PORT`: host `ectx gateway` over this server's engine."""
         self.gateway: Gateway | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The event loop serving the client (set at initialize), for warnings that come
+        from a worker thread."""
         self.shut_down = False
         """Whether the client sent `shutdown`: `exit` then ends the process with 0, else 1."""
         self.attach_mirror(DocumentMirror())
@@ -208,8 +211,23 @@ class EphemeralContextServer(LanguageServer):
         if change.new_hash is not None and change.new_hash in self.applier.own_hashes:
             self.applier.own_hashes.discard(change.new_hash)
             return
-        if self.engine is not None:
-            self.engine.note_document_change(change)
+        if self.pins is not None:
+            released = self.pins.note_document_change(change)
+            if released is not None:
+                self.warn(f"Ephemeral Context: {released}")
+
+    def warn(self, text: str) -> None:
+        """Tell the user (window/showMessage) and the log. A change the mirror finds while
+        a worker thread reads (a search) comes from that thread: the loop sends it."""
+        log.warning(text)
+        params = types.ShowMessageParams(types.MessageType.Warning, text)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            if self.loop is not None:
+                self.loop.call_soon_threadsafe(self.window_show_message, params)
+            return
+        self.window_show_message(params)
 
     def lost_edit(self, uri: str, problem: str) -> None:
         """A didChange that could not be read: the mirror stops trusting the document, and
@@ -219,8 +237,7 @@ class EphemeralContextServer(LanguageServer):
             f"Ephemeral Context: an edit to {uri} could not be applied ({problem}); "
             "close and reopen the file so the server sees its text again"
         )
-        log.warning(text)
-        self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, text))
+        self.warn(text)
         self.usage_throttle.poke()
 
     def apply_options(self, raw: object, origin: str) -> None:
@@ -228,8 +245,7 @@ class EphemeralContextServer(LanguageServer):
         options, problem = parse_options(raw)
         if problem is not None:
             text = f"Ephemeral Context: invalid {origin}, using the defaults: {problem}"
-            log.warning(text)
-            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, text))
+            self.warn(text)
             self.window_log_message(types.LogMessageParams(types.MessageType.Warning, text))
         old = self.options
         self.options = options
@@ -376,6 +392,7 @@ def initialize(ls: EphemeralContextServer, params: types.InitializeParams) -> No
         if isinstance(params.initialization_options, dict)
         else {}
     )
+    ls.loop = asyncio.get_running_loop()
     ls.attach_mirror(DocumentMirror(position_encoding=encoding))
     ls.apply_options(params.initialization_options, "initializationOptions")
 
@@ -395,8 +412,7 @@ async def initialized(ls: EphemeralContextServer, params: types.InitializedParam
             text = (
                 f"Ephemeral Context: the gateway cannot listen on port {ls.gateway_port}: {error}"
             )
-            log.warning(text)
-            ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, text))
+            ls.warn(text)
     # The model side loads the anthropic SDK (seconds); load it now, off the event loop,
     # rather than on the first ask.
     await asyncio.to_thread(importlib.import_module, "ephemeral_context.model.agent")
@@ -683,8 +699,7 @@ class AskReporter:
         self.ls.protocol.notify(ASK_PROGRESS, params)
 
     def on_notice(self, text: str) -> None:
-        message = types.ShowMessageParams(types.MessageType.Warning, f"Ephemeral Context: {text}")
-        self.ls.window_show_message(message)
+        self.ls.warn(f"Ephemeral Context: {text}")
 
     def on_text(self, delta: str) -> None:
         self.text += delta

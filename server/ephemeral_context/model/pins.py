@@ -5,10 +5,14 @@ The editor's buffer changes on every keystroke, so the text is not pinned again 
 right before a request (`follow`), and only if it still passes the checks of a model's read
 (workspace, secret names and contents, size). A file that no longer passes them (an AWS key
 typed into it) is unpinned instead, so its new text is neither sent nor stored; the version
-shown earlier stays hydratable. The LSP server and `ectx` hold no pin state of their own.
+shown earlier stays hydratable. A pinned file deleted on disk leaves the context (the model
+must not read a file that is gone as if it were there): the user is told which, and the id
+that still reads the text last pinned. The LSP server and `ectx` hold no pin state of their
+own.
 
 API:
-- `Pins`: `follow` before a request, `pending_tokens` for the usage estimate.
+- `Pins`: `follow` before a request, `pending_tokens` for the usage estimate,
+  `note_document_change` for the mirror's changes (a pin released by a deletion).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from ephemeral_context.context.blocks import label_of
 from ephemeral_context.context.engine import BlockKind, ContextEngine, EngineStatus, ItemInfo
-from ephemeral_context.documents import Document, DocumentMirror
+from ephemeral_context.documents import Document, DocumentChange, DocumentMirror
 from ephemeral_context.model.secrets import AccessDenied
 from ephemeral_context.model.tools import ToolEnv
 
@@ -28,6 +32,8 @@ class Pins:
 
     engine: ContextEngine
     _hashes: dict[str, str] = field(default_factory=dict)
+    _ids: dict[str, str] = field(default_factory=dict)
+    """Per URI: the id of the text last pinned (what a deletion leaves readable)."""
     _counted: dict[str, tuple[str, int]] = field(default_factory=dict)
     """Per URI: the hash of the text last counted, and its tokens."""
 
@@ -38,7 +44,25 @@ class Pins:
         item = self.engine.pin(document.uri, document.text, version=document.version, symbol=symbol)
         if symbol is None:
             self._hashes[document.uri] = document.hash
+            self._ids[document.uri] = item.id
         return item
+
+    def note_document_change(self, change: DocumentChange) -> str | None:
+        """Pass an outside change to the engine; when it deleted a pinned file, which the
+        engine then takes out of the context, the sentence that tells the user."""
+        deleted = change.reason == "disk" and change.new_hash is None
+        released = deleted and change.uri in self.engine.pinned_files()
+        self.engine.note_document_change(change)
+        if not released:
+            return None
+        self._hashes.pop(change.uri, None)
+        item_id = self._ids.pop(change.uri, None)
+        kept = (
+            f"; the text last pinned stays readable by id {item_id} (ectx store get {item_id})"
+            if item_id is not None
+            else ""
+        )
+        return f"{label_of(change.uri)} was deleted on disk and is no longer pinned{kept}"
 
     def changed(self, mirror: DocumentMirror) -> dict[str, Document]:
         """Whole-file pins whose text changed since they were pinned (nothing is read from
@@ -60,6 +84,7 @@ class Pins:
             except AccessDenied as exc:
                 self.engine.unpin(uri)
                 self._hashes.pop(uri, None)
+                self._ids.pop(uri, None)
                 released.append(f"{label_of(uri)} is no longer pinned: {exc}")
         return released
 
