@@ -59,6 +59,8 @@ class Invariants:
     """Calls whose own messages the API would refuse: the request check does not apply."""
     ours_peak: int = 0
     recorded_peak: int = 0
+    ours_billed: float = 0.0
+    recorded_billed: float = 0.0
 
 
 def skeleton(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
@@ -260,6 +262,7 @@ def replay_invariants(session: Session) -> Invariants:
     ours = simulate("ours", session, CheckedLayout(session, found))
     recorded = STRATEGIES["recorded"].replay(session)
     found.ours_peak, found.recorded_peak = ours.peak_context, recorded.peak_context
+    found.ours_billed, found.recorded_billed = ours.billed_input, recorded.billed_input
     if ours.peak_context > recorded.peak_context:
         found.peak.append(
             f"peak context {ours.peak_context} above recorded's {recorded.peak_context}"
