@@ -9,10 +9,11 @@ prices the same real token counts. Recorded usage sizes blocks here; it never te
 cache model what was read or written (that is what the model must get right on its own).
 
 The calls of a thread follow their place in the chain (how many messages they carry), not
-the clock, which can go backwards in exported or merged transcripts. A call whose recorded
-input is less than half of what its own messages hold (a usage that lost its cache counts in
-an export or a gateway) is no baseline: the growth from it would be most of the request,
-put on the few blocks added next. No real transcript has one.
+the clock, which can go backwards in exported or merged transcripts. A step whose growth is
+most of the request and several times what its blocks are estimated at is skipped: the
+earlier call's usage lost its cache counts (an export, a gateway), and the growth from it
+would put most of the request on the few blocks added next. No step of the corpus or the
+traces is one (their largest such steps are at most 1.7 times the estimate).
 
 API:
 - `anchor_tokens(session)`: scale the added blocks of every recorded step in place; returns
@@ -25,7 +26,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from itertools import pairwise
 
+from ephemeral_context.cache_sim import Usage
 from ephemeral_context.replay.flow import Call, Message, Session
+
+IMPLAUSIBLE_RATIO = 4
+"""A step's growth over its blocks' estimate beyond which, when it is also most of the
+request, it measures a lost count, not the blocks: real steps that large stay under 1.7."""
 
 
 def anchor_tokens(session: Session) -> int:
@@ -42,16 +48,20 @@ def anchor_tokens(session: Session) -> int:
                 continue
             if call.n_messages <= previous.n_messages:
                 continue
-            held = sum(m.tokens for m in thread.messages[: previous.n_messages])
-            if previous.usage.total_input_tokens < held / 2:
-                continue  # no baseline: it records less than its messages hold (a lost field)
             growth = call.usage.total_input_tokens - previous.usage.total_input_tokens
             added = thread.messages[previous.n_messages : call.n_messages]
-            if growth <= 0 or not any(m.tokens for m in added):
+            estimate = sum(m.tokens for m in added)
+            if growth <= 0 or not estimate or _implausible(growth, estimate, call.usage):
                 continue
             thread.messages[previous.n_messages : call.n_messages] = _scaled(added, growth)
             anchored += 1
     return anchored
+
+
+def _implausible(growth: int, estimate: int, usage: Usage) -> bool:
+    """More than half the request, on blocks estimated at under a quarter of the growth: the
+    earlier call recorded less than it sent (a usage that lost its cache counts)."""
+    return growth > usage.total_input_tokens / 2 and growth > IMPLAUSIBLE_RATIO * estimate
 
 
 def _scaled(messages: Sequence[Message], total: int) -> list[Message]:
