@@ -10,8 +10,8 @@ API:
 - `Document.apply(edit, version)`: the next version and the `ByteEdit` that made it.
 - `.text`, `.data`, `.hash`, `.length`, `.size`, `.line_count`, `.line_text`, `.path`,
   `.read_bytes_at` (a `Parser.parse` read callback).
-- `.offset_at`, `.position_at`, `.byte_at`, `.offset_of_byte`, `.point_at_byte`,
-  `.position_to_point`, `.point_to_position`: client units, code points, bytes, points.
+- `.offset_at`, `.position_at`, `.byte_at`, `.offset_of_byte`, `.point_at_byte`: client
+  units, code points, bytes, points.
 - `TextEdit`: one change of a didChange; `ByteEdit`: one edit as `Tree.edit` takes it.
 - `DocumentSource`: where a version came from, "editor" or "disk".
 """
@@ -197,25 +197,6 @@ class Document:
             return row, byte - (data.rfind(b"\n", 0, byte) + 1)
         line = self.lines.line_of_byte(byte)
         return line, byte - int(self.lines.byte_starts[line])
-
-    def position_to_point(self, position: Position) -> Point:
-        return self.point_at_byte(self.byte_at(self.offset_at(position)))
-
-    def point_to_position(self, point: Point) -> Position:
-        """tree-sitter point -> client position, for ranges of symbols found in the tree."""
-        row, column = point
-        if self.lines.has_lone_cr:
-            data = self.data
-            line_start = 0
-            for _ in range(row):
-                found = data.find(b"\n", line_start)
-                if found < 0:
-                    break
-                line_start = found + 1
-        else:
-            row = min(row, self.line_count - 1)
-            line_start = int(self.lines.byte_starts[row])
-        return self.position_at(self.offset_of_byte(line_start + column))
 
     def apply(self, edit: TextEdit, version: int) -> tuple[Document, ByteEdit]:
         """This document with one edit applied, and the edit in tree-sitter's terms."""

@@ -9,8 +9,8 @@ content is told apart from a touch, and every change goes to the listeners as a
 
 API:
 - `DocumentMirror(position_encoding, max_bytes)`: `.open`, `.change`, `.close`, `.desync`
-  (the editor); `.get`, `.get_path`, `.documents`, `.is_open`, `.open_uris`, `.mark_stale`
-  (reading); `.subscribe(listener)` (changes).
+  (the editor); `.get`, `.get_path`, `.is_open`, `.open_uris`, `.mark_stale` (reading);
+  `.subscribe(listener)` (changes).
 - `DocumentChange`, `ChangeReason`: what changed for one URI, from which version to which.
 - `Unmirrored`, `UnmirroredReason`: a URI the mirror holds no text for, and why.
 """
@@ -22,7 +22,7 @@ import os
 import stat as stat_module
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -355,13 +355,6 @@ class DocumentMirror:
         if cached is not None:
             self._emit_removed(key, cached.document, "disk")
         return Unmirrored(key, reason, detail)
-
-    def documents(self) -> Iterable[Document]:
-        """Every document held right now (open ones first), without touching the disk."""
-        with self._lock:
-            held = [doc for doc in self._open.values() if isinstance(doc, Document)]
-            held += [e.document for k, e in self._disk.items() if k not in self._open]
-            return held
 
 
 def _decode(data: bytes, max_bytes: int) -> str | tuple[UnmirroredReason, str]:

@@ -262,9 +262,6 @@ class Session:
         cut = Message(last.role, last.blocks[: call.n_blocks], last.timestamp, last.line)
         return [*messages[:-1], cut]
 
-    def thread_of(self, call: Call) -> Thread:
-        return self.threads[call.thread]
-
     @property
     def recorded(self) -> bool:
         """True when every call has recorded usage (the fidelity check needs all of them)."""

@@ -120,7 +120,7 @@ def test_hand_written_session(tmp_path: Path) -> None:
     assert edit.file_change is not None
     assert edit.file_change.replacements == (("1", "2"),)
     # The first call read 9,000 tokens someone else had cached: the prefix is what it read.
-    thread = session.thread_of(session.calls[0])
+    thread = session.threads[session.calls[0].thread]
     assert thread.warm_tokens == 9000
     assert thread.prefix_tokens == 9000
 

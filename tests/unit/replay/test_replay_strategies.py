@@ -181,7 +181,7 @@ def test_first_call_reads_a_prefix_an_earlier_session_warmed(tmp_path: Path) -> 
     session = read_session(t.write(tmp_path / "warm.jsonl"))
     u1, a1, u2 = tokens(session)
     hidden = 9500 - 9000 - u1  # counted by the first call beyond prefix and message
-    assert session.thread_of(session.calls[0]).hidden_tokens == hidden
+    assert session.threads[session.calls[0].thread].hidden_tokens == hidden
     result = STRATEGIES["recorded"].replay(session)
     assert usage_of(result) == [(0, hidden + u1, 9000), (0, a1 + u2, 9500)]
 
