@@ -13,7 +13,8 @@ are the main one and one per Task (`parent_tool_use_id`), in file order.
 
 Bad input never stops the reading: a line that is not JSON, a record of an unknown type or
 an unknown tool is reported as a `Problem` with file and line, and skipped (an unknown tool's
-result is still counted, as plain tool output).
+result is still counted, as plain tool output); unknown record types and unknown tools get
+one note per file each, with their counts, however many lines a newer release writes.
 
 API:
 - `read_session(path)` -> a flow.Session (raises `TranscriptError` for what cannot be read
@@ -235,6 +236,10 @@ class _Reading:
     """Sent lines by the line they link to."""
     unknown_tools: dict[str, list[int]] = field(default_factory=dict)
     """Tool names the reader does not know, with the lines that used them."""
+    unknown_records: dict[str, list[int]] = field(default_factory=dict)
+    """Record types the reader does not know (as written), with their lines."""
+    records_note: int | None = None
+    """Where the one note on them stands in `problems` (at the first such line)."""
 
     def problem(self, line: int, message: str) -> None:
         self.problems.append(Problem(self.path, line, message))
@@ -243,12 +248,22 @@ class _Reading:
         """One note for the whole session (at the first use), however often they were used."""
         if not self.unknown_tools:
             return
-        uses = [
-            f"{name!r} ({_plural(len(lines), 'use')})" for name, lines in self.unknown_tools.items()
-        ]
-        first = min(lines[0] for lines in self.unknown_tools.values())
+        uses = {repr(name): lines for name, lines in self.unknown_tools.items()}
+        first = min(lines[0] for lines in uses.values())
         what = "unknown tool" if len(uses) == 1 else "unknown tools"
-        self.problem(first, f"{what} {', '.join(uses)}: results counted as plain tool output")
+        self.problem(first, f"{what} {_tally(uses, 'use')}: results counted as plain tool output")
+
+    def unknown_record(self, line: int, kind: Any) -> None:
+        """One note for the whole file, however many lines a newer Claude Code writes of a
+        record type this reader does not know (it says how many, per type)."""
+        self.unknown_records.setdefault(repr(kind), []).append(line)
+        if self.records_note is None:
+            self.records_note = len(self.problems)
+            self.problems.append(Problem(self.path, line, ""))
+        what = "unknown record type" if len(self.unknown_records) == 1 else "unknown record types"
+        first = self.problems[self.records_note].line
+        message = f"{what} {_tally(self.unknown_records, 'line')}; skipped"
+        self.problems[self.records_note] = Problem(self.path, first, message)
 
     def keep(self, entry: _Entry) -> None:
         """Keep a line that was sent to the model."""
@@ -265,6 +280,11 @@ class _Reading:
             passed.add(parent)  # a record not sent (progress, a hook's note): look past it
             parent = self.links.get(parent)
         return parent
+
+
+def _tally(found: Mapping[str, Sequence[int]], noun: str) -> str:
+    """`'a' (2 uses), 'b' (1 use)`: each name and how often it occurred."""
+    return ", ".join(f"{name} ({_plural(len(lines), noun)})" for name, lines in found.items())
 
 
 def _plural(count: int, noun: str) -> str:
@@ -371,7 +391,7 @@ def _parse_lines(stream: BinaryIO, reading: _Reading) -> Iterator[tuple[int, dic
             continue
         kind = record.get("type")
         if not isinstance(kind, str) or kind not in KNOWN_RECORD_TYPES:
-            reading.problem(number, f"unknown record type {kind!r}; skipped")
+            reading.unknown_record(number, kind)
             continue
         yield number, record
     if failed is not None:

@@ -143,6 +143,18 @@ def test_bad_lines_are_reported_with_file_and_line_and_skipped(tmp_path: Path) -
     assert all(p.path == str(path) for p in session.problems)
 
 
+def test_record_types_a_newer_claude_code_writes_get_one_note_per_file(tmp_path: Path) -> None:
+    good = hand_written(tmp_path).read_text().splitlines()
+    new = [json.dumps({"type": "turn-telemetry", "uuid": f"n{i}"}) for i in range(300)]
+    path = tmp_path / "newer.jsonl"
+    path.write_text("\n".join([*good[:2], *new, '{"type": 7}', *good[2:]]))
+    session = read_session(path)
+    assert len(session.calls) == 3
+    assert [(p.line, p.message) for p in session.problems] == [
+        (3, "unknown record types 'turn-telemetry' (300 lines), 7 (1 line); skipped")
+    ]
+
+
 def test_unknown_tools_get_one_note_per_session_and_their_results_still_count(
     tmp_path: Path,
 ) -> None:
