@@ -2,7 +2,7 @@
 
 Each `Damage` changes the lines of a real transcript in one span (`at` and `span` are
 fractions of its lines), as exports, merges, gateways and other Claude Code versions do:
-a usage that lost its cache counts, a count no request can have, a clock that goes
+no usage, a usage that lost its cache counts, a count no request can have, a clock that goes
 backwards, lines swapped or written twice, a model no price table knows, record types and
 tool names the reader has not seen, CRLF line ends and a last line cut short.
 
@@ -20,6 +20,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 KINDS = (
+    "lose_usage",
     "lose_cache_read",
     "lose_cache_write",
     "count_past_window",
@@ -84,7 +85,9 @@ def _damage(records: list[Any], damage: Damage) -> list[Any]:
 def _damage_record(record: dict[str, Any], kind: str) -> None:
     usage = _usage(record)
     message = record.get("message")
-    if kind == "lose_cache_read" and usage is not None:
+    if kind == "lose_usage" and isinstance(message, dict):
+        message.pop("usage", None)
+    elif kind == "lose_cache_read" and usage is not None:
         usage.pop("cache_read_input_tokens", None)
     elif kind == "lose_cache_write" and usage is not None:
         usage.pop("cache_creation_input_tokens", None)
