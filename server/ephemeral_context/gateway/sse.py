@@ -47,14 +47,20 @@ def parse_event(raw: bytes) -> Event:
 
 
 async def read_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[Event]:
-    """Events from a byte stream; a trailing event without its blank line is still given."""
+    """Events from a byte stream; a trailing event without its blank line is still given.
+    A chunk ending in the CR of a CRLF keeps it for the next one, so that a blank line split
+    between two chunks still ends its event."""
     buffer = b""
+    carry = b""
     async for chunk in chunks:
-        buffer += chunk.replace(b"\r\n", b"\n")
+        data = carry + chunk
+        carry = b"\r" if data.endswith(b"\r") else b""
+        buffer += data[: len(data) - len(carry)].replace(b"\r\n", b"\n")
         while b"\n\n" in buffer:
             raw, buffer = buffer.split(b"\n\n", 1)
             if raw.strip():
                 yield parse_event(raw + b"\n\n")
+    buffer += carry
     if buffer.strip():
         yield parse_event(buffer)
 
