@@ -35,7 +35,7 @@ from ephemeral_context.context.blocks import content_key
 from ephemeral_context.context.cacheview import END_OF_SEGMENT, END_OF_SYSTEM
 from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.layout import BuiltRequest
-from ephemeral_context.context.thread import Thread
+from ephemeral_context.context.thread import Thread, message_block
 from ephemeral_context.prices import priced
 
 
@@ -146,19 +146,29 @@ class Accounting:
 
 def kept_request(thread: Thread, built: BuiltRequest) -> Request:
     """`built` with every evicted block as first shown and no re-hydration blocks (the
-    request had the policy evicted nothing), its last block keeping the last breakpoint."""
+    request had the policy evicted nothing), its last block keeping the last breakpoint.
+    A block sent as first shown that starts a message in both (or in neither) is the
+    built request's own block."""
     messages: list[Block] = []
     role = None
+    """The role of the last block kept (re-hydration blocks left out)."""
+    sent = None
+    """The role of the last block of `built`."""
     for tb, block in zip(thread.blocks, built.cache_request.messages, strict=True):
+        starts = tb.role != sent
+        sent = tb.role
         if tb.kind is BlockKind.REHYDRATION:
             continue
         first = tb.role != role
         role = tb.role
         if tb.evicted and tb.original is not None and tb.kind is not BlockKind.CONSOLIDATED:
             key, tokens = tb.original_key, tb.original_tokens
+        elif first == starts:
+            messages.append(block)
+            continue
         else:
             key, tokens = tb.key, tb.tokens
-        messages.append(Block(hash((key, tb.role, first)), tokens, block.cache_ttl))
+        messages.append(message_block(key, tb.role, first, tokens, block.cache_ttl))
     if messages and messages[-1].cache_ttl is None:
         messages[-1] = replace(messages[-1], cache_ttl=built.breakpoints.thread_ttl)
     request = built.cache_request

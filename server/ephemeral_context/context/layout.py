@@ -9,8 +9,9 @@ segment breakpoints share one TTL and the thread breakpoints another, never 1 ho
 5 minutes (the API's rule).
 
 Each call returns both the Messages API kwargs and the cache model's view of the same request
-(`cache_sim.Request`), built from per-block content keys computed once, so the engine can
-account for a request without serialising it.
+(`cache_sim.Request`), built from per-block content keys computed once and the cache-model
+block each thread block keeps (thread.py `message_block`), so the engine can account for a
+request without serialising it or making a block per thread block.
 
 API:
 - `build(...)`: the parts laid out as one request; a `BuiltRequest` (API kwargs and
@@ -27,7 +28,7 @@ from typing import Any
 
 from ephemeral_context.cache_sim import LOOKBACK_POSITIONS, MAX_BREAKPOINTS, Block, Request, Ttl
 from ephemeral_context.context.blocks import content_key
-from ephemeral_context.context.thread import ThreadBlock
+from ephemeral_context.context.thread import ThreadBlock, message_block
 
 
 @dataclass(frozen=True)
@@ -162,11 +163,14 @@ def build(
             role = tb.role
         if index in marked:
             content.append({**tb.block, "cache_control": _control(points.thread_ttl)})
-            ttl: Ttl | None = points.thread_ttl
+            block_ttl = points.thread_ttl
+            cache_messages.append(message_block(tb.key, tb.role, first, tb.tokens, block_ttl))
+        elif first == tb.first:
+            content.append(tb.block)
+            cache_messages.append(tb.sent)
         else:
             content.append(tb.block)
-            ttl = None
-        cache_messages.append(Block(hash((tb.key, tb.role, first)), tb.tokens, ttl))
+            cache_messages.append(message_block(tb.key, tb.role, first, tb.tokens))
     kwargs: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
     if system:
         kwargs["system"] = system

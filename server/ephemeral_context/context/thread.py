@@ -13,6 +13,7 @@ API:
 - `Thread`: `append(call, role, block, tokens, ...)`, `replace(index, block, tokens, kind)`,
   `reflow(first)`, `fork(at)`, `end(index)`, `consumed(index)`, `shows(needle)`.
 - `ThreadBlock`: one block as sent now, with its kind, item and recorded-style twin.
+- `message_block(key, role, first, tokens, ttl)`: the cache model's block for a thread block.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ephemeral_context.cache_sim import Block
+from ephemeral_context.cache_sim import Block, Ttl
 from ephemeral_context.context.blocks import content_key
 from ephemeral_context.context.cacheview import CacheView
 from ephemeral_context.context.kinds import BlockKind
@@ -52,12 +53,25 @@ class ThreadBlock:
     original_tokens: int = 0
     original_key: int = 0
     """The content key the block had as first shown (before a placeholder replaced it)."""
+    first: bool = True
+    """It starts a message: the block before it has the other role (the API sends the blocks
+    of one role in a row as one message)."""
+    sent: Block = field(init=False, repr=False, compare=False)
+    """The cache model's block for it as sent now, without a breakpoint (`message_block`),
+    kept with `key` and `tokens` so a request makes no new one per block."""
 
     def __post_init__(self) -> None:
         if not self.key:
             self.key = content_key(self.block)
         if not self.original_tokens:
             self.original_tokens = self.tokens
+        self.sent = message_block(self.key, self.role, self.first, self.tokens)
+
+
+def message_block(key: int, role: Role, first: bool, tokens: int, ttl: Ttl | None = None) -> Block:
+    """The cache model's block for a thread block: its content, its role and whether it
+    starts a message (the same content opening a message or inside one is another prefix)."""
+    return Block(hash((key, role, first)), tokens, ttl)
 
 
 @dataclass
@@ -111,7 +125,10 @@ class Thread:
         An assistant block with `answers=False` (a call fetching evicted content back)
         leaves what precedes it unconsumed."""
         index = len(self.blocks)
-        tb = ThreadBlock(role, block, tokens, call, kind=kind, item_id=item_id, uri=uri, text=text)
+        first = index == 0 or self.blocks[index - 1].role != role
+        tb = ThreadBlock(
+            role, block, tokens, call, kind=kind, item_id=item_id, uri=uri, text=text, first=first
+        )
         self.blocks.append(tb)
         self.offsets.append(self.tokens)
         self.tokens += tokens
@@ -142,6 +159,7 @@ class Thread:
         if tb.original is None:
             tb.original, tb.original_key = tb.block, tb.key
         tb.block, tb.key, tb.tokens, tb.evicted = block, content_key(block), tokens, True
+        tb.sent = message_block(tb.key, tb.role, tb.first, tokens)
         if kind is not None:
             tb.kind = kind
 

@@ -5,8 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput
+from ephemeral_context.cache_sim import Block, Ttl
+from ephemeral_context.context.accounting import kept_request
+from ephemeral_context.context.engine import (
+    BlockKind,
+    ContextEngine,
+    EngineConfig,
+    Need,
+    ToolOutput,
+)
 from ephemeral_context.context.layout import choose_anchor, place_breakpoints
+from ephemeral_context.context.thread import Thread
 from ephemeral_context.request_view import request_from_messages_api
 from ephemeral_context.store import Store
 
@@ -127,3 +136,59 @@ def test_the_engines_view_of_the_cache_matches_the_cache_model(
             for _ in range(step % 3 + 1):
                 d.bash(f"output {step}\n" * 60)
         clock.advance(1800 if step % 30 == 29 else 20)
+
+
+def _fresh_blocks(thread: Thread, ttls: list[Ttl | None], kept: Ttl | None = None) -> list[Block]:
+    """The cache model's message blocks computed from nothing but the thread and their
+    breakpoints: as sent, or as the `kept` twin (every evicted block as first shown, no
+    re-hydration blocks, the last block with a breakpoint of that TTL)."""
+    out: list[Block] = []
+    role = None
+    for tb, ttl in zip(thread, ttls, strict=True):
+        if kept and tb.kind is BlockKind.REHYDRATION:
+            continue
+        first, role = tb.role != role, tb.role
+        restored = kept and tb.evicted and tb.original is not None
+        if restored and tb.kind is not BlockKind.CONSOLIDATED:
+            key, tokens = tb.original_key, tb.original_tokens
+        else:
+            key, tokens = tb.key, tb.tokens
+        out.append(Block(hash((key, tb.role, first)), tokens, ttl))
+    if kept and out and out[-1].cache_ttl is None:
+        out[-1] = Block(out[-1].key, out[-1].tokens, kept)
+    return out
+
+
+def test_the_blocks_kept_with_the_thread_are_what_it_would_lay_out_afresh(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    """Each thread block carries its cache-model block, kept in step through placeholders,
+    round trips and forks: every request's blocks, and its kept twin's, are the ones
+    computed from the thread alone."""
+    d = Driver(engine)
+    engine.add_user_text("c", "Refactor the package")
+
+    def check(conv: str) -> None:
+        built = engine.last_request(conv)
+        assert built is not None
+        thread = engine.conversation(conv).thread
+        ttls = [b.cache_ttl for b in built.cache_request.messages]
+        assert list(built.cache_request.messages) == _fresh_blocks(thread, ttls)
+        kept = _fresh_blocks(thread, ttls, built.breakpoints.thread_ttl)
+        assert kept_request(thread, built).messages == kept
+
+    for step in range(24):
+        d.call()
+        check("c")
+        d.bash(f"output {step}: " + source(12, f"s{step}_"))
+        clock.advance(3600 * 2 if step % 8 == 7 else 20)
+    thread = engine.conversation("c").thread
+    assert any(tb.evicted for tb in thread)
+    needle = next(tb.text for tb in thread if tb.evicted and tb.text).splitlines()[0]
+    assert engine.rehydrate("c", [Need(None, (needle,))]) is not None
+    d.call()
+    check("c")
+    engine.fork("c", "branch", engine.position("c") - 3)
+    engine.add_user_text("branch", "something else")
+    Driver(engine, "branch").call()
+    check("branch")
