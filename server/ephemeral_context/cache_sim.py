@@ -10,8 +10,10 @@ must come before 5-minute ones; a top-level `cache_control` puts a breakpoint on
 cacheable block. Usage comes back in the API's shape; prices.py prices it per model.
 
 Speed matters (a long transcript is replayed under several strategies): blocks carry a
-precomputed token count and content key, prefix hashes are a chain over those keys, and the
-cache is a dict from prefix hash to (expiry, ttl, tokens).
+precomputed token count and content key, prefix hashes are a chain over those keys (a
+request that starts like the cache's last one, as a conversation that grows at its end does,
+hashes only the blocks after the part they share), and the cache is a dict from prefix hash
+to (expiry, ttl, tokens).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, Literal
 
 from ephemeral_context.prices import lookup
@@ -177,6 +180,9 @@ class PromptCache:
     entries: dict[int, tuple[float, Ttl, int]] = field(default_factory=dict)
     prune_at: int = 4096
     """Expired entries are swept once the dict grows past this (then twice the live count)."""
+    last_keys: list[int] = field(default_factory=list)
+    last_hashes: list[int] = field(default_factory=list)
+    """The block keys of the last request and the prefix hash ending at each."""
 
     def __post_init__(self) -> None:
         if not self.min_cacheable_tokens:
@@ -186,15 +192,9 @@ class PromptCache:
         """Usage of one call starting at `now` (seconds); the cache is updated as the API would."""
         blocks = request.blocks()
         points = resolve_breakpoints(blocks, request.auto_cache_ttl)
-        hashes: list[int] = []
-        cumulative: list[int] = []
-        chain = 0
-        total = 0
-        for block in blocks:
-            chain = hash((chain, block.key))
-            total += block.tokens
-            hashes.append(chain)
-            cumulative.append(total)
+        hashes = self._prefix_hashes([block.key for block in blocks])
+        cumulative = list(accumulate([block.tokens for block in blocks]))
+        total = cumulative[-1] if cumulative else 0
         minimum = self.min_cacheable_tokens
         points = [(p, ttl) for p, ttl in points if cumulative[p] >= minimum]
         entries = self.entries
@@ -241,6 +241,21 @@ class PromptCache:
             ephemeral_5m_input_tokens=write_5m,
             ephemeral_1h_input_tokens=write_1h,
         )
+
+    def _prefix_hashes(self, keys: list[int]) -> list[int]:
+        """The hash of the prefix ending at each block: a chain over the keys, taken over
+        from the last request as far as its keys are the same."""
+        last = self.last_keys
+        shared = min(len(keys), len(last))
+        if keys[:shared] != last[:shared]:
+            shared = next(i for i, (a, b) in enumerate(zip(keys, last, strict=False)) if a != b)
+        hashes = self.last_hashes[:shared]
+        chain = hashes[-1] if hashes else 0
+        for key in keys[shared:]:
+            chain = hash((chain, key))
+            hashes.append(chain)
+        self.last_keys, self.last_hashes = keys, hashes
+        return hashes
 
 
 # ---------------------------------------------------------------------------------------------

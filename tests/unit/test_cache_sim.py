@@ -517,3 +517,28 @@ def test_a_change_invalidates_its_level_and_everything_after_it() -> None:
     assert new_system == Usage(0, 1500, tools_tokens, 1500, 0)
     new_tool = cache.call(request("t2", "b"), 2)
     assert new_tool.cache_read_input_tokens == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.integers(1, 6), min_size=0, max_size=30).map(tuple),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_a_cache_that_reuses_the_last_requests_prefix_hashes_bills_as_a_fresh_chain(
+    requests: list[tuple[int, ...]],
+) -> None:
+    """Requests that grow, change in the middle or shrink (keys from a small alphabet, so
+    prefixes are shared often): a cache that takes prefix hashes over from its last request
+    gives the usage of one that hashes every request from the start."""
+    reusing, fresh = PromptCache(SONNET), PromptCache(SONNET)
+    for n, keys in enumerate(requests):
+        messages = [
+            Block(key, 300, "5m" if i in (len(keys) - 1, len(keys) // 2) else None)
+            for i, key in enumerate(keys)
+        ]
+        fresh.last_keys, fresh.last_hashes = [], []
+        request = Request(messages=messages)
+        assert reusing.call(request, 10.0 * n) == fresh.call(request, 10.0 * n)
