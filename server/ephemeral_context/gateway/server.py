@@ -46,7 +46,13 @@ from ephemeral_context.gateway.core import (
     hydration_calls,
     visible,
 )
-from ephemeral_context.gateway.sse import MessageBuilder, encode, parse_event, read_events
+from ephemeral_context.gateway.sse import (
+    MessageBuilder,
+    block_index,
+    encode,
+    parse_event,
+    read_events,
+)
 
 log = logging.getLogger(__name__)
 
@@ -453,7 +459,7 @@ class _Relay:
         """Pass one event on (or hold it); False after an `error` event."""
         self.builder.apply(event)
         data = event.data
-        kind = data.get("type", event.name)
+        kind = str(data.get("type", event.name))
         if kind == "message_start":
             if self.first:
                 await self.response.write(event.raw)
@@ -469,7 +475,12 @@ class _Relay:
 
     async def _block_event(self, kind: str, event: Any) -> None:
         data = event.data
-        index = int(data["index"])
+        index = block_index(data)
+        if index is None or (
+            kind != "content_block_start" and index not in self.index and index not in self.hidden
+        ):
+            await self.response.write(event.raw)  # of no block it started: passed on as sent
+            return
         if kind == "content_block_start":
             block = data.get("content_block") or {}
             if hydration_calls([block]):

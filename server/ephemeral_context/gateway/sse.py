@@ -13,7 +13,7 @@ API:
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +87,12 @@ def _tool_input(text: str) -> Any:
         return {}
 
 
+def block_index(data: Mapping[str, Any]) -> int | None:
+    """A block event's index; None when it has none that is a whole number."""
+    index = data.get("index")
+    return index if isinstance(index, int) and not isinstance(index, bool) else None
+
+
 @dataclass
 class MessageBuilder:
     """One streamed answer, rebuilt: content blocks by index, stop reason, usage."""
@@ -100,25 +106,31 @@ class MessageBuilder:
 
     def apply(self, event: Event) -> None:
         data = event.data
-        kind = data.get("type", event.name)
+        kind = str(data.get("type", event.name))
         if kind == "message_start":
             self.message = dict(data.get("message") or {})
             self.usage = dict(self.message.get("usage") or {})
-        elif kind == "content_block_start":
-            self.blocks[int(data["index"])] = dict(data.get("content_block") or {})
-        elif kind == "content_block_delta":
-            self._delta(int(data["index"]), data.get("delta") or {})
-        elif kind == "content_block_stop":
-            index = int(data["index"])
-            if index in self.partial_json:
-                text = self.partial_json.pop(index)
-                self.blocks[index]["input"] = _tool_input(text)
+        elif kind.startswith("content_block_"):
+            self._block(kind, data)
         elif kind == "message_delta":
             delta = data.get("delta") or {}
             self.stop_reason = delta.get("stop_reason", self.stop_reason)
             self.usage.update(data.get("usage") or {})
         elif kind == "message_stop":
             self.complete = True
+
+    def _block(self, kind: str, data: dict[str, Any]) -> None:
+        """A block event; one of no block this answer started (no index, or an index never
+        started: a proxy's or another model's stream) has nothing to rebuild."""
+        index = block_index(data)
+        if index is None or (kind != "content_block_start" and index not in self.blocks):
+            return
+        if kind == "content_block_start":
+            self.blocks[index] = dict(data.get("content_block") or {})
+        elif kind == "content_block_delta":
+            self._delta(index, data.get("delta") or {})
+        elif kind == "content_block_stop" and index in self.partial_json:
+            self.blocks[index]["input"] = _tool_input(self.partial_json.pop(index))
 
     def _delta(self, index: int, delta: dict[str, Any]) -> None:
         block = self.blocks[index]

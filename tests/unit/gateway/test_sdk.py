@@ -12,6 +12,7 @@ import json
 import logging
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -471,6 +472,38 @@ def _events(
         {"type": "message_stop"},
     ]
     return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "no index"}},
+        {"type": "content_block_delta", "index": 7, "delta": {"type": "text_delta", "text": "x"}},
+        {"type": "content_block_start", "index": "one", "content_block": {"type": "text"}},
+        {"type": 7, "index": 0},
+    ],
+    ids=["no-index", "never-started", "index-not-a-number", "type-not-a-string"],
+)
+def test_a_block_event_of_no_started_block_is_passed_on_as_sent(
+    api: FakeMessagesAPI, gateway: GatewayThread, odd: dict[str, Any]
+) -> None:
+    """Another model's or a proxy's stream: the gateway broke the connection on it."""
+    events = _events({"input_tokens": 10, "output_tokens": 2}).split(b"\n\n")
+    odd_event = f"event: {odd['type']}\ndata: {json.dumps(odd)}".encode()
+    api.add_turns(
+        Raw(b"\n\n".join([*events[:3], odd_event, *events[3:]]), content_type="text/event-stream")
+    )
+    body = json.dumps(ask([{"role": "user", "content": "hi"}], stream=True)).encode()
+    headers = {
+        "x-api-key": KEY,
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+    }
+    request = urllib.request.Request(gateway.base_url + "/v1/messages", body, headers)
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        streamed = answer.read()
+    assert odd_event in streamed and b'"text": "odd"' in streamed
+    assert streamed.rstrip().endswith(b'data: {"type": "message_stop"}')
 
 
 def test_a_tool_call_cut_by_max_tokens_streams_as_the_sdk_reads_it(
