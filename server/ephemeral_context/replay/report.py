@@ -74,16 +74,22 @@ class Report:
 
 
 def discover(paths: Iterable[Path]) -> list[Path]:
-    """Transcript files named directly, or found under the named folders (sorted); what is
+    """Transcript files named directly, or found under the named folders (*.jsonl and
+    *.jsonl.gz, sorted); what is
     found there and is no regular file (a FIFO, a broken link) is kept, so that reading it
     lists it under errors instead of leaving it out unsaid."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.jsonl") if not p.is_dir()))
+            found.extend(sorted(p for p in path.rglob("*.jsonl*") if _transcript_name(p)))
         else:
             found.append(path)
     return found
+
+
+def _transcript_name(path: Path) -> bool:
+    """A session file as Claude Code names it, or gzip'd (the reader reads both)."""
+    return path.name.endswith((".jsonl", ".jsonl.gz")) and not path.is_dir()
 
 
 def recorded_total(session: Session) -> RecordedUsage | None:

@@ -254,13 +254,16 @@ def test_a_file_that_is_no_transcript_is_one_clear_error(
 def test_a_folder_lists_what_it_could_not_read_under_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A FIFO and a broken link among the sessions are errors, not silently left out."""
+    """A FIFO and a broken link among the sessions are errors, not silently left out; a
+    gzip'd session is replayed like the others."""
     shutil.copy(DEMO_SESSION, tmp_path / "good.jsonl")
+    (tmp_path / "old.jsonl.gz").write_bytes(gzip.compress(DEMO_SESSION.read_bytes()))
+    (tmp_path / "notes.jsonl.bak").write_text("not a session")
     os.mkfifo(tmp_path / "pipe.jsonl")  # opening it would wait for a writer forever
     (tmp_path / "gone.jsonl").symlink_to(tmp_path / "deleted.jsonl")
     (tmp_path / "folder.jsonl").mkdir()
     report: Any = run_json(capsys, str(tmp_path))
-    assert [Path(s["path"]).name for s in report["sessions"]] == ["good.jsonl"]
+    assert [Path(s["path"]).name for s in report["sessions"]] == ["good.jsonl", "old.jsonl.gz"]
     errors = {Path(e["path"]).name: e["error"] for e in report["errors"]}
     assert errors == {
         "gone.jsonl": "cannot read: No such file or directory",
