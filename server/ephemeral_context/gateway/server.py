@@ -8,7 +8,7 @@ nowhere else: nothing here logs, stores or writes them.
 
 Answers: upstream errors reach the client as the upstream sent them (status, headers, body;
 an `error` event inside a stream), and so does an answer that is not a message (a proxy's
-HTML page); an answer dropped before any of it was passed on, or no answer, is a 502
+HTML page, a message whose content is no list of blocks); an answer dropped before any of it was passed on, or no answer, is a 502
 `api_error`; usage whose counts cannot be read leaves that call uncounted, never the client
 without its answer. Streamed text is passed on as it arrives, each event
 byte-for-byte unless it has to be renumbered. When the model calls the hydration tool, the
@@ -32,7 +32,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import aiohttp
 from aiohttp import web
@@ -94,6 +94,16 @@ def _json_object(raw: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return body if isinstance(body, dict) else None
+
+
+def _readable_message(answer: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
+    """A message the engine can read: its content none, or a list of blocks."""
+    if answer is None or answer.get("type") != "message":
+        return False
+    content = answer.get("content")
+    return content is None or (
+        isinstance(content, list) and all(isinstance(b, dict) for b in content)
+    )
 
 
 def _readable_usage(usage: Any) -> dict[str, Any]:
@@ -321,7 +331,7 @@ class Gateway:
                     self._finish_record(plan, rounds)
                     return self._no_answer(error)
                 answer = _json_object(body)
-                if upstream.status != 200 or answer is None or answer.get("type") != "message":
+                if upstream.status != 200 or not _readable_message(answer):
                     self._finish_record(plan, rounds)
                     return web.Response(
                         status=upstream.status, body=body, headers=_forwarded(upstream.headers)

@@ -406,8 +406,8 @@ def test_a_stream_broken_off_is_still_billed_in_the_status(
     assert total["billed_input_sent"] == round(billed(api.message_requests), 1) > 0
 
 
-def _message(usage: dict[str, Any]) -> bytes:
-    content = [{"type": "text", "text": "odd"}]
+def _message(usage: dict[str, Any], content: Any = None) -> bytes:
+    content = [{"type": "text", "text": "odd"}] if content is None else content
     body = {"id": "msg_1", "type": "message", "role": "assistant", "model": MODEL}
     answer = {**body, "content": content, "stop_reason": "end_turn", "usage": usage}
     return json.dumps(answer).encode()
@@ -418,8 +418,10 @@ def _message(usage: dict[str, Any]) -> bytes:
     [
         Raw(b"<html><body>502 Bad Gateway</body></html>", content_type="text/html"),
         Raw(b'["not", "a", "message"]'),
+        Raw(_message({"input_tokens": 10, "output_tokens": 2}, content="odd")),
+        Raw(_message({"input_tokens": 10, "output_tokens": 2}, content=[1, "x"])),
     ],
-    ids=["html", "json-list"],
+    ids=["html", "json-list", "content-a-string", "content-not-blocks"],
 )
 def test_an_answer_that_is_not_a_message_reaches_the_client_as_sent(
     api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread, answer: Raw
