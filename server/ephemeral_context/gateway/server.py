@@ -8,16 +8,17 @@ nowhere else: nothing here logs, stores or writes them.
 
 Answers: upstream errors reach the client as the upstream sent them (status, headers, body;
 an `error` event inside a stream), and so does an answer that is not a message (a proxy's
-HTML page, a message whose content is no list of blocks); an answer dropped before any of it was passed on, or no answer, is a 502
-`api_error`; usage whose counts cannot be read leaves that call uncounted, never the client
-without its answer. Streamed text is passed on as it arrives, each event
-byte-for-byte unless it has to be renumbered. When the model calls the hydration tool, the
-client never sees that call: the gateway answers it and asks the upstream again, and the
-next answer's blocks continue the same message (one `message_start`, later blocks numbered
-on, one `message_delta` whose output tokens add up the rounds); a stream pauses for the
-length of one more upstream call. A stream the upstream drops is dropped for the client too;
-one that stalls (no byte for `stall_timeout` seconds) ends with an `error` event that says
-so. That call, like one the client walks away from, still counts in the status as billed.
+HTML page, a message whose content is no list of blocks); an answer dropped before any of
+it was passed on, or no answer, is a 502 `api_error`; usage whose counts cannot be read
+leaves that call uncounted, never the client without its answer. Streamed text is passed
+on as it arrives, each event byte-for-byte unless it has to be renumbered. When the model
+calls the hydration tool, the client never sees that call: the gateway answers it and asks
+the upstream again, and the next answer's blocks continue the same message (one
+`message_start`, later blocks numbered on, one `message_delta` whose output tokens add up
+the rounds); a stream pauses for the length of one more upstream call. A stream the
+upstream drops is dropped for the client too; one that stalls (no byte for `stall_timeout`
+seconds) ends with an `error` event that says so. That call, like one the client walks
+away from, still counts in the status as billed.
 
 API:
 - `Gateway`: the aiohttp application and its upstream client session.
