@@ -33,7 +33,7 @@ API:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ephemeral_context import cache_sim
@@ -126,9 +126,6 @@ def claude_code_mark(out: Outgoing, blocks: Sequence[cache_sim.Block]) -> int | 
     if last is None or last.marked is None or len(out.rewritten[-1]) != len(last.blocks):
         return None
     return len(blocks) - len(last.blocks) + last.marked
-
-
-Rewrite = Callable[[Block], Sequence[cache_sim.Block]]
 
 
 @dataclass(frozen=True)
