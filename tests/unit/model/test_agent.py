@@ -8,14 +8,13 @@ import asyncio
 import json
 import threading
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.documents import Document, DocumentMirror, TextEdit, path_to_uri
-from ephemeral_context.model.agent import AgentEvents, AgentSettings, run_agent
+from ephemeral_context.model.agent import AgentEvents
 from ephemeral_context.model.client import ClientSettings, ModelClient, ModelError
 from ephemeral_context.model.edits import EditOutcome, plan_edit
 from ephemeral_context.model.secrets import Workspace
@@ -24,34 +23,7 @@ from ephemeral_context.store import Store
 
 from tests.fakes.conversation import PRIVATE_KEY, big_module, read_file_turn, tool_results
 from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, overloaded, unknown_model
-
-MODEL = "claude-sonnet-4-6"
-
-
-@dataclass
-class Session:
-    root: Path
-    api: FakeMessagesAPI
-    engine: ContextEngine
-    client: ModelClient
-    env: ToolEnv
-    memory: Path
-
-    async def ask(self, prompt: str, **kwargs: Any) -> Any:
-        return await run_agent(
-            prompt,
-            engine=self.engine,
-            conversation="c-1",
-            client=self.client,
-            env=self.env,
-            settings=AgentSettings(model=MODEL, max_steps=kwargs.pop("max_steps", 10)),
-            **kwargs,
-        )
-
-    async def bodies(self, count: int) -> list[dict[str, Any]]:
-        """The JSON of the first `count` model requests (waits for the fake to record them)."""
-        recorded = await self.api.wait_for_message_requests(count)
-        return [r.body for r in recorded[:count]]
+from tests.unit.model.agent_session import MODEL, Session
 
 
 @pytest.fixture
@@ -79,7 +51,7 @@ async def session(tmp_path: Path, api: FakeMessagesAPI) -> AsyncIterator[Session
         )
         engine = ContextEngine(store)
         env.mirror.subscribe(engine.note_document_change)
-        yield Session(root, api, engine, client, env, memory)
+        yield Session(root, api, engine, client, env)
         await client.close()
 
 
@@ -206,7 +178,8 @@ async def test_skills_and_memory_go_through_the_ledger(session: Session) -> None
     )
     result = await session.ask("Review and remember")
     assert result.stop_reason == "end_turn"
-    assert (session.memory / "n.md").read_text() == notes
+    assert session.env.memory_root is not None
+    assert (session.env.memory_root / "n.md").read_text() == notes
     kinds = [item.kind for item in session.engine.items()]
     assert kinds.count("skill") == 1 and kinds.count("memory") == 1  # evictable items
     request = (await session.bodies(1))[0]

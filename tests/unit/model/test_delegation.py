@@ -11,7 +11,6 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +19,7 @@ from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.documents import DocumentMirror
 from ephemeral_context.model.agent import (
     AgentEvents,
-    AgentResult,
-    AgentSettings,
     SubagentEvent,
-    run_agent,
 )
 from ephemeral_context.model.client import ClientSettings, ModelClient
 from ephemeral_context.model.delegation import (
@@ -47,9 +43,7 @@ from tests.fakes.conversation import (
     tool_results,
 )
 from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, Reply
-
-MODEL = "claude-sonnet-4-6"
-
+from tests.unit.model.agent_session import Session
 
 # -- the pure parts ------------------------------------------------------------------------
 
@@ -112,26 +106,6 @@ def test_the_brief_lists_ids_and_synopses_not_content() -> None:
 
 
 # -- end to end ----------------------------------------------------------------------------
-
-
-@dataclass
-class Session:
-    root: Path
-    api: FakeMessagesAPI
-    engine: ContextEngine
-    client: ModelClient
-    env: ToolEnv
-
-    async def ask(self, prompt: str, steps: int = 8, **kwargs: Any) -> AgentResult:
-        return await run_agent(
-            prompt,
-            engine=self.engine,
-            conversation="c-1",
-            client=self.client,
-            env=self.env,
-            settings=AgentSettings(model=MODEL, max_steps=10, subagent_steps=steps),
-            **kwargs,
-        )
 
 
 @pytest.fixture
@@ -233,7 +207,7 @@ async def test_the_step_bound_holds_and_the_parent_is_told(session: Session) -> 
         *[{"tool_use": [{"name": "search", "input": {"pattern": "helper_"}}]}] * 3,
         "Gave up on that.",
     )
-    result = await session.ask("Go", steps=3)
+    result = await session.ask("Go", subagent_steps=3)
     recorded = await session.api.wait_for_message_requests(5)
     assert [is_subagent(r.body) for r in recorded] == [False, True, True, True, False]
     assert result.subagent_calls == 3
@@ -270,7 +244,7 @@ async def test_the_sub_agent_cannot_edit_or_delegate(session: Session) -> None:
 
 async def test_no_delegate_tool_when_sub_agents_are_off(session: Session) -> None:
     session.api.add_turns("hi")
-    await session.ask("hi", steps=0)
+    await session.ask("hi", subagent_steps=0)
     recorded = await session.api.wait_for_message_requests(1)
     assert "delegate" not in [t["name"] for t in recorded[0].body["tools"]]
 
