@@ -69,8 +69,10 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
         reason = "cost gate" if not cold else "cold cache"
         freed, reprocessed = plan.tokens_freed, plan.tokens_reprocessed
         evict_all(state, c, plan.evict, reason, freed, reprocessed, cold)
+    twin = prefix + sum(b.tokens for b in c.thread.baseline)
+    limit = min(state.config.context_budget, twin)
     if not segment_warm:
-        segment.rebuild(state, c, outlook)
+        segment.rebuild(state, c, outlook, limit - thread_start - c.thread.tokens)
     limited = [
         i
         for i, tb in enumerate(c.thread)
@@ -81,8 +83,6 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
     for uri in state.over_limits:
         c.files.pop(uri, None)
     total = thread_start + c.thread.tokens
-    twin = prefix + sum(b.tokens for b in c.thread.baseline)
-    limit = min(state.config.context_budget, twin)
     if total > limit:
         evicted = set(plan.evict)
         rest = [

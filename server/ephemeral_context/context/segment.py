@@ -4,17 +4,20 @@ When the cache is cold anyway (everything after the system prompt is written aga
 segment is rebuilt from the current version of every whole file the model sees, at no
 extra cost; the thread copies of those files become one-line references. A file the cost
 gate says is not worth keeping whole (long untouched, likely not needed again) is demoted
-to its synopsis plus id, with the definitions this conversation edited (partial). Entries
-are ordered least-recently-changed first, so a change invalidates the shortest suffix.
+to its synopsis plus id, with the definitions this conversation edited (partial). A file
+whose move would put the request over its recorded twin stays in the thread: the twin's
+bound would cut warm content for it at the next call. Entries are ordered
+least-recently-changed first, so a change invalidates the shortest suffix.
 
 API:
-- `rebuild(state, c, outlook)`: the cold-cache rebuild.
+- `rebuild(state, c, outlook, room)`: the cold-cache rebuild.
 - `used_symbols(state, c, uri, text)`: the definitions this conversation's edits wrote into.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from ephemeral_context.context import policy
 from ephemeral_context.context.blocks import content_key, label_of, stand_in, uri_of
@@ -28,11 +31,15 @@ from ephemeral_context.context.state import EngineState
 from ephemeral_context.syntax import render_synopsis
 
 
-def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook) -> None:
-    """Cold cache: rebuild the segment, demote what does not pay, reference thread copies."""
+def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook, room: int) -> None:
+    """Cold cache: rebuild the segment, demote what does not pay, reference thread copies.
+
+    A file moves in only while the request stays within `room` tokens of growth (what is
+    left below its recorded twin's size): a move past it is written at no extra cost now
+    but forces the twin's bound to cut warm content at the next call."""
     entries: list[SegmentEntry] = []
-    moved: list[tuple[int, str]] = []
-    shown = {e.uri for e in c.segment}
+    moved: list[tuple[int, tuple[dict[str, Any], int]]] = []
+    shown = {e.uri: e.tokens for e in c.segment}
     for uri, view in c.files.items():
         visible = view_visible(c, view)
         if not view.whole or not (visible or view.demoted):
@@ -75,11 +82,16 @@ def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook) -> Non
             text, tokens = short, state.count(short, "code")
         elif uri not in shown and grows(state, c, view.blocks, view.text):
             continue
+        note = "synopsis in the file segment" if demote else "now in the file segment"
+        refs = [(i, _reference(state, c, i, note)) for i in view.blocks if not c.thread[i].evicted]
+        growth = tokens - shown.get(uri, 0) + sum(n - c.thread[i].tokens for i, (_, n) in refs)
+        if not demote and uri not in shown and growth > room:
+            continue
+        room -= growth
         entries.append(
             SegmentEntry(view.item_id, uri, text, tokens, item.changed_at, content_key(text))
         )
-        note = "synopsis in the file segment" if demote else "now in the file segment"
-        moved.extend((i, note) for i in view.blocks if not c.thread[i].evicted)
+        moved.extend(refs)
         view.in_segment, view.demoted = not demote, demote
         view.blocks = []
         item.state = (
@@ -88,14 +100,23 @@ def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook) -> Non
     entries.sort(key=lambda e: (e.changed_at, e.uri))
     if [e.key for e in entries] == [e.key for e in c.segment] and not moved:
         return
-    for i, note in moved:
-        tb = c.thread[i]
-        ref = f"[[file:{tb.item_id}]] {label_of(tb.uri or '')}: {note}."
-        c.thread.replace(i, *stand_in(state.count, tb.block, ref), BlockKind.CONSOLIDATED)
+    for i, (block, ref_tokens) in moved:
+        c.thread.replace(i, block, ref_tokens, BlockKind.CONSOLIDATED)
     c.segment = entries
     if c.thread:
         c.thread.reflow(0)
     c.thread.cache.keep_only((END_OF_SYSTEM,))  # the tools and system prompt did not change
+
+
+def _reference(
+    state: EngineState, c: Conversation, index: int, note: str
+) -> tuple[dict[str, Any], int]:
+    """The one-line reference that replaces thread copy `index` of a file moved (or
+    demoted) into the segment, and its tokens."""
+    tb = c.thread[index]
+    return stand_in(
+        state.count, tb.block, f"[[file:{tb.item_id}]] {label_of(tb.uri or '')}: {note}."
+    )
 
 
 def grows(state: EngineState, c: Conversation, blocks: list[int], text: str) -> bool:

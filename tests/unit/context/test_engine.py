@@ -242,6 +242,41 @@ def test_a_long_untouched_file_is_demoted_to_its_synopsis_when_cold(
     assert [i.state for i in engine.items() if i.uri == "file:///old.py"] == ["synopsis"]
 
 
+def test_a_cold_gap_leaves_a_file_read_once_in_the_thread_when_its_move_outgrows_the_twin(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    """Read once, then edited: the segment's entry and the reference left in its place
+    weigh more than the one copy they replace, and nothing else made room, so moving it
+    would put the request over its recorded twin, which the next warm call pays for with
+    a forced cut. The file stays where it is (f3a77928ed, docs/cost-model.md)."""
+    d = Driver(engine)
+    c = engine.conversation("c")
+    engine.add_user_text("c", "go")
+    d.call()
+    text = source(40)
+    d.read("/a.py", text)
+    for k in range(3):  # in use, so the cost gate keeps the read
+        d.call()
+        text = text.replace(f"return x + {k}\n", f"return x - {k}\n")
+        tool_id = d.tool("edit_file", {"path": "/a.py", "old": f"x + {k}", "new": f"x - {k}"})
+        engine.add_tool_result(
+            "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///a.py", content=text)
+        )
+        clock.advance(10)
+    d.call()
+    engine.add_assistant_content("c", [{"type": "text", "text": "done"}])
+    clock.advance(7200)  # cold: the segment is rebuilt
+    for _ in range(2):
+        d.call()
+        built = engine.last_request("c")
+        assert built is not None
+        assert built.total_tokens <= built.head_tokens + sum(b.tokens for b in c.thread.baseline)
+        assert not c.segment and "def f39(x):" in repr(d.requests[-1]["messages"])
+        engine.add_user_text("c", "more")
+        clock.advance(5)
+    assert not engine.events
+
+
 def test_pin_a_symbol_shows_only_that_definition(engine: ContextEngine) -> None:
     d = Driver(engine)
     engine.add_user_text("c", "go")

@@ -108,7 +108,7 @@ def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_transcr
     reason="a cut is a bet that can lose on the session it is made in: on d-kimuson eight "
     "round trips put ours 2.4% above ours-lossless; the median over the traces is -13.7% (a "
     "warm cut rewrites no more than the bill has to spare). Over all 65 sessions ours is "
-    "above the cheapest lossless strategy on 15 (docs/benchmarks.md, baselines), 6 of them "
+    "above the cheapest lossless strategy on 14 (docs/benchmarks.md, baselines), 6 of them "
     "by a round trip at one of their last two calls; pricing the round trip into each cut "
     "takes that to 12 and the median peak from -31.7% to -28.1% (docs/cost-model.md, Do no "
     "harm, measured and rejected)",
