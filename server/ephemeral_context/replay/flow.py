@@ -233,6 +233,11 @@ class Session:
     problems: list[Problem] = field(default_factory=list)
     unanswered: list[Unanswered] = field(default_factory=list)
     """Requests sent and interrupted before any answer, in time order (they warm the cache)."""
+    inherited: list[Call] = field(default_factory=list)
+    """For a forked session (`/fork`, `--fork-session`), the calls of the parent it starts
+    from, in time order: their lines are copies of the parent's, their usage the parent's
+    bill. Not calls of this session; they warm its cache as they warmed the parent's (the
+    cache is shared by content), so its first call reads what they wrote within the TTL."""
     parent: str | None = None
     """For a sub-agent file (`<session>/subagents/agent-*.jsonl`), its parent session's file.
 

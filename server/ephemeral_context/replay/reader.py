@@ -6,10 +6,13 @@ Claude Code writes one line per content block, so the lines of one response shar
 message.id (and repeat its usage: it is counted once). A request's messages are the chain of
 `parentUuid` links back to a root: the first line, each sub-agent's first prompt, or the
 boundary a compaction leaves. Each root starts a thread; a chain that forks off an existing
-thread (a message edited and re-sent) starts another. Tool results a microcompaction cleared
-are sent cleared from then on: those its boundary record names, and for releases that write
-none, those its rule cleared (microcompact.py). stream-json has no links: its threads
-are the main one and one per Task (`parent_tool_use_id`), in file order.
+thread (a message edited and re-sent) starts another. A forked session (`/fork`, `/branch`,
+`--fork-session`) starts with copies of its parent's lines: their responses are the parent's
+calls, history the fork starts from (`Session.inherited`), not calls of its own. Tool
+results a microcompaction cleared are sent cleared from then on: those its boundary record
+names, and for releases that write none, those its rule cleared (microcompact.py).
+stream-json has no links: its threads are the main one and one per Task
+(`parent_tool_use_id`), in file order.
 
 Bad input never stops the reading: a line that is not JSON, a record of an unknown type or
 an unknown tool is reported as a `Problem` with file and line, and skipped (an unknown tool's
@@ -174,6 +177,9 @@ class _Entry:
     synthetic: bool = False
     """An assistant line Claude Code wrote itself ("No response requested.", flagged as no API
     error): sent with later requests, never a call."""
+    copied: bool = False
+    """A line copied from the session this one was forked from: its response is a call of
+    that session, billed there."""
 
     @classmethod
     def of(
@@ -191,6 +197,7 @@ class _Entry:
         version: str | None = None,
         cwd: str | None = None,
         synthetic: bool = False,
+        copied: bool = False,
     ) -> _Entry:
         """A sent line; a response's id and model are read from its message."""
         return cls(
@@ -208,6 +215,7 @@ class _Entry:
             version=version,
             cwd=cwd,
             synthetic=synthetic,
+            copied=copied,
         )
 
 
@@ -240,6 +248,26 @@ class _Reading:
     """Record types the reader does not know (as written), with their lines."""
     records_note: int | None = None
     """Where the one note on them stands in `problems` (at the first such line)."""
+    queued_at: float | None = None
+    """When the run that wrote the file's first lines queued its prompt (its first queue
+    operation), while no line of the session's own has been read: lines stamped earlier
+    were copied from the session it forks (`--fork-session` marks them no other way)."""
+    own: bool = False
+    """A sent line of the session's own has been read: no later line is a copy."""
+
+    def copied(self, record: Mapping[str, Any], timestamp: float) -> bool:
+        """Whether a sent line is a copy of the parent session's (see `_Entry.copied`).
+
+        `/fork` (2.1.x) and `/branch` mark each copy with `forkedFrom`; `--fork-session`
+        copies the parent's lines unchanged but for their session id, after the queue
+        operation of its own prompt, so they are the leading lines stamped before it.
+        """
+        if isinstance(record.get("forkedFrom"), Mapping):
+            return True
+        if self.own or self.queued_at is None or timestamp >= self.queued_at:
+            self.own = True
+            return False
+        return True
 
     def problem(self, line: int, message: str) -> None:
         self.problems.append(Problem(self.path, line, message))
@@ -440,6 +468,8 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
             reading.previous[uuid] = reading.last_uuid[side]
         reading.last_uuid[side] = uuid
     if not isinstance(uuid, str):
+        if record["type"] == "queue-operation" and reading.queued_at is None:
+            reading.queued_at = _timestamp(record.get("timestamp"), float("-inf"))
         return
     if record["type"] == "system" and record.get("subtype") == "compact_boundary":
         _note_preserved(record, reading)
@@ -462,6 +492,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
                     text,
                     sidechain=bool(record.get("isSidechain")),
                     attachment=True,
+                    copied=reading.copied(record, timestamp),
                 )
             )
         return
@@ -486,6 +517,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
             version=_string(record.get("version")),
             cwd=_string(record.get("cwd")),
             synthetic=synthetic,
+            copied=reading.copied(record, timestamp),
         )
     )
 
@@ -1168,7 +1200,23 @@ def _build_session(reading: _Reading) -> Session:
     _link_tasks(session)
     _infer_prefixes(session)
     anchor_tokens(session)
+    _set_inherited_apart(session, {head.line for *_, head in pending if head.copied})
     return session
+
+
+def _set_inherited_apart(session: Session, copied: set[int]) -> None:
+    """The calls of copied lines become `Session.inherited`: billed in the parent session.
+
+    They stay calls until here, as what they recorded sizes the thread's prefix and anchors
+    the tokens of what the fork carries on from.
+    """
+    if not copied:
+        return
+    calls = session.calls
+    inherited = [c for c in calls if c.line in copied]
+    own = [c for c in calls if c.line not in copied]
+    session.inherited = [replace(c, index=i) for i, c in enumerate(inherited)]
+    session.calls = [replace(c, index=i) for i, c in enumerate(own)]
 
 
 INTERRUPTED = "[Request interrupted by user]"

@@ -7,6 +7,8 @@ the cache cold) and each call at its start time (an idle gap longer than the TTL
 cold too). A thread whose first call read from a cache that something outside the transcript
 had warmed (an earlier session, the compaction call) gets that prefix written just before,
 with the client's TTL (the one its first call wrote with) whatever the strategy asks for.
+A forked session's inherited calls (the parent's, `Session.inherited`) are laid out and sent
+first, unbilled, so the fork starts from what the parent had cached.
 The results carry what the report needs: per call usage and context size, and per strategy
 the totals, dollars, cache hit rate and the share of shown content that stays retrievable.
 
@@ -18,6 +20,7 @@ API:
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -197,7 +200,8 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
     shown_tokens = 0
     interrupted = iter(session.unanswered if isinstance(layout, Interruptible) else ())
     waiting = next(interrupted, None)
-    for call in session.calls:
+    inherited = {id(call) for call in session.inherited}
+    for call in itertools.chain(session.inherited, session.calls):
         while waiting is not None and waiting.started <= call.started:
             if waiting.thread in started_threads:
                 assert isinstance(layout, Interruptible)
@@ -227,6 +231,8 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
                 if block.key not in shown:
                     shown.add(block.key)
                     shown_tokens += block.tokens
+        if id(call) in inherited:
+            continue  # the parent's call, billed there
         result.calls.append(
             CallResult(
                 index=call.index,
