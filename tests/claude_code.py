@@ -108,8 +108,9 @@ class ClaudeCode:
     def run(
         self,
         prompt: str,
-        script: Sequence[TurnSource | str | Mapping[str, Any]],
+        script: Sequence[TurnSource | str | Mapping[str, Any]] = (),
         *,
+        api: FakeMessagesAPI | None = None,
         allowed_tools: Sequence[str] = ("Read",),
         env: Mapping[str, str] | None = None,
         args: Sequence[str] = (),
@@ -122,11 +123,18 @@ class ClaudeCode:
         `home` continues an earlier run's HOME (for `--continue`); by default each run gets
         its own. The environment is built from scratch: nothing of the caller's leaks in.
         `front` puts something between Claude Code and the fake (`ectx gateway`): given the
-        fake's URL, it yields the URL Claude Code is pointed at.
+        fake's URL, it yields the URL Claude Code is pointed at. `api` is a fake already
+        serving, with the turns of every run that uses it (`script` stays empty), so that the
+        runs share its cache as sessions share Anthropic's; the run's requests are those it
+        received during the run.
         """
+        if api is not None and script:
+            raise ValueError("a shared fake answers from its own script: pass no script")
         home = self._home(home)
         with contextlib.ExitStack() as stack:
-            api = stack.enter_context(FakeMessagesAPI(script))
+            if api is None:
+                api = stack.enter_context(FakeMessagesAPI(script))
+            before = len(api.message_requests)
             base_url = stack.enter_context(front(api.base_url)) if front else api.base_url
             completed = subprocess.run(
                 [str(self.binary), "-p", prompt, *_allowed(allowed_tools), *args],
@@ -137,7 +145,7 @@ class ClaudeCode:
                 timeout=timeout,
                 stdin=subprocess.DEVNULL,
             )
-            requests = api.message_requests
+            requests = api.message_requests[before:]
         return ClaudeCodeRun(
             completed.returncode, completed.stdout, completed.stderr, home, requests
         )

@@ -43,7 +43,7 @@ from tests.claude_code import (
     ClaudeCode,
     ClaudeCodeRun,
 )
-from tests.fakes import RecordedRequest
+from tests.fakes import FakeMessagesAPI, RecordedRequest
 
 pytestmark = pytest.mark.e2e
 
@@ -409,3 +409,48 @@ def test_a_request_interrupted_after_a_tool_result_is_the_unanswered_one(
     assert first.usage is not None and read > first.usage.total_input_tokens
     # the same prefix, its tokens as the anchoring spreads them (estimates within one call)
     assert abs(recorded[1].usage.cache_read_input_tokens - read) <= 0.01 * read
+
+
+@pytest.mark.parametrize(
+    "claude_code", [CURRENT_RELEASE, OLDER_RELEASE, SKILL_TOOL_RELEASE], indirect=True
+)
+def test_a_forked_session_starts_from_its_parents_calls_and_cache(
+    claude_code: ClaudeCode,
+) -> None:
+    """`claude --resume ID --fork-session`: the new session's file starts with the parent's
+    lines, copied unchanged but for the session id (no `forkedFrom`, which `/fork` writes),
+    after the queue operation of its own prompt. The reader takes the copies as what the
+    fork inherits, not as its calls. One fake serves both runs, so its cache is shared by
+    content as Anthropic's is: where the fork sends the parent's prefix (2.1.22, 2.1.97),
+    its first call reads what the parent wrote, as the replay models it; 2.1.197 resumed
+    names the model without "(1M context)" in the system prompt and the Bash tool, so its
+    fork's first call reads nothing (docs/cost-model.md)."""
+    app = claude_code.workspace / "app.py"
+    app.write_text('def main():\n    print("hello")\n', encoding="utf-8")
+    with FakeMessagesAPI([read_turn(app), "It prints hello.", "Hello."]) as api:
+        first = claude_code.run("What does app.py do?", api=api)
+        parent_file = first.transcript
+        resume = ("--resume", parent_file.stem, "--fork-session")
+        fork = claude_code.run("And in one word?", api=api, home=first.home, args=resume)
+    assert first.returncode == 0 and fork.returncode == 0, fork.stderr
+    [fork_file] = [path for path in fork.transcripts if path != parent_file]
+    assert "forkedFrom" not in fork_file.read_text(encoding="utf-8")
+
+    parent = read_session(parent_file)
+    forked = read_session(fork_file)
+    assert_reconstructs(parent, first.requests)
+    assert_reconstructs(forked, fork.requests)  # its own call only
+    assert [c.usage for c in forked.inherited] == [c.usage for c in parent.calls]
+
+    last, own = first.requests[-1].body, fork.requests[0].body
+    same_prefix = all(last[key] == own[key] for key in ("tools", "system"))
+    assert same_prefix == (claude_code.release != CURRENT_RELEASE)
+    read = (fork.requests[0].usage or {})["cache_read_input_tokens"]
+    if not same_prefix:
+        assert read == 0
+        return
+    written = parent.calls[-1].usage
+    assert written is not None and read >= written.cache_read_input_tokens > 0
+    [modelled] = STRATEGIES["recorded"].replay(forked).calls
+    # the same prefix, its tokens as the anchoring spreads them (estimates within one call)
+    assert abs(modelled.usage.cache_read_input_tokens - read) <= 0.01 * read
