@@ -30,12 +30,12 @@ output."""
 
 CHARS_PER_TOKEN: dict[str, float] = {
     "prose": 4.23,
-    "thinking": 3.68,
-    "code": 2.97,
-    "json": 3.35,
-    "tool_output": 3.03,
+    "thinking": 3.69,
+    "code": 2.98,
+    "json": 3.32,
+    "tool_output": 3.04,
 }
-"""For ASCII characters. Fitted on shared/corpus and shared/traces (2,421 call-to-call
+"""For ASCII characters. Fitted on shared/corpus and shared/traces (2,406 call-to-call
 steps, 65 transcripts, much of the corpus in Chinese), 2026-12-01."""
 
 BLOCK_OVERHEAD_TOKENS = 48
@@ -45,7 +45,7 @@ BLOCK_OVERHEAD_TOKENS = 48
 TOKENS_PER_WIDE_CHAR = 1.501
 """Per character of the CJK scripts (Han, kana, Hangul, full-width forms), whatever the kind."""
 
-TOKENS_PER_OTHER_CHAR = 0.226
+TOKENS_PER_OTHER_CHAR = 0.253
 """Per other non-ASCII character (Cyrillic, Greek, accented Latin, arrows, box drawing, emoji)."""
 
 _WIDE = re.compile(
