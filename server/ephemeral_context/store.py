@@ -61,7 +61,8 @@ ORPHAN_GRACE_SECONDS = 3600
 TOMBSTONE_SECONDS = 30 * 24 * 3600
 BUSY_TIMEOUT_MS = 30_000
 
-_HEX_ID = re.compile(r"[0-9a-f]{1,64}")
+_MAX_ID_LENGTH = 64  # a whole sha256 in hex: the longest id there is
+_HEX_ID = re.compile(rf"[0-9a-f]{{1,{_MAX_ID_LENGTH}}}")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -109,7 +110,12 @@ class StoreError(Exception):
 
 class InvalidId(StoreError):
     def __init__(self, entry_id: str) -> None:
-        super().__init__(f"{entry_id!r} is not a store id: ids are hex digits (like 3f9a2c10)")
+        # Longer than any id, it is cut to its start and its length: a 100,000-character
+        # id does not come back in full (an id that passed the check is never that long).
+        shown = repr(entry_id[:_MAX_ID_LENGTH])
+        if len(entry_id) > _MAX_ID_LENGTH:
+            shown += f"... ({len(entry_id):,} characters)"
+        super().__init__(f"{shown} is not a store id: ids are hex digits (like 3f9a2c10)")
         self.entry_id = entry_id
 
 

@@ -124,6 +124,9 @@ def test_unknown_uris_and_ids(server: RawServer, workspace: Path) -> None:
     assert unknown["code"] == -32602 and unknown["data"] == {"reason": "unknown"}
     invalid = error_of(server.request("ephemeralContext/hydrate", {"id": "../../etc"}))
     assert invalid["data"] == {"reason": "invalid"}
+    absurd = error_of(server.request("ephemeralContext/hydrate", {"id": "z" * 100_000}))
+    assert absurd["data"] == {"reason": "invalid"} and len(str(absurd["message"])) < 200
+    assert "(100,000 characters) is not a store id" in str(absurd["message"])
 
     unpinned = error_of(server.request("ephemeralContext/unpin", {"uri": missing}))
     assert unpinned["data"] == {"reason": "unknown"}

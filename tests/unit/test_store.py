@@ -102,6 +102,15 @@ def test_ids_that_are_not_hex_are_rejected_before_any_io(store: Store, bad: str)
         store.get(bad)
 
 
+def test_an_absurdly_long_id_is_not_echoed_back_in_full(store: Store) -> None:
+    bad = "z" * 100_000
+    with pytest.raises(InvalidId) as raised:
+        store.get(bad)
+    message = str(raised.value)
+    assert len(message) < 200
+    assert "'" + "z" * 64 + "'... (100,000 characters) is not a store id" in message
+
+
 def test_unknown_id(store: Store) -> None:
     store.put("present")
     with pytest.raises(UnknownId, match="no stored content has id 00000000"):
