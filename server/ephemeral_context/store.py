@@ -13,7 +13,8 @@ leave a temp file or a blob without a row (gc removes both), never a row without
 partial blob under a final name. An index that is no database at all (overwritten, cut
 short) is moved aside at open and rebuilt from the blobs: every id still reads its text, the
 uris and versions are forgotten. Several processes may share one store: SQLite's WAL and busy
-timeout serialise the writers, and BEGIN IMMEDIATE makes the id choice atomic.
+timeout serialise the writers (a lock held past the timeout is StoreBusy, and nothing is
+lost), and BEGIN IMMEDIATE makes the id choice atomic.
 
 Ids are the shortest prefix of the hash (at least 8 hex digits) that no other entry's hash
 shares, so they stay short and grow only on collision. An id is checked to be hex before it
@@ -23,7 +24,7 @@ API:
 - `Store`: `put`, `get`, `gc`, ...; one SQLite connection per instance.
 - `StoredEntry`: one stored content and what is known about it.
 - `StoreError` and its kinds (`UnknownId`, `ExpiredId`, `InvalidId`, `InvalidRange`,
-  `OffsetPastEnd`, `CorruptEntry`): what a bad read is told.
+  `OffsetPastEnd`, `CorruptEntry`, `StoreBusy`): what a bad read is told.
 - `data_dir()`, `default_store_dir()`: where the data lives.
 - `TOMBSTONE_SECONDS`: how long an expired id still answers.
 """
@@ -170,6 +171,21 @@ def check_range(entry_id: str, offset: int, limit: int | None, length: int | Non
         raise OffsetPastEnd(entry_id, offset, length)
 
 
+class StoreBusy(StoreError):
+    """SQLite's "database is locked": another process held the write lock past the busy
+    timeout. Nothing is lost; the same request later works."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(
+            f"the store in {root} is busy: another process holds its lock; retry in a moment"
+        )
+        self.root = root
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    return "locked" in str(error) or "busy" in str(error)
+
+
 class CorruptEntry(StoreError):
     def __init__(self, entry_id: str, problem: str) -> None:
         super().__init__(f"stored content {entry_id} is damaged ({problem}); re-read the source")
@@ -229,18 +245,18 @@ class StoreStats:
     disk_bytes: int
 
 
-def _switch_to_wal(db: sqlite3.Connection) -> None:
+def _switch_to_wal(db: sqlite3.Connection, busy_timeout_ms: int) -> None:
     """`PRAGMA journal_mode = WAL`, retried: the switch needs the database to itself, and
     SQLite answers "database is locked" at once (no busy wait) while another process creating
     the same new store holds it."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + busy_timeout_ms / 1000
     pause = 0.001
     while True:
         try:
             db.execute("PRAGMA journal_mode = WAL")
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
+            if not _is_busy(exc) or time.monotonic() > deadline:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
@@ -255,8 +271,10 @@ class Store:
         ttl_seconds: float = DEFAULT_TTL_SECONDS,
         clock: Callable[[], float] = time.time,
         min_id_length: int = MIN_ID_LENGTH,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     ) -> None:
         self.min_id_length = min_id_length
+        self.busy_timeout_ms = busy_timeout_ms
         self.root = Path(root) if root is not None else default_store_dir()
         self.ttl_seconds = ttl_seconds
         self.clock = clock
@@ -270,27 +288,31 @@ class Store:
             self._db = self._open_index(index)
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):
-                raise  # locked, unreadable, out of space: nothing is damaged
+                raise  # unreadable, out of space: nothing is damaged
             self._rebuild_index(index, exc)
 
     def _open_index(self, index: Path) -> sqlite3.Connection:
         db = sqlite3.connect(
-            index, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+            index,
+            timeout=self.busy_timeout_ms / 1000,
+            isolation_level=None,
+            check_same_thread=False,
         )
-        try:
-            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            _switch_to_wal(db)
-            # In WAL mode NORMAL never corrupts; a power cut may lose the last commits, whose
-            # blobs then become orphans for gc. The blob itself is fsynced before its row.
-            db.execute("PRAGMA synchronous = NORMAL")
-            db.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-            db.execute("COMMIT")
-        except BaseException:
-            db.close()
-            raise
+        with self._told_busy():
+            try:
+                db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+                _switch_to_wal(db, self.busy_timeout_ms)
+                # In WAL mode NORMAL never corrupts; a power cut may lose the last commits,
+                # whose blobs then become orphans for gc. The blob is fsynced before its row.
+                db.execute("PRAGMA synchronous = NORMAL")
+                db.execute("BEGIN IMMEDIATE")
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute("COMMIT")
+            except BaseException:
+                db.close()
+                raise
         return db
 
     def _rebuild_index(self, index: Path, damage: sqlite3.DatabaseError) -> None:
@@ -329,15 +351,33 @@ class Store:
         self.close()
 
     @contextlib.contextmanager
+    def _told_busy(self) -> Iterator[None]:
+        """SQLite's "database is locked" (another process kept the write lock past the busy
+        timeout) as StoreBusy, which callers report like any bad read."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise StoreBusy(self.root) from exc
+            raise
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """The one way to the database: under the instance's lock, busy told as StoreBusy."""
+        with self._lock, self._told_busy():
+            yield self._db
+
+    @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE ... COMMIT: takes the write lock up front, so reads see no race."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with self._connection() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     # -- writing -------------------------------------------------------------------------
 
@@ -361,7 +401,7 @@ class Store:
         except FileNotFoundError:
             self._write_blob(blob, data)
         now = self.clock()
-        with self._lock, self._transaction() as db:
+        with self._transaction() as db:
             row = db.execute(f"SELECT {_COLUMNS} FROM entries WHERE hash = ?", (digest,)).fetchone()
             if row is not None:
                 if not blob.exists():  # gc took it between our check and our lock
@@ -452,7 +492,7 @@ class Store:
         if hashlib.sha256(data).hexdigest() != entry.hash:
             raise CorruptEntry(entry.id, "its blob does not match its hash")
         text = data.decode("utf-8", "surrogatepass")
-        with self._lock, self._transaction() as db:
+        with self._transaction() as db:
             db.execute(
                 "UPDATE entries SET last_access = ?, expires_at = ? WHERE id = ?",
                 (now, now + self.ttl_seconds, entry.id),
@@ -464,12 +504,12 @@ class Store:
         if not isinstance(entry_id, str) or not _HEX_ID.fullmatch(entry_id.lower()):
             raise InvalidId(str(entry_id))
         entry_id = entry_id.lower()
-        with self._lock:
-            rows = self._db.execute(
+        with self._connection() as db:
+            rows = db.execute(
                 f"SELECT {_COLUMNS}, blob_gone FROM entries WHERE id = ?", (entry_id,)
             ).fetchall()
             if not rows and len(entry_id) >= self.min_id_length:
-                rows = self._db.execute(
+                rows = db.execute(
                     f"SELECT {_COLUMNS}, blob_gone FROM entries WHERE hash >= ? AND hash < ? "
                     "LIMIT 2",
                     (entry_id, entry_id + "g"),
@@ -483,16 +523,14 @@ class Store:
 
     def entries(self) -> list[StoredEntry]:
         """Every row (expired ones included), oldest first."""
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM entries ORDER BY created_at, id"
-            ).fetchall()
+        with self._connection() as db:
+            rows = db.execute(f"SELECT {_COLUMNS} FROM entries ORDER BY created_at, id").fetchall()
         return [StoredEntry(*row) for row in rows]
 
     def stats(self) -> StoreStats:
         now = self.clock()
-        with self._lock:
-            entries, live, live_bytes, live_tokens = self._db.execute(
+        with self._connection() as db:
+            entries, live, live_bytes, live_tokens = db.execute(
                 "SELECT count(*), coalesce(sum(expires_at > ?), 0), "
                 "coalesce(sum(CASE WHEN expires_at > ? THEN bytes END), 0), "
                 "coalesce(sum(CASE WHEN expires_at > ? THEN tokens END), 0) FROM entries",
@@ -508,7 +546,7 @@ class Store:
         now = self.clock()
         wall = time.time()
         freed = 0
-        with self._lock, self._transaction() as db:
+        with self._transaction() as db:
             expired = db.execute(
                 "SELECT hash FROM entries WHERE expires_at <= ? AND blob_gone = 0", (now,)
             ).fetchall()

@@ -22,6 +22,7 @@ from ephemeral_context.store import (
     InvalidRange,
     OffsetPastEnd,
     Store,
+    StoreBusy,
     UnknownId,
     data_dir,
     default_store_dir,
@@ -109,6 +110,39 @@ def test_an_absurdly_long_id_is_not_echoed_back_in_full(store: Store) -> None:
     message = str(raised.value)
     assert len(message) < 200
     assert "'" + "z" * 64 + "'... (100,000 characters) is not a store id" in message
+
+
+def hold_write_lock(root: Path) -> sqlite3.Connection:
+    """A second connection that takes the store's write lock and keeps it, as another
+    process in the middle of a long write does."""
+    other = sqlite3.connect(root / "index.sqlite3", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    return other
+
+
+def test_a_store_locked_past_the_busy_timeout_says_so_and_then_works(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    store = Store(root, busy_timeout_ms=50)
+    kept = store.put("kept before the lock")
+    other = hold_write_lock(root)
+    for attempt in (
+        lambda: store.put("written while locked"),
+        lambda: store.get(kept.id),  # the read refreshes expiry: a write
+        lambda: store.gc(),
+        lambda: Store(root, busy_timeout_ms=50),
+    ):
+        with pytest.raises(StoreBusy) as raised:
+            attempt()
+        assert str(raised.value) == (
+            f"the store in {root} is busy: another process holds its lock; retry in a moment"
+        )
+    assert store.info(kept.id) == kept  # WAL: reads go on under another's write lock
+    other.execute("ROLLBACK")
+    other.close()
+    assert store.get(kept.id).text == "kept before the lock"
+    again = store.put("written while locked")
+    assert store.get(again.id).text == "written while locked"
+    store.close()
 
 
 def test_unknown_id(store: Store) -> None:

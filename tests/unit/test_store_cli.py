@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from ephemeral_context import store_command
 from ephemeral_context.cli import main
 from ephemeral_context.indexer import index_targets
 from ephemeral_context.store import Store
@@ -101,6 +104,31 @@ def test_status_gc_and_get(capsys: pytest.CaptureFixture[str]) -> None:
     assert captured.out == "once\n" and "characters 7-12 of 12" in captured.err
     assert main(["store", "get", "../../etc/passwd"]) == 1
     assert "not a store id" in capsys.readouterr().err
+
+
+def test_a_locked_store_is_one_line_and_status_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process keeps the write lock past the busy timeout (shortened here, not
+    mocked): every store command says so in one line on stderr, no traceback."""
+    monkeypatch.chdir(tmp_path)
+    with Store() as store:
+        entry = store.put("stored once\n")
+        root = store.root
+    monkeypatch.setattr(store_command, "Store", functools.partial(Store, busy_timeout_ms=50))
+    other = sqlite3.connect(root / "index.sqlite3", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    for command in (["status"], ["store", "gc"], ["store", "get", entry.id], ["index"]):
+        assert main(command) == 1
+        captured = capsys.readouterr()
+        assert captured.err == (
+            f"ectx: the store in {root} is busy: another process holds its lock; "
+            "retry in a moment\n"
+        ), command
+    other.execute("ROLLBACK")
+    other.close()
+    assert main(["store", "get", entry.id]) == 0
+    assert capsys.readouterr().out == "stored once\n"
 
 
 def test_index_never_stores_a_secret_file(

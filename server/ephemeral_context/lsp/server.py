@@ -102,6 +102,7 @@ from ephemeral_context.store import (
     InvalidId,
     OffsetPastEnd,
     Store,
+    StoreBusy,
     StoreError,
     UnknownId,
     data_dir,
@@ -626,6 +627,8 @@ def hydrate(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResult:
     engine = ls.require_engine()
     try:
         text = engine.hydrate(params.id, params.offset, params.limit, mirror=ls.mirror)
+    except StoreBusy as exc:  # not the id's fault: the same request works later
+        raise request_failed(exc) from exc
     except StoreError as exc:
         raise invalid_params(str(exc), STORE_ERROR_REASONS.get(type(exc), "invalid")) from exc
     return converters.hydrate_result(text)
