@@ -366,7 +366,9 @@ def test_a_skill_written_mid_session_changes_the_tools_where_the_reader_says(
         "content": "---\nname: beta\ndescription: Use for beta\n---\nDo beta.\n",
     }
     script = [
-        {"tool_use": [{"name": "Write", "input": beta}]},
+        # the Write waits a few seconds, so that the watcher, set up after start-up, is in
+        # place when the skill is written (on a quiet machine it was not, once)
+        {"tool_use": [{"name": "Write", "input": beta}], "delay": 0.5},
         # the next request goes well inside the watcher's second, the one after well outside
         # it (a loaded machine delays the watcher, so no request is sent near the second)
         {**read_turn(files[0]), "delay": 0.1},
