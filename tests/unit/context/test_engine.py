@@ -8,6 +8,7 @@ from pathlib import Path
 import anthropic
 import pytest
 from ephemeral_context.cache_sim import Usage
+from ephemeral_context.context.conversation import Conversation
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput, UnknownItem
 from ephemeral_context.context.ledger import LedgerLimits
 from ephemeral_context.documents import DocumentMirror
@@ -242,6 +243,17 @@ def test_a_long_untouched_file_is_demoted_to_its_synopsis_when_cold(
     assert [i.state for i in engine.items() if i.uri == "file:///old.py"] == ["synopsis"]
 
 
+def _read_once(engine: ContextEngine) -> tuple[Driver, Conversation, str]:
+    """A conversation that has read /a.py (40 definitions) once: the driver, it, the text."""
+    d = Driver(engine)
+    c = engine.conversation("c")
+    engine.add_user_text("c", "go")
+    d.call()
+    text = source(40)
+    d.read("/a.py", text)
+    return d, c, text
+
+
 def test_a_cold_gap_leaves_a_file_read_once_in_the_thread_when_its_move_outgrows_the_twin(
     engine: ContextEngine, clock: Clock
 ) -> None:
@@ -249,12 +261,7 @@ def test_a_cold_gap_leaves_a_file_read_once_in_the_thread_when_its_move_outgrows
     weigh more than the one copy they replace, and nothing else made room, so moving it
     would put the request over its recorded twin, which the next warm call pays for with
     a forced cut. The file stays where it is (f3a77928ed, docs/cost-model.md)."""
-    d = Driver(engine)
-    c = engine.conversation("c")
-    engine.add_user_text("c", "go")
-    d.call()
-    text = source(40)
-    d.read("/a.py", text)
+    d, c, text = _read_once(engine)
     for k in range(3):  # in use, so the cost gate keeps the read
         d.call()
         text = text.replace(f"return x + {k}\n", f"return x - {k}\n")
@@ -289,12 +296,7 @@ def test_a_segment_file_that_grew_keeps_the_request_within_its_twin(
     """A file moved into the segment at one cold gap grows by more than the thread holds
     about it; at the next cold gap the segment shows its current version, and the request
     must still be no larger than its recorded-style twin."""
-    d = Driver(engine)
-    c = engine.conversation("c")
-    engine.add_user_text("c", "go")
-    d.call()
-    text = source(40)
-    d.read("/a.py", text)
+    d, c, text = _read_once(engine)
     d.bash("log line\n" * 200)  # consumed output the first cold gap evicts: room for the move
     extra = "".join(f"def g{i}(x):\n    return x * {i}\n\n" for i in range(80))
     for k in range(6):
