@@ -369,15 +369,20 @@ class Store:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT: takes the write lock up front, so reads see no race."""
+        """BEGIN IMMEDIATE ... COMMIT: takes the write lock up front, so reads see no race.
+
+        A COMMIT that fails (busy: with a rollback journal it waits for readers too) leaves
+        the transaction open in SQLite, which would refuse every later BEGIN on this
+        connection: it is rolled back like a failed body, unless SQLite already did."""
         with self._connection() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
+                db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
-            db.execute("COMMIT")
 
     # -- writing -------------------------------------------------------------------------
 

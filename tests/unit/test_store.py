@@ -145,6 +145,31 @@ def test_a_store_locked_past_the_busy_timeout_says_so_and_then_works(tmp_path: P
     store.close()
 
 
+def test_a_commit_that_fails_busy_is_rolled_back_and_the_next_put_works(tmp_path: Path) -> None:
+    """In WAL mode BEGIN IMMEDIATE takes every lock a COMMIT needs; with a rollback journal
+    (what SQLite keeps when the file system cannot do WAL: `journal_mode = WAL` then answers
+    the old mode) the COMMIT must also wait for readers, so a reader that stays past the busy
+    timeout fails the COMMIT itself, after every statement before it went through."""
+    root = tmp_path / "s"
+    store = Store(root, busy_timeout_ms=50)
+    store._db.execute("PRAGMA journal_mode = DELETE")  # the one connection: no WAL any more
+    kept = store.put("kept before the reader")
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    reader = sqlite3.connect(root / "index.sqlite3", isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM entries").fetchone()  # a shared lock, kept
+    with pytest.raises(StoreBusy, match=f"the store in {root} is busy"):
+        store.put("written while read")
+    assert statements[-2:] == ["COMMIT", "ROLLBACK"]
+    reader.execute("COMMIT")
+    reader.close()
+    assert [entry.id for entry in store.entries()] == [kept.id]  # nothing half written
+    again = store.put("written while read")
+    assert store.get(again.id).text == "written while read"
+    store.close()
+
+
 def test_unknown_id(store: Store) -> None:
     store.put("present")
     with pytest.raises(UnknownId, match="no stored content has id 00000000"):
