@@ -7,13 +7,14 @@ sequence as the API) and POST /v1/messages/count_tokens; it accepts `x-api-key` 
 `Authorization: Bearer` and any `anthropic-version`. What it says comes from a script, one
 turn per request: text, tool_use blocks, a refusal, or an injected error (429/529/500 with
 retry-after, 401, 404, 400), or bytes no API would send (`Raw`: an HTML page, a body cut
-short). An answer longer than `max_tokens` is cut (stop_reason
-"max_tokens"), and `max_tokens: 0` is the documented cache pre-warm (no content). Requests
-the real API would refuse are refused the same way (400: more than 4 cache_control
-breakpoints, a tool_use without its tool_result, empty content, ...), so a client bug fails
-here as it would there. Usage is computed by ephemeral_context.cache_sim, so cache reads
-and writes follow the documented cache rules. Every request is recorded (headers and JSON
-body) so tests can inspect exactly what was sent.
+short), or a broken network (`cut`: the connection dropped, or silent). An answer longer
+than `max_tokens` is cut (stop_reason "max_tokens"), and `max_tokens: 0` is the documented
+cache pre-warm (no content). Requests the real API would refuse are refused the same way
+(400: more than 4 cache_control breakpoints, a tool_use without its tool_result, empty
+content, ...), so a client bug fails here as it would there. Usage is computed by
+ephemeral_context.cache_sim, so cache reads and writes follow the documented cache rules.
+Every request is recorded (headers and JSON body) so tests can inspect exactly what was
+sent.
 
 In-process:
 
@@ -67,6 +68,10 @@ MESSAGES_PATH = "/v1/messages"
 # The script
 
 
+Cut = Literal["drop", "stall"]
+"""How a broken network ends an answer: the connection closed, or silent."""
+
+
 @dataclass(slots=True, frozen=True)
 class ToolCall:
     """One tool_use block the scripted model emits."""
@@ -87,9 +92,11 @@ class Reply:
     """Seconds between streamed events (JSON "delay"): lets an editor cancel mid-answer."""
     gate: threading.Event | None = field(default=None, compare=False)
     """In-process only: a stream stops after its first text delta until the test sets this."""
-    cut: Literal["drop", "stall"] | None = None
-    """After the first text delta (JSON "cut"): "drop" closes the connection, "stall" sends
-    nothing more until the client goes away (at most 60 s)."""
+    cut: Cut | None = None
+    """Where the text would first reach the client (JSON "cut"): a stream after its first
+    text delta, a non-streamed answer (sent whole once ready) before any byte of it. "drop"
+    closes the connection there, "stall" sends nothing more until the client goes away (at
+    most 60 s)."""
 
     def resolved_stop_reason(self) -> str:
         if self.stop_reason:
@@ -116,12 +123,13 @@ class ApiError:
 class Raw:
     """An answer sent byte for byte, as no API would send it but a proxy or a broken
     upstream might: an HTML page, JSON that is not a message, SSE events out of order.
-    With `cut`, the connection closes after the first half of the body."""
+    With `cut`, the first half of the body is sent, then the connection closes ("drop") or
+    goes silent ("stall")."""
 
     body: bytes
     status: int = 200
     content_type: str = "application/json"
-    cut: bool = False
+    cut: Cut | None = None
 
 
 Turn = Reply | ApiError | Raw
@@ -766,6 +774,10 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                     message_id, str(body["model"]), usage_json, (turn, blocks, output_tokens), None
                 )
                 return
+            if turn.cut is not None:
+                api._record(record)  # answered by no byte at all
+                self._cut(turn.cut)
+                return
             self._send_json(
                 200,
                 {
@@ -787,11 +799,10 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             self.send_header("content-type", raw.content_type)
             self.send_header("content-length", str(len(raw.body)))
             self.end_headers()
-            if raw.cut:
+            if raw.cut is not None:
                 self.wfile.write(raw.body[: len(raw.body) // 2])
                 self.wfile.flush()
-                self.close_connection = True
-                self.connection.shutdown(socket.SHUT_RDWR)
+                self._cut(raw.cut)
                 return
             self.wfile.write(raw.body)
             self._record.completed = True
@@ -876,7 +887,7 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             field: str,
             pieces: Iterable[str],
             gate: threading.Event | None = None,
-            cut: Literal["drop", "stall"] | None = None,
+            cut: Cut | None = None,
         ) -> None:
             """One content block as the API streams it: start, a delta per piece, stop.
 
@@ -903,7 +914,7 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                     return
             self._event("content_block_stop", {"type": "content_block_stop", "index": index})
 
-        def _cut(self, how: Literal["drop", "stall"]) -> None:
+        def _cut(self, how: Cut) -> None:
             """End a stream the way a broken network does: closed, or silent until the client
             walks away."""
             if how == "stall":

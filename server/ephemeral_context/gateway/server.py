@@ -2,23 +2,26 @@
 
 `POST /v1/messages` goes through the engine (core.py); `GET /ectx/status` reports the
 savings; every other request (count_tokens, models, ...) and every request the engine cannot
-handle is forwarded unchanged, its answer streamed back unchanged. The client's headers
-(its API key or OAuth token, beta flags, versions) go to the upstream with each request and
-nowhere else: nothing here logs, stores or writes them.
+handle is forwarded unchanged, its answer back unchanged (a stream as it comes, any other
+answer once the whole of it came). The client's headers (its API key or OAuth token, beta
+flags, versions) go to the upstream with each request and nowhere else: nothing here logs,
+stores or writes them.
 
 Answers: upstream errors reach the client as the upstream sent them (status, headers, body;
 an `error` event inside a stream), and so does an answer that is not a message (a proxy's
-HTML page, a message whose content is no list of blocks); an answer dropped before any of
-it was passed on, or no answer, is a 502 `api_error`; usage whose counts cannot be read
-leaves that call uncounted, never the client without its answer. Streamed text is passed
-on as it arrives, each event byte-for-byte unless it has to be renumbered. When the model
-calls the hydration tool, the client never sees that call: the gateway answers it and asks
-the upstream again, and the next answer's blocks continue the same message (one
-`message_start`, later blocks numbered on, one `message_delta` whose output tokens add up
-the rounds); a stream pauses for the length of one more upstream call. A stream the
-upstream drops is dropped for the client too; one that stalls (no byte for `stall_timeout`
-seconds) ends with an `error` event that says so. That call, like one the client walks
-away from, still counts in the status as billed.
+HTML page, JSON that is not a message, a message whose content is no list of blocks). An
+answer the upstream drops before any of it was passed on, or no answer, is a 502
+`api_error`; one it stalls (no byte for `stall_timeout` seconds, before its status line or
+mid-body) a 504 `timeout_error` that says so, the API's own answer to a request that timed
+out. Usage whose counts cannot be read leaves that call uncounted, never the client without
+its answer. Streamed text is passed on as it arrives, each event byte-for-byte unless it has
+to be renumbered. When the model calls the hydration tool, the client never sees that call:
+the gateway answers it and asks the upstream again, and the next answer's blocks continue
+the same message (one `message_start`, later blocks numbered on, one `message_delta` whose
+output tokens add up the rounds); a stream pauses for the length of one more upstream call.
+A stream the upstream drops is dropped for the client too; one that stalls ends with an
+`error` event that says so. A call counts in the status as made (billed) once the upstream
+answered it with a 200, however its answer ended, even when the client walked away from it.
 
 API:
 - `Gateway`: the aiohttp application and its upstream client session.
@@ -133,12 +136,26 @@ def _usage_of(raw: bytes, content_type: str) -> dict[str, Any]:
     return _readable_usage((_json_object(raw) or {}).get("usage"))
 
 
+def _as_sent(upstream: aiohttp.ClientResponse, body: bytes) -> web.Response:
+    """An upstream answer read whole, passed on as it came."""
+    return web.Response(
+        status=upstream.status,
+        reason=upstream.reason,
+        body=body,
+        headers=_forwarded(upstream.headers),
+    )
+
+
+def _error_body(kind: str, message: str) -> dict[str, Any]:
+    """The API's own error shape."""
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
 def _error_event(status: int, raw: bytes) -> bytes:
     """An upstream error answer, after the stream began, as the API's own `error` event."""
     body = _json_object(raw)
     if body is None or body.get("type") != "error":
-        message = raw.decode("utf-8", "replace")[:500]
-        body = {"type": "error", "error": {"type": "api_error", "message": f"{status} {message}"}}
+        body = _error_body("api_error", f"{status} {raw.decode('utf-8', 'replace')[:500]}")
     return encode("error", body)
 
 
@@ -243,8 +260,9 @@ class Gateway:
     async def _forward(
         self, request: web.Request, raw: bytes
     ) -> tuple[web.StreamResponse, dict[str, Any] | None]:
-        """The client's request as it came, the upstream's answer streamed back as it comes;
-        with its usage ({} unreadable), None when it gave no answer or an error."""
+        """The client's request as it came, the upstream's answer back unchanged (a stream
+        as it comes, any other answer once whole); with its usage ({} unreadable, or the
+        answer broken off), None when it gave no answer or an error."""
         try:
             upstream = await self.client.request(
                 request.method, self._url(request), data=raw, headers=_forwarded(request.headers)
@@ -252,6 +270,14 @@ class Gateway:
         except UPSTREAM_ERRORS as error:
             return self._no_answer(error), None
         async with upstream:
+            content_type = upstream.headers.get("content-type", "")
+            answered = upstream.status == 200  # from here on the call was billed
+            if "event-stream" not in content_type:
+                try:
+                    body = await upstream.read()
+                except UPSTREAM_ERRORS as error:
+                    return self._no_answer(error), {} if answered else None
+                return _as_sent(upstream, body), _usage_of(body, content_type) if answered else None
             response = web.StreamResponse(
                 status=upstream.status, reason=upstream.reason, headers=_forwarded(upstream.headers)
             )
@@ -262,28 +288,35 @@ class Gateway:
                     seen += chunk
                     await response.write(chunk)
             except UPSTREAM_ERRORS as error:  # the call is billed all the same
-                if "event-stream" in upstream.headers.get("content-type", ""):
-                    await self._broken_off(request, response, error)
-                else:
-                    self._drop(request)
+                await self._broken_off(request, response, error)
             else:
                 await response.write_eof()
-            if upstream.status != 200:
-                return response, None
-            return response, _usage_of(bytes(seen), upstream.headers.get("content-type", ""))
+            return response, _usage_of(bytes(seen), content_type) if answered else None
+
+    def _failure(self, error: BaseException, *, mid_answer: bool) -> tuple[int, dict[str, Any]]:
+        """A failed upstream call as the API's own error: one that stalled (no byte for the
+        stall timeout) a 504 `timeout_error` that says so, as the API answers a request
+        that timed out (the SDK and Claude Code retry both); any other a 502 `api_error`."""
+        if isinstance(error, aiohttp.SocketTimeoutError):
+            lost = (
+                " mid-answer; the answer is cut off here" if mid_answer else "; its answer is lost"
+            )
+            message = (
+                f"ectx gateway: the upstream {self.upstream} sent nothing for "
+                f"{self.stall_timeout:g} s{lost}"
+            )
+            status, body = 504, _error_body("timeout_error", message)
+        else:
+            message = f"ectx gateway: no answer from the upstream {self.upstream} ({error!r})"
+            status, body = 502, _error_body("api_error", message)
+        log.warning("%s", message)
+        return status, body
 
     def _no_answer(self, error: BaseException) -> web.Response:
-        """The upstream could not be reached, or dropped the answer before any of it was
-        passed on: the API's own error shape, status 502."""
-        log.warning("no answer from the upstream %s: %r", self.upstream, error)
-        body = {
-            "type": "error",
-            "error": {
-                "type": "api_error",
-                "message": f"ectx gateway: no answer from the upstream {self.upstream} ({error!r})",
-            },
-        }
-        return web.json_response(body, status=502)
+        """The upstream could not be reached, dropped or stalled before any of its answer
+        was passed on: the error, before anything else reached the client."""
+        status, body = self._failure(error, mid_answer=False)
+        return web.json_response(body, status=status)
 
     @staticmethod
     def _drop(request: web.Request) -> None:
@@ -297,15 +330,10 @@ class Gateway:
         """A stream broken off mid-answer: one that stalled ends with an `error` event that
         says so (a dropped connection would only look like a network fault); dropped, or
         left by the client, it is dropped."""
-        if not isinstance(error, TimeoutError):
+        if not isinstance(error, aiohttp.SocketTimeoutError):
             self._drop(request)
             return
-        message = (
-            f"ectx gateway: the upstream {self.upstream} sent nothing for "
-            f"{self.stall_timeout:g} s mid-answer; the answer is cut off here"
-        )
-        log.warning("%s", message)
-        body = {"type": "error", "error": {"type": "api_error", "message": message}}
+        _, body = self._failure(error, mid_answer=True)
         with contextlib.suppress(*UPSTREAM_ERRORS, ConnectionError):
             await response.write(encode("error", body))
             await response.write_eof()
@@ -326,17 +354,20 @@ class Gateway:
                 self._finish_record(plan, rounds)  # the rounds before it were billed
                 return self._no_answer(error)
             async with upstream:
+                answered = upstream.status == 200  # from here on the call was billed
                 try:
                     body = await upstream.read()
-                except UPSTREAM_ERRORS as error:  # dropped mid-answer: nothing reached the client
+                except UPSTREAM_ERRORS as error:  # broken off: nothing reached the client
+                    if answered:
+                        rounds.add({}, [])
                     self._finish_record(plan, rounds)
                     return self._no_answer(error)
                 answer = _json_object(body)
-                if upstream.status != 200 or not _readable_message(answer):
+                if not answered or not _readable_message(answer):
+                    if answered:
+                        rounds.add((answer or {}).get("usage"), [])
                     self._finish_record(plan, rounds)
-                    return web.Response(
-                        status=upstream.status, body=body, headers=_forwarded(upstream.headers)
-                    )
+                    return _as_sent(upstream, body)
                 headers = _forwarded(upstream.headers)
             content = list(answer.get("content") or [])
             rounds.add(answer.get("usage"), content)
@@ -388,7 +419,7 @@ class Gateway:
                 self._finish_record(plan, rounds)  # the rounds before it were billed
                 if response is None:
                     return self._no_answer(error)
-                await response.write(_error_event(502, repr(error).encode()))
+                await response.write(encode("error", self._failure(error, mid_answer=True)[1]))
                 await response.write_eof()
                 return response
             async with upstream:

@@ -365,10 +365,11 @@ def test_a_stream_that_stalls_ends_with_an_error_that_says_so(
         anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as sdk,
     ):
         with (
-            pytest.raises(anthropic.APIStatusError, match="sent nothing for 1 s mid-answer"),
+            pytest.raises(anthropic.APIStatusError, match="sent nothing for 1 s mid-answer") as e,
             sdk.messages.stream(**ask([{"role": "user", "content": "hi"}], tools=tools)) as s,
         ):
             received.extend(s.text_stream)
+        assert e.value.body["error"]["type"] == "timeout_error"  # type: ignore[index]
         assert received  # what came before the stall was passed on
         assert _recorded(gateway, 1)["upstream_calls"] == 1  # and it is billed
 
@@ -413,40 +414,146 @@ def _message(usage: dict[str, Any], content: Any = None) -> bytes:
     return json.dumps(answer).encode()
 
 
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
 @pytest.mark.parametrize(
     "answer",
     [
         Raw(b"<html><body>502 Bad Gateway</body></html>", content_type="text/html"),
+        Raw(b'{"id": "msg_1", "type": "message", "content": [{"ty'),
         Raw(b'["not", "a", "message"]'),
         Raw(_message({"input_tokens": 10, "output_tokens": 2}, content="odd")),
         Raw(_message({"input_tokens": 10, "output_tokens": 2}, content=[1, "x"])),
     ],
-    ids=["html", "json-list", "content-a-string", "content-not-blocks"],
+    ids=["html", "json-invalid", "json-list", "content-a-string", "content-not-blocks"],
 )
 def test_an_answer_that_is_not_a_message_reaches_the_client_as_sent(
-    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread, answer: Raw
+    api: FakeMessagesAPI,
+    client: anthropic.Anthropic,
+    gateway: GatewayThread,
+    answer: Raw,
+    tools: list[Any],
 ) -> None:
+    """What the client would have got from the upstream directly; the call was answered,
+    so it counts as made (its usage unread)."""
     api.add_turns(answer, "the session goes on")
-    raw = client.messages.with_raw_response.create(**ask([{"role": "user", "content": "hi"}]))
+    body = ask([{"role": "user", "content": "hi"}], tools=tools)
+    raw = client.messages.with_raw_response.create(**body)
     assert (raw.status_code, raw.http_response.content) == (answer.status, answer.body)
     assert raw.headers["content-type"] == answer.content_type
     message = client.messages.create(**ask([{"role": "user", "content": "hi"}]))
     assert message.content[0].text == "the session goes on"  # type: ignore[union-attr]
-    assert gateway.status()["total"]["requests"] == 2
+    total = gateway.status()["total"]
+    assert (total["requests"], total["upstream_calls"]) == (2, 2)
 
 
-def test_an_answer_dropped_before_its_end_is_an_api_error(
-    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread
-) -> None:
-    api.add_turns(Raw(_message({"input_tokens": 10, "output_tokens": 2}), cut=True), "again")
+def _error(kind: str, message: str) -> bytes:
+    return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+
+
+def _created(
+    client: anthropic.Anthropic, tools: list[Any], stream: bool = False
+) -> anthropic.APIStatusError:
+    """The error a request through the gateway raises in the SDK (one before any of the
+    stream began, for a streamed one)."""
+    body = ask([{"role": "user", "content": "hi"}], tools=tools)
     with pytest.raises(anthropic.APIStatusError) as raised:
-        client.messages.create(**ask([{"role": "user", "content": "hi"}]))
-    assert raised.value.status_code == 502
-    assert raised.value.body["error"]["type"] == "api_error"  # type: ignore[index]
-    assert "no answer from the upstream" in raised.value.message
-    message = client.messages.create(**ask([{"role": "user", "content": "hi"}]))
+        if stream:
+            with client.messages.stream(**body) as running:
+                running.get_final_message()
+        else:
+            client.messages.create(**body)
+    return raised.value
+
+
+BROKEN_OFF: dict[str, Reply | Raw] = {
+    "before-any-byte": Reply(text="never sent"),
+    "mid-message": Raw(_message({"input_tokens": 10, "output_tokens": 2})),
+    "mid-error": Raw(_error("overloaded_error", "Overloaded"), status=529),
+}
+"""Upstream answers a broken network cuts: before the status line (the call counts as not
+made), after a 200's (it counts as made, its usage unread) or an error's (as not made)."""
+
+
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
+@pytest.mark.parametrize("where", list(BROKEN_OFF))
+def test_an_answer_that_stalls_is_a_timeout_error_and_the_next_request_works(
+    api: FakeMessagesAPI, tmp_path: Path, where: str, tools: list[Any]
+) -> None:
+    """Nothing from the upstream for the stall timeout, before its answer or in the middle
+    of it: a 504 `timeout_error` that says so (the API's own shape for a request that timed
+    out; the SDK and Claude Code retry it), not a dropped connection."""
+    api.add_turns(replace(BROKEN_OFF[where], cut="stall"), "again")
+    with (
+        GatewayThread(api.base_url, tmp_path / "store", stall_timeout=1.0) as gateway,
+        anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as sdk,
+    ):
+        error = _created(sdk, tools)
+        assert error.status_code == 504
+        assert error.body == {
+            "type": "error",
+            "error": {
+                "type": "timeout_error",
+                "message": f"ectx gateway: the upstream {api.base_url} sent nothing for 1 s; "
+                "its answer is lost",
+            },
+        }
+        message = sdk.messages.create(**ask([{"role": "user", "content": "hi"}], tools=tools))
+        assert message.content[0].text == "again"  # type: ignore[union-attr]
+        total = gateway.status()["total"]
+    answered = where == "mid-message"
+    assert (total["requests"], total["upstream_calls"]) == (2, 1 + answered)
+
+
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
+@pytest.mark.parametrize("where", list(BROKEN_OFF))
+def test_an_answer_dropped_before_its_end_is_an_api_error(
+    api: FakeMessagesAPI,
+    client: anthropic.Anthropic,
+    gateway: GatewayThread,
+    where: str,
+    tools: list[Any],
+) -> None:
+    api.add_turns(replace(BROKEN_OFF[where], cut="drop"), "again")
+    error = _created(client, tools)
+    assert error.status_code == 502
+    assert error.body["error"]["type"] == "api_error"  # type: ignore[index]
+    assert f"ectx gateway: no answer from the upstream {api.base_url}" in error.message
+    message = client.messages.create(**ask([{"role": "user", "content": "hi"}], tools=tools))
     assert message.content[0].text == "again"  # type: ignore[union-attr]
-    assert gateway.status()["total"]["requests"] == 2
+    total = gateway.status()["total"]
+    answered = where == "mid-message"
+    assert (total["requests"], total["upstream_calls"]) == (2, 1 + answered)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Raw(_error("api_error", "Internal server error"), status=500),
+        Raw(b"<html><body>503 Service Unavailable</body></html>", 503, "text/html"),
+        Raw(b"upstream connect error or disconnect/reset", 503, "text/plain"),
+        Raw(b"", status=529),
+    ],
+    ids=["500-json", "503-html", "503-text", "529-empty"],
+)
+def test_an_error_status_reaches_the_client_as_sent_with_or_without_its_json(
+    api: FakeMessagesAPI,
+    client: anthropic.Anthropic,
+    gateway: GatewayThread,
+    answer: Raw,
+    tools: list[Any],
+    stream: bool,
+) -> None:
+    """An error answer before any of a stream began, too; none counts as an upstream call
+    (none is billed), and the next request goes through."""
+    api.add_turns(answer, "again")
+    http = _created(client, tools, stream)
+    assert (http.status_code, http.response.content) == (answer.status, answer.body)
+    message = client.messages.create(**ask([{"role": "user", "content": "hi"}], tools=tools))
+    assert message.content[0].text == "again"  # type: ignore[union-attr]
+    total = gateway.status()["total"]
+    assert (total["requests"], total["upstream_calls"]) == (2, 1)
 
 
 def _events(
