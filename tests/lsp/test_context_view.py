@@ -116,27 +116,47 @@ async def test_typing_into_a_pin_stores_nothing_until_an_ask(
 
 
 @pytest.mark.parametrize(
-    ("asked_first", "watched"),
-    [(False, True), (True, True), (False, False)],
-    ids=["pinned-only", "seen-by-an-ask", "no-watcher-event"],
+    ("symbol", "asked_first", "watched"),
+    [
+        (None, False, True),
+        (None, True, True),
+        (None, False, False),
+        ("App.run", True, True),
+        ("App.run", True, False),
+    ],
+    ids=["pinned-only", "seen-by-an-ask", "no-watcher-event", "symbol", "symbol-no-watcher-event"],
 )
 async def test_a_file_deleted_on_disk_leaves_items_and_totals(
-    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path, asked_first: bool, watched: bool
+    raw_editor: Editor,
+    api: FakeMessagesAPI,
+    workspace: Path,
+    symbol: str | None,
+    asked_first: bool,
+    watched: bool,
 ) -> None:
-    """A pinned file (not open in the editor) is deleted; the watched-file event (or, from a
-    client that sends none, the next status) takes it out of items and its tokens out of
-    the totals, whether or not a model has seen it, and the editor is warned, naming the
-    file and the id that still reads the text last pinned."""
+    """A pinned file (not open in the editor), or a pinned definition of it, is deleted;
+    the watched-file event (or, from a client that sends none, the next status) takes it
+    out of items and its tokens out of the totals, whether or not a model has seen it, and
+    the editor is warned once, naming the file (the definition) and the id that still
+    reads the text last pinned; what a conversation was shown stays, with a note."""
     await raw_editor.initialize(
         "visual_studio_code", workspace, {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
     )
     path = workspace / "src" / "app.py"
-    pinned = await raw_editor.request("ephemeralContext/pin", {"uri": path.as_uri()})
-    if asked_first:
+
+    async def look() -> None:
         api.add_turns("Seen.")
         await raw_editor.request("ephemeralContext/ask", {"prompt": "look", "conversationId": "d"})
+
+    if symbol is not None:  # a definition goes to the conversations there are
+        await look()
+    params = {"uri": path.as_uri()} | ({"symbol": symbol} if symbol else {})
+    pinned = await raw_editor.request("ephemeralContext/pin", params)
+    if asked_first and symbol is None:
+        await look()
+    state = "full" if symbol is None else "partial"
     before = await raw_editor.request("ephemeralContext/status")
-    assert before.breakdown.full == pinned.item.tokens > 0
+    assert getattr(before.breakdown, state) == pinned.item.tokens > 0
     warnings = len(raw_editor.client.messages)
     path.unlink()
     if watched:
@@ -147,13 +167,14 @@ async def test_a_file_deleted_on_disk_leaves_items_and_totals(
         )
     status = await raw_editor.request("ephemeralContext/status")
     assert (await raw_editor.request("ephemeralContext/items")).items == []
-    assert status.items == 0 and status.breakdown.full == 0
+    assert status.items == 0 and getattr(status.breakdown, state) == 0
     if not asked_first:
         assert status.contextTokens == before.contextTokens - pinned.item.tokens == 0
     [warning] = raw_editor.client.messages[warnings:]  # sent before the answers above
     assert warning.type == types.MessageType.Warning
-    assert str(path) in warning.message and "deleted" in warning.message
-    assert "no longer pinned" in warning.message and pinned.item.id in warning.message
+    released = "" if symbol is None else f" its definition {symbol}"
+    assert f"{path} was deleted on disk and{released} is no longer pinned" in warning.message
+    assert f"readable by id {pinned.item.id}" in warning.message
     api.add_turns("Gone.")
     await raw_editor.request("ephemeralContext/ask", {"prompt": "and now?", "conversationId": "d"})
     sent = json.dumps(api.message_requests[-1].body)
@@ -161,6 +182,50 @@ async def test_a_file_deleted_on_disk_leaves_items_and_totals(
         assert "app.py was deleted" in sent
     else:
         assert "return os.getcwd()" not in sent
+    if symbol is not None:
+        assert f"app.py::{symbol} (lines 5-6)" in sent
     kept = await raw_editor.request("ephemeralContext/hydrate", {"id": pinned.item.id})
     assert "def run(self)" in kept.text  # what was shown stays retrievable by id
     assert len(raw_editor.client.messages) == warnings + 1  # said once
+
+
+async def test_a_pinned_definition_renamed_in_the_buffer_is_released_at_the_next_ask(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """The file stays, its pinned definition does not: the next ask warns once, naming the
+    definition, what the file has instead and the id of the text it was pinned from; the
+    file is unpinned, the conversation keeps what it was shown, the store the text."""
+    await raw_editor.initialize(
+        "visual_studio_code", workspace, {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
+    )
+    uri = raw_editor.open(workspace / "src" / "app.py")
+    api.add_turns("Hello.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "hi", "conversationId": "d"})
+    pinned = await raw_editor.request("ephemeralContext/pin", {"uri": uri, "symbol": "App.run"})
+    warnings = len(raw_editor.client.messages)
+    since = raw_editor.mark()
+    raw_editor.change(uri, [insert(4, "    def start(self) -> None:\n        pass\n\n")])
+    await raw_editor.usage(since)
+    api.add_turns("Still there.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "more", "conversationId": "d"})
+    assert len(raw_editor.client.messages) == warnings  # still defined: nothing to say
+    since = raw_editor.mark()
+    start = types.Position(7, len("    def run"))
+    raw_editor.change(
+        uri, [types.TextDocumentContentChangePartial(types.Range(start, start), "_all")]
+    )
+    await raw_editor.usage(since)
+    api.add_turns("Renamed.", "Again.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "and now?", "conversationId": "d"})
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "again", "conversationId": "d"})
+    [warning] = raw_editor.client.messages[warnings:]  # said once
+    assert warning.type == types.MessageType.Warning
+    assert warning.message.startswith("Ephemeral Context: App.run is no longer pinned")
+    assert "did you mean App.run_all," in warning.message
+    assert f"readable by id {pinned.item.id}" in warning.message
+    rows = (await raw_editor.request("ephemeralContext/items")).items
+    assert [(r.uri, r.pinned) for r in rows if r.kind == "file"] == [(uri, False)]
+    sent = json.dumps(api.message_requests[-1].body)
+    assert "app.py::App.run (lines 5-6)" in sent and "def run_all" not in sent
+    with Store(Path(os.environ["EPHEMERAL_CONTEXT_HOME"]) / "store") as store:
+        assert "def run(self)" in store.get(pinned.item.id).text

@@ -341,6 +341,11 @@ class ContextEngine:
         """
         return item_api.pin(self.state, uri, text, version, symbol, conv)
 
+    def definition(self, uri: str, text: str, symbol: str) -> str:
+        """The text of the definition `symbol` names in this text of `uri` (what pinning
+        it shows); UnknownItem, with the names that come close, when there is none."""
+        return item_api.definition(self.state, uri, text, symbol).text
+
     def unpin(self, uri: str) -> ItemInfo:
         """Make `uri` evictable again (it stays in the context until the policy says)."""
         return item_api.unpin(self.state, uri)

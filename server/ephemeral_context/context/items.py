@@ -7,7 +7,7 @@ is dropped stays hydratable by id. `hydrate` gives a file item's current version
 editor's buffer when there is one.
 
 API:
-- `pin`, `unpin`, `pinned_files`, `unseen_pins`, `show_pins`, `pin_block`: pins.
+- `pin`, `unpin`, `pinned_files`, `unseen_pins`, `show_pins`, `pin_block`, `definition`: pins.
 - `drop(state, target)`: the human's override; ids stay hydratable.
 - `listed(state)`, `item_info(item)`, `ItemInfo`: the Context view's rows.
 - `read_session_file(state, item_id, offset, limit)`, `hydrate(...)`, `HydratedText`: text
@@ -27,7 +27,7 @@ from ephemeral_context.context.ledger import ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.documents import Document, DocumentMirror, utf8
 from ephemeral_context.store import check_range
-from ephemeral_context.syntax import address, find_symbol
+from ephemeral_context.syntax import SymbolText, address, find_symbol
 
 
 class UnknownItem(LookupError):
@@ -89,16 +89,10 @@ def pin(
     (`symbol`) is appended at once to `conv`, or to every conversation there is.
     """
     label = label_of(uri)
+    found = definition(state, uri, text, symbol) if symbol is not None else None
     entry = state.store.put(text, uri=uri, version=version, tokens=state.count(text, "code"))
     shown = ""
-    if symbol is not None:
-        outline = state.outlines.get(text, label)
-        lookup = find_symbol(text, outline, symbol)
-        if lookup.found is None:
-            names = [address(s, outline) for s in lookup.candidates] or list(lookup.suggestions)
-            hint = f"; did you mean {', '.join(names)}?" if names else ""
-            raise UnknownItem(f"no symbol {symbol!r} in {label}{hint}")
-        found = lookup.found
+    if found is not None:
         shown = (
             f"[pinned {label}::{symbol} (lines {found.start_line}-{found.end_line}) "
             f"of [[file:{entry.id}]]]\n{found.text}"
@@ -120,6 +114,19 @@ def pin(
         item.state = ItemState.PARTIAL
     item.pinned = True
     return item_info(item)
+
+
+def definition(state: EngineState, uri: str, text: str, symbol: str) -> SymbolText:
+    """The definition `symbol` names in this text of `uri`; UnknownItem, with the names
+    that come close, when it has none (a pinned definition renamed or removed)."""
+    label = label_of(uri)
+    outline = state.outlines.get(text, label)
+    lookup = find_symbol(text, outline, symbol)
+    if lookup.found is None:
+        names = [address(s, outline) for s in lookup.candidates] or list(lookup.suggestions)
+        hint = f"; did you mean {', '.join(names)}?" if names else ""
+        raise UnknownItem(f"no symbol {symbol!r} in {label}{hint}")
+    return lookup.found
 
 
 def pinned_files(state: EngineState) -> list[str]:

@@ -225,13 +225,19 @@ def note_document_change(state: EngineState, change: Any) -> None:
     )
     for c in state.conversations.values():
         view = c.files.get(uri)
-        if view is None:
+        if view is None and not (deleted and _shown_pinned_definition(c, uri)):
             continue
-        if not deleted and view.whole and text_hash(view.text) == new_hash:
+        if not deleted and view is not None and view.whole and text_hash(view.text) == new_hash:
             continue  # the version the model already sees (the echo of its own edit)
         c.pending_notes[uri] = f"Note: {label_of(uri)} {what}; read it again if you need it."
         c.note_hashes[uri] = new_hash
         if deleted:
-            c.files.pop(uri)
+            c.files.pop(uri, None)
     if deleted:  # seen or only pinned: a file that is gone leaves items and totals
         state.ledger.remove_key(uri)
+
+
+def _shown_pinned_definition(c: Conversation, uri: str) -> bool:
+    """`c` was shown a pinned definition of `uri` (which gives it no file view): it must
+    hear that the file is gone as well."""
+    return any(tb.kind is BlockKind.PINNED and tb.uri == uri and not tb.evicted for tb in c.thread)

@@ -213,8 +213,7 @@ class EphemeralContextServer(LanguageServer):
             self.applier.own_hashes.discard(change.new_hash)
             return
         if self.pins is not None:
-            released = self.pins.note_document_change(change)
-            if released is not None:
+            for released in self.pins.note_document_change(change):
                 self.warn(f"Ephemeral Context: {released}")
 
     def warn(self, text: str) -> None:

@@ -7,12 +7,14 @@ right before a request (`follow`), and only if it still passes the checks of a m
 typed into it) is unpinned instead, so its new text is neither sent nor stored; the version
 shown earlier stays hydratable. A pinned file deleted on disk leaves the context (the model
 must not read a file that is gone as if it were there): the user is told which, and the id
-that still reads the text last pinned. The LSP server and `ectx` hold no pin state of their
-own.
+that still reads the text last pinned. A pinned definition is shown once, as it was then;
+it is released likewise when its file is deleted, or when the file no longer defines it
+(renamed or removed: the conversations keep what they were shown). The LSP server and
+`ectx` hold no pin state of their own.
 
 API:
 - `Pins`: `follow` before a request, `pending_tokens` for the usage estimate,
-  `note_document_change` for the mirror's changes (a pin released by a deletion).
+  `note_document_change` for the mirror's changes (pins released by a deletion).
 """
 
 from __future__ import annotations
@@ -20,10 +22,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ephemeral_context.context.blocks import label_of
-from ephemeral_context.context.engine import BlockKind, ContextEngine, EngineStatus, ItemInfo
+from ephemeral_context.context.engine import (
+    BlockKind,
+    ContextEngine,
+    EngineStatus,
+    ItemInfo,
+    UnknownItem,
+)
 from ephemeral_context.documents import Document, DocumentChange, DocumentMirror
 from ephemeral_context.model.secrets import AccessDenied
 from ephemeral_context.model.tools import ToolEnv
+
+
+@dataclass
+class PinnedSymbol:
+    """One pinned definition: the id of the file's text it was pinned from (what stays
+    readable once the pin is released), and the hash of the text last found to define it."""
+
+    item_id: str
+    checked: str
 
 
 @dataclass
@@ -34,6 +51,8 @@ class Pins:
     _hashes: dict[str, str] = field(default_factory=dict)
     _ids: dict[str, str] = field(default_factory=dict)
     """Per URI: the id of the text last pinned (what a deletion leaves readable)."""
+    _symbols: dict[str, dict[str, PinnedSymbol]] = field(default_factory=dict)
+    """Per URI: its pinned definitions, by the name they were pinned as."""
     _counted: dict[str, tuple[str, int]] = field(default_factory=dict)
     """Per URI: the hash of the text last counted, and its tokens."""
 
@@ -45,28 +64,42 @@ class Pins:
         if symbol is None:
             self._hashes[document.uri] = document.hash
             self._ids[document.uri] = item.id
+        else:
+            pinned = PinnedSymbol(item.id, document.hash)
+            self._symbols.setdefault(document.uri, {})[symbol] = pinned
         return item
 
-    def note_document_change(self, change: DocumentChange) -> str | None:
-        """Pass an outside change to the engine; when it deleted a pinned file, which the
-        engine then takes out of the context, the sentence that tells the user."""
+    def note_document_change(self, change: DocumentChange) -> list[str]:
+        """Pass an outside change to the engine; when it deleted a pinned file (or one
+        with pinned definitions), which the engine then takes out of the context, one
+        sentence per pin released, to tell the user."""
+        uri = change.uri
         deleted = change.reason == "disk" and change.new_hash is None
-        released = deleted and change.uri in self.engine.pinned_files()
+        whole = deleted and uri in self.engine.pinned_files()
+        symbols = self._symbols.pop(uri, {}) if deleted and uri in self._pinned() else {}
         self.engine.note_document_change(change)
-        if not released:
-            return None
-        self._hashes.pop(change.uri, None)
-        item_id = self._ids.pop(change.uri, None)
-        kept = (
-            f"; the text last pinned stays readable by id {item_id} (ectx store get {item_id})"
-            if item_id is not None
-            else ""
-        )
-        return f"{label_of(change.uri)} was deleted on disk and is no longer pinned{kept}"
+        if not deleted:
+            return []
+        self._hashes.pop(uri, None)
+        item_id = self._ids.pop(uri, None)
+        gone = f"{label_of(uri)} was deleted on disk and"
+        released = [f"{gone} is no longer pinned{_kept(item_id)}"] if whole else []
+        released += [
+            f"{gone} its definition {symbol} is no longer pinned{_kept(pinned.item_id)}"
+            for symbol, pinned in symbols.items()
+        ]
+        return released
+
+    def _pinned(self) -> set[str]:
+        """URIs the engine holds pinned now, whole or by a definition."""
+        return {i.uri for i in self.engine.items() if i.pinned and i.uri is not None}
 
     def changed(self, mirror: DocumentMirror) -> dict[str, Document]:
         """Whole-file pins whose text changed since they were pinned (nothing is read from
-        disk that the mirror does not hold already, and nothing is sent)."""
+        disk that the mirror does not hold already, and nothing is sent). The files of
+        pinned definitions are looked at too, so a deletion is noticed as a whole pin's."""
+        for uri in list(self._symbols):
+            mirror.get(uri)  # gone: the mirror's change releases its pins
         changed = {}
         for uri in self.engine.pinned_files():
             document = mirror.get(uri)
@@ -76,8 +109,9 @@ class Pins:
 
     def follow(self, env: ToolEnv) -> list[str]:
         """Right before a request: pin each changed file again as it is now, or unpin it
-        when it no longer passes the checks; returns one sentence per pin released."""
-        released = []
+        when it no longer passes the checks, and release each pinned definition its file
+        no longer has; returns one sentence per pin released."""
+        released = self._follow_symbols(env.mirror)
         for uri in self.changed(env.mirror):
             try:
                 self.pin(env, uri)
@@ -86,6 +120,35 @@ class Pins:
                 self._hashes.pop(uri, None)
                 self._ids.pop(uri, None)
                 released.append(f"{label_of(uri)} is no longer pinned: {exc}")
+        return released
+
+    def _follow_symbols(self, mirror: DocumentMirror) -> list[str]:
+        """Release the pinned definitions their files no longer have (the text they were
+        pinned from stays readable by id); a file left with no pin is unpinned."""
+        released = []
+        pinned = self._pinned()
+        for uri in list(self._symbols):
+            document = mirror.get(uri)  # a deletion releases the file's pins itself
+            symbols = self._symbols.get(uri)
+            if symbols is None or not isinstance(document, Document):
+                continue
+            if uri not in pinned:  # unpinned or dropped since
+                del self._symbols[uri]
+                continue
+            for symbol, pin in list(symbols.items()):
+                if pin.checked == document.hash:
+                    continue
+                try:
+                    self.engine.definition(uri, document.text, symbol)
+                except UnknownItem as exc:
+                    del symbols[symbol]
+                    released.append(f"{symbol} is no longer pinned ({exc}){_kept(pin.item_id)}")
+                else:
+                    pin.checked = document.hash
+            if not symbols:
+                del self._symbols[uri]
+                if uri not in self.engine.pinned_files():
+                    self.engine.unpin(uri)
         return released
 
     def status(self, mirror: DocumentMirror) -> EngineStatus:
@@ -114,3 +177,10 @@ class Pins:
                 self._counted[uri] = (document.hash, tokens)
             pending[uri] = tokens
         return pending
+
+
+def _kept(item_id: str | None) -> str:
+    """The end of a release sentence: the id that still reads the text last pinned."""
+    if item_id is None:
+        return ""
+    return f"; the text last pinned stays readable by id {item_id} (ectx store get {item_id})"
