@@ -19,9 +19,7 @@
 
 ; Templates carry their parameter list into the definition.
 (template_declaration
-  [
-    (class_specifier name: (_) @name.definition.class body: (_) @body.definition.class)
-  ]) @definition.class
+  (class_specifier name: (_) @name.definition.class body: (_) @body.definition.class)) @definition.class
 
 (template_declaration
   (struct_specifier name: (_) @name.definition.struct body: (_) @body.definition.struct)) @definition.struct
@@ -120,15 +118,7 @@
 (field_declaration_list
   (declaration declarator: (function_declarator declarator: (_) @name.definition.function)) @definition.function)
 
-; Constructors in a class body: no return type and a plain name (destructors stay methods).
-; The member initializer list is left out of the signature.
-(field_declaration_list
-  (function_definition
-    !type
-    declarator: (function_declarator declarator: (identifier) @name.definition.constructor)
-    (field_initializer_list)? @omit.definition.constructor
-    body: (_) @body.definition.constructor) @definition.constructor)
-
+; With no return type and a plain name, that declaration is a constructor.
 (field_declaration_list
   (declaration
     !type
@@ -144,11 +134,15 @@
     ]
     [(default_method_clause) (delete_method_clause)]) @definition.function)
 
+; Constructors in a class body, with a body or defaulted or deleted: no return type and a
+; plain name (destructors stay methods). The member initializer list is left out of the
+; signature.
 (field_declaration_list
   (function_definition
     !type
     declarator: (function_declarator declarator: (identifier) @name.definition.constructor)
-    [(default_method_clause) (delete_method_clause)]) @definition.constructor)
+    (field_initializer_list)? @omit.definition.constructor
+    [body: (_) @body.definition.constructor (default_method_clause) (delete_method_clause)]) @definition.constructor)
 
 ; constexpr and const members with a value are constants.
 ((field_declaration
