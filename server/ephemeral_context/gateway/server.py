@@ -409,6 +409,18 @@ class Gateway:
         self.core.record(plan.thread.session, plan.pricing, list(rounds.usages), plan)
         self._updated()
 
+    async def _failed(
+        self, response: web.StreamResponse | None, error: BaseException
+    ) -> web.StreamResponse:
+        """A call failed before any of its answer was passed on: the error as the client's
+        answer, or, once the stream to the client began (an earlier round), as its last
+        event."""
+        if response is None:
+            return self._no_answer(error)
+        await response.write(encode("error", self._failure(error, mid_answer=True)[1]))
+        await response.write_eof()
+        return response
+
     async def _stream(self, request: web.Request, plan: Plan) -> web.StreamResponse:
         response: web.StreamResponse | None = None
         rounds = _Rounds()
@@ -417,19 +429,17 @@ class Gateway:
                 upstream = await self._post(request, plan.body)
             except UPSTREAM_ERRORS as error:
                 self._finish_record(plan, rounds)  # the rounds before it were billed
-                if response is None:
-                    return self._no_answer(error)
-                await response.write(encode("error", self._failure(error, mid_answer=True)[1]))
-                await response.write_eof()
-                return response
+                return await self._failed(response, error)
             async with upstream:
                 if upstream.status != 200:
-                    raw = await upstream.read()
+                    try:
+                        raw = await upstream.read()
+                    except UPSTREAM_ERRORS as error:  # an error answer broken off
+                        self._finish_record(plan, rounds)
+                        return await self._failed(response, error)
                     self._finish_record(plan, rounds)
                     if response is None:
-                        return web.Response(
-                            status=upstream.status, body=raw, headers=_forwarded(upstream.headers)
-                        )
+                        return _as_sent(upstream, raw)
                     await response.write(_error_event(upstream.status, raw))
                     await response.write_eof()
                     return response

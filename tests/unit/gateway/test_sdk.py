@@ -901,3 +901,20 @@ def test_a_lone_surrogate_in_an_event_the_gateway_rewrites_reaches_the_sdk(
     last = _conversation(client, stream=True)[-1]
     texts = [b.text for b in last.content]  # type: ignore[union-attr]
     assert texts == ["let me look", "half a pair: \ud83d, then more"]
+
+
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
+@pytest.mark.parametrize(("cut", "status"), [("stall", 504), ("drop", 502)])
+def test_an_error_answer_broken_off_before_a_stream_began_is_an_error(
+    api: FakeMessagesAPI, tmp_path: Path, tools: list[Any], cut: str, status: int
+) -> None:
+    api.add_turns(replace(BROKEN_OFF["mid-error"], cut=cut), "again")
+    with (
+        GatewayThread(api.base_url, tmp_path / "store", stall_timeout=1.0) as gateway,
+        anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as sdk,
+    ):
+        assert _created(sdk, tools, stream=True).status_code == status
+        with sdk.messages.stream(**ask([{"role": "user", "content": "hi"}], tools=tools)) as s:
+            assert s.get_final_text() == "again"
+        total = gateway.status()["total"]
+    assert (total["requests"], total["upstream_calls"]) == (2, 1)
