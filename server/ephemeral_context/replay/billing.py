@@ -3,7 +3,8 @@
 Recorded usage can only be checked against Anthropic's cache rules when it came from them.
 Sessions sent through other gateways (glm-4.7 behind an Anthropic-compatible endpoint, for
 one) record usage that Anthropic's cache cannot produce: cache reads when nothing was ever
-written, or a read larger than any prefix written or read before it. Such a session is
+written, a read larger than any prefix written or read before it, or no cache counts at all
+(every usage Anthropic returns has both; a gateway or an export may drop them). Such a session is
 "other": strategies are still compared under Anthropic's rules, fidelity is not claimed.
 
 API:
@@ -34,6 +35,8 @@ def classify(session: Session) -> Billing:
     if not session.recorded:
         return Billing.NONE
     usages = [call.usage for call in session.calls if call.usage is not None]
+    if not all(usage.cache_counted for usage in usages):
+        return Billing.OTHER
     reads = sum(u.cache_read_input_tokens for u in usages)
     writes = sum(u.cache_creation_input_tokens for u in usages)
     if reads and not writes:

@@ -127,6 +127,10 @@ class RecordedUsage(Usage):
     """
 
     output_tokens: int = 0
+    cache_counted: bool = True
+    """The usage had both cache counts, as every usage Anthropic returns has (zero or not);
+    one without them comes from a gateway or an export that dropped them, and its zeros are
+    not what Anthropic's cache billed."""
 
     @property
     def ttl(self) -> Ttl | None:

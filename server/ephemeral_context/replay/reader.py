@@ -439,6 +439,10 @@ def _string(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+CACHE_COUNTS = ("cache_read_input_tokens", "cache_creation_input_tokens")
+"""The keys of every usage Anthropic returns; one without them lost its cache counts."""
+
+
 def _usage(raw: Any) -> RecordedUsage | None:
     """A response's recorded usage (None when it has none); raises ValueError or TypeError
     for counts that are not counts, or more input than any request can carry."""
@@ -451,7 +455,11 @@ def _usage(raw: Any) -> RecordedUsage | None:
             f"{inputs.total_input_tokens} input tokens, more than any model's context window"
         )
     counts = {f.name: getattr(inputs, f.name) for f in fields(inputs)}  # asdict deep-copies
-    return RecordedUsage(**counts, output_tokens=int(raw.get("output_tokens") or 0))
+    return RecordedUsage(
+        **counts,
+        output_tokens=int(raw.get("output_tokens") or 0),
+        cache_counted=all(key in raw for key in CACHE_COUNTS),
+    )
 
 
 def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: bool) -> None:

@@ -242,13 +242,16 @@ def _table(title: str, results: Mapping[str, Sequence[StrategyResult]], calls: i
 def _fidelity_line(item: SessionReport) -> str:
     """What the session's recorded usage says about the cache model, in words."""
     if item.billing is Billing.NONE:
+        recorded = sum(call.usage is not None for call in item.session.calls)
+        if recorded:
+            return f"  usage recorded for {recorded} of {item.calls} calls: fidelity not checked"
         return "  no recorded usage in this transcript: fidelity not checked"
     billed = _k(item.recorded_billed or 0.0)
     if item.billing is Billing.OTHER or item.fidelity is None:
         return (
             f"  recorded billed input {billed}, not billed by Anthropic's prompt cache "
-            "(reads nothing wrote): strategies compared under Anthropic's rules, "
-            "fidelity not claimed"
+            "(reads nothing wrote, or no cache counts): strategies compared under "
+            "Anthropic's rules, fidelity not claimed"
         )
     return (
         f"  billed by Anthropic: recorded billed input {billed}; "

@@ -3,20 +3,24 @@
 Each test builds a small transcript whose recorded usage is what Anthropic's cache returns
 for it, and checks one rule of the replay: the `recorded` strategy writes with the TTL the
 usage shows and baselines share the session's regime; the blocks added between two recorded
-calls cost exactly the recorded growth; usage Anthropic's cache cannot produce is billed
-"other"; an unknown model is priced as the reference model with a warning.
+calls cost exactly the recorded growth; usage Anthropic's cache cannot produce, or without
+its cache counts, is billed "other"; an unknown model is priced as the reference model with a
+warning; a session with some calls unrecorded says how many were.
 """
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 
 import pytest
 from ephemeral_context.prices import REFERENCE_MODEL, lookup
 from ephemeral_context.replay.billing import Billing, classify
 from ephemeral_context.replay.reader import read_session
-from ephemeral_context.replay.report import replay, to_json
+from ephemeral_context.replay.report import render, replay, to_json
 from ephemeral_context.replay.strategies import STRATEGIES
+from rich.console import Console
 
 from tests.unit.replay.builder import Transcript, text
 
@@ -118,12 +122,43 @@ def test_reads_that_nothing_wrote_are_billed_other(tmp_path: Path) -> None:
     assert recorded.cost_usd > 0  # at the reference prices, never $0 and never a traceback
 
 
+@pytest.mark.parametrize("lost", ["cache_read_input_tokens", "cache_creation_input_tokens"])
+def test_a_usage_without_a_cache_count_is_billed_other(tmp_path: Path, lost: str) -> None:
+    """Every usage Anthropic returns has both cache counts; one an export or a gateway
+    dropped reads as 0, and a fidelity claimed against it is measured against a made-up
+    bill (here it would claim a near-perfect or a far-off model for the same replay)."""
+    path = two_turns(tmp_path, "1h", gap=60)
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    usage = lines[-1]["message"]["usage"]
+    del usage[lost]
+    usage.pop("cache_creation", None)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    session = read_session(path)
+    assert session.recorded  # still read, so it still sizes the blocks it can
+    assert classify(session) is Billing.OTHER
+    (item,) = to_json(replay([path]))["sessions"]
+    assert (item["billing"], item["fidelity"]) == ("other", None)
+
+
 def test_sessions_anthropic_billed_are_anthropic_and_unrecorded_ones_none(tmp_path: Path) -> None:
     assert classify(read_session(two_turns(tmp_path, "1h", gap=60))) is Billing.ANTHROPIC
     t = Transcript()
     t.user("hello")
     t.assistant([text("hi")])
     assert classify(read_session(t.write(tmp_path / "none.jsonl"))) is Billing.NONE
+
+
+def test_a_session_with_some_calls_unrecorded_says_how_many_were(tmp_path: Path) -> None:
+    """Not "no recorded usage": one lost usage leaves the others on record."""
+    path = two_turns(tmp_path, "1h", gap=60)
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    del lines[-1]["message"]["usage"]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    report = replay([path])
+    assert report.sessions[0].billing is Billing.NONE
+    out = io.StringIO()
+    render(report, Console(file=out, width=200))
+    assert "usage recorded for 1 of 2 calls: fidelity not checked" in out.getvalue()
 
 
 @pytest.mark.parametrize(("model", "read"), [("claude-opus-4-5", 0.1), ("claude-opus-5-5", 0.05)])
