@@ -229,3 +229,26 @@ async def test_a_pinned_definition_renamed_in_the_buffer_is_released_at_the_next
     assert "app.py::App.run (lines 5-6)" in sent and "def run_all" not in sent
     with Store(Path(os.environ["EPHEMERAL_CONTEXT_HOME"]) / "store") as store:
         assert "def run(self)" in store.get(pinned.item.id).text
+
+
+async def test_a_pinned_definition_stays_one_when_the_model_reads_its_file(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """A model's read of the whole file records a newer version: the pin stays a pin of
+    the definition, so another conversation is not shown the whole file."""
+    await raw_editor.initialize(
+        "visual_studio_code", workspace, {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
+    )
+    uri = raw_editor.open(workspace / "src" / "app.py")
+    api.add_turns("Hello.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "hi", "conversationId": "a"})
+    await raw_editor.request("ephemeralContext/pin", {"uri": uri, "symbol": "App.run"})
+    since = raw_editor.mark()
+    raw_editor.change(uri, [insert(0, "# typed into the buffer\n")])  # a version not pinned
+    await raw_editor.usage(since)
+    api.add_turns(read_file_turn("src/app.py"), "Read it.", "Seen.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "read", "conversationId": "a"})
+    [row] = [r for r in (await raw_editor.request("ephemeralContext/items")).items if r.uri == uri]
+    assert row.pinned
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "look", "conversationId": "b"})
+    assert "# typed into the buffer" not in json.dumps(api.message_requests[-1].body)

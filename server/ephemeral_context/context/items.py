@@ -113,6 +113,7 @@ def pin(
             )  # fmt: skip
         item.state = ItemState.PARTIAL
     item.pinned = True
+    item.whole_pin = item.whole_pin or symbol is None
     return item_info(item)
 
 
@@ -135,7 +136,14 @@ def pinned_files(state: EngineState) -> list[str]:
 
 
 def _whole_pin(item: LedgerItem) -> bool:
-    return item.pinned and item.kind is BlockKind.FILE and item.state is ItemState.FULL
+    """A pin of the whole file (a newer version the model reads of a file pinned by a
+    definition is pinned too, but only that definition is the user's pin)."""
+    return (
+        item.pinned
+        and item.whole_pin
+        and item.kind is BlockKind.FILE
+        and item.state is ItemState.FULL
+    )
 
 
 def unseen_pins(state: EngineState, c: Conversation | None) -> list[LedgerItem]:
@@ -178,7 +186,7 @@ def unpin(state: EngineState, uri: str) -> ItemInfo:
     item = state.ledger.current(uri)
     if item is None:
         raise UnknownItem(f"{uri} is not in the context; pin it first")
-    item.pinned = False
+    item.pinned = item.whole_pin = False
     for c in state.conversations.values():
         for tb in c.thread:
             if tb.kind is BlockKind.PINNED and tb.uri == uri:

@@ -58,6 +58,8 @@ class LedgerItem:
     version: int | None = None
     state: ItemState = ItemState.FULL
     pinned: bool = False
+    whole_pin: bool = False
+    """Pinned as a whole file, not only by a definition: every conversation is shown it."""
     last_use: int = 0
     changed_at: int = 0
     evictable: bool = True
@@ -129,6 +131,7 @@ class Ledger:
             self._items[item.id] = item
         if previous is not None and previous.id != item.id:
             item.pinned = item.pinned or previous.pinned
+            item.whole_pin = item.whole_pin or previous.whole_pin
             if previous.state is not ItemState.EVICTED:
                 previous.state = ItemState.REFERENCE
                 previous.reason = previous.reason or "superseded by a newer version"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.context.engine import ContextEngine, ToolOutput
 from ephemeral_context.documents import DocumentMirror, TextEdit
 from ephemeral_context.model.pins import Pins
 from ephemeral_context.model.tools import ToolEnv
@@ -152,3 +152,28 @@ def test_a_pinned_definition_its_file_no_longer_has_is_released_before_the_next_
     sent = project.request()
     assert "::run (lines 4-5)" in sent and "::other (lines 8-9)" in sent
     assert "def run():" in project.store.get(pinned.id).text
+
+
+def test_a_pinned_definition_stays_one_when_the_model_reads_its_file(project: Project) -> None:
+    """The model's read records a newer version of the file: it stays pinned by its
+    definition only, so no other conversation is shown the whole file and a deletion
+    releases the definition, once."""
+    engine, path = project.engine, project.path
+    engine.add_user_text("c", "look")
+    pinned = project.pins.pin(project.env, project.uri, "run")
+    engine.add_assistant_content(
+        "c", [{"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}}]
+    )
+    read = SOURCE + "# read later\n"
+    engine.add_tool_result(
+        "c", ToolOutput("toolu_1", read, kind="file", uri=project.uri, content=read)
+    )
+    [row] = engine.items()
+    assert row.pinned and row.id != pinned.id and engine.pinned_files() == []
+    engine.add_user_text("d", "look")
+    assert "# read later" not in repr(engine.build_request("d", "claude-sonnet-4-6", "system"))
+    path.unlink()
+    project.pins.status(project.mirror)
+    assert [s.split(";")[0] for s in project.said] == [
+        f"{path} was deleted on disk and its definition run is no longer pinned"
+    ]
