@@ -14,20 +14,22 @@ API:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import importlib
+import inspect
 import logging
 import sys
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lsprotocol import types
 from pygls.exceptions import (
     FeatureRequestError,
     JsonRpcException,
     JsonRpcInvalidParams,
-    JsonRpcServerNotInitialized,
 )
 from pygls.lsp.server import LanguageServer
 
@@ -181,21 +183,23 @@ class EphemeralContextServer(LanguageServer):
 
         A command takes the request's params object as its one argument (pygls structures
         it from the handler's annotation, through the same type checks), and no argument
-        for a request without params."""
+        for a request without params. Both answer a busy store as RequestFailed
+        (`answers_store_busy`)."""
         command = COMMAND_PREFIX + method.split("/", 1)[1]
         takes_params = REQUESTS[method][0] != OPTIONAL_EMPTY
 
         def register(handler: Handler) -> Handler:
-            self.feature(method)(handler)
+            answering = answers_store_busy(handler)
+            self.feature(method)(answering)
             if takes_params:
-                self.command(command)(handler)
+                self.command(command)(answering)
             else:
 
                 def without_params(ls: EphemeralContextServer) -> Any:
-                    return handler(ls, None)
+                    return answering(ls, None)
 
                 self.command(command)(without_params)
-            return handler
+            return answering
 
         return register
 
@@ -254,16 +258,22 @@ class EphemeralContextServer(LanguageServer):
         if self.engine is None or (
             options.data_directory != old.data_directory and self.engine.empty()
         ):
-            self.open_store()
+            try:
+                self.open_store()
+            except StoreBusy as exc:  # a notification, or initialize: the session goes on
+                self.warn(f"Ephemeral Context: {exc} (the next request that needs it opens it)")
         else:
             if options.data_directory != old.data_directory:
                 log.warning("dataDirectory changes take effect when the server restarts")
             self.engine.config = engine_config(options)
 
     def open_store(self) -> None:
-        """The store and the engine over it, where the settings say."""
+        """The store and the engine over it, where the settings say. StoreBusy when another
+        process holds that store locked: there is then no engine until a request opens it
+        (`require_pins`); the one replaced was empty, so nothing recorded is lost."""
         if self.store is not None:
             self.store.close()
+        self.store, self.engine, self.pins = None, None, None
         self.store = Store(self.data_root() / "store")
         self.engine = ContextEngine(self.store, engine_config(self.options))
         self.pins = Pins(self.engine)
@@ -275,14 +285,14 @@ class EphemeralContextServer(LanguageServer):
         return data_dir()
 
     def require_engine(self) -> ContextEngine:
-        if self.engine is None:
-            raise JsonRpcServerNotInitialized("the server has not been initialized")
-        return self.engine
+        return self.require_pins().engine
 
     def require_pins(self) -> Pins:
+        """The pins and their engine; a store that was busy when the settings named it is
+        opened now (requests run after initialize, which set the options)."""
         if self.pins is None:
-            raise JsonRpcServerNotInitialized("the server has not been initialized")
-        return self.pins
+            self.open_store()
+        return cast(Pins, self.pins)
 
     def label_folders(self) -> list[Path]:
         """Workspace folders as the client names them and with symlinks resolved, deepest
@@ -371,6 +381,36 @@ def request_failed(exc: Exception) -> JsonRpcException:
     kind = getattr(exc, "kind", None)  # ModelError says which failure it was
     data = {"kind": kind} if kind is not None else None
     return JsonRpcException(message=str(exc), code=REQUEST_FAILED, data=data)
+
+
+@contextlib.contextmanager
+def store_busy_fails_request() -> Iterator[None]:
+    """StoreBusy is not the request's fault and the same request works later: RequestFailed
+    with the store's one line, never InternalError with a traceback."""
+    try:
+        yield
+    except StoreBusy as exc:
+        raise request_failed(exc) from exc
+
+
+def answers_store_busy(handler: Handler) -> Handler:
+    """`handler` (a coroutine function or not, as pygls tells them apart) inside
+    `store_busy_fails_request`: every ephemeralContext/* request and ectx.* command."""
+    if inspect.iscoroutinefunction(handler):
+
+        @functools.wraps(handler)
+        async def awaited(*args: Any) -> Any:
+            with store_busy_fails_request():
+                return await handler(*args)
+
+        return cast(Handler, awaited)
+
+    @functools.wraps(handler)
+    def called(*args: Any) -> Any:
+        with store_busy_fails_request():
+            return handler(*args)
+
+    return cast(Handler, called)
 
 
 def invalid_params(message: str, reason: str | None = None) -> JsonRpcInvalidParams:
@@ -626,8 +666,8 @@ def hydrate(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResult:
     engine = ls.require_engine()
     try:
         text = engine.hydrate(params.id, params.offset, params.limit, mirror=ls.mirror)
-    except StoreBusy as exc:  # not the id's fault: the same request works later
-        raise request_failed(exc) from exc
+    except StoreBusy:
+        raise  # not the id's fault: answered as every request answers it
     except StoreError as exc:
         raise invalid_params(str(exc), STORE_ERROR_REASONS.get(type(exc), "invalid")) from exc
     return converters.hydrate_result(text)
