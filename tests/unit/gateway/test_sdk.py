@@ -116,7 +116,7 @@ def test_streaming_text_reaches_the_sdk(api: FakeMessagesAPI, client: anthropic.
     assert final.usage.input_tokens + (final.usage.cache_creation_input_tokens or 0) > 0
 
 
-def _read_twice_then_hydrate(api: FakeMessagesAPI, answer: str) -> None:
+def _read_twice_then_hydrate(api: FakeMessagesAPI, answer: str | Reply) -> None:
     api.add_turns(
         {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_1"}]},
         {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_2"}]},
@@ -918,3 +918,43 @@ def test_an_error_answer_broken_off_before_a_stream_began_is_an_error(
             assert s.get_final_text() == "again"
         total = gateway.status()["total"]
     assert (total["requests"], total["upstream_calls"]) == (2, 1)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_an_answer_that_stalls_after_a_hydration_round_is_a_timeout_error(
+    api: FakeMessagesAPI, tmp_path: Path, stream: bool
+) -> None:
+    """The rounds before it were billed and count; the stalled one counts once it was
+    answered (a stream's 200), as every call does."""
+    _read_twice_then_hydrate(api, Reply(text="never whole " * 20, cut="stall"))
+    with (
+        GatewayThread(api.base_url, tmp_path / "store", stall_timeout=1.0) as gateway,
+        anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as sdk,
+    ):
+        with pytest.raises(anthropic.APIStatusError, match="sent nothing for 1 s") as raised:
+            _conversation(sdk, stream)
+        assert raised.value.body["error"]["type"] == "timeout_error"  # type: ignore[index]
+        api.add_turns("again")
+        message = sdk.messages.create(**ask([{"role": "user", "content": "hi"}]))
+        assert message.content[0].text == "again"  # type: ignore[union-attr]
+        figures = gateway.status()["sessions"]["11111111-2222-3333-4444-555555555555"]
+    assert (figures["requests"], figures["hydrations"]) == (4, 1)
+    assert figures["upstream_calls"] == 4 + stream
+
+
+def test_a_client_that_gives_up_first_leaves_the_call_accounted_and_the_gateway_serving(
+    api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """Its own timeout shorter than the gateway's stall timeout: the SDK's timeout error
+    for the client; the gateway still ends the call and counts the request."""
+    api.add_turns(Reply(text="never sent", cut="stall"), "again")
+    with (
+        GatewayThread(api.base_url, tmp_path / "store", stall_timeout=1.0) as gateway,
+        anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as sdk,
+    ):
+        with pytest.raises(anthropic.APITimeoutError):
+            sdk.messages.create(**ask([{"role": "user", "content": "hi"}]), timeout=0.2)
+        assert _recorded(gateway, 1)["requests"] == 1
+        message = sdk.messages.create(**ask([{"role": "user", "content": "hi"}]))
+        assert message.content[0].text == "again"  # type: ignore[union-attr]
+        assert (gateway.status()["total"]["requests"], len(api.message_requests)) == (2, 2)
