@@ -81,6 +81,21 @@ def read_result(use_id: str) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": use_id, "content": cat_n(APP)}
 
 
+def _created(
+    client: anthropic.Anthropic, tools: list[Any], stream: bool = False
+) -> anthropic.APIStatusError:
+    """The status error the SDK raises for one request through the gateway, streamed or
+    not."""
+    body = ask([{"role": "user", "content": "hi"}], tools=tools)
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        if stream:
+            with client.messages.stream(**body) as running:
+                running.get_final_message()
+        else:
+            client.messages.create(**body)
+    return raised.value
+
+
 def test_a_plain_answer_passes_the_client_fields_through(
     api: FakeMessagesAPI, client: anthropic.Anthropic
 ) -> None:
@@ -303,6 +318,7 @@ def test_a_hydration_round_trip_is_billed_to_the_engine_and_never_to_its_twin(
     ],
     ids=["429", "529"],
 )
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
 def test_upstream_errors_reach_the_client_as_sent(
     api: FakeMessagesAPI,
     client: anthropic.Anthropic,
@@ -310,16 +326,11 @@ def test_upstream_errors_reach_the_client_as_sent(
     turn: Any,
     status: int,
     kind: type[Exception],
+    tools: list[Any],
 ) -> None:
     api.add_turns(turn)
-    with pytest.raises(kind) as raised:
-        if stream:
-            with client.messages.stream(**ask([{"role": "user", "content": "hi"}])) as s:
-                s.get_final_message()
-        else:
-            client.messages.create(**ask([{"role": "user", "content": "hi"}]))
-    error = raised.value
-    assert isinstance(error, anthropic.APIStatusError)
+    error = _created(client, tools, stream)
+    assert isinstance(error, kind)
     assert error.status_code == status
     assert error.response.headers["retry-after"] == str(turn.retry_after)
     request_id = error.response.headers["request-id"]  # the upstream's, passed on
@@ -448,21 +459,6 @@ def test_an_answer_that_is_not_a_message_reaches_the_client_as_sent(
 
 def _error(kind: str, message: str) -> bytes:
     return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
-
-
-def _created(
-    client: anthropic.Anthropic, tools: list[Any], stream: bool = False
-) -> anthropic.APIStatusError:
-    """The error a request through the gateway raises in the SDK (one before any of the
-    stream began, for a streamed one)."""
-    body = ask([{"role": "user", "content": "hi"}], tools=tools)
-    with pytest.raises(anthropic.APIStatusError) as raised:
-        if stream:
-            with client.messages.stream(**body) as running:
-                running.get_final_message()
-        else:
-            client.messages.create(**body)
-    return raised.value
 
 
 BROKEN_OFF: dict[str, Reply | Raw] = {
