@@ -14,7 +14,8 @@ built, and returns what broke, per invariant, in words that name the call:
 - request: the Messages API request is one the API accepts (tests/fakes `request_problem`:
   roles, tool_use/tool_result pairing, non-empty content, at most 4 cache_control
   breakpoints, TTL order), with user and assistant messages alternating;
-- peak: `ours`'s peak context is not above `recorded`'s.
+- peak: `ours`'s peak context is not above `recorded`'s;
+- harm: `ours` bills at most 1% above `recorded` (policy.HARM_TOLERANCE, the product's bound).
 
 Only the observations are kept, not the requests, so a long session costs no more memory
 than its replay.
@@ -29,6 +30,7 @@ from typing import Any
 
 from ephemeral_context.context.engine import EngineConfig
 from ephemeral_context.context.kinds import EVICTABLE
+from ephemeral_context.context.policy import HARM_TOLERANCE
 from ephemeral_context.prices import priced
 from ephemeral_context.replay.feed import api_block
 from ephemeral_context.replay.flow import Call, Message, Session
@@ -39,6 +41,8 @@ from ephemeral_context.replay.strategies import STRATEGIES
 from tests.fakes.messages_api import conversation_problem, request_problem
 
 BUDGET = EngineConfig().context_budget
+NAMES = ("budget", "fork", "request", "peak", "harm")
+"""The invariants, by their field names in `Invariants`."""
 PLACEHOLDER_TOKENS = 100
 """More than any placeholder: a block this small frees nothing worth a rewrite."""
 
@@ -52,6 +56,7 @@ class Invariants:
     fork: list[str] = field(default_factory=list)
     request: list[str] = field(default_factory=list)
     peak: list[str] = field(default_factory=list)
+    harm: list[str] = field(default_factory=list)
     calls: int = 0
     forks: int = 0
     """Threads that branched off another thread of the same prefix (rewinds, edits)."""
@@ -59,8 +64,6 @@ class Invariants:
     """Calls whose own messages the API would refuse: the request check does not apply."""
     ours_peak: int = 0
     recorded_peak: int = 0
-    ours_billed: float = 0.0
-    recorded_billed: float = 0.0
 
 
 def skeleton(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
@@ -262,9 +265,13 @@ def replay_invariants(session: Session) -> Invariants:
     ours = simulate("ours", session, CheckedLayout(session, found))
     recorded = STRATEGIES["recorded"].replay(session)
     found.ours_peak, found.recorded_peak = ours.peak_context, recorded.peak_context
-    found.ours_billed, found.recorded_billed = ours.billed_input, recorded.billed_input
     if ours.peak_context > recorded.peak_context:
         found.peak.append(
             f"peak context {ours.peak_context} above recorded's {recorded.peak_context}"
+        )
+    if ours.billed_input > (1 + HARM_TOLERANCE) * recorded.billed_input:
+        found.harm.append(
+            f"billed {ours.billed_input:.0f}, {ours.billed_input / recorded.billed_input:.3f}x "
+            f"recorded's {recorded.billed_input:.0f}"
         )
     return found

@@ -15,7 +15,7 @@ from pathlib import Path
 from ephemeral_context.replay.reader import read_session
 from hypothesis import HealthCheck, event, example, given, settings
 
-from tests.property.invariants import BUDGET, replay_invariants
+from tests.property.invariants import BUDGET, NAMES, replay_invariants
 from tests.property.sessions import Plan, Step, plans, write_session
 
 SETTINGS = settings(
@@ -51,7 +51,8 @@ def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
     event("recorded peak above the budget" if found.recorded_peak > BUDGET else "within the budget")
     broken = {
         name: getattr(found, name)[:3]
-        for name in ("budget", "fork", "request", "peak")
+        for name in NAMES
+        if name != "harm"  # a TTL bet is not bounded yet: a 3-call session can lose one
         if getattr(found, name)
     }
     assert broken == {}, (found.calls, found.forks)

@@ -12,15 +12,13 @@ from pathlib import Path
 import pytest
 from ephemeral_context.replay.reader import read_session
 
-from tests.property.invariants import Invariants, replay_invariants
+from tests.property.invariants import NAMES, Invariants, replay_invariants
 from tests.transcripts import FIXTURES, data_dir
 
 pytestmark = pytest.mark.slow
 
-INVARIANTS = ("budget", "fork", "request", "peak")
 
-
-def _files() -> list[object]:
+def files() -> list[object]:
     """Every transcript as a parameter: the repository's, then the shared ones (or one
     parameter that skips, saying how to get them)."""
     files: list[object] = [pytest.param(p, id=p.name) for p in sorted(FIXTURES.glob("*.jsonl"))]
@@ -58,8 +56,8 @@ def _replayed(path: Path, replays: dict[Path, Invariants]) -> Invariants:
     return replays[path]
 
 
-@pytest.mark.parametrize("invariant", INVARIANTS)
-@pytest.mark.parametrize("path", _files())
+@pytest.mark.parametrize("invariant", NAMES)
+@pytest.mark.parametrize("path", files())
 def test_invariant_holds(path: Path, invariant: str, replays: dict[Path, Invariants]) -> None:
     found = _replayed(path, replays)
     assert found.calls > 0

@@ -13,11 +13,14 @@ weighed by the kept twins' lead over the recorded-style ones (what the layout an
 saved, the cuts left out): behind them by more than HARM_TOLERANCE, the breakpoints take
 the client's TTL until ahead again. An eviction cut on a warm cache (a rewrite now, for
 reads saved later) is a bet on the calls to come: its rewrite, the part paid for certain,
-may be at most what the requests are ahead of the recorded-style twins plus the tolerance,
-so a cut that saves nothing after it still leaves the bill within the bound (cold-cache
-and budget evictions go on). The request after a re-hydration round trip makes no new cut.
-So the bill stays within the tolerance of the twins' but for the re-hydrations of content
-already evicted and the TTL bet of the one request that put the layout behind.
+and the read of the one round trip that fetches its content back should the next call
+need it may together be at most what the requests are ahead of the recorded-style twins
+plus the tolerance, so a cut that saves nothing after it, or whose content the next call
+fetches back, still leaves the bill within the bound but for the content appended again
+(cold-cache and budget evictions go on). The request after a re-hydration round trip
+makes no new cut. So the bill stays within the tolerance of the twins' but for those
+re-appends, the round trips of cold cuts and the TTL bet of the one request that put the
+layout behind.
 
 Anthropic's prompt cache is a prefix cache. Keeping an item of `s` tokens visible for `M`
 more calls costs `rho*s*M` (cache reads); removing or rewriting it costs a one-time
@@ -37,7 +40,7 @@ API:
   `file_reuse(uri, since)`) for the request about to be built; `horizon(c, budget)`.
 - The cost gate, pure: `eviction_pays`, `break_even_calls`, `candidate_value`,
   `plan_eviction(candidates, boundaries, warm_end, m, rates, ttl, max_rewrite)` -> an
-  `EvictionPlan`, `fit_budget(candidates, total, budget)`.
+  `EvictionPlan`, `round_trip_read`, `fit_budget(candidates, total, budget)`.
 - The forecast, pure: `remaining_calls`, `calls_until_full`, `idle_reuse_probability`,
   `expected_wait`, `choose_ttl`, `mean_lifetime`.
 - How a Read is shown: `read_form(visible, new, label, count)`, `unified_diff`.
@@ -219,8 +222,9 @@ def plan_eviction(
     (the end of what the cache would have served), less what the eviction removes there:
     that is `X`. Tokens after `warm_end` are written anyway, so a cold cache
     (`warm_end` at or before `b`) makes the rewrite free. Returns the plan with the largest
-    positive `sum(value) - omega*X` among those whose rewrite `omega*X` is at most
-    `max_rewrite` (what the policy may bet now), or NO_EVICTION.
+    positive `sum(value) - omega*X` among those whose rewrite `omega*X` and, on a warm
+    cache, one round trip's read (`round_trip_read`) are together at most `max_rewrite`
+    (what the policy may bet now), or NO_EVICTION.
     """
     values = {c.index: candidate_value(c, m, rates, ttl) for c in candidates}
     worth = sorted((c for c in candidates if values[c.index] > 0), key=lambda c: c.offset)
@@ -235,7 +239,7 @@ def plan_eviction(
         freed_in_warm = sum(c.freed for c in chosen if c.offset < warm_end)
         x = max(0, warm_end - b.offset - freed_in_warm)
         rewrite = rates.write(ttl) * x
-        if rewrite > max_rewrite:
+        if rewrite + round_trip_read(b, warm_end, rates) > max_rewrite:
             continue
         net = value - rewrite
         if net > best.net_benefit:
@@ -247,6 +251,16 @@ def plan_eviction(
                 net,
             )
     return best
+
+
+def round_trip_read(cut: Boundary, warm_end: int, rates: Rates) -> float:
+    """What a warm cut loses at once if anything it removes is needed at the next call:
+    one more request, which reads the warm prefix again (rehydration.py); the twin sends
+    none. Cuts on a cold cache (at or after `warm_end`) are not held to it: what they
+    remove the twin writes again in this request, which pays for appending it once more
+    (the trip's read is not paid for). Nor is the re-append of a warm cut's content: its
+    value prices it by its chance of re-use; bounding it too stops the cuts that pay."""
+    return rates.read * warm_end if cut.offset < warm_end else 0.0
 
 
 def fit_budget(
@@ -287,8 +301,9 @@ class Outlook:
     thread_ttl: Ttl
     """The TTL of the thread breakpoints."""
     max_rewrite: float
-    """What an eviction cut on a warm cache may cost now (base-input-token equivalents):
-    the requests' lead over their recorded-style twins plus the tolerance, none behind."""
+    """What an eviction cut on a warm cache may risk now, its rewrite and one round trip's
+    read (base-input-token equivalents): the requests' lead over their recorded-style twins
+    plus the tolerance, none behind."""
     evicts: bool
     """The cost gate may evict: not in the request after a re-hydration round trip, which
     carries what was fetched for a call the policy already decided on."""

@@ -147,32 +147,49 @@ def test_no_decision_looks_at_a_later_call(tmp_path: Path) -> None:
     assert ttls(lose[7:]) != ttls(win[7:])
 
 
-def test_a_warm_cut_rewrites_no_more_than_the_bill_has_to_spare() -> None:
-    """The cost gate's best cut rewrites 8,000 warm tokens (10,000 at 1.25x): made when
-    the bill has that much to spare, refused with less, and behind its twins (0); a cut on
-    a cold cache costs nothing and is made either way."""
+def test_a_warm_cut_risks_no_more_than_the_bill_has_to_spare() -> None:
+    """The cost gate's best cut rewrites 8,000 warm tokens (10,000 at 1.25x) and, should
+    the next call need what it removes, one round trip reads the 15,000 warm tokens again
+    (1,500 at 0.1x): made when the bill has both to spare, refused with less, and behind
+    its twins (0); a cut on a cold cache costs nothing and is made either way."""
     candidates = [Candidate(3, 10_000, 5_000, 0.0)]
     boundaries = [Boundary(0, 2_000)]
-    warm = policy.plan_eviction(candidates, boundaries, 15_000, 50, max_rewrite=10_000)
+    warm = policy.plan_eviction(candidates, boundaries, 15_000, 50, max_rewrite=11_500)
     assert warm.evict == (3,) and warm.tokens_reprocessed == 8_000
-    assert policy.plan_eviction(candidates, boundaries, 15_000, 50, max_rewrite=9_999).evict == ()
+    assert policy.plan_eviction(candidates, boundaries, 15_000, 50, max_rewrite=11_499).evict == ()
     assert policy.plan_eviction(candidates, boundaries, 15_000, 50, max_rewrite=0.0).evict == ()
     cold = policy.plan_eviction(candidates, boundaries, 2_000, 50, max_rewrite=0.0)
     assert cold.evict == (3,) and cold.tokens_reprocessed == 0
 
 
-def test_a_warm_cut_waits_until_the_bill_can_pay_its_rewrite(tmp_path: Path) -> None:
-    """The same fresh outputs every 10 seconds, for two clients. Against a client that
+def test_a_warm_cut_waits_until_the_bill_can_lose_a_round_trip(tmp_path: Path) -> None:
+    """The same fresh outputs every 10 seconds, for three clients. Against a client that
     caches for an hour the 5-minute writes put the conversation ahead of its twins from the
-    first request, and the gate cuts early; against one that caches for 5 minutes it is
-    level with them, so the same cuts wait until the tolerance of a grown bill pays for a
-    short rewrite. Either way, had the session ended right after any request, cuts
-    that saved nothing after them would leave the bill within the bound."""
-    ahead = session(tmp_path, "ahead", [0.0] + [10] * 30, client_ttl="1h")
-    level = session(tmp_path, "level", [0.0] + [10] * 30, client_ttl="5m")
-    assert ahead.warm_cuts() and level.warm_cuts()
-    assert min(level.warm_cuts()) > min(ahead.warm_cuts())  # refused at first, then made
-    assert max(ahead.excess) <= 0 and max(level.excess) <= 0
+    first request, and the gate cuts early. Against one that caches for 5 minutes it is
+    level with them: the tolerance of its bill (1%) never covers one more read of the
+    prompt (10% of it), so it makes no warm cut, until the layout saves (the same file read
+    on every call, answered by references) and the cuts come once that lead can pay a
+    round trip. Either way, had the session ended right after any request, cuts that
+    saved nothing after them would leave the bill within the bound."""
+    gaps = [0.0] + [10] * 30
+    ahead = session(tmp_path, "ahead", gaps, client_ttl="1h")
+    level = session(tmp_path, "level", gaps, client_ttl="5m")
+    rereads = session(tmp_path, "rereads", gaps, client_ttl="5m", reread_from=3)
+    assert ahead.warm_cuts() and rereads.warm_cuts() and not level.warm_cuts()
+    assert min(rereads.warm_cuts()) > min(ahead.warm_cuts())  # refused at first, then made
+    assert max(ahead.excess) <= 0 and max(level.excess) <= 0 and max(rereads.excess) <= 0
+
+
+def test_level_with_its_twins_a_conversation_whose_cuts_come_back_stays_within_the_bound(
+    tmp_path: Path,
+) -> None:
+    """Against a 5-minute client the layout saves nothing here, and before every call the
+    model fetches back everything cut so far. A warm cut bounded by its rewrite alone was
+    made at call 13 and fetched back at call 14, one round trip reading the whole prompt
+    again: 2,535 tokens over the bound. Bounded with that read, no such cut is made."""
+    gaps = [0.0] + [10] * 30
+    fetched = session(tmp_path, "fetched", gaps, client_ttl="5m", fetch_at=frozenset(range(31)))
+    assert max(fetched.excess) <= 0
 
 
 def test_behind_its_twins_a_conversation_cuts_nothing_warm(tmp_path: Path) -> None:

@@ -79,49 +79,44 @@ def test_an_edit_of_evicted_text_pays_a_symbol_rehydration(
 
 
 @pytest.fixture(scope="module")
-def traces() -> Report:
-    """Every real transcript replayed once for the target tests."""
-    return replay(all_transcripts())
+def sessions() -> Report:
+    """The four traces and the 2026 corpus (issue 11's 65 sessions), replayed once."""
+    return replay([*all_transcripts(), *sorted(shared("corpus").glob("*.jsonl"))])
 
 
 @pytest.mark.slow
-def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_transcripts(
-    traces: Report,
+def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_sessions(
+    sessions: Report,
 ) -> None:
-    report = traces
-    assert len(report.sessions) >= 4
-    peaks = []
-    for session in report.sessions:
+    assert len(sessions.sessions) == 65
+    peaks, billed = [], []
+    for session in sessions.sessions:
         results = session.strategies
         assert results["ours"].retrievable == 1.0
         peaks.append(results["ours"].peak_context / results["recorded"].peak_context - 1)
-    # -19.9% since the token refit that followed the reader's silent microcompaction (prose
-    # 4.23 characters a token, not 3.42: prose is estimated smaller); -21.1% since the twins
-    # are no longer billed for round trips (issue 11), which had kept warm cuts going; -25.6%
-    # before, -27.6% before honest re-hydration
-    assert statistics.median(peaks) <= -0.19
+        billed.append(results["ours"].billed_input / results["recorded"].billed_input - 1)
+    # Issue 11's targets: billed at least 25% below recorded (-27.4%), peak at least 35%
+    # below: -31.7%, not reached (docs/cost-model.md, Do no harm); the floor keeps it there.
+    # Over the four traces alone the peak is -0.4% since a warm cut must be able to lose a
+    # round trip (-20.4% before): against 5-minute clients the engine is level with its
+    # twins and has only the 1% tolerance to bet with.
+    assert statistics.median(billed) <= -0.25
+    assert statistics.median(peaks) <= -0.30
 
 
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="a cut is a bet that can lose on the session it is made in: on d-kimuson eight "
-    "round trips put ours 2.4% above ours-lossless; the median over the traces is -13.7% (a "
-    "warm cut rewrites no more than the bill has to spare). Over all 65 sessions ours is "
-    "above the cheapest lossless strategy on 14 (docs/benchmarks.md, baselines), 6 of them "
-    "by a round trip at one of their last two calls; pricing the round trip into each cut "
-    "takes that to 12 and the median peak from -31.7% to -28.1% (docs/cost-model.md, Do no "
-    "harm, measured and rejected)",
+    reason="a cut is a bet that can lose on the session it is made in: over the 65 sessions "
+    "ours bills more than the cheapest lossless strategy on 9 (docs/benchmarks.md, "
+    "baselines), most by a round trip at one of their last calls or by a warm rewrite "
+    "that did not pay back (docs/cost-model.md, Do no harm)",
 )
-def test_ours_is_the_cheapest_and_bills_a_fifth_less_on_the_real_transcripts(
-    traces: Report,
-) -> None:
-    billed = []
-    for session in traces.sessions:
+def test_ours_is_the_cheapest_lossless_strategy_on_every_real_session(sessions: Report) -> None:
+    for session in sessions.sessions:
         results = session.strategies
-        assert min(results, key=lambda name: results[name].billed_input) == "ours"
-        billed.append(results["ours"].billed_input / results["recorded"].billed_input - 1)
-    assert statistics.median(billed) <= -0.20
+        lossless = [r.billed_input for r in results.values() if r.retrievable == 1.0]
+        assert results["ours"].billed_input <= min(lossless)
 
 
 def _replay_json(path: Path, seed: str) -> str:
