@@ -1171,7 +1171,7 @@ def _build_session(reading: _Reading) -> Session:
     skill_changes = _skill_listing_changes(reading)
     first_cwd: dict[str, str] = {}
     for index, (started, finished, thread_id, n_messages, response, head) in enumerate(
-        _chain_order(pending)
+        _chain_order(pending, reading)
     ):
         # Only the main conversation's prefix is rebuilt; a sub-agent keeps the one it began with.
         main = not head.sidechain
@@ -1416,27 +1416,41 @@ _Pending = tuple[float, float, str, int, Message, _Entry]
 """A call being built: started, finished, thread, messages in its request, response, head."""
 
 
-def _chain_order(pending: list[_Pending]) -> list[_Pending]:
+def _chain_order(pending: list[_Pending], reading: _Reading) -> list[_Pending]:
     """Calls in time order, except that a thread's calls follow their place in its chain.
 
     A clock that goes backwards (an edited or exported transcript) must not put a thread's
     longer request before its shorter one: each thread keeps the places its calls take in
     time order, filled in chain order (fewer messages first), and no call of a thread starts
-    before the one it follows.
+    before the one it follows. The gaps there are then guesses (the cache's TTL turns on
+    them), so the first such call is noted, with how many there are.
     """
     by_time = sorted(pending, key=lambda item: (item[0], item[1], item[5].line))
     places: dict[str, list[int]] = {}
     for place, item in enumerate(by_time):
         places.setdefault(item[2], []).append(place)
     ordered: list[_Pending] = list(by_time)
+    moved: list[tuple[int, float]] = []
+    """(line, seconds back) of each call whose clock is earlier than the one it follows."""
     for thread_places in places.values():
         calls = sorted(
             (by_time[place] for place in thread_places), key=lambda item: (item[3], item[5].line)
         )
         started = float("-inf")
-        for place, (start, finish, *rest) in zip(thread_places, calls, strict=True):
+        for place, call in zip(thread_places, calls, strict=True):
+            start, finish, thread_id, n_messages, response, head = call
+            if start < started:
+                moved.append((head.line, started - start))
             started = max(started, start)
-            ordered[place] = (started, max(finish, started), *rest)  # type: ignore[assignment]
+            ordered[place] = (started, max(finish, started), thread_id, n_messages, response, head)
+    if moved:
+        line, back = min(moved)
+        others = f"; {len(moved) - 1} more calls like it" if len(moved) > 1 else ""
+        reading.problem(
+            line,
+            f"the clock goes back {back:.0f} s before the call this one follows: it replays at "
+            f"that call's time, so the cache's gap there is a guess{others}",
+        )
     return ordered
 
 

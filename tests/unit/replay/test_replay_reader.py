@@ -427,6 +427,9 @@ def test_a_threads_calls_follow_the_chain_when_the_clock_goes_back(tmp_path: Pat
     session = read_session(t.write(tmp_path / "s.jsonl"))
     assert [c.n_messages for c in session.calls] == [1, 3]
     assert session.calls[1].started >= session.calls[0].started
+    (note,) = session.problems  # the gap the cache model sees there is a guess: say so
+    assert note.line == session.calls[1].line
+    assert "the clock goes back 35" in note.message and "a guess" in note.message
 
 
 def test_read_results_with_tab_numbering_are_file_views(tmp_path: Path) -> None:
