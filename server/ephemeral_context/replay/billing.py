@@ -4,7 +4,9 @@ Recorded usage can only be checked against Anthropic's cache rules when it came 
 Sessions sent through other gateways (glm-4.7 behind an Anthropic-compatible endpoint, for
 one) record usage that Anthropic's cache cannot produce: cache reads when nothing was ever
 written, a read larger than any prefix written or read before it, or no cache counts at all
-(every usage Anthropic returns has both; a gateway or an export may drop them). Such a session is
+(every usage Anthropic returns has both; a gateway or an export may drop them). A call of a
+model that is no Claude model (glm-5) was billed by whoever served it, whatever its usage
+looks like. Such a session is
 "other": strategies are still compared under Anthropic's rules, fidelity is not claimed.
 
 API:
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from ephemeral_context.prices import parse_model
 from ephemeral_context.replay.flow import Session
 
 READ_SLACK = 1.25
@@ -36,6 +39,8 @@ def classify(session: Session) -> Billing:
         return Billing.NONE
     usages = [call.usage for call in session.calls if call.usage is not None]
     if not all(usage.cache_counted for usage in usages):
+        return Billing.OTHER
+    if any(parse_model(model) is None for model in session.models):
         return Billing.OTHER
     reads = sum(u.cache_read_input_tokens for u in usages)
     writes = sum(u.cache_creation_input_tokens for u in usages)

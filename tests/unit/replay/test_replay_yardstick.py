@@ -148,6 +148,16 @@ def test_sessions_anthropic_billed_are_anthropic_and_unrecorded_ones_none(tmp_pa
     assert classify(read_session(t.write(tmp_path / "none.jsonl"))) is Billing.NONE
 
 
+def test_a_call_of_a_model_that_is_no_claude_model_bills_the_session_other(
+    tmp_path: Path,
+) -> None:
+    """Usage shaped as Anthropic's cache's (it reads what it wrote), from calls a gateway
+    served to glm-5: whoever billed them, it was not Anthropic, at prices nobody knows."""
+    session = read_session(two_turns(tmp_path, "1h", gap=60, model="glm-5"))
+    assert classify(session) is Billing.OTHER
+    assert classify(read_session(two_turns(tmp_path, "1h", gap=60))) is Billing.ANTHROPIC
+
+
 def test_a_session_with_some_calls_unrecorded_says_how_many_were(tmp_path: Path) -> None:
     """Not "no recorded usage": one lost usage leaves the others on record."""
     path = two_turns(tmp_path, "1h", gap=60)
