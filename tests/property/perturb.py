@@ -8,6 +8,7 @@ tool names the reader has not seen, CRLF line ends and a last line cut short.
 
 API:
 - `damages()`: a hypothesis strategy of `Damage`; `damaged(lines, damages)` -> the file's bytes.
+- `lost_cache_count(data)`: whether a usage in the file's bytes lacks a cache count.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ KINDS = (
     "crlf",
     "truncate",
 )
+
+
+UNKNOWN_MODEL = "glm-5"
+"""No price table's, and no Claude model: served by a gateway, billed by whoever served it."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ def _damage_record(record: dict[str, Any], kind: str) -> None:
     elif kind == "count_past_window" and usage is not None:
         usage["input_tokens"] = 1e12
     elif kind == "unknown_model" and isinstance(message, dict) and "model" in message:
-        message["model"] = "glm-5"
+        message["model"] = UNKNOWN_MODEL
     elif kind == "unknown_tool" and isinstance(message, dict):
         for block in message.get("content") or ():
             if isinstance(block, dict) and block.get("type") == "tool_use":
@@ -115,3 +120,23 @@ def damaged(lines: Sequence[str], found: Sequence[Damage]) -> bytes:
         last = data.rstrip(b"\r\n").rfind(b"\n") + 1
         data = data[: last + (len(data) - last) // 2]
     return data
+
+
+CACHE_COUNTS = ("cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def lost_cache_count(data: bytes) -> bool:
+    """Whether some response lost a cache count in every copy of its usage (Claude Code
+    repeats a response's usage on each of its lines; a line cut short aside)."""
+    whole: dict[object, bool] = {}
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        usage = _usage(record)
+        if usage and "input_tokens" in usage:
+            key = record["message"].get("id") or id(usage)
+            complete = all(k in usage for k in CACHE_COUNTS)
+            whole[key] = whole.get(key, False) or complete
+    return not all(whole.values())

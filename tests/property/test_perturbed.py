@@ -1,5 +1,7 @@
 """The invariants (tests/property/invariants.py) on real transcripts damaged as held-out
-ones arrive (tests/property/perturb.py), and `ours` billing at most 1% above `recorded`.
+ones arrive (tests/property/perturb.py), and `ours` billing at most 1% above `recorded`; and
+no fidelity claimed for a damaged usage: one that lost a cache count in every copy (every
+usage Anthropic returns has both) or a call of a model that is no Claude model.
 
 Hypothesis draws one of the MIT-licensed transcripts in the repository, the first lines of
 it (so each example replays in well under a second), and up to three damages; the damaged
@@ -12,12 +14,13 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from ephemeral_context.replay.billing import Billing, classify
 from ephemeral_context.replay.reader import read_session
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.property.invariants import NAMES, replay_invariants
-from tests.property.perturb import Damage, damaged, damages
+from tests.property.perturb import UNKNOWN_MODEL, Damage, damaged, damages, lost_cache_count
 from tests.transcripts import FIXTURES, SUBAGENT, VIEWER
 
 SOURCES = (SUBAGENT, VIEWER)
@@ -52,3 +55,24 @@ def test_damaged_transcripts_keep_every_invariant(
     invariants = replay_invariants(session)
     broken = {name: getattr(invariants, name)[:3] for name in NAMES if getattr(invariants, name)}
     assert broken == {}
+
+
+@settings(max_examples=40, derandomize=True, deadline=None)
+@given(
+    source=st.sampled_from(SOURCES),
+    cut=st.integers(20, 240),
+    found=st.lists(damages(), min_size=1, max_size=3),
+)
+@example(source=SUBAGENT, cut=139, found=[Damage("lose_cache_read", 0.578125, 0.375)])
+@example(source=VIEWER, cut=120, found=[Damage("unknown_model", 0.0, 0.2)])
+def test_a_damaged_usage_is_never_billed_anthropic(
+    source: str, cut: int, found: list[Damage]
+) -> None:
+    """Reading only (no replay), so more examples: the fidelity claim turns on `billing`."""
+    with tempfile.TemporaryDirectory(prefix="ectx-perturbed-") as folder:
+        path = Path(folder) / source
+        data = damaged(LINES[source][:cut], found)
+        path.write_bytes(data)
+        session = read_session(path)
+    if session.recorded and (lost_cache_count(data) or UNKNOWN_MODEL in session.models):
+        assert classify(session) is not Billing.ANTHROPIC
