@@ -197,3 +197,29 @@ async def test_an_ask_whose_read_cannot_be_stored_fails_and_the_conversation_goe
         if block.get("type") == "tool_result"
     ]
     assert results and results[0]["is_error"] is True
+
+
+@pytest.mark.usefixtures("api_key")
+async def test_a_response_whose_large_edit_cannot_be_stored_leaves_no_call_without_result(
+    editor: Editor, workspace: Path, api: FakeMessagesAPI
+) -> None:
+    """The response reads a file, then edits it with a large input (kept in the store, so it
+    can shrink to a reference later): the read's tool_use must not stay behind alone when
+    that input cannot be stored (the API refuses a tool_use without its tool_result, so
+    every later ask of the conversation would fail)."""
+    options = {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
+    await editor.initialize("visual_studio_code", workspace, options)
+    body = "".join(f"        step_{n} = os.getcwd()\n" for n in range(40))
+    edit = {"path": "src/app.py", "old_string": "        return os.getcwd()\n", "new_string": body}
+    read = {"name": "read_file", "input": {"path": "src/app.py"}}
+    api.add_turns({"tool_use": [read, {"name": "edit_file", "input": edit}]})
+    ask = {"prompt": "Spell run out", "conversationId": "c-2"}
+    lock = Lock(default_store())
+    try:
+        await fails_busy(editor, lock, "ephemeralContext/ask", ask)
+    finally:
+        lock.release()
+    api.add_turns("Nothing is edited yet.")
+    answer = await editor.request("ephemeralContext/ask", {**ask, "prompt": "Go on"})
+    assert answer.text == "Nothing is edited yet."
+    assert "step_0" not in (workspace / "src" / "app.py").read_text(encoding="utf-8")

@@ -79,39 +79,44 @@ def add_assistant_content(
 
     A Write's content is persisted to the store (and becomes the file's current version), a
     large input is persisted as JSON, so either can later shrink to a placeholder plus id.
+    Both are stored before anything is recorded: a store that fails (another process holds
+    it locked) leaves the conversation as it was, never half a response whose tool_use no
+    tool_result can follow (the API refuses such a thread).
     """
     c = state.conversation(conv)
     raws = [as_dict(raw) for raw in blocks]
+    counts = [
+        tokens[n] if tokens is not None and n < len(tokens) else block_tokens(state.count, block)
+        for n, block in enumerate(raws)
+    ]
+    stored = [
+        (kept, state.store.put(kept.text, uri=kept.uri, tokens=kept.tokens).id)
+        if (kept := _kept(state, block, count)) is not None
+        else None
+        for block, count in zip(raws, counts, strict=True)
+    ]
     c.reuse.observe(c.thread.blocks, c.quotes, [t for b in raws for t in _written(b)], c.calls)
-    for n, block in enumerate(raws):
+    for block, count, persisted in zip(raws, counts, stored, strict=True):
         kind = str(block.get("type", ""))
         if kind == "text" and not block.get("text"):
             continue
-        count = (
-            tokens[n]
-            if tokens is not None and n < len(tokens)
-            else block_tokens(state.count, block)
-        )
         if kind != "tool_use":
             c.thread.append(c.calls, "assistant", block, count, text=str(block.get("text", "")))
             continue
         name = str(block.get("name", ""))
         tool_input = block.get("input") or {}
         c.tool_uses[str(block.get("id", ""))] = (name, tool_input)
-        content = tool_input.get("content") if name in WRITE_TOOLS else None
         path = tool_input.get("file_path") or tool_input.get("path")
-        if isinstance(content, str) and isinstance(path, str):
-            _add_write(state, c, block, count, uri_of(path), content)
-            continue
         item_id = None
-        if count > INPUT_EVICTION_MIN_TOKENS:
-            stored = json.dumps(tool_input, ensure_ascii=False, indent=1)
-            entry = state.store.put(stored, tokens=count)
-            item_id = entry.id
+        if persisted is not None:
+            kept, item_id = persisted
+            if kept.uri is not None:
+                _add_write(state, c, block, count, kept.uri, kept.text, item_id)
+                continue
             state.ledger.record(
                 LedgerItem(
-                    id=entry.id, kind=BlockKind.TOOL_RESULT, key=f"{conv}:input:{entry.id}",
-                    tokens=count, size_bytes=len(utf8(stored)), content_hash=entry.id,
+                    id=item_id, kind=BlockKind.TOOL_RESULT, key=f"{conv}:input:{item_id}",
+                    tokens=count, size_bytes=len(utf8(kept.text)), content_hash=item_id,
                     last_use=c.calls, changed_at=c.calls, label=f"{name} input",
                 )
             )  # fmt: skip
@@ -125,23 +130,52 @@ def add_assistant_content(
             reads.touch(state, c, uri_of(path))
 
 
+@dataclass(frozen=True)
+class _Kept:
+    """What the store keeps of a response block: a Write's content (`uri` its file), or a
+    large tool_use input as JSON (`uri` None)."""
+
+    text: str
+    uri: str | None
+    tokens: int
+
+
+def _kept(state: EngineState, block: Mapping[str, Any], count: int) -> _Kept | None:
+    if block.get("type") != "tool_use":
+        return None
+    tool_input = block.get("input") or {}
+    content = tool_input.get("content") if str(block.get("name", "")) in WRITE_TOOLS else None
+    path = tool_input.get("file_path") or tool_input.get("path")
+    if isinstance(content, str) and isinstance(path, str):
+        return _Kept(content, uri_of(path), state.count(content, "code"))
+    if count > INPUT_EVICTION_MIN_TOKENS:
+        return _Kept(json.dumps(tool_input, ensure_ascii=False, indent=1), None, count)
+    return None
+
+
 def _add_write(
-    state: EngineState, c: Conversation, block: dict[str, Any], count: int, uri: str, content: str
+    state: EngineState,
+    c: Conversation,
+    block: dict[str, Any],
+    count: int,
+    uri: str,
+    content: str,
+    item_id: str,
 ) -> None:
-    """A Write tool_use: its content is the file's new version, and what the model sees."""
-    entry = state.store.put(content, uri=uri, tokens=state.count(content, "code"))
-    reads.record_file_version(state, c, uri, entry.id, content)
+    """A Write tool_use (its content stored as `item_id`): the file's new version, and what
+    the model sees."""
+    reads.record_file_version(state, c, uri, item_id, content)
     index = c.thread.append(
         c.calls,
         "assistant",
         block,
         count,
         kind=BlockKind.WRITE_INPUT,
-        item_id=entry.id,
+        item_id=item_id,
         uri=uri,
         text=content,
     )
-    c.show_file(uri, entry.id, content, [index], keep_segment=True)
+    c.show_file(uri, item_id, content, [index], keep_segment=True)
     reads.touch(state, c, uri)
 
 
