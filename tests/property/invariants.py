@@ -15,7 +15,8 @@ built, and returns what broke, per invariant, in words that name the call:
   roles, tool_use/tool_result pairing, non-empty content, at most 4 cache_control
   breakpoints, TTL order), with user and assistant messages alternating;
 - peak: `ours`'s peak context is not above `recorded`'s;
-- harm: `ours` bills at most 1% above `recorded` (policy.HARM_TOLERANCE, the product's bound).
+- harm: `ours` bills at most 1% above `recorded` (policy.HARM_TOLERANCE, the product's bound)
+  where `recorded`'s requests fit the budget (above it, the engine must cut what the twin keeps).
 
 Only the observations are kept, not the requests, so a long session costs no more memory
 than its replay.
@@ -269,7 +270,8 @@ def replay_invariants(session: Session) -> Invariants:
         found.peak.append(
             f"peak context {ours.peak_context} above recorded's {recorded.peak_context}"
         )
-    if ours.billed_input > (1 + HARM_TOLERANCE) * recorded.billed_input:
+    fits = recorded.peak_context <= BUDGET
+    if fits and ours.billed_input > (1 + HARM_TOLERANCE) * recorded.billed_input:
         found.harm.append(
             f"billed {ours.billed_input:.0f}, {ours.billed_input / recorded.billed_input:.3f}x "
             f"recorded's {recorded.billed_input:.0f}"

@@ -250,11 +250,7 @@ class ContextEngine:
             block = {"type": "text", "text": note}
             c.thread.append(c.calls, "user", block, state.count(note, "prose"), text=note)
         c.pending_notes.clear()
-        # 2. The policy's outlook from the conversation so far: prices, calls to come, TTLs,
-        #    and what it may spend against the recorded-style twins.
-        twin_ttl: Ttl = client_ttl or "5m"
-        outlook = c.policy.outlook(c, now, twin_ttl, config.cache_ttl, config.context_budget)
-        # 3. The head (tool schemas, system prompt): another head leaves nothing cached.
+        # 2. The head (tool schemas, system prompt): another head leaves nothing cached.
         if system_tokens is None:
             system_tokens = state.count(system, "prose") if system else 0
         tool_blocks = self._tools_blocks(tools)
@@ -264,6 +260,10 @@ class ContextEngine:
             c.prefix_key = head_key
             c.thread.cache.clear()
         c.thread.cache.expire(now)
+        # 3. The policy's outlook from the conversation so far: prices, calls to come, TTLs,
+        #    and what it may spend against the recorded-style twins.
+        twin_ttl: Ttl = client_ttl or "5m"
+        outlook = c.policy.outlook(c, now, twin_ttl, config.cache_ttl, config.context_budget, head)
         # 4. The policy: evict what pays, rebuild the file segment when the cache is cold.
         if config.eviction and c.calls > 0:
             eviction.consolidate(state, c, head, outlook)

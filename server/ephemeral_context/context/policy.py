@@ -11,7 +11,9 @@ twin, with the client's own TTL, and as its kept twin, the same request with not
 evicted and no round trip. A TTL other than the client's is a bet on the idle gaps to come,
 weighed by the kept twins' lead over the recorded-style ones (what the layout and the TTLs
 saved, the cuts left out): behind them by more than HARM_TOLERANCE, the breakpoints take
-the client's TTL until ahead again. An eviction cut on a warm cache (a rewrite now, for
+the client's TTL until ahead again. A TTL dearer than the client's (an hour where it asks
+for 5 minutes) also pays its premium on what the request writes, for certain: it is sent
+only when the bill has that to spare. An eviction cut on a warm cache (a rewrite now, for
 reads saved later) is a bet on the calls to come: its rewrite, the part paid for certain,
 and the read of the one round trip that fetches its content back should the next call
 need it may together be at most what the requests are ahead of the recorded-style twins
@@ -19,8 +21,8 @@ plus the tolerance, so a cut that saves nothing after it, or whose content the n
 fetches back, still leaves the bill within the bound but for the content appended again
 (cold-cache and budget evictions go on). The request after a re-hydration round trip
 makes no new cut. So the bill stays within the tolerance of the twins' but for those
-re-appends, the round trips of cold cuts and the TTL bet of the one request that put the
-layout behind.
+re-appends, the round trips of cold cuts and the gap that finds a 5-minute prefix gone
+where the client's hour would have kept it.
 
 Anthropic's prompt cache is a prefix cache. Keeping an item of `s` tokens visible for `M`
 more calls costs `rho*s*M` (cache reads); removing or rewriting it costs a one-time
@@ -354,9 +356,11 @@ class Policy:
         twin_ttl: Ttl,
         cache_ttl: Literal["auto", "5m", "1h"],
         budget: int,
+        head: int = 0,
     ) -> Outlook:
         """The outlook for the request about to be built at `now` (its idle gap counts),
-        whose recorded-style twin asks for `twin_ttl` (the client's TTL)."""
+        whose recorded-style twin asks for `twin_ttl` (the client's TTL); `head` is the
+        tokens of its tool schemas and system prompt."""
         if self.last_call_time is not None:
             self.gaps.append(max(0.0, now - self.last_call_time))
         rates = priced(c.accounting.model).multipliers
@@ -379,6 +383,16 @@ class Policy:
             thread_ttl = choose_ttl(
                 self.gaps, c.calls, rates, horizon=until_full, lifetime=lifetime
             )
+            # A TTL dearer than the client's pays its premium on what this request writes,
+            # for certain: a bet the bill must have to spare.
+            written = head + sum(e.tokens for e in c.segment) + c.thread.tokens
+            written -= c.thread.cache.warm_end
+            premium = (rates.write("1h") - rates.write(twin_ttl)) * max(0, written)
+            if premium > spare:
+                if rates.write(ttl) > rates.write(twin_ttl):
+                    ttl = twin_ttl
+                if rates.write(thread_ttl) > rates.write(twin_ttl):
+                    thread_ttl = twin_ttl
         retouch_gaps: list[int] = []
         for uses in self.touches.values():
             calls = sorted(set(uses))
