@@ -38,9 +38,9 @@ principles, never values fitted to a transcript (docs/cost-model.md derives each
 
 API:
 - `Policy` (one per conversation): `touch(uri, call)`, `sent(thread_tokens, now)`, and
-  `outlook(c, now, twin_ttl, cache_ttl, budget)` -> an `Outlook` (prices, M, the two TTLs,
+  `outlook(c, now, twin_ttl, cache_ttl, budget, head)` -> an `Outlook` (prices, M, the two TTLs,
   `file_reuse(uri, since)`) for the request about to be built; `horizon(c, budget)`.
-- The cost gate, pure: `eviction_pays`, `break_even_calls`, `candidate_value`,
+- The cost gate, pure: `candidate_value`,
   `plan_eviction(candidates, boundaries, warm_end, m, rates, ttl, max_rewrite)` -> an
   `EvictionPlan`, `round_trip_read`, `fit_budget(candidates, total, budget)`.
 - The forecast, pure: `remaining_calls`, `calls_until_full`, `idle_reuse_probability`,
@@ -70,16 +70,6 @@ RATES = lookup(REFERENCE_MODEL).multipliers
 HARM_TOLERANCE = 0.01
 """How far above its recorded-style twins a conversation may bill and still bet (the
 product's bound, not a fitted value): a share of the twins' bill so far."""
-
-
-def eviction_pays(s: float, m: float, x: float, rates: Rates = RATES, ttl: Ttl = "5m") -> bool:
-    """The cost gate: reads saved over the remaining calls beat the one-time rewrite."""
-    return rates.read * s * m > rates.write(ttl) * x
-
-
-def break_even_calls(s: float, x: float, rates: Rates = RATES, ttl: Ttl = "5m") -> float:
-    """The number of remaining calls above which evicting `s` tokens at rewrite `x` pays."""
-    return rates.write(ttl) * x / (rates.read * s)
 
 
 def remaining_calls(calls_so_far: int, horizon: float = math.inf) -> float:

@@ -5,21 +5,31 @@ from __future__ import annotations
 import math
 
 import pytest
+from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context import policy
 from ephemeral_context.context.policy import Boundary, Candidate, fit_budget
 
 
+def pays(s: int, m: float, x: int, rates: policy.Rates = policy.RATES, ttl: Ttl = "5m") -> bool:
+    """The cost gate on one item of `s` tokens whose eviction rewrites `x` warm tokens after
+    it, never needed again, with `m` calls to come."""
+    item = [Candidate(1, 10_000, s, 0.0)]
+    return policy.plan_eviction(
+        item, [Boundary(1, 10_000)], 10_000 + s + x, m, rates, ttl
+    ).evict == (1,)
+
+
 def test_seed_worked_examples_at_five_minute_prices() -> None:
-    """s=2000, X=1500: M=50 evicts, M=5 keeps, break-even near M=9.4."""
-    assert policy.eviction_pays(2000, 50, 1500)
-    assert not policy.eviction_pays(2000, 5, 1500)
-    assert policy.break_even_calls(2000, 1500) == pytest.approx(9.375)
-    assert not policy.eviction_pays(2000, 9.3, 1500)
-    assert policy.eviction_pays(2000, 9.5, 1500)
+    """s=2000, X=1500: M=50 evicts, M=5 keeps, break-even at M=9.375 (rho*s*M = omega*X)."""
+    assert pays(2000, 50, 1500)
+    assert not pays(2000, 5, 1500)
+    assert not pays(2000, 9.3, 1500)
+    assert pays(2000, 9.5, 1500)
 
 
 def test_one_hour_writes_raise_the_break_even() -> None:
-    assert policy.break_even_calls(2000, 1500, ttl="1h") == pytest.approx(15.0)
+    """At 2.0x writes the same item breaks even at M=15."""
+    assert not pays(2000, 14.9, 1500, ttl="1h") and pays(2000, 15.1, 1500, ttl="1h")
 
 
 def test_remaining_calls_is_capped_by_the_compaction_horizon() -> None:
@@ -114,12 +124,8 @@ def test_the_gate_weighs_the_conversations_own_model() -> None:
     c.accounting.model = "claude-opus-5-5"
     cheap = c.policy.outlook(c, 0.0, "5m", "auto", 150_000).rates
     assert cheap.read == pytest.approx(0.05)
-    s, x = 2_000, 20_000
-    assert policy.break_even_calls(s, x, cheap) == pytest.approx(
-        2 * policy.break_even_calls(s, x, policy.RATES)
-    )
-    m = 1.5 * policy.break_even_calls(s, x, policy.RATES)
-    assert policy.eviction_pays(s, m, x, policy.RATES) and not policy.eviction_pays(s, m, x, cheap)
+    s, x = 2_000, 20_000  # break-even at M=125 at 0.1x reads, 250 at 0.05x
+    assert pays(s, 126, x, policy.RATES) and not pays(s, 249, x, cheap) and pays(s, 251, x, cheap)
 
 
 def test_the_twin_bound_takes_what_was_just_fetched_back_last() -> None:
