@@ -354,20 +354,13 @@ class Gateway:
                 self._finish_record(plan, rounds)  # the rounds before it were billed
                 return self._no_answer(error)
             async with upstream:
-                answered = upstream.status == 200  # from here on the call was billed
                 try:
                     body = await upstream.read()
                 except UPSTREAM_ERRORS as error:  # broken off: nothing reached the client
-                    if answered:
-                        rounds.add({}, [])
-                    self._finish_record(plan, rounds)
-                    return self._no_answer(error)
+                    return await self._broken_off_whole(upstream, plan, rounds, None, error)
                 answer = _json_object(body)
-                if not answered or not _readable_message(answer):
-                    if answered:
-                        rounds.add((answer or {}).get("usage"), [])
-                    self._finish_record(plan, rounds)
-                    return _as_sent(upstream, body)
+                if upstream.status != 200 or not _readable_message(answer):
+                    return await self._as_sent_whole(upstream, plan, rounds, None, body)
                 headers = _forwarded(upstream.headers)
             content = list(answer.get("content") or [])
             rounds.add(answer.get("usage"), content)
@@ -421,6 +414,41 @@ class Gateway:
         await response.write_eof()
         return response
 
+    async def _broken_off_whole(
+        self,
+        upstream: aiohttp.ClientResponse,
+        plan: Plan,
+        rounds: _Rounds,
+        response: web.StreamResponse | None,
+        error: BaseException,
+    ) -> web.StreamResponse:
+        """An answer read whole that broke off before its end: the error; a 200's call
+        counts as billed (its usage unread)."""
+        if upstream.status == 200:
+            rounds.add({}, [])
+        self._finish_record(plan, rounds)
+        return await self._failed(response, error)
+
+    async def _as_sent_whole(
+        self,
+        upstream: aiohttp.ClientResponse,
+        plan: Plan,
+        rounds: _Rounds,
+        response: web.StreamResponse | None,
+        raw: bytes,
+    ) -> web.StreamResponse:
+        """An answer read whole that is no message the engine reads (an error, a proxy's
+        page): passed on as sent, or, once the stream to the client began, as its `error`
+        event; a 200's call counts as billed (its usage when readable)."""
+        if upstream.status == 200:
+            rounds.add(_usage_of(raw, upstream.headers.get("content-type", "")), [])
+        self._finish_record(plan, rounds)
+        if response is None:
+            return _as_sent(upstream, raw)
+        await response.write(_error_event(upstream.status, raw))
+        await response.write_eof()
+        return response
+
     async def _stream(self, request: web.Request, plan: Plan) -> web.StreamResponse:
         response: web.StreamResponse | None = None
         rounds = _Rounds()
@@ -431,18 +459,13 @@ class Gateway:
                 self._finish_record(plan, rounds)  # the rounds before it were billed
                 return await self._failed(response, error)
             async with upstream:
-                if upstream.status != 200:
-                    try:
+                content_type = upstream.headers.get("content-type", "")
+                if upstream.status != 200 or "event-stream" not in content_type:
+                    try:  # an error, or no stream (a proxy's page): read whole
                         raw = await upstream.read()
-                    except UPSTREAM_ERRORS as error:  # an error answer broken off
-                        self._finish_record(plan, rounds)
-                        return await self._failed(response, error)
-                    self._finish_record(plan, rounds)
-                    if response is None:
-                        return _as_sent(upstream, raw)
-                    await response.write(_error_event(upstream.status, raw))
-                    await response.write_eof()
-                    return response
+                    except UPSTREAM_ERRORS as error:
+                        return await self._broken_off_whole(upstream, plan, rounds, response, error)
+                    return await self._as_sent_whole(upstream, plan, rounds, response, raw)
                 if response is None:
                     response = web.StreamResponse(headers=_forwarded(upstream.headers))
                     await response.prepare(request)

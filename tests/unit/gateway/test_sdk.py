@@ -954,3 +954,31 @@ def test_a_client_that_gives_up_first_leaves_the_call_accounted_and_the_gateway_
         message = sdk.messages.create(**ask([{"role": "user", "content": "hi"}]))
         assert message.content[0].text == "again"  # type: ignore[union-attr]
         assert (gateway.status()["total"]["requests"], len(api.message_requests)) == (2, 2)
+
+
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
+@pytest.mark.parametrize("cut", [None, "stall", "drop"], ids=["whole", "stall", "drop"])
+def test_a_streamed_request_answered_with_no_stream_gets_it_as_sent_or_an_error(
+    api: FakeMessagesAPI, tmp_path: Path, tools: list[Any], cut: Any
+) -> None:
+    """A 200 that is no event stream (a captive portal's page): passed on whole, as sent;
+    broken off before its end, the error a non-streamed answer gets."""
+    page = Raw(b"<html><body>Sign in to this network</body></html>", 200, "text/html", cut)
+    api.add_turns(page, "again")
+    with (
+        GatewayThread(api.base_url, tmp_path / "store", stall_timeout=1.0) as gateway,
+        anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as sdk,
+    ):
+        body = ask([{"role": "user", "content": "hi"}], tools=tools, stream=True)
+        headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+        answer = httpx2.post(f"{gateway.base_url}/v1/messages", json=body, headers=headers)
+        if cut is None:
+            assert (answer.status_code, answer.content) == (200, page.body)
+            assert answer.headers["content-type"] == "text/html"
+        else:
+            kind = {"stall": (504, "timeout_error"), "drop": (502, "api_error")}[cut]
+            assert (answer.status_code, answer.json()["error"]["type"]) == kind
+        with sdk.messages.stream(**ask([{"role": "user", "content": "hi"}], tools=tools)) as s:
+            assert s.get_final_text() == "again"
+        total = gateway.status()["total"]
+    assert (total["requests"], total["upstream_calls"]) == (2, 2)
