@@ -197,6 +197,7 @@ async def test_an_ask_whose_read_cannot_be_stored_fails_and_the_conversation_goe
         if block.get("type") == "tool_result"
     ]
     assert results and results[0]["is_error"] is True
+    assert results[0]["content"] == f"[not recorded: {lock.busy()}]"  # not "cancelled"
 
 
 @pytest.mark.usefixtures("api_key")

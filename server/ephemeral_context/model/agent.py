@@ -40,6 +40,7 @@ from ephemeral_context.model.delegation import (
 )
 from ephemeral_context.model.tools import ToolEnv, ToolResult, run_tool, tool_schemas
 from ephemeral_context.prices import UnknownModelError
+from ephemeral_context.store import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -412,9 +413,11 @@ def _report(sub: AgentResult, steps: int) -> tuple[str, bool]:
 
 
 async def _run_tools(uses: Sequence[Mapping[str, Any]], loop: _Loop, result: AgentResult) -> None:
-    """Answer every tool call of one turn, in order; after a cancel the rest say so."""
+    """Answer every tool call of one turn, in order; after a cancel the rest say so, and
+    after a result the store could not keep (busy) that one and the rest say that."""
     engine, conversation, events, cancel = loop.engine, loop.conversation, loop.events, loop.cancel
     answered = 0
+    unanswered = CANCELLED_RESULT
     try:
         for use in uses:
             if cancel is not None and cancel.is_set():
@@ -430,8 +433,11 @@ async def _run_tools(uses: Sequence[Mapping[str, Any]], loop: _Loop, result: Age
                 result.edits.append(EditRecord(outcome.uri, not outcome.is_error, outcome.text))
             if events.on_tool_result is not None:
                 events.on_tool_result(name, shown, outcome.is_error)
+    except StoreError as exc:  # the ask fails; the model hears why at the next one
+        unanswered = f"[not recorded: {exc}]"
+        raise
     finally:
-        _close_calls(engine, conversation, uses[answered:], CANCELLED_RESULT)
+        _close_calls(engine, conversation, uses[answered:], unanswered)
 
 
 def _close_calls(
