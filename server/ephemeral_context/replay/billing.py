@@ -38,8 +38,9 @@ def classify(session: Session) -> Billing:
     if not session.recorded:
         return Billing.NONE
     usages = [call.usage for call in session.calls if call.usage is not None]
-    if not all(usage.cache_counted for usage in usages):
-        return Billing.OTHER
+    copied = [call.usage for call in session.inherited if call.usage is not None]
+    if not all(usage.cache_counted for usage in [*usages, *copied]):
+        return Billing.OTHER  # a fork's copies too: they size the history its calls replay
     if any(parse_model(model) is None for model in session.models):
         return Billing.OTHER
     reads = sum(u.cache_read_input_tokens for u in usages)

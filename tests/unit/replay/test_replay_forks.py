@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from ephemeral_context.prices import priced
+from ephemeral_context.replay.billing import Billing
 from ephemeral_context.replay.reader import read_session
 from ephemeral_context.replay.report import recorded_billed, replay
 from ephemeral_context.replay.strategies import STRATEGIES
@@ -124,3 +125,14 @@ def test_a_session_that_starts_with_a_queued_prompt_is_no_fork(tmp_path: Path) -
     t.assistant([text("it prints hello")], FIRST)
     session = read_session(t.write(tmp_path / "s.jsonl"))
     assert session.inherited == [] and len(session.calls) == 1
+
+
+def test_a_fork_whose_copies_lost_a_cache_count_claims_no_fidelity(tmp_path: Path) -> None:
+    """The copies' usage is the parent's bill, but it sizes the history the fork's own calls
+    replay: counts an export dropped there make the fork's fidelity a made-up figure."""
+    fork = _fork(_parent(), "/fork", 30, {"input": 2, "read": 9_120, "write": 40})
+    del fork.lines[1]["message"]["usage"]["cache_creation_input_tokens"]  # the first response
+    report = replay([fork.write(tmp_path / "fork.jsonl")])
+    (item,) = report.sessions
+    assert item.session.recorded and item.session.inherited[0].usage is not None
+    assert (item.billing, item.fidelity) == (Billing.OTHER, None)
