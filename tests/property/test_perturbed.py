@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from ephemeral_context.replay.billing import Billing, classify
+from ephemeral_context.replay.flow import Session
 from ephemeral_context.replay.reader import read_session
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -25,6 +26,16 @@ from tests.transcripts import FIXTURES, SUBAGENT, VIEWER
 
 SOURCES = (SUBAGENT, VIEWER)
 LINES = {name: (FIXTURES / name).read_text(encoding="utf-8").splitlines() for name in SOURCES}
+
+
+def read_damaged(source: str, cut: int, found: list[Damage]) -> tuple[Session, bytes]:
+    """The first `cut` lines of `source` with the damages, read as a user's file would be,
+    and the damaged bytes."""
+    data = damaged(LINES[source][:cut], found)
+    with tempfile.TemporaryDirectory(prefix="ectx-perturbed-") as folder:
+        path = Path(folder) / source
+        path.write_bytes(data)
+        return read_session(path), data
 
 
 @settings(
@@ -46,10 +57,7 @@ LINES = {name: (FIXTURES / name).read_text(encoding="utf-8").splitlines() for na
 def test_damaged_transcripts_keep_every_invariant(
     source: str, cut: int, found: list[Damage]
 ) -> None:
-    with tempfile.TemporaryDirectory(prefix="ectx-perturbed-") as folder:
-        path = Path(folder) / source
-        path.write_bytes(damaged(LINES[source][:cut], found))
-        session = read_session(path)
+    session, _ = read_damaged(source, cut, found)
     if not session.calls:
         return  # the damage left no call to replay (every line of the cut unreadable)
     invariants = replay_invariants(session)
@@ -69,10 +77,6 @@ def test_a_damaged_usage_is_never_billed_anthropic(
     source: str, cut: int, found: list[Damage]
 ) -> None:
     """Reading only (no replay), so more examples: the fidelity claim turns on `billing`."""
-    with tempfile.TemporaryDirectory(prefix="ectx-perturbed-") as folder:
-        path = Path(folder) / source
-        data = damaged(LINES[source][:cut], found)
-        path.write_bytes(data)
-        session = read_session(path)
+    session, data = read_damaged(source, cut, found)
     if session.recorded and (lost_cache_count(data) or UNKNOWN_MODEL in session.models):
         assert classify(session) is not Billing.ANTHROPIC
