@@ -152,13 +152,21 @@ def _close(session: Any) -> None:
 
 
 def _attach(pynvim: Any, address: Path, process: subprocess.Popen[bytes]) -> Any:
-    """Attach once Neovim has created its socket (or fail if it exited instead)."""
+    """Attach once Neovim listens on its socket (or fail if it exited instead).
+
+    The socket's path exists from the moment Neovim binds it, a little before it listens:
+    a connect in between is refused, so a refusal is retried until the deadline.
+    """
     deadline = time.monotonic() + 30
-    while not address.exists():
+    while True:
         if process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"nvim did not start (exit code {process.poll()})")
+        if address.exists():
+            try:
+                return pynvim.attach("socket", path=str(address))
+            except ConnectionRefusedError:
+                pass
         time.sleep(0.02)
-    return pynvim.attach("socket", path=str(address))
 
 
 def wait(nvim: Any, condition: str) -> None:
