@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,52 +22,56 @@ from tests.fakes.messages_api import FakeMessagesAPI
 from tests.gateway_harness import cat_n
 from tests.lsp.lsp_session import USAGE, Editor, wait_until
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-PORT = _free_port()
-URL = f"http://127.0.0.1:{PORT}"
 READ = {"name": "Read", "input_schema": {"type": "object", "properties": {}}}
 
 
 @pytest.fixture
-def upstream(api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fake as the hosted gateway's upstream, and its port (set before the server starts)."""
+def gateway_url(api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The fake as the hosted gateway's upstream, and a free port for it (set before the
+    server starts: `usefixtures` runs it first); the gateway's URL.
+
+    The port is picked here, a moment before the server binds it, not when the module is
+    imported: minutes of other tests in between would give anything else the time to take it.
+    """
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
     monkeypatch.setenv("ECTX_UPSTREAM_URL", api.base_url)
-    monkeypatch.setenv("ECTX_GATEWAY_PORT", str(PORT))
+    monkeypatch.setenv("ECTX_GATEWAY_PORT", str(port))
+    return f"http://127.0.0.1:{port}"
 
 
-def _status() -> dict[str, Any] | None:
+def _status(url: str) -> dict[str, Any] | None:
     try:
-        with urllib.request.urlopen(f"{URL}/ectx/status", timeout=5) as answer:
+        with urllib.request.urlopen(f"{url}/ectx/status", timeout=30) as answer:
             return dict(json.loads(answer.read()))
     except OSError:
         return None
 
 
-async def _gateway_up() -> None:
-    for _ in range(200):
-        if await asyncio.to_thread(_status) is not None:
-            return
+async def _gateway_up(url: str) -> None:
+    """Once the gateway the server starts after `initialized` answers (a minute at most: on a
+    loaded machine it can take seconds; only a broken server takes that long)."""
+    deadline = time.monotonic() + 60
+    while await asyncio.to_thread(_status, url) is None:
+        if time.monotonic() > deadline:
+            raise AssertionError("the hosted gateway never answered")
         await asyncio.sleep(0.05)  # polling for the port to open, not a timed assertion
-    raise AssertionError("the hosted gateway never answered")
 
 
-@pytest.mark.usefixtures("upstream")
+@pytest.mark.usefixtures("gateway_url")
 async def test_a_session_through_the_hosted_gateway_reaches_the_status_bar(
-    lsp_process: LanguageClient, workspace: Path, api: FakeMessagesAPI
+    gateway_url: str, lsp_process: LanguageClient, workspace: Path, api: FakeMessagesAPI
 ) -> None:
     editor = Editor(lsp_process)
     await editor.initialize("visual_studio_code", workspace)
-    await _gateway_up()
+    await _gateway_up(gateway_url)
     api.add_turns({"tool_use": [{"name": "Read", "input": {}, "id": "toolu_1"}]}, "read it")
     text = cat_n("\n".join(f"line {n}" for n in range(400)))
     messages: list[dict[str, Any]] = [{"role": "user", "content": "read"}]
-    with anthropic.Anthropic(api_key="sk-ant-test-hosted", base_url=URL, max_retries=0) as sdk:
+    with anthropic.Anthropic(
+        api_key="sk-ant-test-hosted", base_url=gateway_url, max_retries=0
+    ) as sdk:
         for _ in range(2):
             body = {"model": "claude-sonnet-4-6", "max_tokens": 256, "tools": [READ]}
             answer = await asyncio.to_thread(sdk.messages.create, **body, messages=messages)
@@ -77,7 +82,7 @@ async def test_a_session_through_the_hosted_gateway_reaches_the_status_bar(
             messages.append({"role": "user", "content": [result]})
     assert answer.content[0].text == "read it"  # type: ignore[union-attr]
     await editor.notified(USAGE, lambda usage: usage.contextTokens > 1000)
-    status = _status()
+    status = _status(gateway_url)
     assert status is not None and status["total"]["requests"] == 2
     assert [t["name"] for t in api.message_requests[0].body["tools"]] == [
         "Read",
