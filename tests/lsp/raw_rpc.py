@@ -1,14 +1,19 @@
 """A bare JSON-RPC peer for `ectx serve`: sends bytes no well-behaved client would send.
 
 pytest-lsp's client only sends valid messages; malformed-input tests need to write raw
-frames (bad JSON, wrong shapes, huge bodies) and read the raw answers.
+frames (bad JSON, wrong shapes, huge bodies) and read the raw answers. Over stdio
+(`RawServer.start`) or TCP (`tcp_server` on the port the server itself picked and
+announced, then `connect`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import queue
+import re
+import socket
 import subprocess
 import sys
 import threading
@@ -136,3 +141,42 @@ class RawServer:
 
     def wait(self) -> int:
         return self.process.wait(timeout=TIMEOUT_S)
+
+
+@contextmanager
+def tcp_server(*extra: str) -> Iterator[int]:
+    """A `serve --tcp` on a free port of 127.0.0.1; yields the port it listens on."""
+    command = [sys.executable, "-m", "ephemeral_context", "-v", "serve", "--tcp", "127.0.0.1:0"]
+    process = subprocess.Popen(
+        [*command, *extra],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    try:
+        port = None
+        for line in process.stderr:
+            if found := re.search(r"listening on 127\.0\.0\.1:(\d+)", line):
+                port = int(found.group(1))
+                break
+        assert port is not None, "the server did not say where it listens"
+        threading.Thread(target=process.stderr.read, daemon=True).start()  # keep draining
+        yield port
+    finally:
+        process.kill()
+        process.wait(timeout=TIMEOUT_S)
+        process.stderr.close()
+
+
+@contextmanager
+def connect(port: int) -> Iterator[RawServer]:
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as sock:
+        stream = sock.makefile("rwb")
+        try:
+            yield RawServer(stream, stream)
+        finally:
+            with contextlib.suppress(OSError):  # wakes the reader thread, which holds the file
+                sock.shutdown(socket.SHUT_RDWR)
+            stream.close()

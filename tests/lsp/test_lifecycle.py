@@ -6,13 +6,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from lsprotocol import types
 
 from tests.lsp.lsp_session import Editor, wait_until
+from tests.lsp.raw_rpc import connect, tcp_server
 
 COMMANDS = {
     "ectx.status",
@@ -130,42 +130,11 @@ def test_nothing_on_stdout_when_the_client_goes_away() -> None:
     assert done.stdout == b""
 
 
-def test_tcp(tmp_path: Path) -> None:
+def test_tcp(workspace: Path) -> None:
     """`ectx serve --tcp HOST:PORT` speaks the same protocol over a socket."""
-    import socket
-
-    with socket.socket() as probe:  # a free port (the server binds it right after)
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ephemeral_context", "serve", "--tcp", f"127.0.0.1:{port}"]
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                connection = socket.create_connection(("127.0.0.1", port), timeout=60)
-                break
-            except ConnectionRefusedError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        with connection:
-            body = json.dumps(
-                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
-            ).encode()
-            connection.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-            stream = connection.makefile("rb")
-            length = 0
-            while (line := stream.readline()) not in (b"\r\n", b""):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            answer = json.loads(stream.read(length))
-            stream.close()
-        assert answer["id"] == 1 and "ectx.status" in json.dumps(answer["result"])
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    with tcp_server() as port, connect(port) as client:
+        answer = client.initialize(workspace.as_uri())
+    assert answer["id"] == 1 and "ectx.status" in json.dumps(answer["result"])
 
 
 def test_tcp_argument_is_checked() -> None:

@@ -3,58 +3,11 @@ else, and the same framing guards as stdio (size limit, resync, stalled bodies).
 
 from __future__ import annotations
 
-import contextlib
-import re
-import socket
-import subprocess
-import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from tests.lsp.raw_rpc import TIMEOUT_S, RawServer
+from tests.lsp.raw_rpc import TIMEOUT_S, RawServer, connect, tcp_server
 
 LIMIT = 200_000
-
-
-@contextmanager
-def tcp_server(*extra: str) -> Iterator[int]:
-    """A `serve --tcp` on a free port of 127.0.0.1; yields the port it listens on."""
-    command = [sys.executable, "-m", "ephemeral_context", "-v", "serve", "--tcp", "127.0.0.1:0"]
-    process = subprocess.Popen(
-        [*command, *extra],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    try:
-        port = None
-        for line in process.stderr:
-            if found := re.search(r"listening on 127\.0\.0\.1:(\d+)", line):
-                port = int(found.group(1))
-                break
-        assert port is not None, "the server did not say where it listens"
-        threading.Thread(target=process.stderr.read, daemon=True).start()  # keep draining
-        yield port
-    finally:
-        process.kill()
-        process.wait(timeout=TIMEOUT_S)
-        process.stderr.close()
-
-
-@contextmanager
-def connect(port: int) -> Iterator[RawServer]:
-    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as sock:
-        stream = sock.makefile("rwb")
-        try:
-            yield RawServer(stream, stream)
-        finally:
-            with contextlib.suppress(OSError):  # wakes the reader thread, which holds the file
-                sock.shutdown(socket.SHUT_RDWR)
-            stream.close()
 
 
 def still_serving(client: RawServer) -> None:
