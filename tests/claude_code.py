@@ -163,8 +163,8 @@ class ClaudeCode:
         (`--input-format stream-json`), each sent once the turn before has its result.
 
         With `interrupt_after_tool_result`, the first turn is interrupted (the SDK's
-        `interrupt` control request) a second after its first tool result, while the request
-        that carries the result waits for its answer (give that turn a `delay`).
+        `interrupt` control request) once the fake has the request that carries its first tool
+        result, while that request waits for its answer (give that turn a `delay`).
         """
         home = self._home(None)
         command = [str(self.binary), "-p", "--input-format", "stream-json"]
@@ -193,7 +193,7 @@ class ClaudeCode:
                         shown.append(line)
                         event = json.loads(line)
                         if interrupt_after_tool_result and turn == 0 and _tool_result(event):
-                            time.sleep(1.0)
+                            _wait_for_tool_result_request(api, timeout)
                             request = {"subtype": "interrupt"}
                             control = {"type": "control_request", "request_id": "stop"}
                             _send(process.stdin, {**control, "request": request})
@@ -241,7 +241,21 @@ def _send(stream: IO[str], event: Mapping[str, Any]) -> None:
 
 def _tool_result(event: Mapping[str, Any]) -> bool:
     """A stream-json event that reports a tool's result (Claude Code then sends it on)."""
-    content = (event.get("message") or {}).get("content") if event.get("type") == "user" else None
+    return event.get("type") == "user" and _carries_tool_result(event.get("message") or {})
+
+
+def _carries_tool_result(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
     return isinstance(content, list) and any(
         isinstance(item, Mapping) and item.get("type") == "tool_result" for item in content
     )
+
+
+def _wait_for_tool_result_request(api: FakeMessagesAPI, timeout: float) -> None:
+    """Until the fake has received a request whose last message carries a tool result (the
+    fake records a request before it answers): what comes next happens while it waits."""
+    deadline = time.monotonic() + timeout
+    while not any(_carries_tool_result(r.body["messages"][-1]) for r in api.message_requests):
+        if time.monotonic() > deadline:
+            raise AssertionError("Claude Code never sent the request with the tool result")
+        time.sleep(0.02)  # polling the fake's record, not a timed wait
