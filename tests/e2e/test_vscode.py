@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.fakes.messages_api import fake_api_subprocess
 from tests.transcripts import SUBAGENT, transcript
 
 pytestmark = pytest.mark.e2e
@@ -122,34 +123,8 @@ def vsix() -> Path:
 @pytest.fixture
 def fake_api(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """The local Messages API as a subprocess: (base URL, file of recorded requests)."""
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(SCRIPT), encoding="utf-8")
-    record = tmp_path / "requests.jsonl"
-    proc = subprocess.Popen(
-        [
-            str(PYTHON),
-            "-m",
-            "tests.fakes.messages_api",
-            "--script",
-            str(script),
-            "--port",
-            "0",
-            "--record",
-            str(record),
-        ],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    assert url.startswith("http://127.0.0.1:"), f"the fake API did not print its URL: {url!r}"
-    try:
-        yield url, record
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        proc.stdout.close()
+    with fake_api_subprocess(SCRIPT, tmp_path, python=str(PYTHON)) as api:
+        yield api.base_url, api.record
 
 
 def _write_settings(user_data: Path, overrides: dict[str, Any]) -> None:
