@@ -273,7 +273,7 @@ async def test_a_stream_broken_mid_answer_is_retried_and_restarts_the_text(
     """A connection that drops after the first text delta, or goes silent for the stall
     timeout, is retried like any lost connection; the caller hears the answer starts over."""
     api.add_turns({"text": "a partial answer that breaks " * 4, "cut": cut}, "The whole answer.")
-    client = make_client(stall_timeout=0.5)
+    client = make_client(stall_timeout=2.0)
     texts: list[str] = []
     notices: list[RetryNotice] = []
     message = await client.stream(request(), texts.append, notices.append)

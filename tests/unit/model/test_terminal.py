@@ -170,7 +170,7 @@ def test_a_broken_stream_is_retried_and_stdout_holds_the_final_answer_only(
         {"text": "A second try that goes silent " * 3, "cut": "stall"},
         "The final answer.",
     )
-    args = ("ask", "hi", "--workspace", str(project), "--stall-timeout", "0.5")
+    args = ("ask", "hi", "--workspace", str(project), "--stall-timeout", "2")
     run = ectx(*args, env=environment(api))
     assert run.returncode == 0, run.stderr
     assert run.stdout == "The final answer.\n"  # nothing of the broken tries
