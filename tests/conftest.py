@@ -8,18 +8,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from tests.claude_code import CURRENT_RELEASE, ClaudeCode, claude_code_binary
 from tests.fakes import FakeMessagesAPI
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-settings.register_profile("ci", derandomize=True, database=None)
+settings.register_profile("untimed", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+"""No example fails for its time (hypothesis's 200 ms deadline, its slow-generation check): a
+loaded machine takes longer, and speed is for benchmarks, not tests."""
+settings.register_profile("ci", settings.get_profile("untimed"), derandomize=True, database=None)
 """CI runs the same examples every time (.ci/run sets CI); a developer's run explores new ones
 and keeps what fails in .hypothesis/."""
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+settings.load_profile("ci" if os.environ.get("CI") else "untimed")
 
 
 @pytest.fixture(autouse=True)
