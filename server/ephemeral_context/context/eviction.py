@@ -73,6 +73,7 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
     limit = min(state.config.context_budget, twin)
     if not segment_warm:
         segment.rebuild(state, c, outlook, limit - thread_start - c.thread.tokens)
+        thread_start = prefix + sum(e.tokens for e in c.segment)  # the rebuilt segment's size
     limited = [
         i
         for i, tb in enumerate(c.thread)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ephemeral_context.context import eviction
-from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.context.engine import ContextEngine, ToolOutput
 from ephemeral_context.context.kinds import BlockKind
 
-from tests.unit.context.context_helpers import Clock, Driver
+from tests.unit.context.context_helpers import Clock, Driver, source
 
 
 def log(step: int) -> str:
@@ -76,3 +76,53 @@ def test_a_request_larger_than_its_recorded_twin_sheds_its_newest_consumed_conte
     assert event.reason == "larger than its recorded twin"
     newest = max(i for i, tb in enumerate(c.thread) if tb.text == out)
     assert c.thread[newest].evicted and event.item_ids == (c.thread[newest].item_id,)
+
+
+def test_a_cold_rebuild_that_grows_the_segment_is_weighed_at_its_new_size(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    """A file in the segment since one cold gap grows by more than the thread holds about
+    it; at the next cold gap the rebuild shows its current version. The bound on the twin
+    must weigh the request with the segment as rebuilt, not as it was (the old size let
+    this request past its twin by what the file grew): a consumed log goes instead."""
+    d = Driver(engine)
+    c = engine.conversation("c")
+    engine.add_user_text("c", "go")
+    d.call()
+    text = source(40)
+    d.read("/a.py", text)
+    d.bash("log line\n" * 200)  # consumed output the first cold gap evicts: room for the move
+    extra = "".join(f"def g{i}(x):\n    return x * {i}\n\n" for i in range(80))
+    for k in range(6):
+        if k == 3:
+            engine.add_assistant_content("c", [{"type": "text", "text": "done"}])
+            clock.advance(7200)  # cold: the file moves into the segment
+            d.call()
+            assert c.segment
+        d.call()
+        text = text.replace(f"return x + {k}\n", f"return x - {k}\n" + (extra if k == 3 else ""))
+        tool_id = d.tool("edit_file", {"path": "/a.py", "old": f"x + {k}", "new": f"x - {k}"})
+        engine.add_tool_result(
+            "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///a.py", content=text)
+        )
+        clock.advance(10)
+    d.call()
+    out = log(1)
+    d.bash(out)
+    d.call()
+    engine.add_assistant_content("c", [{"type": "text", "text": "done"}])
+    clock.advance(7200)  # cold again: the segment is rebuilt from the grown file
+    built = engine.last_request("c")
+    assert built is not None
+    head = built.head_tokens
+    (before,) = [e.tokens for e in c.segment]
+    c.thread.cache.expire(clock())
+    outlook = c.policy.outlook(c, clock(), "5m", "auto", engine.config.context_budget, head)
+    # No cost-gate cut (as in the request after a round trip): only the bounds may evict.
+    eviction.consolidate(engine.state, c, head, replace(outlook, evicts=False))
+    (after,) = [e.tokens for e in c.segment]
+    assert after > before + 500  # the rebuild showed the grown file
+    size = head + after + c.thread.tokens
+    assert size <= head + sum(b.tokens for b in c.thread.baseline)
+    assert engine.events[-1].reason == "larger than its recorded twin"
+    assert [tb.evicted for tb in c.thread if tb.text == out] == [True]
