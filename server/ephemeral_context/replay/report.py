@@ -1,8 +1,9 @@
 """Replay many transcripts under every strategy and say how they compare.
 
-`replay(paths)` reads each transcript (files, or folders searched for *.jsonl), runs every
-strategy on it, checks the `recorded` strategy against the usage the transcript recorded
-(when Anthropic billed it: replay/billing.py), and returns a `Report`. A file that cannot be
+`replay(paths)` reads each transcript (files, or folders searched for *.jsonl and for *.md
+files that hold a session), runs every strategy on it, checks the `recorded` strategy
+against the usage the transcript recorded (when Anthropic billed it: replay/billing.py),
+and returns a `Report`. A file that cannot be
 replayed is listed under `errors` with its path and the others still replay. `to_json`
 gives the documented JSON shape; `render` prints the side-by-side table with rich.
 
@@ -15,6 +16,8 @@ API:
 
 from __future__ import annotations
 
+import re
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -75,13 +78,16 @@ class Report:
 
 def discover(paths: Iterable[Path]) -> list[Path]:
     """Transcript files named directly, or found under the named folders (*.jsonl and
-    *.jsonl.gz, sorted); what is
-    found there and is no regular file (a FIFO, a broken link) is kept, so that reading it
-    lists it under errors instead of leaving it out unsaid."""
+    *.jsonl.gz, and *.md files that hold a Claude Code session: sorted); what is found
+    there and is no regular file (a FIFO, a broken link) is kept, so that reading it lists
+    it under errors instead of leaving it out unsaid. Other markdown (a README, notes) is
+    no transcript and no error: it is left out."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.jsonl*") if _transcript_name(p)))
+            named = [p for p in path.rglob("*.jsonl*") if _transcript_name(p)]
+            named += [p for p in path.rglob("*.md") if _markdown_transcript(p)]
+            found.extend(sorted(named))
         else:
             found.append(path)
     return found
@@ -90,6 +96,44 @@ def discover(paths: Iterable[Path]) -> list[Path]:
 def _transcript_name(path: Path) -> bool:
     """A session file as Claude Code names it, or gzip'd (the reader reads both)."""
     return path.name.endswith((".jsonl", ".jsonl.gz")) and not path.is_dir()
+
+
+SNIFFED_BYTES = 256 * 1024
+"""What is read of a markdown file to tell a transcript saved as .md from other markdown."""
+_SESSION_KEY = rb'"(?:sessionId|session_id|uuid|parentUuid|leafUuid)"\s*:'
+_RECORD = re.compile(rb'^(?:\xef\xbb\xbf)?\s*\{(?=.*"type"\s*:)(?=.*' + _SESSION_KEY + rb")")
+"""A line that is a Claude Code record (JSONL or stream-json): a type and a session key."""
+
+
+def _turn(roles: bytes) -> re.Pattern[bytes]:
+    """A turn as markdown exporters write it (`**User:** ...`, `## Claude`, `### User
+    (10:32)`): a heading of the role alone or with a time or number, so that a README's
+    `## User guide` or `## Claude Code` is none."""
+    return re.compile(
+        rb"^(?:\*\*(?:" + roles + rb")(?::\*\*|\*\*:)"
+        rb"|#{1,4} *(?:" + roles + rb")\s*(?:[:(\[|\d-].*)?$)"
+    )
+
+
+_USER_TURN = _turn(rb"User|Human")
+_ASSISTANT_TURN = _turn(rb"Assistant|Claude")
+
+
+def _markdown_transcript(path: Path) -> bool:
+    """A .md file that is a Claude Code session: its records as JSON lines (replayed as if
+    named directly), or a conversation exported as markdown prose, a user's turn and an
+    assistant's (named directly, it is one clear error: the reader needs the records). A
+    file that is no regular file is not looked into (a FIFO would wait for a writer)."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return False
+        with path.open("rb") as stream:
+            lines = stream.read(SNIFFED_BYTES).splitlines()
+    except OSError:
+        return False
+    if any(_RECORD.match(line) for line in lines):
+        return True
+    return any(map(_USER_TURN.match, lines)) and any(map(_ASSISTANT_TURN.match, lines))
 
 
 def recorded_total(session: Session) -> RecordedUsage | None:

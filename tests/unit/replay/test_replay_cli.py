@@ -271,6 +271,41 @@ def test_a_folder_lists_what_it_could_not_read_under_errors(
     }
 
 
+def _markdown_folder(root: Path) -> None:
+    """A folder of markdown: a session's records saved as .md, a conversation exported as
+    markdown prose, and markdown that is no session at all (a README, notes)."""
+    (root / "exports").mkdir(parents=True)
+    shutil.copy(DEMO_SESSION, root / "exports" / "session.md")
+    turns = "## User\n\nRename run to start.\n\n## Assistant\n\nDone: `App.start`.\n\n"
+    (root / "exports" / "chat.md").write_text("# Conversation\n\n" + turns * 3)
+    (root / "README.md").write_text(
+        "# Sessions\n\n## User guide\n\nRun `ectx replay .`.\n\n## Claude Code\n\n"
+        'Its records look like {"type": "user", "message": ...}.\n'
+    )
+    (root / "notes.md").write_text("**TODO:** compare with last week\n")
+
+
+def test_markdown_in_a_folder_is_replayed_when_it_is_a_session_and_else_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A session saved as .md replays as it does named directly; a conversation exported
+    as markdown prose is what it is named directly, one clear error; a README or notes
+    are no session and no error."""
+    _markdown_folder(tmp_path)
+    report: Any = run_json(capsys, str(tmp_path))
+    assert [(Path(s["path"]).name, s["calls"]) for s in report["sessions"]] == [("session.md", 80)]
+    chat = tmp_path / "exports" / "chat.md"
+    assert report["errors"] == [
+        {"path": str(chat), "error": "not a transcript: no line of it is JSON"}
+    ]
+    assert main(["replay", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert f"error: {chat}: not a transcript: no line of it is JSON" in captured.err
+    assert "README.md" not in captured.out + captured.err
+    assert "notes.md" not in captured.out + captured.err
+    assert "session.md" in captured.out
+
+
 def test_a_gzip_file_cut_short_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
