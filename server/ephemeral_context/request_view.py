@@ -5,8 +5,10 @@ receives, and the tests that check the engine's requests against the API's rules
 `ectx gateway` (which prices what the client's own requests would have cost). Each body
 becomes a `cache_sim.Request`: one block per tool, system block and message content block,
 each with a content key, an estimated token count and its `cache_control` TTL, refused with
-`CacheControlError` where the API refuses the body. The engine builds its own `Request`
-directly and never parses bodies this way.
+`CacheControlError` where the API refuses the body. A tool sent with `defer_loading` is no
+part of the prefix: the API renders its definition where a tool result references it (a
+`tool_reference`, ToolSearch's answer in Claude Code 2.1.332), and bills it there. The
+engine builds its own `Request` directly and never parses bodies this way.
 
 API:
 - `request_from_messages_api(body)`: a body as a `cache_sim.Request`.
@@ -57,15 +59,39 @@ def _content_key(prefix: str, block: Mapping[str, Any]) -> int:
     return _text_key(prefix + canonical_json(without))
 
 
-def _content_block_tokens(block: Mapping[str, Any], count: TokenCounter) -> int:
+Deferred = Mapping[str, Mapping[str, Any]]
+"""The tools sent with `defer_loading`, by name: out of the prefix, rendered where referenced."""
+
+
+def _definition(tool: Mapping[str, Any]) -> str:
+    """A tool's definition as billed: its JSON without its cache_control."""
+    return canonical_json({k: v for k, v in tool.items() if k != "cache_control"})
+
+
+def _tool_result_tokens(content: Any, count: TokenCounter, deferred: Deferred) -> int:
+    """A tool result's tokens; each tool it references is billed as its definition."""
+    loaded = 0
+    if isinstance(content, list):
+        kept = []
+        for item in content:
+            if isinstance(item, Mapping) and item.get("type") == "tool_reference":
+                tool = deferred.get(str(item.get("tool_name")), item)
+                loaded += count(_definition(tool), "json")
+            else:
+                kept.append(item)
+        content = kept
+    text, flat = tool_result_text(content)
+    return count(text, "tool_output") + flat + loaded
+
+
+def _content_block_tokens(block: Mapping[str, Any], count: TokenCounter, deferred: Deferred) -> int:
     kind = block.get("type")
     if kind == "text":
         return count(str(block.get("text", "")), "prose")
     if kind == "tool_use" or kind == "server_tool_use":
         return count(str(block.get("name", "")) + canonical_json(block.get("input", {})), "json")
     if kind == "tool_result":
-        text, flat = tool_result_text(block.get("content", ""))
-        return count(text, "tool_output") + flat
+        return _tool_result_tokens(block.get("content", ""), count, deferred)
     if kind == "thinking":
         return count(str(block.get("thinking", "")), "thinking")
     if kind == "image":
@@ -78,7 +104,13 @@ def _content_block_tokens(block: Mapping[str, Any], count: TokenCounter) -> int:
     return count(canonical_json(block), "json")
 
 
-def _content_block(block: Mapping[str, Any], prefix: str, count: TokenCounter, where: str) -> Block:
+def _content_block(
+    block: Mapping[str, Any],
+    prefix: str,
+    count: TokenCounter,
+    where: str,
+    deferred: Deferred | None = None,
+) -> Block:
     if not isinstance(block, Mapping) or "type" not in block:
         raise CacheControlError(f"{where}: a content block must be an object with a 'type'")
     ttl = _cache_ttl(block)
@@ -90,7 +122,7 @@ def _content_block(block: Mapping[str, Any], prefix: str, count: TokenCounter, w
         raise CacheControlError(f"{where}: cache_control cannot be set on an empty text or {kind}")
     return Block(
         key=_content_key(prefix, block),
-        tokens=_content_block_tokens(block, count),
+        tokens=_content_block_tokens(block, count, deferred or {}),
         cache_ttl=ttl,
         auto_target=not not_target,
     )
@@ -105,14 +137,17 @@ def request_from_messages_api(
     shape so broken that no blocks can be read from it).
     """
     tools: list[Block] = []
+    deferred: dict[str, Mapping[str, Any]] = {}
     for i, tool in enumerate(body.get("tools") or []):
         if not isinstance(tool, Mapping):
             raise CacheControlError(f"tools[{i}] must be an object")
-        without = {k: v for k, v in tool.items() if k != "cache_control"}
+        if tool.get("defer_loading") is True:
+            deferred[str(tool.get("name"))] = tool
+            continue
         tools.append(
             Block(
                 key=_content_key("tool\x00", tool),
-                tokens=count(canonical_json(without), "json"),
+                tokens=count(_definition(tool), "json"),
                 cache_ttl=_cache_ttl(tool),
             )
         )
@@ -147,7 +182,8 @@ def request_from_messages_api(
             raise CacheControlError(f"messages[{m}].content must be a string or a list of blocks")
         for j, block in enumerate(content):
             prefix = f"{role}\x00first\x00" if j == 0 else f"{role}\x00"
-            messages.append(_content_block(block, prefix, count, f"messages[{m}].content[{j}]"))
+            where = f"messages[{m}].content[{j}]"
+            messages.append(_content_block(block, prefix, count, where, deferred))
 
     _salt(system or messages, {"speed": body.get("speed")})
     output_config = body.get("output_config")

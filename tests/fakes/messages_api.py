@@ -266,7 +266,9 @@ def conversation_problem(messages: Sequence[Any], *, system_messages: bool = Tru
     (except a final assistant prefill); no empty text blocks; each tool_use is answered by a
     tool_result in the next user message, and each tool_result answers a tool_use just before
     it. A mid-conversation system message comes right after a user turn (or another system
-    message) and holds text only; it leaves the tool_use pairing untouched.
+    message) and holds text only; it leaves the tool_use pairing untouched. One that carries
+    a per-turn control (`output_config`, Claude Code 2.1.332's effort for the turn) may hold
+    nothing else.
     """
     if not messages:
         return "messages: at least one message is required"
@@ -333,6 +335,8 @@ def _system_message_problem(
         return f"messages.{m}: a system message must follow a user turn"
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    if blocks == [] and isinstance(message.get("output_config"), Mapping):
+        return None
     if not isinstance(blocks, list) or not blocks:
         return f"messages.{m}: system messages must have non-empty content"
     for j, block in enumerate(blocks):
@@ -344,10 +348,16 @@ def _system_message_problem(
 
 
 THINKING_TYPES = frozenset({"enabled", "disabled", "adaptive"})
+THINKING_DISPLAYS = frozenset({"summarized", "omitted"})
+"""How thinking comes back (`thinking.display`; Claude Code 2.1.332 sends "omitted")..."""
+UPDATES_DISPLAY_BETA = "thinking-display-updates-2026-08-18"
+"""...and "updates" with this beta (2.1.332 in stream-json mode; refused, it retries with
+"omitted" and without the beta)."""
 
 
-def thinking_problem(thinking: Any) -> str | None:
-    """What the API rejects in the `thinking` parameter, or None (absent is fine).
+def thinking_problem(thinking: Any, betas: frozenset[str] = frozenset()) -> str | None:
+    """What the API rejects in the `thinking` parameter, or None (absent is fine), under
+    the beta features the request names (its `anthropic-beta` header).
 
     The budget is not compared with max_tokens: with interleaved thinking (Claude Code's
     beta header) it may exceed it.
@@ -356,6 +366,10 @@ def thinking_problem(thinking: Any) -> str | None:
         return None
     if not isinstance(thinking, Mapping) or thinking.get("type") not in THINKING_TYPES:
         return "thinking.type: Input should be 'enabled', 'disabled' or 'adaptive'"
+    displays = THINKING_DISPLAYS | ({"updates"} if UPDATES_DISPLAY_BETA in betas else set())
+    display = thinking.get("display")
+    if thinking["type"] != "disabled" and display is not None and display not in displays:
+        return f"thinking.{thinking['type']}.display: Input should be 'summarized' or 'omitted'"
     if thinking["type"] != "enabled":
         return None
     budget = thinking.get("budget_tokens")
@@ -364,10 +378,12 @@ def thinking_problem(thinking: Any) -> str | None:
     return None
 
 
-def request_problem(body: Any, *, need_max_tokens: bool = True) -> ApiError | None:
+def request_problem(
+    body: Any, *, need_max_tokens: bool = True, betas: frozenset[str] = frozenset()
+) -> ApiError | None:
     """What the API refuses in a request body, as it answers (400, or 404 for an unknown
     model), or None: the checks every request to the fake goes through, for tests that
-    validate a request without sending it."""
+    validate a request without sending it. `betas`: those its `anthropic-beta` header names."""
 
     def invalid(message: str) -> ApiError:
         return ApiError(400, "invalid_request_error", message)
@@ -391,7 +407,7 @@ def request_problem(body: Any, *, need_max_tokens: bool = True) -> ApiError | No
         return unknown_model(model)
     problem = conversation_problem(
         body["messages"], system_messages=info.version >= MID_CONVERSATION_SYSTEM
-    ) or thinking_problem(body.get("thinking"))
+    ) or thinking_problem(body.get("thinking"), betas)
     if problem is not None:
         return invalid(problem)
     try:
@@ -628,7 +644,9 @@ class FakeMessagesAPI:
             raise _Reject(invalid_api_key())
 
     def _parse_body(self, record: RecordedRequest, *, need_max_tokens: bool) -> Mapping[str, Any]:
-        problem = request_problem(record.body, need_max_tokens=need_max_tokens)
+        header = record.headers.get("anthropic-beta", "")
+        betas = frozenset(name.strip() for name in header.split(",") if name.strip())
+        problem = request_problem(record.body, need_max_tokens=need_max_tokens, betas=betas)
         if problem is not None:
             raise _Reject(problem)
         assert isinstance(record.body, Mapping)

@@ -555,6 +555,11 @@ NOTE = {"role": "system", "content": "Available agent types: Explore, Plan."}
         (MID_SYSTEM_MODEL, {"messages": HI, "thinking": {"type": "sometimes"}}, "thinking.type"),
         (
             MID_SYSTEM_MODEL,
+            {"messages": HI, "thinking": {"type": "adaptive", "display": "hidden"}},
+            "display",
+        ),
+        (
+            MID_SYSTEM_MODEL,
             {"messages": HI, "thinking": {"type": "enabled", "budget_tokens": 10}},
             "budget_tokens",
         ),
@@ -574,7 +579,9 @@ def test_request_shapes_the_api_rejects_are_rejected(
 
 
 def test_what_claude_code_sends_is_accepted(fake_messages_api: Start) -> None:
-    """Role "system" after a user turn, adaptive thinking, context_management, output_config."""
+    """Role "system" after a user turn, adaptive thinking (its display omitted, as 2.1.332
+    asks), context_management, output_config, and 2.1.332's per-turn control: a system
+    message's own `output_config`, with nothing else in it after a compaction."""
     api = fake_messages_api(["one"])
     status, _ = post(
         api.base_url + "/v1/messages",
@@ -586,12 +593,63 @@ def test_what_claude_code_sends_is_accepted(fake_messages_api: Start) -> None:
                 NOTE,
                 tool_turn("toolu_a"),
                 result("toolu_a"),
-                {"role": "system", "content": [{"type": "text", "text": "A skill listing."}]},
+                {
+                    "role": "system",
+                    "content": [{"type": "text", "text": "A skill listing."}],
+                    "output_config": {"effort": "medium"},
+                },
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "Go on."},
+                {"role": "system", "content": [], "output_config": {"effort": "medium"}},
             ],
-            "thinking": {"type": "adaptive"},
+            "thinking": {"type": "adaptive", "display": "omitted"},
             "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
             "output_config": {"effort": "high"},
         },
+        {"x-api-key": "sk-test-0000"},
+    )
+    assert status == 200
+
+
+def test_the_updates_display_needs_its_beta(fake_messages_api: Start) -> None:
+    """2.1.332 in stream-json mode asks for thinking "updates" with the beta that allows it."""
+    api = fake_messages_api(["one"])
+    body = {"model": MID_SYSTEM_MODEL, "max_tokens": 8, "messages": HI}
+    body["thinking"] = {"type": "adaptive", "display": "updates"}
+    key = {"x-api-key": "sk-test-0000"}
+    assert post(api.base_url + "/v1/messages", body, key)[0] == 400
+    beta = {**key, "anthropic-beta": "effort-2025-11-24, thinking-display-updates-2026-08-18"}
+    assert post(api.base_url + "/v1/messages", body, beta)[0] == 200
+
+
+def test_a_deferred_tool_is_billed_where_a_result_references_it(fake_messages_api: Start) -> None:
+    """`defer_loading` keeps a tool out of the cached prefix (adding one keeps the cache);
+    the `tool_reference` ToolSearch answers with bills its definition in the conversation,
+    as Claude Code 2.1.332 loads tools (platform docs, "Tool use with prompt caching")."""
+    fetch = {"name": "WebFetch", "description": "Fetch a page. " * 200, "input_schema": {}}
+    search = {"name": "ToolSearch", "description": "Load tools.", "input_schema": {}}
+    load = {"type": "tool_use", "id": "toolu_s", "name": "ToolSearch", "input": {"query": "x"}}
+    reference = {"type": "tool_reference", "tool_name": "WebFetch"}
+    loaded = {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_s", "content": [reference]},
+            {"type": "text", "text": "Tool loaded."},
+        ],
+    }
+    before = {"tools": [search], "messages": [*HI, {"role": "assistant", "content": [load]}]}
+    after = {
+        "tools": [search, {**fetch, "defer_loading": True}],
+        "messages": [*before["messages"], loaded],
+    }
+    first, second = (request_from_messages_api(body) for body in (before, after))
+    assert [t.key for t in second.tools] == [t.key for t in first.tools]
+    billed = second.messages[-2].tokens
+    assert billed >= request_from_messages_api({"tools": [fetch], "messages": HI}).tools[0].tokens
+    api = fake_messages_api(["ok"])
+    status, _ = post(
+        api.base_url + "/v1/messages",
+        {"model": MID_SYSTEM_MODEL, "max_tokens": 8, **after},
         {"x-api-key": "sk-test-0000"},
     )
     assert status == 200
