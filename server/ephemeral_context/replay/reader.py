@@ -85,10 +85,19 @@ KNOWN_RECORD_TYPES = frozenset(
         "mode",
         "result",
         "stream_event",
+        "api-request",
+        "api-request-shape",
+        "api-request-blob",
+        "atis-latch",
+        "tools-used",
+        "cost-state",
     }
 )
 """Record types Claude Code writes; user, assistant and attachment records reach the model,
-the others are bookkeeping (queue operations, titles, links) and are passed over quietly."""
+the others are bookkeeping (queue operations, titles, links; in 2.1.332 also a log of the
+requests, `api-request` with its `api-request-shape` and `api-request-blob` records, and
+running totals) and are passed over quietly: the request log restates what the messages and
+attachments already say (tests/e2e/test_claude_code.py checks the reconstruction instead)."""
 
 KNOWN_TOOLS = frozenset(
     {
@@ -173,7 +182,15 @@ class _Entry:
     cwd: str | None = None
     """The working directory when the line was written."""
     attachment: bool = False
-    """An attachment record: `content` is the text Claude Code makes of it."""
+    """An attachment record: `content` is the tuple of texts Claude Code makes of it."""
+    rendered_role: Role | None = None
+    """The role of the message an attachment is sent in where the model takes system
+    messages, when the record says (`renderedRole`, 2.1.332, which records its texts as sent
+    too): `content` then holds those texts, in their system-reminder tags."""
+    beside_result: bool = False
+    """Sent as a block of its own after a tool result (`renderedBesideToolResult`), not
+    appended to the result's text, as 2.1.332 sends other reminders that follow a result to
+    a model that takes no system messages."""
     synthetic: bool = False
     """An assistant line Claude Code wrote itself ("No response requested.", flagged as no API
     error): sent with later requests, never a call."""
@@ -254,6 +271,9 @@ class _Reading:
     were copied from the session it forks (`--fork-session` marks them no other way)."""
     own: bool = False
     """A sent line of the session's own has been read: no later line is a copy."""
+    rendered: bool = False
+    """Some attachment record holds the text it was sent as (`rendered`, 2.1.332): in such a
+    file an attachment without it was not sent (a prompt snapshot, a session context)."""
 
     def copied(self, record: Mapping[str, Any], timestamp: float) -> bool:
         """Whether a sent line is a copy of the parent session's (see `_Entry.copied`).
@@ -488,8 +508,8 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
     previous = reading.entries[-1].timestamp if reading.entries else 0.0
     timestamp = _timestamp(record.get("timestamp"), previous)
     if record["type"] == "attachment":
-        text = attachment_text(record.get("attachment"))
-        if text:
+        role, texts = _rendered_attachment(record, reading)
+        if texts:
             reading.keep(
                 _Entry(
                     line,
@@ -497,9 +517,11 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
                     reading.links[uuid],
                     "user",
                     timestamp,
-                    text,
+                    texts,
                     sidechain=bool(record.get("isSidechain")),
                     attachment=True,
+                    rendered_role=role,
+                    beside_result=record.get("renderedBesideToolResult") is True,
                     copied=reading.copied(record, timestamp),
                 )
             )
@@ -616,6 +638,37 @@ SYSTEM_MESSAGES_SINCE = (2, 1, 154)
 """...from this Claude Code release on (found by running releases against tests/fakes)."""
 
 
+def _rendered_attachment(
+    record: Mapping[str, Any], reading: _Reading
+) -> tuple[Role | None, tuple[str, ...]]:
+    """An attachment's role and texts as sent, where the record holds them (2.1.332 writes
+    `rendered`, a list of texts in system-reminder tags, and `renderedRole`). Otherwise no
+    role, and the text the reader makes of the attachment (none in a file that records
+    `rendered`: what it writes without is not sent).
+    """
+    rendered, role = record.get("rendered"), record.get("renderedRole")
+    if "rendered" in record:
+        reading.rendered = True
+    if isinstance(rendered, list) and role in ("user", "system"):
+        texts = tuple(
+            item["content"]
+            for item in rendered
+            if isinstance(item, Mapping) and isinstance(item.get("content"), str)
+        )
+        texts = tuple(text for text in texts if text)
+        return cast(Role, role), texts
+    text = "" if reading.rendered else attachment_text(record.get("attachment"))
+    return None, (text,) if text else ()
+
+
+def _untagged(text: str) -> str:
+    """A reminder's text without its system-reminder tags (as a system message sends it)."""
+    opening, closing = "<system-reminder>\n", "\n</system-reminder>"
+    if text.startswith(opening) and text.endswith(closing):
+        return text[len(opening) : -len(closing)]
+    return text
+
+
 def attachment_text(attachment: Any) -> str:
     """The text Claude Code sends for an attachment record ("" when it sends nothing).
 
@@ -692,10 +745,37 @@ def _release(version: str | None) -> tuple[int, ...] | None:
     )
 
 
-def _attachment_block(entry: _Entry, system: bool) -> Block:
-    """As a system message its text as is; in a user message inside a system-reminder."""
-    text = str(entry.content)
-    return _text_block(text if system else f"<system-reminder>\n{text}\n</system-reminder>")
+def _attachment_role(entry: _Entry, system: bool) -> Role:
+    """The role of the message an attachment goes in: system where the model takes system
+    messages (and the record, if it says, asks for one), else user."""
+    return "system" if system and entry.rendered_role in (None, "system") else "user"
+
+
+def _attachment_texts(entry: _Entry, system: bool) -> tuple[str, ...]:
+    """As a system message the texts as they are, in a user message inside system-reminder
+    tags (recorded texts carry them: a system message sends them without)."""
+    texts: tuple[str, ...] = entry.content
+    if _attachment_role(entry, system) == "system":
+        return tuple(_untagged(text) for text in texts)
+    if entry.rendered_role is not None:
+        return texts
+    return tuple(f"<system-reminder>\n{text}\n</system-reminder>" for text in texts)
+
+
+def _with_reminders(blocks: tuple[Block, ...], texts: Sequence[str]) -> tuple[Block, ...]:
+    """A tool result's line with reminders appended to its last result's text, as 2.1.332
+    sends a reminder that follows a tool result (the result's trailing space dropped)."""
+    last = max(i for i, b in enumerate(blocks) if b.type == "tool_result")
+    block = blocks[last]
+    text = "\n\n".join([block.text.rstrip(), *texts])
+    added = sum(estimate_block_tokens(t, "prose") for t in texts)
+    appended = replace(
+        block,
+        key=block_key("tool_result", block.tool_use_id or "", text),
+        text=text,
+        tokens=block.tokens + added,
+    )
+    return (*blocks[:last], appended, *blocks[last + 1 :])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -865,6 +945,26 @@ def api_content_block(
         return None, [Problem("<request>", 0, f"malformed content block ({error!r})")]
 
 
+TOOL_LOADED = "Tool loaded."
+"""The text Claude Code sends after a tool result that loads deferred tools (ToolSearch's
+`tool_reference` items; seen from 2.1.332, the first release here that offers ToolSearch
+without MCP servers), which the transcript does not record."""
+
+
+def _loads_tools(content: Any) -> bool:
+    """Whether a user line holds a tool result that references tools (ToolSearch's)."""
+    return isinstance(content, list) and any(
+        isinstance(item, Mapping)
+        and item.get("type") == "tool_result"
+        and isinstance(item.get("content"), list)
+        and any(
+            isinstance(part, Mapping) and part.get("type") == "tool_reference"
+            for part in item["content"]
+        )
+        for item in content
+    )
+
+
 def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
     """The content blocks of one line, made once per line (chains share them)."""
     cached = reading.blocks.get(entry.line)
@@ -888,6 +988,8 @@ def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
                 blocks.append(block)
     else:
         reading.problem(entry.line, "message content is neither text nor a list; skipped")
+    if entry.role == "user" and _loads_tools(content):
+        blocks.append(_text_block(TOOL_LOADED))
     result = tuple(blocks)
     reading.blocks[entry.line] = result
     return result
@@ -1026,12 +1128,16 @@ def _messages(
     parts: list[tuple[Role, tuple[Block, ...], _Entry]] = []
     for entry in chain:
         if entry.attachment:
+            role = _attachment_role(entry, system)
+            texts = _attachment_texts(entry, system)
             at = len(parts)
-            while not system and at > 0 and _plain_prompt(*parts[at - 1]):
+            while role == "user" and at > 0 and _before_reminder(*parts[at - 1]):
                 at -= 1
-            parts.insert(
-                at, ("system" if system else "user", (_attachment_block(entry, system),), entry)
-            )
+            if role == "user" and not system and at > 0 and _folds_into(entry, *parts[at - 1]):
+                before_role, before_blocks, before = parts[at - 1]
+                parts[at - 1] = (before_role, _with_reminders(before_blocks, texts), before)
+                continue
+            parts.insert(at, (role, tuple(_text_block(text) for text in texts), entry))
             continue
         blocks = _blocks(entry, reading)
         if not blocks:
@@ -1039,7 +1145,7 @@ def _messages(
         if cleared and any(b.tool_use_id in cleared for b in blocks if b.type == "tool_result"):
             blocks = tuple(_cleared(b) if b.tool_use_id in cleared else b for b in blocks)
         at = len(parts)
-        while system and entry.role == "user" and at > 0 and parts[at - 1][2].attachment:
+        while entry.role == "user" and at > 0 and parts[at - 1][0] == "system":
             at -= 1
         parts.insert(at, (entry.role, blocks, entry))
     messages: list[Message] = []
@@ -1097,8 +1203,23 @@ def _cleared(block: Block) -> Block:
     )
 
 
-def _plain_prompt(role: Role, blocks: tuple[Block, ...], entry: _Entry) -> bool:
-    """A user line a person wrote (no tool result, not itself an attachment)."""
+def _folds_into(entry: _Entry, role: Role, blocks: tuple[Block, ...], before: _Entry) -> bool:
+    """Whether a reminder goes into the text of the tool result before it (2.1.332, for a
+    model that takes no system messages; one that does gets it as a block beside)."""
+    return (
+        entry.rendered_role is not None
+        and not entry.beside_result
+        and role == "user"
+        and not before.attachment
+        and any(b.type == "tool_result" for b in blocks)
+    )
+
+
+def _before_reminder(role: Role, blocks: tuple[Block, ...], entry: _Entry) -> bool:
+    """What a reminder in a user message is moved up past: a user line a person wrote (no
+    tool result, not itself an attachment), or an attachment sent as a system message."""
+    if role == "system":
+        return True
     return role == "user" and not entry.attachment and all(b.type != "tool_result" for b in blocks)
 
 

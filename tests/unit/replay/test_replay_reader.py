@@ -408,6 +408,98 @@ def test_attachments_go_before_the_prompt_as_reminders_for_other_models(tmp_path
     assert last.blocks[1].text == "<system-reminder>\nand then?\n</system-reminder>"
 
 
+def reminder(body: str) -> str:
+    return f"<system-reminder>\n{body}\n</system-reminder>"
+
+
+def recorded_session(model: str, tmp_path: Path) -> Transcript:
+    """What 2.1.332 writes: attachments with the text they were sent as and the role asked
+    for, some with none (not sent), a request log and running totals (bookkeeping)."""
+    t = Transcript(model=model)
+
+    def attached(kind: str, body: str, role: str = "system", **extra: object) -> None:
+        rendered = [{"content": reminder(body)}]
+        t.other(
+            "attachment", attachment={"type": kind}, rendered=rendered, renderedRole=role, **extra
+        )
+
+    t.user("go")
+    attached("environment", "# Environment")
+    attached("agent_listing_delta", AGENT_LISTING + "- Explore: explores")
+    t.other("attachment", attachment={"type": "prompt_snapshot", "systemPrompt": ["You are."]})
+    attached("remote_session_change", "Attribution", "user", renderedBesideToolResult=True)
+    t.other("api-request", id="r1", params={"model": model}, keep=0, tail=["h1"])
+    t.other("api-request-blob", hash="h1", message={"role": "user", "content": "go"})
+    t.other("tools-used", tools=["Bash"])
+    t.assistant([tool_use("t1", "Bash", command="ls")], usage={"write": 5000}, version="2.1.332")
+    t.tool_result("t1", "a.py\n")
+    attached("nested_memory", "Contents of CLAUDE.md", "user")
+    attached("total_tokens_reminder", "<total_tokens>9 left</total_tokens>")
+    t.assistant([text("ok")], usage={"read": 5000, "write": 30}, version="2.1.332")
+    t.other("cost-state", totalCostUSD=0.01)
+    return t
+
+
+def test_recorded_attachments_go_as_recorded_for_a_model_that_takes_system_messages(
+    tmp_path: Path,
+) -> None:
+    """2.1.332 on Opus: system attachments joined in one system message without their
+    tags, the user one before the prompt, the user one after a result beside it."""
+    t = recorded_session("claude-opus-5-5", tmp_path)
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert session.problems == []
+    prompt, system, _, result, after = session.request(session.calls[1])
+    assert [b.text for b in prompt.blocks] == [reminder("Attribution"), "go"]
+    assert system.role == "system"
+    assert [b.text for b in system.blocks] == [
+        "# Environment",
+        AGENT_LISTING + "- Explore: explores",
+    ]
+    assert [b.type for b in result.blocks] == ["tool_result", "text"]
+    assert result.blocks[1].text == reminder("Contents of CLAUDE.md")
+    assert after.role == "system"
+    assert [b.text for b in after.blocks] == ["<total_tokens>9 left</total_tokens>"]
+
+
+def test_recorded_attachments_ride_in_the_result_for_other_models(tmp_path: Path) -> None:
+    """2.1.332 on Sonnet 4.6: every attachment a reminder in the user message; after a tool
+    result appended to its text (its trailing space dropped), unless recorded beside it."""
+    t = recorded_session("claude-sonnet-4-6", tmp_path)
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert session.problems == []
+    prompt, _, result = session.request(session.calls[1])
+    assert [b.text for b in prompt.blocks] == [
+        reminder("# Environment"),
+        reminder(AGENT_LISTING + "- Explore: explores"),
+        reminder("Attribution"),
+        "go",
+    ]
+    [block] = result.blocks
+    parts = [
+        "a.py",
+        reminder("Contents of CLAUDE.md"),
+        reminder("<total_tokens>9 left</total_tokens>"),
+    ]
+    assert block.text == "\n\n".join(parts)
+
+
+def test_a_tool_search_result_is_sent_with_its_note(tmp_path: Path) -> None:
+    """ToolSearch answers with tool references; Claude Code adds "Tool loaded." (2.1.332)."""
+    t = Transcript(model="claude-opus-5-5")
+    t.user("go")
+    t.assistant([tool_use("t1", "ToolSearch", query="select:WebFetch")], usage={"write": 5000})
+    reference = [{"type": "tool_reference", "tool_name": "WebFetch"}]
+    t.user([{"type": "tool_result", "tool_use_id": "t1", "content": reference}])
+    t.assistant([text("ok")], usage={"read": 5000, "write": 30})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert session.problems == []
+    last = session.request(session.calls[1])[-1]
+    assert [(b.type, b.text) for b in last.blocks] == [
+        ("tool_result", ""),
+        ("text", "Tool loaded."),
+    ]
+
+
 def test_metadata_records_are_passed_over_quietly(tmp_path: Path) -> None:
     t = Transcript()
     t.other("queue-operation", operation="enqueue", content="go")
