@@ -7,10 +7,11 @@ Code runs the tools itself, so the transcript it writes under `$HOME/.claude/pro
 real one, and the fake keeps every request exactly as Claude Code sent it: the ground truth
 a transcript reader is compared with.
 
-The CLI comes from the npm registry through tests/e2e/install-claude-code.sh into
-`$ECTX_CLAUDE_CODE_DIR` (default `~/.cache/ectx-claude-code` of the real user: a test's own
-HOME is a temporary one). An older release, the one that wrote much of ../shared/corpus,
-goes beside it (`<dir>-<release>`): the reader must reconstruct what either sent.
+The CLI comes from the npm registry through tests/e2e/install-claude-code.sh, each release
+into `<dir>-<release>`, where `<dir>` is `$ECTX_CLAUDE_CODE_DIR` (default
+`~/.cache/ectx-claude-code` of the real user: a test's own HOME is a temporary one). Beside
+today's release go older ones, those that wrote ../shared/corpus and the sessions of other
+users: the reader must reconstruct what each sent.
 """
 
 from __future__ import annotations
@@ -32,7 +33,12 @@ from tests.fakes import FakeMessagesAPI, RecordedRequest
 from tests.fakes.messages_api import TurnSource
 
 DUMMY_KEY = "sk-ant-test-000"
-CURRENT_RELEASE = "2.1.197"
+CURRENT_RELEASE = "2.1.332"
+"""Today's release (Nov 2026): its attachment records hold the text and role they were sent
+as, and it writes a log of its requests."""
+INFERRED_RELEASE = "2.1.197"
+"""The newest release here whose attachment records hold neither: the reader infers both
+(role "system" for Opus 4.8 and later, since 2.1.154)."""
 OLDER_RELEASE = "2.1.97"
 """Before role "system" attachments (2.1.154) and 1-hour caching by environment variable."""
 SKILL_TOOL_RELEASE = "2.1.22"
@@ -40,14 +46,14 @@ SKILL_TOOL_RELEASE = "2.1.22"
 
 
 def claude_code_dir(release: str = CURRENT_RELEASE) -> Path:
-    """Where install-claude-code.sh puts this release of the CLI."""
+    """Where install-claude-code.sh puts this release of the CLI (`<dir>-<release>`)."""
     configured = os.environ.get("ECTX_CLAUDE_CODE_DIR")
     base = (
         Path(configured)
         if configured
         else Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "ectx-claude-code"
     )
-    return base if release == CURRENT_RELEASE else base.with_name(f"{base.name}-{release}")
+    return base.with_name(f"{base.name}-{release}")
 
 
 def claude_code_binary(release: str = CURRENT_RELEASE) -> Path | None:

@@ -5,8 +5,9 @@
 # Prints nothing but progress; exits non-zero on failure.
 set -euo pipefail
 
-VERSION="${ECTX_CLAUDE_CODE_VERSION:-2.1.197}"
-root="${ECTX_CLAUDE_CODE_DIR:-$HOME/.cache/ectx-claude-code}"
+# Each release in a folder of its own, `<dir>-<release>` (tests/claude_code.py finds it there).
+VERSION="${ECTX_CLAUDE_CODE_VERSION:-2.1.332}"
+root="${ECTX_CLAUDE_CODE_DIR:-$HOME/.cache/ectx-claude-code}-$VERSION"
 stamp="$root/.installed-$VERSION"
 
 if [ -f "$stamp" ] && [ -x "$root/node_modules/.bin/claude" ]; then

@@ -24,12 +24,9 @@ if [ -x "$here/install-code-server.sh" ]; then
 fi
 
 if [ -x "$here/install-claude-code.sh" ]; then
-  bash "$here/install-claude-code.sh"
-  # The older release the reader must also reconstruct (tests/claude_code.py OLDER_RELEASE).
-  claude_dir="${ECTX_CLAUDE_CODE_DIR:-$HOME/.cache/ectx-claude-code}"
-  ECTX_CLAUDE_CODE_VERSION=2.1.97 ECTX_CLAUDE_CODE_DIR="$claude_dir-2.1.97" \
-    bash "$here/install-claude-code.sh"
-  # The last release with the skill listing among the tools (SKILL_TOOL_RELEASE).
-  ECTX_CLAUDE_CODE_VERSION=2.1.22 ECTX_CLAUDE_CODE_DIR="$claude_dir-2.1.22" \
-    bash "$here/install-claude-code.sh"
+  # Today's release, then the older ones the reader must also reconstruct (tests/claude_code.py:
+  # CURRENT_RELEASE, INFERRED_RELEASE, OLDER_RELEASE, SKILL_TOOL_RELEASE).
+  for release in 2.1.332 2.1.197 2.1.97 2.1.22; do
+    ECTX_CLAUDE_CODE_VERSION=$release bash "$here/install-claude-code.sh"
+  done
 fi

@@ -12,10 +12,14 @@ the context reminder Claude Code puts before the first prompt (today's date, CLA
 is part of what the reader infers as the thread's prefix), and in a sub-agent the agent
 listing Claude Code adds (a system message, or a reminder after the first tool result for
 models before Opus 4.8) that the sub-agent's file never records; before 2.1.154 the skill
-listing rides there too, unrecorded.
+listing rides there too, unrecorded. 2.1.332 records all of these (the date and
+environment are attachments now), and adds one thing no record holds: a system message
+that only carries the turn's `output_config` (a per-turn control), which holds no text.
 
-The reconstruction tests run twice: on the current release and on 2.1.97, the release that
-wrote much of ../shared/corpus (attachments as reminders on every model).
+The reconstruction tests run on three releases: today's (2.1.332, whose attachment records
+hold the text and role they were sent as), 2.1.197 (whose records hold neither: the reader
+infers them) and 2.1.97, the release that wrote much of ../shared/corpus (attachments as
+reminders on every model).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from ephemeral_context.replay.strategies import STRATEGIES
 
 from tests.claude_code import (
     CURRENT_RELEASE,
+    INFERRED_RELEASE,
     OLDER_RELEASE,
     SKILL_TOOL_RELEASE,
     ClaudeCode,
@@ -54,7 +59,9 @@ SUB_AGENT_LISTINGS = tuple("<system-reminder>\n" + text for text in (AGENT_LISTI
 """Listings a sub-agent is sent as reminders its file never records: the agent listing (a
 block of its own or, like the skill listing before 2.1.154, riding on the first result)."""
 
-RELEASES = pytest.mark.parametrize("claude_code", [CURRENT_RELEASE, OLDER_RELEASE], indirect=True)
+RELEASES = pytest.mark.parametrize(
+    "claude_code", [CURRENT_RELEASE, INFERRED_RELEASE, OLDER_RELEASE], indirect=True
+)
 
 Shape = list[tuple[str, list[str]]]
 """A request as compared: each message's role and one line per content block."""
@@ -70,12 +77,17 @@ def _block_line(kind: str, ident: str, body: str) -> str:
 
 def sent_shape(body: Mapping[str, Any], *, sub_agent: bool = False) -> Shape:
     """What Claude Code sent, block by block, without what no transcript holds, parallel
-    tool results in the order the API renders them (that of their tool uses)."""
+    tool results in the order the API renders them (that of their tool uses), consecutive
+    user messages as one (as the API joins them; 2.1.332 sends a re-attached file after a
+    compaction as a message of its own). A system message that only carries a per-turn
+    control (2.1.332's `output_config`, nothing in it) is no block."""
     shape: Shape = []
     asked: list[str] = []
     for message in body["messages"]:
         content = message["content"]
         role = message["role"]
+        if role == "system" and not content:
+            continue
         if role == "system":
             text = content if isinstance(content, str) else "".join(b["text"] for b in content)
             if not (sub_agent and text.startswith(AGENT_LISTING)):
@@ -96,12 +108,19 @@ def sent_shape(body: Mapping[str, Any], *, sub_agent: bool = False) -> Shape:
                 lines.append(_block_line("tool_use", block["id"], block["name"]))
             elif kind == "tool_result":
                 result = block["content"]
-                text = result if isinstance(result, str) else "\n".join(b["text"] for b in result)
+                text = (
+                    result
+                    if isinstance(result, str)
+                    else "\n".join(b["text"] for b in result if b["type"] == "text")
+                )
                 if sub_agent:  # the listings ride at the end of the result
                     for listing in SUB_AGENT_LISTINGS:
                         text = text.split(listing)[0]
                 lines.append(_block_line("tool_result", block["tool_use_id"], text))
-        shape.append((role, lines))
+        if shape and shape[-1][0] == role == "user":
+            shape[-1][1].extend(lines)
+        else:
+            shape.append((role, lines))
     return shape
 
 
@@ -200,7 +219,7 @@ def test_claude_code_runs_against_the_fake_and_writes_a_transcript(
     assert [request.status for request in run.requests] == [200, 200]
     body = run.requests[0].body
     # The request shapes the fake must take as the API does (see tests/fakes).
-    assert body["thinking"] == {"type": "adaptive"}
+    assert body["thinking"]["type"] == "adaptive"
     assert "context_management" in body and "output_config" in body
     assert "system" in [message["role"] for message in body["messages"]]
     assert run.transcript.parent.parent == run.projects
@@ -226,10 +245,11 @@ def test_reads_and_edits_are_reconstructed_call_by_call(
     session = read_session(run.transcript)
     assert_reconstructs(session, run.requests)
     roles = [m.role for m in session.request(session.calls[0])]
-    system = model == "claude-opus-4-8" and claude_code.release == CURRENT_RELEASE
+    system = model == "claude-opus-4-8" and claude_code.release != OLDER_RELEASE
     assert takes_system_messages(model, claude_code.release) == system
     assert roles == (["user", "system"] if system else ["user"])
-    change = session.request(session.calls[2])[-1].blocks[0].file_change
+    [*_, edited] = [m for m in session.request(session.calls[2]) if m.role == "user"]
+    change = edited.blocks[0].file_change
     assert change is not None and change.replacements == (('"hello"', '"goodbye"'),)
 
 
@@ -275,7 +295,15 @@ def test_a_sub_agent_is_its_own_session_linked_to_its_parent(
     app = claude_code.workspace / "app.py"
     app.write_text('def main():\n    print("hello")\n', encoding="utf-8")
     task = "Read app.py and report what it does."
-    agent = {"description": "Read app", "prompt": task, "subagent_type": "general-purpose"}
+    agent: dict[str, Any] = {
+        "description": "Read app",
+        "prompt": task,
+        "subagent_type": "general-purpose",
+    }
+    if claude_code.release == CURRENT_RELEASE:
+        # 2.1.332 starts a sub-agent in the background unless told not to: its requests and
+        # the main session's next one would race for the scripted turns
+        agent["run_in_background"] = False
     script = [
         {"tool_use": [{"name": "Agent", "input": agent}]},
         read_turn(app),  # the sub-agent's turns
@@ -299,7 +327,8 @@ def test_a_sub_agent_is_its_own_session_linked_to_its_parent(
     theirs = [r for r in run.requests if r not in ours]
     assert len(ours) == 2 and len(theirs) == 2
     assert_reconstructs(main, ours)
-    assert_reconstructs(sub, theirs, sub_agent=True)
+    # 2.1.332 records the listings it sends the sub-agent (attachments with their text)
+    assert_reconstructs(sub, theirs, sub_agent=claude_code.release != CURRENT_RELEASE)
     assert sub.request(sub.calls[0])[0].blocks[-1].text == task
     assert json.dumps(run.requests[1].body["messages"][0]).count(task) == 1
 
@@ -326,8 +355,11 @@ def test_a_compaction_is_reconstructed_with_what_it_kept(claude_code: ClaudeCode
     assert any("Result of calling the Read tool" in b.text for m in resumed for b in m.blocks)
 
 
+@pytest.mark.parametrize("claude_code", [CURRENT_RELEASE, INFERRED_RELEASE], indirect=True)
 def test_a_nested_claude_md_and_a_continued_session(claude_code: ClaudeCode) -> None:
-    """Reading a file next to a CLAUDE.md attaches it; `--continue` appends to the same file."""
+    """Reading a file next to a CLAUDE.md attaches it; `--continue` appends to the same file.
+    2.1.332 sends it as a reminder beside the Read's result, where 2.1.197 sent Opus 4.8 a
+    system message: the record names the role (`renderedRole`)."""
     package = claude_code.workspace / "pkg"
     package.mkdir()
     (package / "CLAUDE.md").write_text("# pkg rules\nAlways use tabs.\n", encoding="utf-8")
@@ -339,9 +371,15 @@ def test_a_nested_claude_md_and_a_continued_session(claude_code: ClaudeCode) -> 
 
     session = read_session(again.transcript)
     assert_reconstructs(session, [*first.requests, *again.requests])
-    memory = session.request(session.calls[-1])[4]
-    assert memory.role == "system"
-    assert memory.blocks[0].text.startswith(f"Contents of {package / 'CLAUDE.md'}:")
+    memory = f"Contents of {package / 'CLAUDE.md'}:"
+    request = session.request(session.calls[-1])
+    if claude_code.release == INFERRED_RELEASE:
+        assert request[4].role == "system"
+        assert request[4].blocks[0].text.startswith(memory)
+        return
+    [read] = [m for m in request if m.role == "user"][1:2]
+    assert [b.type for b in read.blocks] == ["tool_result", "text"]
+    assert read.blocks[1].text.startswith("<system-reminder>\n" + memory)
 
 
 @pytest.mark.parametrize("claude_code", [SKILL_TOOL_RELEASE, OLDER_RELEASE], indirect=True)
@@ -416,7 +454,9 @@ def test_a_request_interrupted_after_a_tool_result_is_the_unanswered_one(
 
 
 @pytest.mark.parametrize(
-    "claude_code", [CURRENT_RELEASE, OLDER_RELEASE, SKILL_TOOL_RELEASE], indirect=True
+    "claude_code",
+    [CURRENT_RELEASE, INFERRED_RELEASE, OLDER_RELEASE, SKILL_TOOL_RELEASE],
+    indirect=True,
 )
 def test_a_forked_session_starts_from_its_parents_calls_and_cache(
     claude_code: ClaudeCode,
@@ -448,7 +488,7 @@ def test_a_forked_session_starts_from_its_parents_calls_and_cache(
 
     last, own = first.requests[-1].body, fork.requests[0].body
     same_prefix = all(last[key] == own[key] for key in ("tools", "system"))
-    assert same_prefix == (claude_code.release != CURRENT_RELEASE)
+    assert same_prefix == (claude_code.release != INFERRED_RELEASE)
     read = (fork.requests[0].usage or {})["cache_read_input_tokens"]
     if not same_prefix:
         assert read == 0
