@@ -163,7 +163,9 @@ def claude_code_session(workspace: Path) -> list[Any]:
     a, b, c = (workspace / f"{n}.py" for n in "abc")
     for path in (a, b, c):
         path.write_text(_big_file(path.stem) + "\n", encoding="utf-8")
-    agent = {"description": "Survey b", "prompt": f"Summarize {b}"}
+    # in the foreground: Claude Code 2.1.332 starts a sub-agent in the background unless told,
+    # and its requests would race the main session's for the scripted turns
+    agent = {"description": "Survey b", "prompt": f"Summarize {b}", "run_in_background": False}
     return [
         _use("Read", file_path=str(a)),
         _use("Read", file_path=str(b)),
