@@ -355,6 +355,24 @@ def test_a_compaction_is_reconstructed_with_what_it_kept(claude_code: ClaudeCode
     assert any("Result of calling the Read tool" in b.text for m in resumed for b in m.blocks)
 
 
+def test_a_tool_loaded_by_tool_search_keeps_the_cache(claude_code: ClaudeCode) -> None:
+    """2.1.332 offers ToolSearch: its result references the tool, the next request adds it
+    to `tools` with `defer_loading` and says "Tool loaded." after the result. The prefix
+    stays cached (the fake bills the definition where it is referenced, as the API does)."""
+    search = {"name": "ToolSearch", "input": {"query": "select:WebFetch"}}
+    run = claude_code.run(
+        "Load WebFetch.", [{"tool_use": [search]}, "Loaded."], allowed_tools=("ToolSearch",)
+    )
+    assert run.returncode == 0, run.stderr
+    session = read_session(run.transcript)
+    assert_reconstructs(session, run.requests)
+    [before, after] = [request.body for request in run.requests]
+    [added] = [t for t in after["tools"] if t not in before["tools"]]
+    assert added["name"] == "WebFetch" and added["defer_loading"] is True
+    assert session.request(session.calls[1])[-1].blocks[-1].text == "Tool loaded."
+    assert (run.requests[1].usage or {})["cache_read_input_tokens"] > 0
+
+
 @pytest.mark.parametrize("claude_code", [CURRENT_RELEASE, INFERRED_RELEASE], indirect=True)
 def test_a_nested_claude_md_and_a_continued_session(claude_code: ClaudeCode) -> None:
     """Reading a file next to a CLAUDE.md attaches it; `--continue` appends to the same file.
