@@ -13,13 +13,18 @@ read from the cache, the model answering with a read_session_file or read_symbol
 the engine appends the tool_use and its result, and the request is built again for the
 call itself. docs/cost-model.md ("The re-hydration rule") states the rule.
 
+A request the person interrupted before its answer (`Session.unanswered`) is built too, as
+the gateway would see it: it warms the cache as it does for every other strategy, and the
+rest of its cut last message goes in with the next call.
+
 A thread that shares its first messages with a thread already replayed (a rewind, an edited
 prompt: the reader's `#n` threads) forks that conversation after them (`engine.fork`)
 instead of feeding the shared history again.
 
 API:
 - `ours_layout(session)`, `lossless_layout(session)` -> an `OursLayout` (`prompt(call)`,
-  `rehydrations()`, `rehydrated_tokens()`, `lost_tokens()`, `close()`); `OURS_STRATEGIES`.
+  `unanswered(request)`, `rehydrations()`, `rehydrated_tokens()`, `lost_tokens()`,
+  `close()`); `OURS_STRATEGIES`.
 - `shared_messages(a, b)`: how many leading messages two threads share (where a fork starts).
 """
 
@@ -37,7 +42,7 @@ from ephemeral_context.context.blocks import input_strings, uri_of
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, Need
 from ephemeral_context.prices import priced
 from ephemeral_context.replay.feed import EDIT_TOOLS, feed_message
-from ephemeral_context.replay.flow import Call, Message, Session
+from ephemeral_context.replay.flow import Call, Message, Session, Unanswered
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
 from ephemeral_context.store import Store
 
@@ -62,6 +67,10 @@ class OursLayout:
         self._rehydrated_tokens = 0
         self._ends: dict[str, list[int]] = {}
         """Per thread, the engine's position after each message fed (where a fork starts)."""
+        self._cut: dict[str, int] = {}
+        """Per thread, the blocks fed of a message an interrupted request cut short."""
+        self._pending: dict[str, list[Need]] = {}
+        """Per thread, what interrupted requests' Reads returned: the next call reads it."""
         self._client_ttl: Ttl | None = None
         """The TTL the client's last call that wrote to the cache used (its usage shows it)."""
 
@@ -87,16 +96,8 @@ class OursLayout:
         return self._rehydrated_tokens
 
     def prompt(self, call: Call) -> Prompt:
-        messages = self.session.request(call)
-        if call.thread not in self._fed:
-            self._branch(call.thread, len(messages))
-        new = messages[self._fed.get(call.thread, 0) :]
-        ends = self._ends.setdefault(call.thread, [])
-        for message in new:
-            feed_message(self.engine, call.thread, message)
-            ends.append(self.engine.position(call.thread))
-        self._fed[call.thread] = len(messages)
-        needs = [*_read_needs(new), *_edit_needs(call)]
+        new = self._feed(call)
+        needs = [*self._pending.pop(call.thread, []), *_read_needs(new), *_edit_needs(call)]
         quoting = _quoting(call)
         prompt = self._build(call)
         trips: list[Prompt] = []
@@ -109,6 +110,37 @@ class OursLayout:
             self._rehydrated_tokens += trip.tokens
             prompt = self._build(call)
         return replace(prompt, steps_before=tuple(trips))
+
+    def unanswered(self, request: Unanswered) -> Prompt:
+        """A request interrupted before its answer: sent, so it warms the cache as it does
+        for every other strategy (a model switch there leaves the next call a warm cache).
+        The engine builds it as the gateway would; what its Reads returned is needed by the
+        next call of the thread, which sees the rest of its cut last message."""
+        self._pending.setdefault(request.thread, []).extend(_read_needs(self._feed(request)))
+        return self._build(request)
+
+    def _feed(self, request: Call | Unanswered) -> list[Message]:
+        """Feed the engine what it has not seen of the request's messages (the rest of a
+        message an interrupted request cut, then the new ones); returns what was fed."""
+        thread_id = request.thread
+        messages = self.session.request(request)
+        if thread_id not in self._fed:
+            self._branch(thread_id, len(messages))
+        fed, done = self._fed.get(thread_id, 0), self._cut.pop(thread_id, 0)
+        ends = self._ends.setdefault(thread_id, [])
+        whole = self.session.threads[thread_id].messages
+        new = []
+        for i, message in enumerate(messages[fed:], fed):
+            part = replace(message, blocks=message.blocks[done if i == fed else 0 :])
+            feed_message(self.engine, thread_id, part)
+            new.append(part)
+            if len(message.blocks) < len(whole[i].blocks):
+                self._cut[thread_id] = len(message.blocks)  # the rest comes with a later call
+                break
+            ends.append(self.engine.position(thread_id))
+            self._fed[thread_id] = i + 1
+        self._fed.setdefault(thread_id, fed)
+        return new
 
     def _branch(self, thread_id: str, n_messages: int) -> None:
         """Fork the conversation of the thread this one shares most messages with (within
@@ -127,7 +159,7 @@ class OursLayout:
             self._fed[thread_id] = shared
             self._ends[thread_id] = self._ends[source][:shared]
 
-    def _build(self, call: Call) -> Prompt:
+    def _build(self, call: Call | Unanswered) -> Prompt:
         """The engine's request for `call` as it stands (the policy runs each time)."""
         thread = self.session.threads[call.thread]
         self.engine.build_request(
@@ -139,7 +171,7 @@ class OursLayout:
             system_tokens=max(1, thread.prefix_tokens + thread.hidden_tokens),
             client_ttl=self._client_ttl,
         )
-        if call.usage is not None and call.usage.ttl is not None:
+        if isinstance(call, Call) and call.usage is not None and call.usage.ttl is not None:
             self._client_ttl = call.usage.ttl  # sent now: known from the next call on
         built = self.engine.last_request(call.thread)
         assert built is not None

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from ephemeral_context.replay.reader import INTERRUPTED, read_session
+from ephemeral_context.replay.report import replay_session
 from ephemeral_context.replay.strategies import STRATEGIES
 
+from tests.property.invariants import NAMES, replay_invariants
 from tests.unit.replay.builder import Transcript, text, tool_use
 
 USAGE = {"input": 1, "read": 0, "write": 9_000}
@@ -87,3 +90,29 @@ def test_a_stopped_request_goes_to_the_thread_that_goes_on_first(tmp_path: Path)
     assert sent.thread == session.calls[1].thread
     modelled = STRATEGIES["recorded"].replay(session).calls
     assert modelled[1].usage.cache_read_input_tokens > 0
+
+
+def test_ours_sends_an_interrupted_request_as_every_strategy_does(tmp_path: Path) -> None:
+    """A request the person stopped before its answer warms the cache (the API had read it);
+    `ours` sends it too, so the call 200 s later reads what `recorded` reads, and that
+    call's request carries the interrupted user message once, completed."""
+    session = read_session(_interrupted(after_answer=False).write(tmp_path / "s.jsonl"))
+    assert len(session.unanswered) == 1
+    results = replay_session(session).strategies
+    for name in ("ours", "ours-lossless"):
+        second = results[name].calls[1].usage
+        assert second.cache_read_input_tokens > 0
+        assert (
+            second.cache_read_input_tokens
+            == results["recorded"].calls[1].usage.cache_read_input_tokens
+        )
+    assert len(results["ours"].calls) == 2  # and nothing is billed for it
+
+
+@pytest.mark.parametrize("fork", [False, True])
+def test_an_interrupted_request_keeps_the_invariants(tmp_path: Path, fork: bool) -> None:
+    """Its cut last message is fed once, the rest with the next call; a thread edited after
+    it branches off the messages fed whole (tests/property/invariants.py)."""
+    path = _interrupted_after_tools(fork).write(tmp_path / "s.jsonl")
+    found = replay_invariants(read_session(path))
+    assert {name: getattr(found, name) for name in NAMES if getattr(found, name)} == {}
