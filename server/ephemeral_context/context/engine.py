@@ -237,8 +237,10 @@ class ContextEngine:
         the request with at most four breakpoints and accounts it in the cache model.
         `system_tokens` overrides the estimate when the system prompt is known only by its
         size (replay). `client_ttl` is the TTL of the client's own breakpoints, as far as
-        the calls already sent show it (None: 5 minutes, the API's default): the
-        recorded-style twin is priced with it, and a policy behind its twins falls back to it.
+        the calls already sent show it: the recorded-style twin is priced with it, and a
+        policy behind its twins falls back to it. None: not known yet, taken as 5 minutes,
+        the API's default, until a request gives it (accounting.py prices the twins under
+        an hour too, and the first TTL given settles which bill was theirs).
         """
         state, config = self.state, self.config
         c = state.conversation(conv)
@@ -262,7 +264,8 @@ class ContextEngine:
         c.thread.cache.expire(now)
         # 3. The policy's outlook from the conversation so far: prices, calls to come, TTLs,
         #    and what it may spend against the recorded-style twins.
-        twin_ttl: Ttl = client_ttl or "5m"
+        c.accounting.settle(client_ttl)
+        twin_ttl: Ttl = client_ttl or c.accounting.worst_ttl() or "5m"
         outlook = c.policy.outlook(c, now, twin_ttl, config.cache_ttl, config.context_budget, head)
         # 4. The policy: evict what pays, rebuild the file segment when the cache is cold.
         if config.eviction and c.calls > 0:
@@ -289,7 +292,7 @@ class ContextEngine:
         )
         built.expected_read = c.thread.cache.warm_end
         # 6. Accounting: both bills in the cache model, the boundaries this request writes.
-        c.accounting.account(c.thread, built, model, now, system_tokens, tool_blocks, twin_ttl)
+        c.accounting.account(c.thread, built, model, now, system_tokens, tool_blocks, client_ttl)
         c.policy.sent(c.thread.tokens, now)
         c.calls += 1
         return built.kwargs

@@ -56,11 +56,13 @@ def session(
     client_ttl: Ttl = "1h",
     reread_from: int | None = None,
     fetch_at: frozenset[int] = frozenset(),
+    told_from: int = 0,
 ) -> Run:
     """One request per gap, each answered by a tool run with a fresh output. From call
     `reread_from` on, every call reads the same file (the engine answers the repeats with
     a reference: the layout saves against the twins). Before each call in `fetch_at` the
-    model fetches back by id everything evicted so far (round trips only ours pays)."""
+    model fetches back by id everything evicted so far (round trips only ours pays). The
+    calls before `told_from` do not know the client's TTL (a transcript's lost usages)."""
     clock = Clock()
     engine = ContextEngine(Store(tmp_path / name), EngineConfig(), clock=clock)
     engine.add_user_text("c", "Make the test suite pass.")
@@ -73,7 +75,8 @@ def session(
             engine.round_trip(
                 "c", [fetch(engine, item_id, f"{i}_{k}") for k, item_id in enumerate(evicted)]
             )
-        engine.build_request("c", MODEL, SYSTEM, client_ttl=client_ttl)
+        told = client_ttl if i >= told_from else None
+        engine.build_request("c", MODEL, SYSTEM, client_ttl=told)
         request = engine.last_request("c")
         assert request is not None
         run.built.append(request)
@@ -217,6 +220,36 @@ def test_round_trips_that_put_the_bill_behind_stop_the_warm_cuts(tmp_path: Path)
     assert before and fetched.warm_cuts() == before
     assert [c for c in plain.warm_cuts() if c > 7]
     assert min(fetched.excess[8:]) > 0 and min(fetched.margins[8:]) > 0
+
+
+def test_a_clients_ttl_known_late_settles_what_its_twins_billed(tmp_path: Path) -> None:
+    """A transcript whose first usages were lost: the client's 1-hour TTL is known from
+    call 7 on, after a 10-minute gap that expired the 5-minute cache the client's hour
+    kept. The twins were priced at an hour too: known, theirs is the bill, the
+    conversation is behind and sends the hour, and the next 10-minute gap costs nothing
+    (believing the twins were at 5 minutes, it bet on 5 minutes and lost there again)."""
+    gaps = [*SHORT, 600, 10, 10, 10, 600, 10]
+    late = session(tmp_path, "late", gaps, told_from=7)
+    told = session(tmp_path, "told", gaps)
+    accounting = late.engine.conversation("c").accounting
+    assert accounting.untold is None and accounting.twins_billed == accounting.baseline_billed
+    assert late.margins[6] < 0 and late.margins[7] < 0
+    assert ttls(late.built)[7:] == ttls(told.built)[7:] == [("1h", "1h")] * 5
+    assert max(late.excess) <= 0
+
+
+def test_while_the_clients_ttl_is_unknown_a_lead_must_hold_under_either(tmp_path: Path) -> None:
+    """No usage at all (a markdown export): the 10-minute gap at call 6 expires the
+    5-minute cache an hour's client would have kept. Against the cheaper twins' bill, the
+    hour's then, the conversation is behind, and it sends the hour (believing the twins
+    were at 5 minutes, it saw no loss and kept the 5 minutes that lose the next gap too)."""
+    gaps = [*SHORT, 600, 10, 10, 10, 600, 10]
+    run = session(tmp_path, "unknown", gaps, told_from=len(gaps))
+    accounting = run.engine.conversation("c").accounting
+    assert accounting.untold is not None and accounting.worst_ttl() == "1h"
+    assert run.margins[6] < 0 and ttls(run.built)[7] == ("1h", "1h")
+    after = run.built[10]  # the second gap: bridged, most of the request is read
+    assert after.expected_read > after.total_tokens / 2
 
 
 @pytest.mark.parametrize("client_ttl", ["5m", "1h"])
