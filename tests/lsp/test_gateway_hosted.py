@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
+from ephemeral_context.store import Store
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -59,6 +61,24 @@ async def _gateway_up(url: str) -> None:
         await asyncio.sleep(0.05)  # polling for the port to open, not a timed assertion
 
 
+def _read_through_gateway(url: str, api: FakeMessagesAPI) -> None:
+    """A Claude Code-like session of two requests through the hosted gateway: a Read of a
+    400-line file and the answer after it."""
+    api.add_turns({"tool_use": [{"name": "Read", "input": {}, "id": "toolu_1"}]}, "read it")
+    text = cat_n("\n".join(f"line {n}" for n in range(400)))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "read"}]
+    with anthropic.Anthropic(api_key="sk-ant-test-hosted", base_url=url, max_retries=0) as sdk:
+        for _ in range(2):
+            body = {"model": "claude-sonnet-4-6", "max_tokens": 256, "tools": [READ]}
+            answer = sdk.messages.create(**body, messages=messages)
+            messages.append(
+                {"role": "assistant", "content": [b.model_dump() for b in answer.content]}
+            )
+            result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": text}
+            messages.append({"role": "user", "content": [result]})
+    assert answer.content[0].text == "read it"  # type: ignore[union-attr]
+
+
 @pytest.mark.usefixtures("gateway_url")
 async def test_a_session_through_the_hosted_gateway_reaches_the_status_bar(
     gateway_url: str, lsp_process: LanguageClient, workspace: Path, api: FakeMessagesAPI
@@ -66,21 +86,7 @@ async def test_a_session_through_the_hosted_gateway_reaches_the_status_bar(
     editor = Editor(lsp_process)
     await editor.initialize("visual_studio_code", workspace)
     await _gateway_up(gateway_url)
-    api.add_turns({"tool_use": [{"name": "Read", "input": {}, "id": "toolu_1"}]}, "read it")
-    text = cat_n("\n".join(f"line {n}" for n in range(400)))
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "read"}]
-    with anthropic.Anthropic(
-        api_key="sk-ant-test-hosted", base_url=gateway_url, max_retries=0
-    ) as sdk:
-        for _ in range(2):
-            body = {"model": "claude-sonnet-4-6", "max_tokens": 256, "tools": [READ]}
-            answer = await asyncio.to_thread(sdk.messages.create, **body, messages=messages)
-            messages.append(
-                {"role": "assistant", "content": [b.model_dump() for b in answer.content]}
-            )
-            result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": text}
-            messages.append({"role": "user", "content": [result]})
-    assert answer.content[0].text == "read it"  # type: ignore[union-attr]
+    await asyncio.to_thread(_read_through_gateway, gateway_url, api)
     await editor.notified(USAGE, lambda usage: usage.contextTokens > 1000)
     status = _status(gateway_url)
     assert status is not None and status["total"]["requests"] == 2
@@ -117,3 +123,72 @@ async def test_a_gateway_port_already_taken_is_told_and_the_editor_works_on(
     status = await editor.request("ephemeralContext/status")
     assert status.budget > 0
     await lsp_process.shutdown_session()
+
+
+def _stored(root: Path) -> int:
+    with Store(root / "store") as store:
+        return len(store.entries())
+
+
+def _move_data_directory(editor: Editor, moved: Path) -> None:
+    settings = {"ephemeralContext": {"dataDirectory": str(moved)}}
+    editor.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings=settings)
+    )
+
+
+@pytest.fixture
+async def hosting(
+    gateway_url: str, lsp_process: LanguageClient, workspace: Path
+) -> AsyncIterator[Editor]:
+    """An editor whose server's gateway answers (the port is set before the server starts:
+    `gateway_url` comes first); shut down after the test."""
+    editor = Editor(lsp_process)
+    await editor.initialize("visual_studio_code", workspace)
+    await _gateway_up(gateway_url)
+    yield editor
+    await lsp_process.shutdown_session()
+
+
+async def test_a_data_directory_change_moves_the_hosted_gateway_onto_the_new_store(
+    hosting: Editor, gateway_url: str, api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """Nothing recorded yet: the settings move the store, and the gateway serves from the
+    new one (it kept the engine it started with, over the store the move closed: every
+    request went through unchanged)."""
+    editor = hosting
+    moved = tmp_path / "elsewhere"
+    _move_data_directory(editor, moved)
+    # The server opened the new store (the engine and the gateway move with it, in one step).
+    await wait_until(lambda: (moved / "store" / "index.sqlite3").exists())
+    await asyncio.to_thread(_read_through_gateway, gateway_url, api)
+    status = _status(gateway_url)
+    assert status is not None and status["total"]["requests"] == 2
+    assert status["total"]["passthrough"] == 0
+    assert _stored(moved) > 0
+    assert editor.client.messages == []
+
+
+async def test_a_data_directory_change_after_the_gateway_recorded_says_why_it_waits(
+    hosting: Editor, gateway_url: str, api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """The gateway's conversation is in the engine's store: the move waits for a restart,
+    the user hears why and where the context is, and the gateway serves on from there."""
+    editor = hosting
+    await asyncio.to_thread(_read_through_gateway, gateway_url, api)
+    home = Path(os.environ["EPHEMERAL_CONTEXT_HOME"])
+    assert _stored(home) > 0
+    moved = tmp_path / "elsewhere"
+    _move_data_directory(editor, moved)
+    await wait_until(lambda: editor.client.messages)
+    (shown,) = editor.client.messages
+    assert shown.type == types.MessageType.Warning
+    assert shown.message == (
+        "Ephemeral Context: dataDirectory takes effect when the server restarts: this "
+        f"session's context (the hosted gateway's too) is in {home / 'store'}"
+    )
+    await asyncio.to_thread(_read_through_gateway, gateway_url, api)
+    status = _status(gateway_url)
+    assert status is not None and status["total"]["requests"] == 4
+    assert status["total"]["passthrough"] == 0
+    assert not (moved / "store").exists()

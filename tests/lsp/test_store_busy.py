@@ -10,9 +10,12 @@ a connection of this process takes on the server's index file, as another proces
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import sqlite3
 import sys
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -142,6 +145,46 @@ async def test_a_store_locked_at_initialize_is_told_and_the_next_request_opens_i
     pinned = await editor.request("ephemeralContext/pin", {"uri": uri})
     hydrated = await editor.request("ephemeralContext/hydrate", {"id": pinned.item.id})
     assert hydrated.text == (workspace / "src" / "app.py").read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def gateway_port(monkeypatch: pytest.MonkeyPatch) -> int:
+    """A free port for the hosted gateway (`ectx serve` reads it when it starts)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    monkeypatch.setenv("ECTX_GATEWAY_PORT", str(port))
+    return port
+
+
+def listens(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.usefixtures("gateway_port")  # set before the server starts
+async def test_a_hosted_gateway_whose_store_was_locked_starts_with_the_request_that_opens_it(
+    gateway_port: int, editor: Editor, workspace: Path, locked: Lock
+) -> None:
+    """`ectx serve --gateway` whose store is busy when `initialized` would start the gateway:
+    the request that opens the store starts it, and the user hears it listens now."""
+    editor.client.set_configuration({"model": "claude-sonnet-4-6"}, section="ephemeralContext")
+    await editor.initialize("visual_studio_code", workspace)
+    # Told twice: by initialize, and by the settings `initialized` pulls, which decides on
+    # the gateway right after that second message, before it reads another one: so the
+    # lock below is released only once that decision (no engine: no gateway) was made.
+    await wait_until(lambda: len(editor.client.messages) == 2)
+    busy = f"Ephemeral Context: {locked.busy()} (the next request that needs it opens it)"
+    assert [m.message for m in editor.client.messages] == [busy, busy]
+    assert not listens(gateway_port)
+    locked.release()
+    assert (await editor.request("ephemeralContext/status")).items == 0  # opens the store
+    await wait_until(lambda: len(editor.client.messages) == 3)
+    told = editor.client.messages[2]
+    assert told.type == types.MessageType.Info
+    assert told.message == f"Ephemeral Context: the gateway listens on port {gateway_port} now"
+    with urllib.request.urlopen(f"http://127.0.0.1:{gateway_port}/ectx/status") as answer:
+        assert json.loads(answer.read())["total"]["requests"] == 0
 
 
 async def test_a_data_directory_whose_store_is_locked_is_told_and_opened_by_the_next_request(

@@ -366,8 +366,9 @@ class ContextEngine:
         return self.state.ledger.current(uri) is not None
 
     def empty(self) -> bool:
-        """Nothing was recorded yet (the store under the engine may still be swapped)."""
-        return not len(self.state.ledger)
+        """Nothing was recorded yet, not even a conversation's text (the store under the
+        engine may still be swapped)."""
+        return not len(self.state.ledger) and not self.state.conversations
 
     def file_views(self, conv: str) -> list[FileView]:
         """What `conv` has been shown of each file, with the id it was shown under."""

@@ -137,6 +137,16 @@ class GatewayCore:
         self.savings = Savings()
         self._tools = ToolEnv(workspace=Workspace.of(["/"]), mirror=DocumentMirror(), engine=engine)
 
+    def serve_from(self, engine: ContextEngine) -> None:
+        """Go on with `engine` (the editor's settings moved the store): the engine replaced
+        holds nothing (`ContextEngine.empty`), so every thread fed here was passed through
+        and the savings so far stay."""
+        if engine is not self.engine:
+            self.engine = engine
+            self._tools = ToolEnv(
+                workspace=Workspace.of(["/"]), mirror=DocumentMirror(), engine=engine
+            )
+
     # ------------------------------------------------------------------ requests
 
     def prepare(self, client: Any, headers: Mapping[str, str]) -> Plan | Passthrough:

@@ -162,6 +162,10 @@ class EphemeralContextServer(LanguageServer):
         self.gateway_port: int | None = None
         """`ectx serve --gateway PORT`: host `ectx gateway` over this server's engine."""
         self.gateway: Gateway | None = None
+        self.hosting = False
+        """`initialized` ran: the hosted gateway starts once there is an engine for it (a
+        store busy then is opened by a later request, which starts it)."""
+        self.gateway_start: asyncio.Task[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         """The event loop serving the client (set at initialize), for warnings that come
         from a worker thread."""
@@ -255,16 +259,21 @@ class EphemeralContextServer(LanguageServer):
         self.options = options
         self.mirror.max_bytes = options.limits.max_file_bytes
         self.usage_throttle.interval_s = options.usage_throttle_ms / 1000
-        if self.engine is None or (
-            options.data_directory != old.data_directory and self.engine.empty()
-        ):
+        moved = options.data_directory != old.data_directory
+        if self.engine is None or (moved and self.engine.empty()):
             try:
                 self.open_store()
             except StoreBusy as exc:  # a notification, or initialize: the session goes on
                 self.warn(f"Ephemeral Context: {exc} (the next request that needs it opens it)")
         else:
-            if options.data_directory != old.data_directory:
-                log.warning("dataDirectory changes take effect when the server restarts")
+            if moved and self.store is not None:  # what it holds stays where it was recorded
+                whose = "this session's context" + (
+                    " (the hosted gateway's too)" if self.gateway is not None else ""
+                )
+                self.warn(
+                    "Ephemeral Context: dataDirectory takes effect when the server restarts: "
+                    f"{whose} is in {self.store.root}"
+                )
             self.engine.config = engine_config(options)
 
     def open_store(self) -> None:
@@ -277,6 +286,39 @@ class EphemeralContextServer(LanguageServer):
         self.store = Store(self.data_root() / "store")
         self.engine = ContextEngine(self.store, engine_config(self.options))
         self.pins = Pins(self.engine)
+        self.host_gateway()
+
+    def host_gateway(self, announce: bool = True) -> None:
+        """The hosted gateway (`--gateway`) serves from the engine there is now: started
+        once with the first one after `initialized` (a store busy then is opened by a later
+        request: `announce` tells the user, who heard it was busy), moved onto a new one
+        when the settings moved the store (apply_options replaces only an empty engine)."""
+        if self.gateway is not None and self.engine is not None:
+            self.gateway.core.serve_from(self.engine)
+        elif (
+            self.hosting
+            and self.gateway_port is not None
+            and self.gateway_start is None
+            and self.engine is not None
+            and self.loop is not None
+        ):
+            start = self.start_gateway(self.gateway_port, self.engine, announce)
+            self.gateway_start = self.loop.create_task(start)
+
+    async def start_gateway(self, port: int, engine: ContextEngine, announce: bool) -> None:
+        """Listen on `port`; a port already taken is told and the editor works on."""
+        from ephemeral_context.gateway import host_gateway  # aiohttp and the SDK: only if asked
+
+        try:
+            self.gateway = await host_gateway(engine, port, self.usage_throttle.poke)
+        except OSError as error:  # the port taken: the editor works on, the user hears why
+            self.warn(f"Ephemeral Context: the gateway cannot listen on port {port}: {error}")
+            return
+        self.host_gateway()  # the settings may have moved the store while it started
+        if announce:
+            text = f"Ephemeral Context: the gateway listens on port {port} now"
+            log.info(text)
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Info, text))
 
     def data_root(self) -> Path:
         """`dataDirectory`, else $EPHEMERAL_CONTEXT_HOME or the platform's data folder."""
@@ -443,16 +485,10 @@ async def initialized(ls: EphemeralContextServer, params: types.InitializedParam
     async with ls.watch_lock:
         await register_watchers(ls)
     await pull_configuration(ls)
-    if ls.gateway_port is not None and ls.gateway is None and ls.engine is not None:
-        from ephemeral_context.gateway import host_gateway  # aiohttp and the SDK: only if asked
-
-        try:
-            ls.gateway = await host_gateway(ls.engine, ls.gateway_port, ls.usage_throttle.poke)
-        except OSError as error:  # the port taken: the editor works on, the user hears why
-            text = (
-                f"Ephemeral Context: the gateway cannot listen on port {ls.gateway_port}: {error}"
-            )
-            ls.warn(text)
+    ls.hosting = True
+    ls.host_gateway(announce=False)  # no engine when the store is busy: the request opening it
+    if ls.gateway_start is not None:  # starts the gateway then
+        await ls.gateway_start
     # The model side loads the anthropic SDK (seconds); load it now, off the event loop,
     # rather than on the first ask.
     await asyncio.to_thread(importlib.import_module, "ephemeral_context.model.agent")
@@ -463,6 +499,8 @@ async def shutdown(ls: EphemeralContextServer, params: None) -> None:
     """pygls cancels running requests (asks) after this; close what we opened."""
     ls.shut_down = True
     ls.usage_throttle.cancel()
+    if ls.gateway_start is not None:
+        await ls.gateway_start  # a start under way ends before the gateway stops
     if ls.gateway is not None:
         await ls.gateway.stop()
         ls.gateway = None
