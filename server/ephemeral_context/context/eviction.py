@@ -3,11 +3,11 @@
 Before each call (after the first) `consolidate` runs the policy over the thread: the cost
 gate (policy.plan_eviction) picks candidates whose removal pays for the rewrite it causes,
 or that a cold cache makes free; files the ledger limits pushed out leave; if the
-request would still exceed the context budget, the oldest further candidates go, and if it
-would be larger than its recorded-style twin (every block as first shown: placeholders and
-re-hydration round trips can add up to more), the newest go, the shortest rewrite
-(policy.fit_budget), what was fetched back for the last call only when nothing else
-suffices. A cold cache also rebuilds the file segment (segment.py).
+request would still exceed the context budget, or be larger than its recorded-style twin
+(every block as first shown: placeholders and re-hydration round trips can add up to
+more), further candidates go, newest first, the shortest rewrite (policy.fit_budget), what
+was fetched back for the last call only when nothing else suffices. A cold cache also
+rebuilds the file segment (segment.py).
 
 An evicted block keeps its place as a placeholder saying what it was, its size and how to
 get it back (read_session_file / read_symbol with its id); a tool_use keeps its short
@@ -101,7 +101,7 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
             and c.thread[k.index].kind is BlockKind.REHYDRATION
             and c.thread[k.index].call >= c.calls - 1
         )
-        over = policy.fit_budget(rest, total, limit, newest_first=not budget, last=fetched)
+        over = policy.fit_budget(rest, total, limit, last=fetched)
         if over:
             chosen_over = set(over)
             freed = sum(k.freed for k in rest if k.index in chosen_over)

@@ -218,6 +218,30 @@ def test_requests_stay_within_the_context_budget(store: Store, clock: Clock) -> 
     assert any(e.reason == "over the context budget" for e in engine.events)
 
 
+def test_a_conversation_at_its_budget_keeps_its_prefix_from_call_to_call(
+    store: Store, clock: Clock
+) -> None:
+    """Once the budget is reached every call cuts again; the newest consumed content goes
+    (the shortest rewrite), so each request starts as the one before did up to the newest
+    content it still shows. Oldest first, each cut rewrote from the oldest content left."""
+    engine = ContextEngine(store, EngineConfig(context_budget=20_000), clock=clock)
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    kept = sent = seen = 0
+    for step in range(40):
+        d.call()
+        d.bash(f"line {step} of a long log\n" * 150)
+        clock.advance(5)
+        if any(e.reason == "over the context budget" for e in engine.events[seen:]):
+            before, after = d.requests[-2]["messages"], d.requests[-1]["messages"]
+            kept += next(
+                i for i, pair in enumerate(zip(before, after, strict=False)) if pair[0] != pair[1]
+            )
+            sent += len(before)
+        seen = len(engine.events)
+    assert sent and 5 * kept >= 4 * sent  # oldest first: about half (674 of 1,296 messages)
+
+
 def test_a_long_untouched_file_is_demoted_to_its_synopsis_when_cold(
     engine: ContextEngine, clock: Clock
 ) -> None:

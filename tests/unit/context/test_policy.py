@@ -133,7 +133,7 @@ def test_the_twin_bound_takes_what_was_just_fetched_back_last() -> None:
     what its response used: the bound takes older content first when that suffices, and
     the fetched content when nothing else does."""
     older, fetched = Candidate(1, 100, 300, 0.5), Candidate(2, 900, 3000, 0.5)
-    assert fit_budget([older, fetched], 10_000, 9_800, newest_first=True) == (2,)
+    assert fit_budget([older, fetched], 10_000, 9_800) == (2,)
     last = frozenset({2})
-    assert fit_budget([older, fetched], 10_000, 9_800, newest_first=True, last=last) == (1,)
-    assert fit_budget([older, fetched], 10_000, 9_000, newest_first=True, last=last) == (1, 2)
+    assert fit_budget([older, fetched], 10_000, 9_800, last=last) == (1,)
+    assert fit_budget([older, fetched], 10_000, 9_000, last=last) == (1, 2)
