@@ -33,6 +33,9 @@ MODEL = "claude-sonnet-4-6"
 @given(plan=plans())
 # Found by hypothesis: a Write's input moved into the file segment counted more tokens there.
 @example(Plan(MODEL, (Step("write", 2000), Step("prompt", 1, seconds=301.0))))
+# Found by hypothesis: no usage, so the TTL is unknown; behind the hour's twins after the
+# first gap, the last request fell back to the hour and wrote its premium as the session ended.
+@example(Plan(MODEL, tuple(Step("prompt", 1, seconds=s) for s in (1.0, 301.0, 301.0))))
 # Found by hypothesis: a branch whose first call came first (its clock was earlier) was
 # forked past its own request.
 @example(Plan(MODEL, (Step("prompt"), Step("prompt"), Step("clock_back", seconds=10.0),

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from _pytest.mark.structures import ParameterSet
 from ephemeral_context.replay.reader import read_session
 
 from tests.property.invariants import NAMES, replay_invariants
@@ -33,7 +34,27 @@ def without_usage(line: str) -> str:
     return json.dumps(record, ensure_ascii=False)
 
 
-@pytest.mark.parametrize("path", files())
+PREMIUM_HELD_BACK = (
+    "known gap: 1.0102x recorded. No usage, so the TTL is unknown; behind the hour's twins "
+    "the engine falls back to the hour only when the spare covers its premium, and here it "
+    "does not at some gaps the hour would have bridged (without that bound 1.0096x, but a "
+    "generated three-prompt session broke the bound at 1.201x; tests/property/test_generated.py)"
+)
+"""Where the bound is missed on this shape, with its mechanism (docs/cost-model.md)."""
+
+
+def _cases() -> list[object]:
+    """files(), the one session known to miss the bound on this shape marked so."""
+    known = pytest.mark.xfail(strict=True, reason=PREMIUM_HELD_BACK)
+    return [
+        pytest.param(*case.values, id=case.id, marks=[*case.marks, known])
+        if isinstance(case, ParameterSet) and "f3a77928ed" in str(case.values[0])
+        else case
+        for case in files()
+    ]
+
+
+@pytest.mark.parametrize("path", _cases())
 def test_without_usage_every_invariant_holds(path: Path, tmp_path: Path) -> None:
     lines = path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
     stripped = tmp_path / path.name

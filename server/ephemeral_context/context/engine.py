@@ -240,7 +240,9 @@ class ContextEngine:
         the calls already sent show it: the recorded-style twin is priced with it, and a
         policy behind its twins falls back to it. None: not known yet, taken as 5 minutes,
         the API's default, until a request gives it (accounting.py prices the twins under
-        an hour too, and the first TTL given settles which bill was theirs).
+        an hour too and measures the leads against the cheaper bill, a conversation
+        behind it falls back to that bill's TTL, and the first TTL given settles which
+        bill was theirs).
         """
         state, config = self.state, self.config
         c = state.conversation(conv)
@@ -265,8 +267,11 @@ class ContextEngine:
         # 3. The policy's outlook from the conversation so far: prices, calls to come, TTLs,
         #    and what it may spend against the recorded-style twins.
         c.accounting.settle(client_ttl)
-        twin_ttl: Ttl = client_ttl or c.accounting.worst_ttl() or "5m"
-        outlook = c.policy.outlook(c, now, twin_ttl, config.cache_ttl, config.context_budget, head)
+        twin_ttl: Ttl = client_ttl or "5m"
+        fallback = client_ttl or c.accounting.worst_ttl()
+        outlook = c.policy.outlook(
+            c, now, twin_ttl, config.cache_ttl, config.context_budget, head, fallback
+        )
         # 4. The policy: evict what pays, rebuild the file segment when the cache is cold.
         if config.eviction and c.calls > 0:
             eviction.consolidate(state, c, head, outlook)

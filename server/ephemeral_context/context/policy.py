@@ -348,10 +348,13 @@ class Policy:
         cache_ttl: Literal["auto", "5m", "1h"],
         budget: int,
         head: int = 0,
+        fallback_ttl: Ttl | None = None,
     ) -> Outlook:
         """The outlook for the request about to be built at `now` (its idle gap counts),
-        whose recorded-style twin asks for `twin_ttl` (the client's TTL); `head` is the
-        tokens of its tool schemas and system prompt."""
+        whose recorded-style twin asks for `twin_ttl` (the client's TTL, 5 minutes while
+        unknown); `head` is the tokens of its tool schemas and system prompt;
+        `fallback_ttl` (default `twin_ttl`) is what a conversation behind its twins sends
+        (while the client's TTL is unknown, that of the cheaper twins' bill)."""
         if self.last_call_time is not None:
             self.gaps.append(max(0.0, now - self.last_call_time))
         rates = priced(c.accounting.model).multipliers
@@ -364,18 +367,21 @@ class Policy:
         spare = max(0.0, a.lead + HARM_TOLERANCE * a.baseline_billed)
         if cache_ttl != "auto":
             ttl = thread_ttl = cache_ttl
-        elif ttl_behind:
-            ttl = thread_ttl = twin_ttl  # send what the twins send until ahead again
         else:
-            # Prefix content stays for the rest of the session; thread content stays, on
-            # average, as long as Little's law says from this conversation so far.
-            ttl = choose_ttl(self.gaps, c.calls, rates, horizon=until_full)
-            lifetime = mean_lifetime(self.context_token_calls, c.thread.added_tokens)
-            thread_ttl = choose_ttl(
-                self.gaps, c.calls, rates, horizon=until_full, lifetime=lifetime
-            )
+            if ttl_behind:  # send what the twins send until ahead again
+                ttl = thread_ttl = fallback_ttl or twin_ttl
+            else:
+                # Prefix content stays for the rest of the session; thread content stays,
+                # on average, as long as Little's law says from this conversation so far.
+                ttl = choose_ttl(self.gaps, c.calls, rates, horizon=until_full)
+                lifetime = mean_lifetime(self.context_token_calls, c.thread.added_tokens)
+                thread_ttl = choose_ttl(
+                    self.gaps, c.calls, rates, horizon=until_full, lifetime=lifetime
+                )
             # A TTL dearer than the client's pays its premium on what this request writes,
-            # for certain: a bet the bill must have to spare.
+            # for certain: a bet the bill must have to spare (the fallback to an hour while
+            # the client's TTL is unknown too: generated sessions found three prompts 301 s
+            # apart at 1.201x `recorded`, the last written under the hour).
             written = head + sum(e.tokens for e in c.segment) + c.thread.tokens
             written -= c.thread.cache.warm_end
             premium = (rates.write("1h") - rates.write(twin_ttl)) * max(0, written)
