@@ -61,3 +61,31 @@ class Driver:
     def bash(self, output: str) -> str:
         tool_id = self.tool("bash", {"command": "make test"})
         return self.engine.add_tool_result(self.conv, ToolOutput(tool_id, output))
+
+
+def grow_a_file_in_the_segment(engine: ContextEngine, clock: Clock) -> Driver:
+    """/a.py (40 definitions) read once, a consumed log (room for the first move), then six
+    edits: a cold gap before the fourth moves the file into the segment, and the fourth
+    adds 80 definitions, more than the thread holds about the file. The setup of the tests
+    where a segment file grows; the next cold gap rebuilds the segment from it."""
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    d.call()
+    text = source(40)
+    d.read("/a.py", text)
+    d.bash("log line\n" * 200)
+    extra = "".join(f"def g{i}(x):\n    return x * {i}\n\n" for i in range(80))
+    for k in range(6):
+        if k == 3:
+            engine.add_assistant_content("c", [{"type": "text", "text": "done"}])
+            clock.advance(7200)  # cold: the file moves into the segment
+            d.call()
+            assert engine.conversation("c").segment
+        d.call()
+        text = text.replace(f"return x + {k}\n", f"return x - {k}\n" + (extra if k == 3 else ""))
+        tool_id = d.tool("edit_file", {"path": "/a.py", "old": f"x + {k}", "new": f"x - {k}"})
+        engine.add_tool_result(
+            "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///a.py", content=text)
+        )
+        clock.advance(10)
+    return d

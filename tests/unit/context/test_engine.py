@@ -21,7 +21,7 @@ from ephemeral_context.store import (
     UnknownId,
 )
 
-from tests.unit.context.context_helpers import Clock, Driver, source
+from tests.unit.context.context_helpers import Clock, Driver, grow_a_file_in_the_segment, source
 
 
 @dataclass
@@ -320,23 +320,8 @@ def test_a_segment_file_that_grew_keeps_the_request_within_its_twin(
     """A file moved into the segment at one cold gap grows by more than the thread holds
     about it; at the next cold gap the segment shows its current version, and the request
     must still be no larger than its recorded-style twin."""
-    d, c, text = _read_once(engine)
-    d.bash("log line\n" * 200)  # consumed output the first cold gap evicts: room for the move
-    extra = "".join(f"def g{i}(x):\n    return x * {i}\n\n" for i in range(80))
-    for k in range(6):
-        if k == 3:
-            engine.add_assistant_content("c", [{"type": "text", "text": "done"}])
-            clock.advance(7200)  # cold: the file moves into the segment
-            d.call()
-            assert c.segment
-        grown = text.replace(f"return x + {k}\n", f"return x - {k}\n" + (extra if k == 3 else ""))
-        d.call()
-        text = grown
-        tool_id = d.tool("edit_file", {"path": "/a.py", "old": f"x + {k}", "new": f"x - {k}"})
-        engine.add_tool_result(
-            "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///a.py", content=text)
-        )
-        clock.advance(10)
+    d = grow_a_file_in_the_segment(engine, clock)
+    c = engine.conversation("c")
     engine.add_assistant_content("c", [{"type": "text", "text": "done"}])
     clock.advance(7200)  # cold again: the segment is rebuilt from the grown file
     for _ in range(2):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ephemeral_context.context import eviction
-from ephemeral_context.context.engine import ContextEngine, ToolOutput
+from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.context.kinds import BlockKind
 
-from tests.unit.context.context_helpers import Clock, Driver, source
+from tests.unit.context.context_helpers import Clock, Driver, grow_a_file_in_the_segment
 
 
 def log(step: int) -> str:
@@ -85,27 +85,8 @@ def test_a_cold_rebuild_that_grows_the_segment_is_weighed_at_its_new_size(
     it; at the next cold gap the rebuild shows its current version. The bound on the twin
     must weigh the request with the segment as rebuilt, not as it was (the old size let
     this request past its twin by what the file grew): a consumed log goes instead."""
-    d = Driver(engine)
+    d = grow_a_file_in_the_segment(engine, clock)
     c = engine.conversation("c")
-    engine.add_user_text("c", "go")
-    d.call()
-    text = source(40)
-    d.read("/a.py", text)
-    d.bash("log line\n" * 200)  # consumed output the first cold gap evicts: room for the move
-    extra = "".join(f"def g{i}(x):\n    return x * {i}\n\n" for i in range(80))
-    for k in range(6):
-        if k == 3:
-            engine.add_assistant_content("c", [{"type": "text", "text": "done"}])
-            clock.advance(7200)  # cold: the file moves into the segment
-            d.call()
-            assert c.segment
-        d.call()
-        text = text.replace(f"return x + {k}\n", f"return x - {k}\n" + (extra if k == 3 else ""))
-        tool_id = d.tool("edit_file", {"path": "/a.py", "old": f"x + {k}", "new": f"x - {k}"})
-        engine.add_tool_result(
-            "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///a.py", content=text)
-        )
-        clock.advance(10)
     d.call()
     out = log(1)
     d.bash(out)
