@@ -66,6 +66,10 @@ class Invariants:
     ours_peak: int = 0
     recorded_peak: int = 0
 
+    def broken(self) -> dict[str, list[str]]:
+        """Each invariant this replay broke, with its first three findings (empty: none)."""
+        return {name: getattr(self, name)[:3] for name in NAMES if getattr(self, name)}
+
 
 def skeleton(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """What identifies Messages API messages' content, in order: (type, id) of every

@@ -15,7 +15,7 @@ from pathlib import Path
 from ephemeral_context.replay.reader import read_session
 from hypothesis import HealthCheck, event, example, given, settings
 
-from tests.property.invariants import BUDGET, NAMES, replay_invariants
+from tests.property.invariants import BUDGET, replay_invariants
 from tests.property.sessions import Plan, Step, plans, write_session
 
 SETTINGS = settings(
@@ -52,5 +52,4 @@ def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
     found = replay_invariants(session)
     event(f"threads: {min(len(session.threads), 4)}, branched: {min(found.forks, 2)}")
     event("recorded peak above the budget" if found.recorded_peak > BUDGET else "within the budget")
-    broken = {name: getattr(found, name)[:3] for name in NAMES if getattr(found, name)}
-    assert broken == {}, (found.calls, found.forks)
+    assert found.broken() == {}, (found.calls, found.forks)

@@ -12,10 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
-from _pytest.mark.structures import ParameterSet
 from ephemeral_context.replay.reader import read_session
 
-from tests.property.invariants import NAMES, replay_invariants
+from tests.property.invariants import replay_invariants
 from tests.property.test_transcripts import files
 
 pytestmark = pytest.mark.slow
@@ -43,18 +42,7 @@ PREMIUM_HELD_BACK = (
 """Where the bound is missed on this shape, with its mechanism (docs/cost-model.md)."""
 
 
-def _cases() -> list[object]:
-    """files(), the one session known to miss the bound on this shape marked so."""
-    known = pytest.mark.xfail(strict=True, reason=PREMIUM_HELD_BACK)
-    return [
-        pytest.param(*case.values, id=case.id, marks=[*case.marks, known])
-        if isinstance(case, ParameterSet) and "f3a77928ed" in str(case.values[0])
-        else case
-        for case in files()
-    ]
-
-
-@pytest.mark.parametrize("path", _cases())
+@pytest.mark.parametrize("path", files({"f3a77928ed": PREMIUM_HELD_BACK}))
 def test_without_usage_every_invariant_holds(path: Path, tmp_path: Path) -> None:
     lines = path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
     stripped = tmp_path / path.name
@@ -63,5 +51,4 @@ def test_without_usage_every_invariant_holds(path: Path, tmp_path: Path) -> None
     session = read_session(stripped)
     assert session.calls and all(call.usage is None for call in session.calls)
     found = replay_invariants(session)
-    broken = {name: getattr(found, name)[:3] for name in NAMES if getattr(found, name)}
-    assert broken == {}
+    assert found.broken() == {}
