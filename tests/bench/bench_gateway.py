@@ -1,8 +1,9 @@
 """`ectx gateway`: the latency it adds per request, and what goes upstream through it.
 
 Latency: one scripted coding session (a model that reads this project's own modules, 40
-calls, every third a re-read; Claude Code's shape: 24 tools, three system blocks, a
-breakpoint on the last message block) played twice in step, by the anthropic SDK streaming each
+calls, every third a re-read; Claude Code's shape: 24 tools named as Claude Code names its
+own, the model reading through `Read`, three system blocks, a breakpoint on the last message
+block) played twice in step, by the anthropic SDK streaming each
 request once straight to a local Messages API (tests/fakes) and once through the gateway to
 a second one, so both see the same load; per request, the time to the final message. The
 fake answers at once, so the difference is the gateway's own cost: the engine's bookkeeping,
@@ -12,6 +13,15 @@ Billed input: what the fake's cache model billed (base-token equivalents, from t
 returned) through the gateway against direct, for that SDK session and for the scripted
 Claude Code session of the e2e test (tests/gateway_harness.py `claude_code_session`) run by
 the real CLI, when it is installed.
+
+The tool names matter to the bill: the engine takes a tool result for a file read only when
+its tool is Claude Code's `Read` (replay/reader.py), so a re-read of an unchanged file
+becomes a reference and puts the gateway ahead of its twin, which pays for the warm cuts
+(docs/cost-model.md, "Do no harm"). Tools named Tool0..Tool23, as here until 2026-12-02, made
+every re-read plain tool output: nothing was deduplicated, the conversation stayed level
+with its 5-minute twins and its warm cuts waited (0.97x direct, 0.52x with `Read`).
+Claude Code 2.1.332 sends a whole-file re-read of an unchanged file in full (run against
+tests/fakes), as the bench's client does.
 """
 
 from __future__ import annotations
@@ -44,13 +54,20 @@ PACKAGE = ROOT / "server" / "ephemeral_context"
 MODEL = "claude-sonnet-4-6"
 CALLS = 40
 SESSIONS = 3
+TOOL_NAMES = (
+    "Agent", "AskUserQuestion", "Bash", "BashOutput", "Edit", "EnterPlanMode", "ExitPlanMode",
+    "Glob", "Grep", "KillShell", "MultiEdit", "NotebookEdit", "Read", "SendMessage", "Skill",
+    "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "TodoWrite", "ToolSearch", "WebFetch",
+    "WebSearch", "Write",
+)  # fmt: skip
+"""24 of Claude Code's tool names (replay/reader.py KNOWN_TOOLS), sorted as it sends them."""
 TOOLS = [
     {
-        "name": f"Tool{n}",
-        "description": f"Tool number {n}. " + "It does one thing and says what it did. " * 50,
+        "name": name,
+        "description": f"The {name} tool. " + "It does one thing and says what it did. " * 50,
         "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}},
     }
-    for n in range(24)
+    for name in TOOL_NAMES
 ]
 SYSTEM = [
     {"type": "text", "text": "x-anthropic-billing-header: bench"},
@@ -67,7 +84,7 @@ def _script(files: list[Path]) -> list[Any]:
     turns: list[Any] = []
     for n in range(CALLS - 1):
         path = files[(n // 3) % len(files)] if n % 3 == 2 else files[n % len(files)]
-        turns.append({"tool_use": [{"name": "Tool0", "input": {"file_path": str(path)}}]})
+        turns.append({"tool_use": [{"name": "Read", "input": {"file_path": str(path)}}]})
     return [*turns, "done"]
 
 
