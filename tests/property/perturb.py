@@ -4,11 +4,14 @@ Each `Damage` changes the lines of a real transcript in one span (`at` and `span
 fractions of its lines), as exports, merges, gateways and other Claude Code versions do:
 no usage, a usage that lost its cache counts, a count no request can have, a clock that goes
 backwards, lines swapped or written twice, a model no price table knows, record types and
-tool names the reader has not seen, CRLF line ends and a last line cut short.
+tool names the reader has not seen, CRLF line ends and a last line cut short. And the same
+session from a user who pauses longer or shorter: every idle gap scaled.
 
 API:
 - `damages()`: a hypothesis strategy of `Damage`; `damaged(lines, damages)` -> the file's bytes.
 - `lost_cache_count(data)`: whether a usage in the file's bytes lacks a cache count.
+- `stretched(lines, factor)`: the lines with every time since the first one `factor` times as
+  long (TTL bets meet gaps the recorded session never had).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from hypothesis import strategies as st
@@ -140,3 +144,35 @@ def lost_cache_count(data: bytes) -> bool:
             complete = all(k in usage for k in CACHE_COUNTS)
             whole[key] = whole.get(key, False) or complete
     return not all(whole.values())
+
+
+def _time(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def stretched(lines: Sequence[str], factor: float) -> list[str]:
+    """Every record's `timestamp` moved so that the time since the first one is `factor`
+    times as long: the same session, each idle gap `factor` times as long. Lines that are not
+    JSON records with a readable timestamp stay as they are."""
+    records: list[Any] = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            records.append(line)
+    times = [_time(r.get("timestamp")) if isinstance(r, dict) else None for r in records]
+    first = min((t for t in times if t is not None), default=None)
+    out: list[str] = []
+    for line, record, time in zip(lines, records, times, strict=True):
+        if first is None or time is None:
+            out.append(line)
+            continue
+        moved = first + (time - first) * factor
+        record["timestamp"] = moved.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        out.append(json.dumps(record, ensure_ascii=False))
+    return out

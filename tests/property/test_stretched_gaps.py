@@ -1,0 +1,80 @@
+"""The invariants on every real transcript with its idle gaps scaled: users who pause a
+quarter as long, or four times as long, as the ones we have.
+
+The TTL the engine bets on (docs/cost-model.md, "TTL per breakpoint") is chosen from the
+gaps seen so far, so a session whose gaps are all shorter than five minutes as recorded
+meets, stretched, gaps between five minutes and an hour that no earlier call announced.
+Each file of tests/property/test_transcripts.py is replayed once per factor, from a copy
+of its lines with every timestamp moved (tests/property/perturb.py `stretched`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ephemeral_context.replay.reader import read_session
+from ephemeral_context.replay.report import replay
+
+from tests.property.invariants import replay_invariants
+from tests.property.perturb import stretched
+from tests.property.test_transcripts import files
+from tests.transcripts import FIXTURES
+
+pytestmark = pytest.mark.slow
+
+FIVE_MINUTE_BET = (
+    "known gap: the 5-minute bet against a 1-hour client loses at the first gap between 5 "
+    "minutes and an hour, which no earlier gap announced, and the rewrite there costs more "
+    "than the bet had saved (docs/cost-model.md, 'Gaps no earlier call announced')"
+)
+KNOWN = {4.0: {"3e72c419b0": FIVE_MINUTE_BET, "edd936fada": FIVE_MINUTE_BET}}
+"""Per factor, where the 1% bound is missed and why (strict: a fix shows)."""
+FACTORS = (0.25, 4.0)
+
+
+def cases() -> list[object]:
+    """Every transcript at every factor, marked as `files` marks it for that factor."""
+    return [
+        pytest.param(factor, *case.values, id=f"x{factor:g}-{case.id}", marks=case.marks)
+        for factor in FACTORS
+        for case in files(KNOWN.get(factor))  # type: ignore[attr-defined]
+    ]
+
+
+@pytest.mark.parametrize(("factor", "path"), cases())
+def test_stretched_gaps_every_invariant_holds(factor: float, path: Path, tmp_path: Path) -> None:
+    lines = path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    copy = tmp_path / path.name
+    text = "\n".join(stretched(lines, factor)) + "\n"
+    copy.write_text(text, encoding="utf-8", errors="surrogateescape")
+    session = read_session(copy)
+    assert session.calls
+    found = replay_invariants(session)
+    assert found.broken() == {}
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.name)
+def test_a_factor_of_one_replays_the_same(path: Path, tmp_path: Path) -> None:
+    """The copy is the transcript: stretched by 1, every strategy bills the same."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    copy = tmp_path / path.name
+    copy.write_text("\n".join(stretched(lines, 1.0)) + "\n", encoding="utf-8")
+    same, original = replay([copy]), replay([path])
+    assert [s.strategies["ours"].billed_input for s in same.sessions] == [
+        s.strategies["ours"].billed_input for s in original.sessions
+    ]
+    assert [s.strategies["recorded"].billed_input for s in same.sessions] == [
+        s.strategies["recorded"].billed_input for s in original.sessions
+    ]
+
+
+def test_every_gap_is_scaled(tmp_path: Path) -> None:
+    path = sorted(FIXTURES.glob("*.jsonl"))[0]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    copy = tmp_path / path.name
+    copy.write_text("\n".join(stretched(lines, 4.0)) + "\n", encoding="utf-8")
+    before, after = read_session(path).calls, read_session(copy).calls
+    assert len(before) == len(after) > 1
+    for a, b, c, d in zip(before, before[1:], after, after[1:], strict=False):
+        assert d.started - c.started == pytest.approx(4 * (b.started - a.started), abs=0.01)
