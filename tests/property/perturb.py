@@ -17,11 +17,13 @@ API:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from ephemeral_context.replay.reader import parse_timestamp
 from hypothesis import strategies as st
 
 KINDS = (
@@ -146,15 +148,6 @@ def lost_cache_count(data: bytes) -> bool:
     return not all(whole.values())
 
 
-def _time(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def stretched(lines: Sequence[str], factor: float) -> list[str]:
     """Every record's `timestamp` moved so that the time since the first one is `factor`
     times as long: the same session, each idle gap `factor` times as long. Lines that are not
@@ -165,14 +158,17 @@ def stretched(lines: Sequence[str], factor: float) -> list[str]:
             records.append(json.loads(line))
         except json.JSONDecodeError:
             records.append(line)
-    times = [_time(r.get("timestamp")) if isinstance(r, dict) else None for r in records]
-    first = min((t for t in times if t is not None), default=None)
+    times = [
+        parse_timestamp(r.get("timestamp"), math.nan) if isinstance(r, dict) else math.nan
+        for r in records
+    ]
+    first = min((t for t in times if not math.isnan(t)), default=math.nan)
     out: list[str] = []
     for line, record, time in zip(lines, records, times, strict=True):
-        if first is None or time is None:
+        if math.isnan(first) or math.isnan(time):
             out.append(line)
             continue
-        moved = first + (time - first) * factor
+        moved = datetime.fromtimestamp(first + (time - first) * factor, UTC)
         record["timestamp"] = moved.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         out.append(json.dumps(record, ensure_ascii=False))
     return out

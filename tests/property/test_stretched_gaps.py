@@ -33,6 +33,15 @@ KNOWN = {4.0: {"3e72c419b0": FIVE_MINUTE_BET, "edd936fada": FIVE_MINUTE_BET}}
 FACTORS = (0.25, 4.0)
 
 
+def stretched_copy(path: Path, factor: float, folder: Path) -> Path:
+    """A copy of the transcript at `path` in `folder`, its gaps `factor` times as long."""
+    lines = path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    copy = folder / path.name
+    text = "\n".join(stretched(lines, factor)) + "\n"
+    copy.write_text(text, encoding="utf-8", errors="surrogateescape")
+    return copy
+
+
 def cases() -> list[object]:
     """Every transcript at every factor, marked as `files` marks it for that factor."""
     return [
@@ -44,11 +53,7 @@ def cases() -> list[object]:
 
 @pytest.mark.parametrize(("factor", "path"), cases())
 def test_stretched_gaps_every_invariant_holds(factor: float, path: Path, tmp_path: Path) -> None:
-    lines = path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
-    copy = tmp_path / path.name
-    text = "\n".join(stretched(lines, factor)) + "\n"
-    copy.write_text(text, encoding="utf-8", errors="surrogateescape")
-    session = read_session(copy)
+    session = read_session(stretched_copy(path, factor, tmp_path))
     assert session.calls
     found = replay_invariants(session)
     assert found.broken() == {}
@@ -56,11 +61,8 @@ def test_stretched_gaps_every_invariant_holds(factor: float, path: Path, tmp_pat
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.name)
 def test_a_factor_of_one_replays_the_same(path: Path, tmp_path: Path) -> None:
-    """The copy is the transcript: stretched by 1, every strategy bills the same."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    copy = tmp_path / path.name
-    copy.write_text("\n".join(stretched(lines, 1.0)) + "\n", encoding="utf-8")
-    same, original = replay([copy]), replay([path])
+    """The copy is the transcript: stretched by 1, `ours` and `recorded` bill the same."""
+    same, original = replay([stretched_copy(path, 1.0, tmp_path)]), replay([path])
     assert [s.strategies["ours"].billed_input for s in same.sessions] == [
         s.strategies["ours"].billed_input for s in original.sessions
     ]
@@ -71,10 +73,8 @@ def test_a_factor_of_one_replays_the_same(path: Path, tmp_path: Path) -> None:
 
 def test_every_gap_is_scaled(tmp_path: Path) -> None:
     path = sorted(FIXTURES.glob("*.jsonl"))[0]
-    lines = path.read_text(encoding="utf-8").splitlines()
-    copy = tmp_path / path.name
-    copy.write_text("\n".join(stretched(lines, 4.0)) + "\n", encoding="utf-8")
-    before, after = read_session(path).calls, read_session(copy).calls
+    before = read_session(path).calls
+    after = read_session(stretched_copy(path, 4.0, tmp_path)).calls
     assert len(before) == len(after) > 1
     for a, b, c, d in zip(before, before[1:], after, after[1:], strict=False):
         assert d.started - c.started == pytest.approx(4 * (b.started - a.started), abs=0.01)

@@ -446,7 +446,8 @@ def _parse_lines(stream: BinaryIO, reading: _Reading) -> Iterator[tuple[int, dic
         reading.problem(failed[0], f"truncated last line ({failed[1]}); skipped")
 
 
-def _timestamp(value: Any, fallback: float) -> float:
+def parse_timestamp(value: Any, fallback: float) -> float:
+    """A record's ISO-8601 `timestamp` in seconds; `fallback` if missing or unreadable."""
     if isinstance(value, str):
         try:
             return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
@@ -497,7 +498,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
         reading.last_uuid[side] = uuid
     if not isinstance(uuid, str):
         if record["type"] == "queue-operation" and reading.queued_at is None:
-            reading.queued_at = _timestamp(record.get("timestamp"), float("-inf"))
+            reading.queued_at = parse_timestamp(record.get("timestamp"), float("-inf"))
         return
     if record["type"] == "system" and record.get("subtype") == "compact_boundary":
         _note_preserved(record, reading)
@@ -506,7 +507,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
     if record.get("isVisibleInTranscriptOnly") and not record.get("isCompactSummary"):
         return  # shown to the user only; the compaction summary is sent although so marked
     previous = reading.entries[-1].timestamp if reading.entries else 0.0
-    timestamp = _timestamp(record.get("timestamp"), previous)
+    timestamp = parse_timestamp(record.get("timestamp"), previous)
     if record["type"] == "attachment":
         role, texts = _rendered_attachment(record, reading)
         if texts:
