@@ -72,7 +72,14 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
     twin = prefix + sum(b.tokens for b in c.thread.baseline)
     limit = min(state.config.context_budget, twin)
     if not segment_warm:
-        segment.rebuild(state, c, outlook, limit - thread_start - c.thread.tokens)
+        # What the twin's bound below may cut to make room: outputs, not the file copies
+        # the rebuild itself turns into references.
+        freeable = sum(
+            k.freed
+            for k in candidates(state, c, thread_start, outlook, gated=False)
+            if c.thread[k.index].uri is None
+        )
+        segment.rebuild(state, c, outlook, limit - thread_start - c.thread.tokens, freeable)
         thread_start = prefix + sum(e.tokens for e in c.segment)  # the rebuilt segment's size
     limited = [
         i

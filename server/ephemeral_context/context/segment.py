@@ -10,7 +10,7 @@ bound would cut warm content for it at the next call. Entries are ordered
 least-recently-changed first, so a change invalidates the shortest suffix.
 
 API:
-- `rebuild(state, c, outlook, room)`: the cold-cache rebuild.
+- `rebuild(state, c, outlook, room, freeable)`: the cold-cache rebuild.
 - `used_symbols(state, c, uri, text)`: the definitions this conversation's edits wrote into.
 """
 
@@ -31,12 +31,17 @@ from ephemeral_context.context.state import EngineState
 from ephemeral_context.syntax import render_synopsis
 
 
-def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook, room: int) -> None:
+def rebuild(
+    state: EngineState, c: Conversation, outlook: policy.Outlook, room: int, freeable: int
+) -> None:
     """Cold cache: rebuild the segment, demote what does not pay, reference thread copies.
 
     A file moves in only while the request stays within `room` tokens of growth (what is
     left below its recorded twin's size): a move past it is written at no extra cost now
-    but forces the twin's bound to cut warm content at the next call."""
+    but forces the twin's bound to cut warm content at the next call. A file the segment
+    already holds keeps its current version while the growth fits in `room` plus what the
+    twin's bound may cut now (`freeable`, consumed outputs: cut on a cold cache, they cost
+    nothing more); past that, its synopsis, or it leaves."""
     entries: list[SegmentEntry] = []
     moved: list[tuple[int, tuple[dict[str, Any], int]]] = []
     shown = {e.uri: e.tokens for e in c.segment}
@@ -78,15 +83,26 @@ def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook, room: 
                 > 0
             )
         )
+        if not demote and uri not in shown and grows(state, c, view.blocks, view.text):
+            continue
         if demote:
             text, tokens = short, state.count(short, "code")
-        elif uri not in shown and grows(state, c, view.blocks, view.text):
+        refs, growth = _references(state, c, view.blocks, demote, tokens - shown.get(uri, 0))
+        if growth > room and uri not in shown and not demote:
             continue
-        note = "synopsis in the file segment" if demote else "now in the file segment"
-        refs = [(i, _reference(state, c, i, note)) for i in view.blocks if not c.thread[i].evicted]
-        growth = tokens - shown.get(uri, 0) + sum(n - c.thread[i].tokens for i, (_, n) in refs)
-        if not demote and uri not in shown and growth > room:
-            continue
+        if growth > room + freeable and uri in shown and not item.pinned:
+            # A file the segment holds grew past the room (a change the thread never
+            # showed): its current version would put the request over its twin. Its
+            # synopsis if that fits, else it leaves the segment; the whole text stays one
+            # fetch away by its id.
+            short_tokens = state.count(short, "code")
+            refs, growth = _references(state, c, view.blocks, True, short_tokens - shown[uri])
+            if not synopsis or growth > room + freeable:
+                moved.extend(_leave_segment(state, c, uri))
+                view.in_segment = view.demoted = False
+                item.state = ItemState.FULL if view_visible(c, view) else ItemState.EVICTED
+                continue
+            demote, text, tokens = True, short, short_tokens
         room -= growth
         entries.append(
             SegmentEntry(view.item_id, uri, text, tokens, item.changed_at, content_key(text))
@@ -106,6 +122,29 @@ def rebuild(state: EngineState, c: Conversation, outlook: policy.Outlook, room: 
     if c.thread:
         c.thread.reflow(0)
     c.thread.cache.keep_only((END_OF_SYSTEM,))  # the tools and system prompt did not change
+
+
+def _references(
+    state: EngineState, c: Conversation, blocks: list[int], demote: bool, entry_growth: int
+) -> tuple[list[tuple[int, tuple[dict[str, Any], int]]], int]:
+    """The references that replace a file's visible thread copies `blocks` when it moves
+    into the segment (whole, or as its synopsis when `demote`), and how much the request
+    grows: the entry's own growth plus what the references add over the copies."""
+    note = "synopsis in the file segment" if demote else "now in the file segment"
+    refs = [(i, _reference(state, c, i, note)) for i in blocks if not c.thread[i].evicted]
+    return refs, entry_growth + sum(n - c.thread[i].tokens for i, (_, n) in refs)
+
+
+def _leave_segment(
+    state: EngineState, c: Conversation, uri: str
+) -> list[tuple[int, tuple[dict[str, Any], int]]]:
+    """The thread's references to `uri` in the segment, rewritten to say it left (the
+    cache is cold: rewriting them costs nothing extra)."""
+    return [
+        (i, _reference(state, c, i, "evicted from the file segment"))
+        for i, tb in enumerate(c.thread)
+        if tb.uri == uri and tb.kind is BlockKind.CONSOLIDATED
+    ]
 
 
 def _reference(

@@ -63,18 +63,18 @@ class Driver:
         return self.engine.add_tool_result(self.conv, ToolOutput(tool_id, output))
 
 
-def grow_a_file_in_the_segment(engine: ContextEngine, clock: Clock) -> Driver:
+def grow_a_file_in_the_segment(engine: ContextEngine, clock: Clock, grown_by: int = 80) -> Driver:
     """/a.py (40 definitions) read once, a consumed log (room for the first move), then six
     edits: a cold gap before the fourth moves the file into the segment, and the fourth
-    adds 80 definitions, more than the thread holds about the file. The setup of the tests
-    where a segment file grows; the next cold gap rebuilds the segment from it."""
+    adds `grown_by` definitions, more than the thread holds about the file. The setup of the
+    tests where a segment file grows; the next cold gap rebuilds the segment from it."""
     d = Driver(engine)
     engine.add_user_text("c", "go")
     d.call()
     text = source(40)
     d.read("/a.py", text)
     d.bash("log line\n" * 200)
-    extra = "".join(f"def g{i}(x):\n    return x * {i}\n\n" for i in range(80))
+    extra = "".join(f"def g{i}(x):\n    return x * {i}\n\n" for i in range(grown_by))
     for k in range(6):
         if k == 3:
             engine.add_assistant_content("c", [{"type": "text", "text": "done"}])

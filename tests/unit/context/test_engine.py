@@ -308,20 +308,18 @@ def test_a_cold_gap_leaves_a_file_read_once_in_the_thread_when_its_move_outgrows
     assert not engine.events
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a cold consolidation refreshes a file already in the segment to its "
-    "current version without weighing it against the recorded twin, and nothing evictable is "
-    "left to make room (found at the end of the fifth session; not fixed)",
-)
+@pytest.mark.parametrize("grown_by", [50, 80])
 def test_a_segment_file_that_grew_keeps_the_request_within_its_twin(
-    engine: ContextEngine, clock: Clock
+    engine: ContextEngine, clock: Clock, grown_by: int
 ) -> None:
     """A file moved into the segment at one cold gap grows by more than the thread holds
-    about it; at the next cold gap the segment shows its current version, and the request
-    must still be no larger than its recorded-style twin."""
-    d = grow_a_file_in_the_segment(engine, clock)
+    about it (a change the thread never showed); at the next cold gap its current version
+    does not fit within the recorded-style twin. By 50 definitions its synopsis does and
+    takes its place; by 80 not even that, so it leaves the segment and its reference says
+    so. Either way its whole text is one fetch away by its id."""
+    d = grow_a_file_in_the_segment(engine, clock, grown_by)
     c = engine.conversation("c")
+    (entry,) = c.segment
     engine.add_assistant_content("c", [{"type": "text", "text": "done"}])
     clock.advance(7200)  # cold again: the segment is rebuilt from the grown file
     for _ in range(2):
@@ -331,6 +329,15 @@ def test_a_segment_file_that_grew_keeps_the_request_within_its_twin(
         assert built.total_tokens <= built.head_tokens + sum(b.tokens for b in c.thread.baseline)
         engine.add_user_text("c", "more")
         clock.advance(5)
+    if grown_by == 50:
+        (shown,) = c.segment
+        assert 'shown="synopsis' in shown.text and "function g49" in shown.text
+        item_id = shown.item_id
+    else:
+        assert not c.segment
+        assert "/a.py: evicted from the file segment." in repr(d.requests[-1])
+        item_id = entry.item_id
+    assert f"def g{grown_by - 1}(x):\n    return x * {grown_by - 1}" in engine.hydrate(item_id).text
 
 
 def test_pin_a_symbol_shows_only_that_definition(engine: ContextEngine) -> None:
