@@ -22,7 +22,7 @@ mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-export npm_config_unsafe_perm=true npm_config_fund=false npm_config_audit=false
+export npm_config_unsafe_perm=true npm_config_yes=true npm_config_fund=false npm_config_audit=false
 npm_q=(--no-audit --no-fund --loglevel=error)
 echo '{"name":"ectx-code-server","private":true}' > package.json
 npm install "${npm_q[@]}" "code-server@$VERSION" --ignore-scripts
