@@ -11,7 +11,6 @@ calls, median of repeated runs, and the memory the engine holds (tracemalloc).
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import sys
 import tempfile
@@ -22,12 +21,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput
-from ephemeral_context.replay.flow import Session
 from ephemeral_context.replay.plot import plot
-from ephemeral_context.replay.reader import read_session
 from ephemeral_context.replay.report import discover, replay
-from ephemeral_context.replay.strategies import STRATEGIES
 from ephemeral_context.store import Store
+
+from tests.property.test_stretched_gaps import stretched_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT.parent / "shared" / "traces"
@@ -162,25 +160,23 @@ def replay_section() -> str:
 
 def robustness_section() -> str:
     """The same transcripts with every idle gap stretched or shrunk: sessions the policy's
-    constants were never checked on (a user who pauses 4 or 12 times as long, or a quarter)."""
-    names = [f"{p.stem[:10]}…{p.stem[-8:]}" for p in discover([TRACES])]
+    constants were never checked on (a user who pauses 4 or 12 times as long, or a quarter).
+    Each factor replays copies of the files with their timestamps moved (`stretched_copy`)."""
+    paths = discover([TRACES])
+    names = [f"{p.stem[:10]}…{p.stem[-8:]}" for p in paths]
     rows = ["| gaps x | " + " | ".join(names) + " |"]
     rows.append("|---|" + "---|" * (len(rows[0].split("|")) - 3))
-    for scale in (0.25, 1.0, 4.0, 12.0):
-        cells = []
-        for path in discover([TRACES]):
-            session = read_session(path)
-            t0 = session.calls[0].started
-            calls = [
-                dataclasses.replace(c, started=t0 + (c.started - t0) * scale,
-                                    finished=t0 + (c.finished - t0) * scale)
-                for c in session.calls
-            ]  # fmt: skip
-            stretched = Session(session.path, session.threads, calls, session.problems)
-            billed = {name: s.replay(stretched).billed_input for name, s in STRATEGIES.items()}
-            lowest = min(billed, key=lambda name: billed[name])
-            cells.append(f"{_pct(billed['ours'], billed['recorded'])} ({lowest} lowest)")
-        rows.append(f"| {scale:g} | " + " | ".join(cells) + " |")
+    with tempfile.TemporaryDirectory() as root:
+        for scale in (0.25, 1.0, 4.0, 12.0):
+            folder = Path(root) / f"x{scale:g}"
+            folder.mkdir()
+            report = replay([stretched_copy(path, scale, folder) for path in paths])
+            cells = []
+            for session in report.sessions:
+                billed = {name: r.billed_input for name, r in session.strategies.items()}
+                lowest = min(billed, key=lambda name: billed[name])
+                cells.append(f"{_pct(billed['ours'], billed['recorded'])} ({lowest} lowest)")
+            rows.append(f"| {scale:g} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
