@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ephemeral_context.replay.report import Report, replay
 
-from tests.property.test_stretched_gaps import stretched_copy
+from tests.property.perturb import stretched_copy
 
 REPO = Path(__file__).resolve().parent.parent.parent
 DATA = Path(os.environ.get("ECTX_DATA") or REPO.parent / "shared")
@@ -52,14 +52,10 @@ def strategy_rows(report: Report) -> list[str]:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for name in SHOWN:
-        billed, peaks, over, shown, lost = [], [], 0, 0, 0
-        for item in report.sessions:
-            rec, result = item.strategies["recorded"], item.strategies[name]
-            billed.append(result.billed_input / rec.billed_input - 1)
-            peaks.append(result.peak_context / rec.peak_context - 1)
-            over += result.billed_input > 1.01 * rec.billed_input
-            shown += result.shown_tokens
-            lost += result.lost_tokens
+        billed, peaks = against_recorded(report, name)
+        over = sum(b > 0.01 for b in billed)
+        shown = sum(item.strategies[name].shown_tokens for item in report.sessions)
+        lost = sum(item.strategies[name].lost_tokens for item in report.sessions)
         rows.append(
             f"| `{name}` | {statistics.median(billed):+.1%} | {statistics.median(peaks):+.1%} "
             f"| {over} | {max(billed):+.1%} | {1 - lost / shown if shown else 1:.1%} |"
@@ -71,6 +67,17 @@ def strategy_rows(report: Report) -> list[str]:
         f"{len(worse)} sessions" + (f", at most {max(worse):+.1%}." if worse else "."),
     ]
     return rows
+
+
+def against_recorded(report: Report, name: str) -> tuple[list[float], list[float]]:
+    """Per session, strategy `name`'s billed input and peak context against `recorded`'s
+    (signed fractions)."""
+    billed, peaks = [], []
+    for item in report.sessions:
+        rec, result = item.strategies["recorded"], item.strategies[name]
+        billed.append(result.billed_input / rec.billed_input - 1)
+        peaks.append(result.peak_context / rec.peak_context - 1)
+    return billed, peaks
 
 
 def above_lossless(report: Report) -> list[float]:
@@ -114,14 +121,12 @@ def stretched(files: list[Path], factor: float, root: Path) -> list[Path]:
 
 
 def gap_row(factor: float, report: Report) -> str:
-    billed, peaks, over = [], [], []
-    for item in report.sessions:
-        rec, ours = item.strategies["recorded"], item.strategies["ours"]
-        ratio = ours.billed_input / rec.billed_input
-        billed.append(ratio - 1)
-        peaks.append(ours.peak_context / rec.peak_context - 1)
-        if ratio > 1.01:
-            over.append(f"{session_name(item.path)} {ratio:.3f}x")
+    billed, peaks = against_recorded(report, "ours")
+    over = [
+        f"{session_name(item.path)} {1 + b:.3f}x"
+        for item, b in zip(report.sessions, billed, strict=True)
+        if b > 0.01
+    ]
     named = f"{len(over)} ({', '.join(over)})" if over else "0"
     return (
         f"| {factor:g} | {statistics.median(billed):+.1%} | {statistics.median(peaks):+.1%} "

@@ -25,7 +25,7 @@ from ephemeral_context.replay.plot import plot
 from ephemeral_context.replay.report import discover, replay
 from ephemeral_context.store import Store
 
-from tests.property.test_stretched_gaps import stretched_copy
+from tests.property.perturb import stretched_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT.parent / "shared" / "traces"

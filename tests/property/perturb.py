@@ -11,7 +11,8 @@ API:
 - `damages()`: a hypothesis strategy of `Damage`; `damaged(lines, damages)` -> the file's bytes.
 - `lost_cache_count(data)`: whether a usage in the file's bytes lacks a cache count.
 - `stretched(lines, factor)`: the lines with every time since the first one `factor` times as
-  long (TTL bets meet gaps the recorded session never had).
+  long (TTL bets meet gaps the recorded session never had); `stretched_copy(path, factor,
+  folder)` -> such a copy of a transcript file.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from ephemeral_context.replay.reader import parse_timestamp
@@ -172,3 +174,12 @@ def stretched(lines: Sequence[str], factor: float) -> list[str]:
         record["timestamp"] = moved.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         out.append(json.dumps(record, ensure_ascii=False))
     return out
+
+
+def stretched_copy(path: Path, factor: float, folder: Path) -> Path:
+    """A copy of the transcript at `path` in `folder`, its gaps `factor` times as long."""
+    lines = path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    copy = folder / path.name
+    text = "\n".join(stretched(lines, factor)) + "\n"
+    copy.write_text(text, encoding="utf-8", errors="surrogateescape")
+    return copy

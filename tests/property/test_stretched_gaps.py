@@ -17,7 +17,7 @@ from ephemeral_context.replay.reader import read_session
 from ephemeral_context.replay.report import replay
 
 from tests.property.invariants import replay_invariants
-from tests.property.perturb import stretched
+from tests.property.perturb import stretched_copy
 from tests.property.test_transcripts import files
 from tests.transcripts import FIXTURES
 
@@ -31,15 +31,6 @@ FIVE_MINUTE_BET = (
 KNOWN = {4.0: {"3e72c419b0": FIVE_MINUTE_BET, "edd936fada": FIVE_MINUTE_BET}}
 """Per factor, where the 1% bound is missed and why (strict: a fix shows)."""
 FACTORS = (0.25, 4.0)
-
-
-def stretched_copy(path: Path, factor: float, folder: Path) -> Path:
-    """A copy of the transcript at `path` in `folder`, its gaps `factor` times as long."""
-    lines = path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
-    copy = folder / path.name
-    text = "\n".join(stretched(lines, factor)) + "\n"
-    copy.write_text(text, encoding="utf-8", errors="surrogateescape")
-    return copy
 
 
 def cases() -> list[object]:

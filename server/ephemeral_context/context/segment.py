@@ -70,8 +70,9 @@ def rebuild(
             f'<file path="{label}" id="{view.item_id}" shown="{shown_as}">\n'
             f"{synopsis}{parts}</file>"
         )
+        short_tokens = state.count(short, "code")
         reuse, wait = outlook.file_reuse(uri, view.call)
-        freed = tokens - state.count(short, "code")
+        freed = tokens - short_tokens
         keep = policy.Candidate(0, 0, freed, reuse, wait)
         demote = bool(synopsis) and (
             not visible
@@ -86,7 +87,7 @@ def rebuild(
         if not demote and uri not in shown and grows(state, c, view.blocks, view.text):
             continue
         if demote:
-            text, tokens = short, state.count(short, "code")
+            text, tokens = short, short_tokens
         refs, growth = _references(state, c, view.blocks, demote, tokens - shown.get(uri, 0))
         if growth > room and uri not in shown and not demote:
             continue
@@ -95,7 +96,6 @@ def rebuild(
             # showed): its current version would put the request over its twin. Its
             # synopsis if that fits, else it leaves the segment; the whole text stays one
             # fetch away by its id.
-            short_tokens = state.count(short, "code")
             refs, growth = _references(state, c, view.blocks, True, short_tokens - shown[uri])
             if not synopsis or growth > room + freeable:
                 moved.extend(_leave_segment(state, c, uri))
