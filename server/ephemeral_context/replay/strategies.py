@@ -6,8 +6,9 @@ the thread's fixed prefix (tools + system prompt, with Claude Code's breakpoint 
 differ in what the messages carry:
 
 - `recorded`: what Claude Code sent; breakpoints after the system prompt and on the last message.
-- `cc-dedup`: Claude Code's file-unchanged stub for a Read of the same lines as the last Read
-  of that file, showing the same text, with no change by the model in between.
+- `cc-dedup`: Claude Code's file-unchanged stub (releases 2.1.97 to 2.1.197; 2.1.22 and
+  2.1.332 send the file again) for a Read with the same offset and limit as the last Read of
+  that file, the file unchanged and not edited or written by the model in between.
 - `clear-tool-uses`: Anthropic's clear_tool_uses_20250919 with its defaults: once a request
   exceeds 100,000 input tokens, the results of all but the 3 most recent tool uses are
   replaced by a placeholder, on the server, before the cache is consulted.
@@ -65,9 +66,14 @@ COMPACTION_SUMMARY_CHARS = 8_089
 (7,329 to 12,852 characters): what a summary of a coding session runs to."""
 COMPACTION_SUMMARY_TOKENS = estimate_block_tokens("x" * COMPACTION_SUMMARY_CHARS, "prose")
 UNCHANGED_STUB = (
-    "File unchanged since last read. The content from the earlier Read tool_result in this "
-    "conversation is still current \u2014 refer to that instead of re-reading."
+    "Wasted call \u2014 file unchanged since your last Read. Refer to that earlier tool_result "
+    "instead."
 )
+"""What Claude Code 2.1.197 sends for such a Read. 2.1.97 sent "File unchanged since last
+read. ..." unless a server-side flag picked this text; 2.1.332 only recognises both in a
+resumed history and sends the file again (tests/e2e/test_claude_code_reread.py)."""
+ReadArgs = tuple[object, object]
+"""A Read's offset and limit as the model passed them (offset 1 when it gave none)."""
 FILE_REFERENCE = "Read {path}: in the file context (cached: true)"
 FILE_UPDATED = "Updated {path}: in the file context"
 AIDER_FILE_NOTE = "Added {path} to the chat."
@@ -234,11 +240,26 @@ class RecordedLayout(ThreadLayout):
 
 
 class DedupLayout(ThreadLayout):
-    """Claude Code's file-unchanged stub: the same lines read again, unchanged, no edit between."""
+    """Claude Code's file-unchanged stub: the same lines read again, unchanged, no edit between.
+
+    Claude Code compares the Read's arguments, not the lines they show: a whole-file Read
+    and one with `limit` 2000 of a short file show the same lines, and the second is sent.
+    """
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self._last_reads: dict[FileTracker, dict[str, ReadArgs]] = {}
 
     def rewrite(self, block: Block, tracker: FileTracker) -> Sequence[cache_sim.Block]:
         update = tracker.apply(block)
-        if update is not None and update.repeat:
+        if block.file_view is None:
+            return (cache_block(block),)
+        given = block.tool_input or {}
+        args = (given.get("offset", 1), given.get("limit"))
+        last_reads = self._last_reads.setdefault(tracker, {})
+        same_args = last_reads.get(block.file_view.path) == args
+        last_reads[block.file_view.path] = args
+        if update is not None and update.repeat and same_args:
             return (text_block(UNCHANGED_STUB, "stub", block.key.to_bytes(8).hex()),)
         return (cache_block(block),)
 

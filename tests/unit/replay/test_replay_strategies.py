@@ -81,6 +81,39 @@ def test_cc_dedup_replaces_the_unchanged_reread_with_the_stub(reread: Session) -
     assert result.retrievable == 1.0
 
 
+def twice(path: Path, first: dict[str, int], second: dict[str, int]) -> Session:
+    """Read app.py with `first` offset/limit, then unchanged with `second`, answer."""
+    t = Transcript()
+    t.user("Why does handler_7 return the wrong value?")
+    t.assistant([tool_use("t1", "Read", file_path="/w/app.py", **first)])
+    t.tool_result("t1", cat_n(APP))
+    t.assistant([tool_use("t2", "Read", file_path="/w/app.py", **second)])
+    t.tool_result("t2", cat_n(APP))
+    t.assistant([text("It returns 7 by design.")])
+    return read_session(t.write(path / "twice.jsonl"))
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "stubbed"),
+    [
+        ({}, {"offset": 1}, True),  # offset 1 is what a Read without one asks for
+        ({"limit": 500}, {"limit": 500}, True),
+        ({}, {"limit": 2000}, False),  # the same lines, other arguments: Claude Code resends
+        ({"limit": 2000}, {}, False),
+    ],
+)
+def test_cc_dedup_stubs_only_a_reread_with_the_same_arguments(
+    tmp_path: Path, first: dict[str, int], second: dict[str, int], stubbed: bool
+) -> None:
+    """As Claude Code 2.1.97 to 2.1.197 decide (tests/e2e/test_claude_code_reread.py)."""
+    session = twice(tmp_path, first, second)
+    recorded = STRATEGIES["recorded"].replay(session)
+    deduped = STRATEGIES["cc-dedup"].replay(session)
+    stub = estimate_block_tokens(UNCHANGED_STUB, "prose")
+    r2 = tokens(session)[-1]
+    assert deduped.peak_context == recorded.peak_context - (r2 - stub if stubbed else 0)
+
+
 def test_seed_inplace_puts_the_file_before_the_conversation(reread: Session) -> None:
     u1, a1, _r1, a2, _ = tokens(reread)
     ref = estimate_block_tokens(FILE_REFERENCE.format(path="/w/app.py"), "prose")
