@@ -42,8 +42,10 @@ class Update:
 
     `replaced_tokens` is the size of the previous text when it was overwritten and cannot be
     rebuilt from the conversation (a Write over known text, or an external change).
-    `repeat` is Claude Code's own test for its file-unchanged stub: a Read of the same lines
-    as the last Read of that file, showing the same text, with no change by the model between.
+    `repeat` is Claude Code's own test for its file-unchanged stub: a Read with the same
+    offset and limit as the last Read of that file, showing the same text, with no change by
+    the model between (a whole-file Read and one with `limit` 2000 of a short file show the
+    same lines and are not a repeat).
     """
 
     path: str
@@ -59,13 +61,22 @@ class FileTracker:
     def __init__(self) -> None:
         self.files: dict[str, FileState] = {}
         self._tokens: dict[tuple[str, int], int] = {}
-        self._last_view: dict[str, tuple[int, int, str]] = {}
+        self._last_view: dict[str, tuple[object, object, int, int, str]] = {}
+        """Per path, the last Read's offset and limit (as passed) and the text it showed."""
 
     def apply(self, block: Block) -> Update | None:
         """Take in one tool result; None when it says nothing about a file's text."""
         if block.file_view is not None:
             view = block.file_view
-            seen = (view.start_line, view.num_lines, view.content)
+            given = block.tool_input or {}
+            # Claude Code compares a Read's arguments as passed, not the lines they show.
+            seen = (
+                given.get("offset", 1),
+                given.get("limit"),
+                view.start_line,
+                view.num_lines,
+                view.content,
+            )
             repeat = self._last_view.get(view.path) == seen
             self._last_view[view.path] = seen
             update = self._read(view)

@@ -72,8 +72,6 @@ UNCHANGED_STUB = (
 """What Claude Code 2.1.197 sends for such a Read. 2.1.97 sent "File unchanged since last
 read. ..." unless a server-side flag picked this text; 2.1.332 only recognises both in a
 resumed history and sends the file again (tests/e2e/test_claude_code_reread.py)."""
-ReadArgs = tuple[object, object]
-"""A Read's offset and limit as the model passed them (offset 1 when it gave none)."""
 FILE_REFERENCE = "Read {path}: in the file context (cached: true)"
 FILE_UPDATED = "Updated {path}: in the file context"
 AIDER_FILE_NOTE = "Added {path} to the chat."
@@ -240,26 +238,11 @@ class RecordedLayout(ThreadLayout):
 
 
 class DedupLayout(ThreadLayout):
-    """Claude Code's file-unchanged stub: the same lines read again, unchanged, no edit between.
-
-    Claude Code compares the Read's arguments, not the lines they show: a whole-file Read
-    and one with `limit` 2000 of a short file show the same lines, and the second is sent.
-    """
-
-    def __init__(self, session: Session) -> None:
-        super().__init__(session)
-        self._last_reads: dict[FileTracker, dict[str, ReadArgs]] = {}
+    """Claude Code's file-unchanged stub for a Read the tracker calls a repeat (`Update`)."""
 
     def rewrite(self, block: Block, tracker: FileTracker) -> Sequence[cache_sim.Block]:
         update = tracker.apply(block)
-        if block.file_view is None:
-            return (cache_block(block),)
-        given = block.tool_input or {}
-        args = (given.get("offset", 1), given.get("limit"))
-        last_reads = self._last_reads.setdefault(tracker, {})
-        same_args = last_reads.get(block.file_view.path) == args
-        last_reads[block.file_view.path] = args
-        if update is not None and update.repeat and same_args:
+        if update is not None and update.repeat:
             return (text_block(UNCHANGED_STUB, "stub", block.key.to_bytes(8).hex()),)
         return (cache_block(block),)
 
