@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import IO, Any
 
@@ -60,6 +61,21 @@ def claude_code_binary(release: str = CURRENT_RELEASE) -> Path | None:
     """The installed `claude` launcher, or None when that release is not installed."""
     binary = claude_code_dir(release) / "node_modules" / ".bin" / "claude"
     return binary if binary.exists() else None
+
+
+class ReadNumbering(Enum):
+    """How a release numbers the lines of a Read result (a template for one line)."""
+
+    ARROW = "{n:6}\u2192{line}"
+    """2.1.22 and the releases that wrote ../shared/corpus: padded to six places, an arrow."""
+    TAB = "{n}\t{line}"
+    """2.1.332 (checked with the real CLI against tests/fakes): the number, a tab."""
+
+
+def cat_n(text: str, first: int = 1, numbering: ReadNumbering = ReadNumbering.TAB) -> str:
+    """A Read result as Claude Code sends it: each line numbered from `first`."""
+    lines = enumerate(text.split("\n"), first)
+    return "\n".join(numbering.value.format(n=n, line=line) for n, line in lines)
 
 
 @dataclass(frozen=True)

@@ -78,14 +78,6 @@ async def _call(function: Any) -> Any:
     return function()
 
 
-def cat_n(text: str, first: int = 1) -> str:
-    """A Read result as Claude Code 2.1.332 sends it: each line's number, a tab, the line.
-
-    (2.1.22 padded the number to six places and put an arrow in place of the tab.)
-    """
-    return "\n".join(f"{n}\t{line}" for n, line in enumerate(text.split("\n"), first))
-
-
 def request_text(request: RecordedRequest) -> str:
     """Every text a request's messages carry (tool results included), in order."""
     out: list[str] = []

@@ -37,14 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import anthropic
 
-from tests.claude_code import ClaudeCode, claude_code_binary
+from tests.claude_code import ClaudeCode, cat_n, claude_code_binary
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.gateway_harness import (
     SESSION_PROMPT,
     SESSION_TOOLS,
     GatewayThread,
     billed,
-    cat_n,
     claude_code_session,
     gateway_front,
 )

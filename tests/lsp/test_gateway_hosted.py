@@ -20,8 +20,8 @@ from ephemeral_context.store import Store
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from tests.claude_code import cat_n
 from tests.fakes.messages_api import FakeMessagesAPI
-from tests.gateway_harness import cat_n
 from tests.lsp.lsp_session import USAGE, Editor, wait_until
 
 READ = {"name": "Read", "input_schema": {"type": "object", "properties": {}}}

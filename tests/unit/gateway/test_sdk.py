@@ -23,6 +23,7 @@ import httpx2
 import pytest
 from ephemeral_context.context.engine import EngineStatus
 
+from tests.claude_code import cat_n
 from tests.fakes.messages_api import (
     FakeMessagesAPI,
     Raw,
@@ -33,7 +34,7 @@ from tests.fakes.messages_api import (
     rate_limited,
     unknown_model,
 )
-from tests.gateway_harness import GatewayThread, billed, cat_n, hydrate_first_reference
+from tests.gateway_harness import GatewayThread, billed, hydrate_first_reference
 
 MODEL = "claude-sonnet-4-6"
 KEY = "sk-ant-test-" + "g" * 24

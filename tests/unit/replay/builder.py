@@ -11,8 +11,12 @@ import itertools
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from tests import claude_code
+from tests.claude_code import ReadNumbering
 
 START = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 
@@ -120,7 +124,5 @@ def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 
 
-def cat_n(content: str, start: int = 1) -> str:
-    """A Read result as Claude Code renders it: numbered lines with U+2192."""
-    rows = content.split("\n")
-    return "\n".join(f"{n:6d}\u2192{row}" for n, row in enumerate(rows, start))
+cat_n = partial(claude_code.cat_n, numbering=ReadNumbering.ARROW)
+"""A Read result numbered as the releases that wrote the transcripts under test did."""
