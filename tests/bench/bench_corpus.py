@@ -2,10 +2,14 @@
 
 The baseline is reading the same files alone (bytes, and each line parsed as JSON: what any
 replay has to do), timed in the same process, so the figure is a ratio that holds on a noisy
-machine; three rounds, each reading then replaying, give the medians and the spread. Peak
-memory is the peak resident set (VmHWM) of a fresh interpreter that replays the whole corpus,
-next to one that only reads and parses the files. Aim (issue 10): the whole corpus in under
-20 s and 500 MB. The corpus is `$ECTX_DATA/corpus`, else ../shared/corpus beside the checkout.
+machine; three rounds, each reading, then replaying in this process alone, then in worker
+processes (one per core, as `ectx replay` does for a batch this size), give the medians and
+the spread. CPU time counts the workers' too. Peak memory is the peak resident set (VmHWM)
+of a fresh interpreter that replays the whole corpus, next to one that only reads and parses
+the files; with workers, the interpreter's own peak plus each worker at the largest peak any
+of them reached (an upper bound: they peak at different times). Aim (issue 10): the whole
+corpus in under 20 s and 500 MB. The corpus is `$ECTX_DATA/corpus`, else ../shared/corpus
+beside the checkout.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ import statistics
 import time
 from pathlib import Path
 
+from ephemeral_context.replay.parallel import available_cores
 from ephemeral_context.replay.report import replay
-from memory import peak_rss_mb
+from memory import peak_rss_mb, peak_rss_with_children_mb
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CORPUS = Path(os.environ.get("ECTX_DATA") or REPO.parent / "shared") / "corpus"
@@ -27,14 +32,14 @@ _CHILD = """
 import json, sys
 from pathlib import Path
 files = sorted(Path(sys.argv[2]).glob("*.jsonl"))
-if sys.argv[1] == "replay":
-    from ephemeral_context.replay.report import replay
-    replay(files)
-else:
+if sys.argv[1] == "read":
     for path in files:
         with path.open(encoding="utf-8", errors="replace") as lines:
             for line in lines:
                 json.loads(line) if line.strip() else None
+else:
+    from ephemeral_context.replay.report import replay
+    replay(files, workers=1 if sys.argv[1] == "alone" else None)
 """
 
 
@@ -46,8 +51,19 @@ def _read_only(files: list[Path]) -> None:
                     json.loads(line)
 
 
-def _peak_rss_mb(mode: str) -> float:
-    return peak_rss_mb(_CHILD, mode, str(CORPUS))
+def _timed(files: list[Path], workers: int | None) -> tuple[float, float, int]:
+    """Wall and CPU seconds (the workers' CPU included) of one replay, and its sessions."""
+    before = os.times()
+    start = time.perf_counter()
+    report = replay(files, workers=workers)
+    wall = time.perf_counter() - start
+    after = os.times()
+    cpu = sum(after[:4]) - sum(before[:4])  # user and system, own and children's
+    return wall, cpu, len(report.sessions)
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} s ({min(values):.1f}-{max(values):.1f})"
 
 
 def run() -> str:
@@ -56,40 +72,45 @@ def run() -> str:
         return f"No corpus at {CORPUS}: nothing measured."
     size_mb = sum(p.stat().st_size for p in files) / 1e6
     load = os.getloadavg()[0]
+    workers = min(available_cores(), len(files))
     read_s: list[float] = []
-    replay_s: list[float] = []
-    replay_cpu_s: list[float] = []
+    alone: dict[str, list[float]] = {"wall": [], "cpu": [], "ratio": []}
+    beside: dict[str, list[float]] = {"wall": [], "cpu": [], "ratio": []}
+    sessions = 0
     for _ in range(ROUNDS):
         start = time.perf_counter()
         _read_only(files)
         read_s.append(time.perf_counter() - start)
-        start, start_cpu = time.perf_counter(), time.process_time()
-        report = replay(files)
-        replay_s.append(time.perf_counter() - start)
-        replay_cpu_s.append(time.process_time() - start_cpu)
-    ratio = statistics.median(play / read for play, read in zip(replay_s, read_s, strict=True))
-    read_median, replay_median = statistics.median(read_s), statistics.median(replay_s)
-    reading_mb = _peak_rss_mb("read")
-    replay_mb = _peak_rss_mb("replay")
-    strategies = len(report.sessions[0].strategies) if report.sessions else 0
+        for figures, count in ((alone, 1), (beside, None)):
+            wall, cpu, sessions = _timed(files, count)
+            figures["wall"].append(wall)
+            figures["cpu"].append(cpu)
+            figures["ratio"].append(wall / read_s[-1])
+    reading_mb = peak_rss_mb(_CHILD, "read", str(CORPUS))
+    alone_mb = peak_rss_mb(_CHILD, "alone", str(CORPUS))
+    own_mb, worker_mb = peak_rss_with_children_mb(_CHILD, "workers", str(CORPUS))
+    beside_mb = own_mb + workers * worker_mb
     return "\n".join(
         [
-            f"Corpus: {len(files)} files, {size_mb:.1f} MB, {len(report.sessions)} sessions "
-            f"replayed under {strategies} strategies, {len(report.errors)} errors.",
+            f"Corpus: {len(files)} files, {size_mb:.1f} MB, {sessions} sessions replayed under "
+            f"every strategy.",
             "",
-            f"Load average when the run started: {load:.1f} (the 2 cores are shared). Wall "
-            f"times are medians of {ROUNDS} rounds (replay {min(replay_s):.1f}-"
-            f"{max(replay_s):.1f} s); the ratio is the median of the rounds' ratios. The "
-            f"replay's CPU time in this process: {statistics.median(replay_cpu_s):.1f} s "
-            f"({min(replay_cpu_s):.1f}-{max(replay_cpu_s):.1f} s; the other engineers' load "
-            f"inflates it too, less than the wall time).",
+            f"Load average when the run started: {load:.1f} (the 2 cores are shared). Medians "
+            f"of {ROUNDS} rounds, the spread in brackets; each ratio is the median of the "
+            "rounds' ratios to reading in the same round. CPU time is user and system time, the "
+            "workers' included.",
             "",
-            "| | wall time | peak resident memory (fresh interpreter) |",
-            "|---|---|---|",
-            f"| read and parse the files alone | {read_median:.2f} s | {reading_mb:.0f} MB |",
-            f"| **replay: read, every strategy, report** | **{replay_median:.1f} s** "
-            f"({ratio:.0f}x reading; aim < 20 s) | **{replay_mb:.0f} MB** "
-            f"({replay_mb / reading_mb:.1f}x reading; aim < 500 MB) |",
+            "| | wall time | CPU time | peak resident memory (fresh interpreter) |",
+            "|---|---|---|---|",
+            f"| read and parse the files alone | {statistics.median(read_s):.2f} s | | "
+            f"{reading_mb:.0f} MB |",
+            f"| replay in one process | {_spread(alone['wall'])}, "
+            f"{statistics.median(alone['ratio']):.0f}x reading | {_spread(alone['cpu'])} | "
+            f"{alone_mb:.0f} MB |",
+            f"| **replay in {workers} worker processes (`ectx replay`)** | "
+            f"**{_spread(beside['wall'])}**, {statistics.median(beside['ratio']):.0f}x reading; "
+            f"aim < 20 s | {_spread(beside['cpu'])} | **{beside_mb:.0f} MB** ({own_mb:.0f} + "
+            f"{workers} x {worker_mb:.0f}; aim < 500 MB) |",
         ]
     )
 

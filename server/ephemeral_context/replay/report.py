@@ -8,7 +8,8 @@ replayed is listed under `errors` with its path and the others still replay. `to
 gives the documented JSON shape; `render` prints the side-by-side table with rich.
 
 API:
-- `replay(paths, strategies, advance)` -> a `Report` (`SessionReport`s and `ReplayError`s);
+- `replay(paths, strategies, advance, workers)` -> a `Report` (`SessionReport`s and
+  `ReplayError`s), a large batch replayed one file per core (replay/parallel.py);
   `replay_session(session, strategies)`; `discover(paths)`.
 - Output: `to_json(report)`, `render(report, console, per_session_limit)`,
   `closing_line(report)`; `recorded_total`, `recorded_billed`, `recorded_cost`.
@@ -19,7 +20,8 @@ from __future__ import annotations
 import re
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from ephemeral_context.cache_sim import Usage
 from ephemeral_context.prices import priced
 from ephemeral_context.replay.billing import Billing, classify
 from ephemeral_context.replay.flow import Problem, RecordedUsage, Session
+from ephemeral_context.replay.parallel import Lost, available_cores, run_in_workers
 from ephemeral_context.replay.reader import TranscriptError, read_session
 from ephemeral_context.replay.simulate import Fidelity, Strategy, StrategyResult, fidelity
 from ephemeral_context.replay.strategies import STRATEGIES
@@ -175,26 +178,109 @@ def replay_session(
     )
 
 
+PARALLEL_FROM_BYTES = 8_000_000
+"""Less input than this replays in this process: a worker process takes about half a second
+to start (it imports the package), more than a small batch would gain."""
+
+
+@dataclass(frozen=True)
+class _Replayed:
+    """What one file gave: its session's report (None when it made no calls), the problems
+    reading it found, or the error that stopped it."""
+
+    session: SessionReport | None = None
+    problems: tuple[Problem, ...] = ()
+    error: ReplayError | None = None
+
+
+def _replay_file(path: Path, strategies: Mapping[str, Strategy] = STRATEGIES) -> _Replayed:
+    """One file under every strategy; any failure is its own error, never the batch's."""
+    try:
+        session = read_session(path)
+        report = replay_session(session, strategies) if session.calls else None
+        return _Replayed(report, tuple(session.problems))
+    except TranscriptError as error:
+        return _Replayed(error=ReplayError(str(path), str(error).removeprefix(f"{path}: ")))
+    except Exception as error:  # one bad file never stops the batch: say why, go on
+        return _Replayed(error=ReplayError(str(path), f"{type(error).__name__}: {error}"))
+
+
 def replay(
     paths: Sequence[Path],
     strategies: Mapping[str, Strategy] = STRATEGIES,
     advance: Callable[[Path], None] | None = None,
+    workers: int | None = None,
 ) -> Report:
-    """Replay each transcript; `advance` is called after each file (for a progress bar)."""
+    """Replay each transcript; `advance` is called after each file (for a progress bar).
+
+    `workers` processes replay files side by side; None: one per core for a batch of the
+    built-in strategies with at least `PARALLEL_FROM_BYTES` of input, else this process
+    alone. The report lists the files in the order given however they finished.
+    """
+    count = _workers(paths, strategies) if workers is None else workers
+    if count > 1:
+        replayed = _in_workers(paths, strategies, count, advance)
+    else:
+        replayed = []
+        for path in paths:
+            replayed.append(_replay_file(path, strategies))
+            if advance is not None:
+                advance(path)
     report = Report()
-    for path in paths:
-        try:
-            session = read_session(path)
-            if session.calls:
-                report.sessions.append(replay_session(session, strategies))
-            report.problems.extend(session.problems)
-        except TranscriptError as error:
-            report.errors.append(ReplayError(str(path), str(error).removeprefix(f"{path}: ")))
-        except Exception as error:  # one bad file never stops the batch: say why, go on
-            report.errors.append(ReplayError(str(path), f"{type(error).__name__}: {error}"))
-        if advance is not None:
-            advance(path)
+    for one in replayed:
+        if one.session is not None:
+            report.sessions.append(one.session)
+        report.problems.extend(one.problems)
+        if one.error is not None:
+            report.errors.append(one.error)
     return report
+
+
+def _workers(paths: Sequence[Path], strategies: Mapping[str, Strategy]) -> int:
+    """How many processes a batch is worth (strategies other than the built-in ones are the
+    caller's objects, which need not pickle: they replay here)."""
+    if strategies is not STRATEGIES or len(paths) < 2:
+        return 1
+    if sum(map(_size, paths)) < PARALLEL_FROM_BYTES:
+        return 1
+    return min(available_cores(), len(paths))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # the reader says what is wrong with it
+        return 0
+
+
+def _in_workers(
+    paths: Sequence[Path],
+    strategies: Mapping[str, Strategy],
+    workers: int,
+    advance: Callable[[Path], None] | None,
+) -> list[_Replayed]:
+    """The files replayed in `workers` processes, the largest handed out first so that no
+    worker is left with a long file at the end; in the order of `paths`."""
+    order = sorted(range(len(paths)), key=lambda i: -_size(paths[i]))
+    batch = run_in_workers(
+        partial(_replay_file, strategies=strategies),
+        [paths[i] for i in order],
+        workers,
+        None if advance is None else lambda k: advance(paths[order[k]]),
+    )
+    replayed: list[_Replayed | None] = [None] * len(paths)
+    for k, result in enumerate(batch.results):
+        path = paths[order[k]]
+        if isinstance(result, Lost):
+            result = _Replayed(error=ReplayError(str(path), result.reason))
+        elif k in batch.rerun:
+            rerun = Problem(str(path), 0, WORKER_DIED_ONCE)
+            result = replace(result, problems=(*result.problems, rerun))
+        replayed[order[k]] = result
+    return [r for r in replayed if r is not None]
+
+
+WORKER_DIED_ONCE = "the worker process replaying it died; replayed again in a fresh one"
 
 
 def _strategy_json(result: StrategyResult) -> dict[str, Any]:
