@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import stat
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -238,8 +239,9 @@ def replay(
 
 def _workers(paths: Sequence[Path], strategies: Mapping[str, Strategy]) -> int:
     """How many processes a batch is worth (strategies other than the built-in ones are the
-    caller's objects, which need not pickle: they replay here)."""
-    if strategies is not STRATEGIES or len(paths) < 2:
+    caller's objects, which need not pickle: they replay here; so does an embedded
+    interpreter, which has no executable to start a worker with)."""
+    if strategies is not STRATEGIES or len(paths) < 2 or not sys.executable:
         return 1
     if sum(map(_size, paths)) < PARALLEL_FROM_BYTES:
         return 1

@@ -54,6 +54,14 @@ def test_a_small_batch_or_own_strategies_stay_in_this_process() -> None:
     assert report_module._workers(big, dict(report_module.STRATEGIES)) == 1
 
 
+def test_an_interpreter_without_an_executable_replays_in_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    big = [D_KIMUSON] * (report_module.PARALLEL_FROM_BYTES // D_KIMUSON.stat().st_size + 1)
+    monkeypatch.setattr(report_module.sys, "executable", "")
+    assert report_module._workers(big, report_module.STRATEGIES) == 1
+
+
 def _workers_of(pid: int) -> list[int]:
     """The replay's worker processes among the children of `pid`."""
     children: list[int] = []
