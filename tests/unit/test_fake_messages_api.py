@@ -710,16 +710,17 @@ def test_a_cut_stream_drops_or_stalls_after_its_first_text(fake_messages_api: St
     )
     sdk = client(api, max_retries=0)
     texts: list[str] = []
-    # Mid-stream, the SDK lets httpx2's own exceptions through (model/client.py retries them).
+    # Mid-stream, the SDK up to 2.16 lets httpx2's own exceptions through; 2.17 wraps them as
+    # its connection and timeout errors. model/client.py retries either form.
     with (
-        pytest.raises(httpx2.RemoteProtocolError),
+        pytest.raises((httpx2.RemoteProtocolError, anthropic.APIConnectionError)),
         sdk.messages.stream(model=MODEL, max_tokens=500, messages=HI) as stream,
     ):
         texts.extend(event.text for event in stream if event.type == "text")
     assert len(texts) == 1  # one delta, then the connection was gone
     impatient = client(api, max_retries=0, timeout=0.5)
     with (
-        pytest.raises(httpx2.ReadTimeout),
+        pytest.raises((httpx2.ReadTimeout, anthropic.APITimeoutError)),
         impatient.messages.stream(model=MODEL, max_tokens=500, messages=HI) as stream,
     ):
         texts.extend(event.text for event in stream if event.type == "text")

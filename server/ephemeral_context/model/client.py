@@ -3,7 +3,8 @@
 The SDK's own retries are switched off so that one policy covers both failures the SDK sees
 before the stream starts (429, 529, 5xx, timeouts, dropped connections) and those in the middle
 of a stream, which the SDK never retries: error events, a dropped connection, and a stall (no
-byte for `stall_timeout` seconds; the SDK lets httpx's own exceptions through there). Every
+byte for `stall_timeout` seconds; there the SDK up to 2.16 lets httpx's own exceptions
+through, 2.17 wraps them as its connection and timeout errors: both are caught). Every
 failure ends as a `ModelError` whose message tells the user what to do; the API key never
 appears in a message or a log line.
 
