@@ -45,6 +45,12 @@ MODEL = "claude-sonnet-4-6"
 # A rewind after the file segment took the read in: the branch starts as it was sent.
 @example(Plan(MODEL, (Step("read", 500), Step("prompt", 2, seconds=400.0), Step("bash", 300),
                       Step("rewind", 2, 0), Step("read", 100, 1))))  # fmt: skip
+# Found by hypothesis: a branch (its clock two hours back) carried the segment's copy of a
+# file the original read after the fork point; the branch's Edit of it paid a round trip.
+@example(Plan(MODEL, (Step("edit", 1, 288, seconds=11.0), Step("read", 1617, 0, seconds=43.0),
+                      Step("rewind", 11, 90), Step("clock_back", seconds=7200.0),
+                      Step("rewind", 2, 34),
+                      Step("read_range", 38, 2, seconds=301.0))))  # fmt: skip
 def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
     with tempfile.TemporaryDirectory(prefix="ectx-property-") as folder:
         session = read_session(write_session(plan, Path(folder) / "session.jsonl"))

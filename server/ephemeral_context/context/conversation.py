@@ -25,6 +25,7 @@ from typing import Any
 
 from ephemeral_context.cache_sim import Usage
 from ephemeral_context.context.accounting import Accounting
+from ephemeral_context.context.cacheview import END_OF_SYSTEM
 from ephemeral_context.context.layout import SegmentEntry
 from ephemeral_context.context.policy import Policy
 from ephemeral_context.context.quotes import QuoteIndex
@@ -137,16 +138,25 @@ def fork(c: Conversation, conv: str, at: int) -> Conversation:
     """Conversation `conv`: `c`'s first `at` thread blocks as sent now, and what the engine
     learned on the way there (gaps, reuse, cache state, file segment); a file view goes
     along only when all its blocks are in the prefix (a later one may show another version,
-    so a Read on the new branch shows the content again). Its bills start at zero."""
+    so a Read on the new branch shows the content again). The segment keeps only files the
+    prefix showed: one that `c` read after it is no part of the branch (carried along, it
+    made the branch's first request larger than its twin, and an Edit of it a round trip
+    for content the branch never saw). Its bills start at zero."""
     thread = c.thread.fork(at)
     memo = {id(c.thread): thread, id(c.accounting.last_built): None}
     new = copy.deepcopy(c, memo)
     new.id = conv
+    shown = {tb.uri for tb in thread.blocks if tb.uri}
     new.files = {
         uri: view
         for uri, view in new.files.items()
-        if all(i < at for i in view.blocks) and (view.blocks or view.in_segment or view.demoted)
+        if all(i < at for i in view.blocks)
+        and (view.blocks or ((view.in_segment or view.demoted) and uri in shown))
     }
+    segment = [e for e in new.segment if e.uri in shown]
+    if len(segment) < len(new.segment):
+        new.segment = segment
+        thread.cache.keep_only((END_OF_SYSTEM,))  # what followed the segment is gone
     new.skills = {i: skill for i, skill in new.skills.items() if i < at}
     new.accounting.ours = new.accounting.baseline = new.accounting.recorded = Usage()
     new.accounting.last_usage = None

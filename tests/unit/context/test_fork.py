@@ -7,6 +7,7 @@ down what a fork keeps and what it leaves behind.
 from __future__ import annotations
 
 from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.context.rehydration import Need
 from ephemeral_context.store import Store
 
 from tests.unit.context.context_helpers import Clock, Driver, source
@@ -81,3 +82,34 @@ def test_a_branch_reads_the_shared_prefix_from_the_cache(store: Store, clock: Cl
     built = engine.last_request("branch")
     assert built is not None  # only what follows the shared prefix is written
     assert usage.cache_creation_input_tokens == built.total_tokens - shared.total_tokens
+
+
+def test_a_file_the_segment_took_in_after_the_fork_point_stays_behind(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    """Found by hypothesis (tests/property): the branch carried the segment's copy of a file
+    only the original read, so its first request was larger than its twin, and an Edit of the
+    file cost a round trip for content the branch never saw."""
+    d = Driver(engine, "main")
+    engine.add_user_text("main", "go")
+    d.call()
+    engine.add_assistant_content("main", [{"type": "text", "text": "what next?"}])
+    at = engine.position("main")
+    engine.add_user_text("main", "read it")
+    for _ in range(3):  # in active use: read on consecutive calls
+        d.call()
+        d.read("/later.py", source(40))
+    clock.advance(7200)  # cold: the file moves into the segment
+    d.call()
+    assert [e.uri for e in engine.conversation("main").segment] == ["file:///later.py"]
+
+    engine.fork("main", "branch", at)
+    engine.add_user_text("branch", "edit it")
+    branch = Driver(engine, "branch")
+    branch.call()
+
+    assert "later.py" not in str(branch.requests[-1])
+    assert engine.conversation("branch").segment == []
+    assert [v.uri for v in engine.file_views("branch")] == []
+    needed = Need("file:///later.py", ("def f7(x):\n    return x + 7",))
+    assert engine.rehydrate("branch", [needed]) is None
