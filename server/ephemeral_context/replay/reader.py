@@ -1394,8 +1394,18 @@ def _unanswered(reading: _Reading, session: Session) -> list[Unanswered]:
         n_messages, n_blocks = (k + 1, at) if at else (k, len(messages[k - 1].blocks) if k else 0)
         if n_messages == 0:
             continue
+        # as a call, it never starts before the calls it follows in its chain (a clock
+        # that goes backwards)
+        started = max(
+            [parent.timestamp]
+            + [
+                c.started
+                for c in session.calls
+                if c.thread == thread_id and c.n_messages < n_messages
+            ]
+        )
         found.append(
-            Unanswered(thread_id, later.model, parent.timestamp, n_messages, n_blocks, later.prefix)
+            Unanswered(thread_id, later.model, started, n_messages, n_blocks, later.prefix)
         )
     return sorted(found, key=lambda u: u.started)
 

@@ -202,7 +202,11 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
     waiting = next(interrupted, None)
     inherited = {id(call) for call in session.inherited}
     for call in itertools.chain(session.inherited, session.calls):
-        while waiting is not None and waiting.started <= call.started:
+        while (
+            waiting is not None
+            and waiting.started <= call.started
+            and not _comes_first(call, waiting)
+        ):
             if waiting.thread in started_threads:
                 assert isinstance(layout, Interruptible)
                 sent_to = caches.get(waiting.model) or _new_cache(waiting.model)
@@ -250,6 +254,12 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
         result.rehydrations = layout.rehydrations
         result.rehydrated_tokens = layout.rehydrated_tokens
     return result
+
+
+def _comes_first(call: Call, request: Unanswered) -> bool:
+    """`call` precedes the interrupted `request` in their thread's chain (it carries fewer
+    messages), whatever their clocks say: the request waits for it."""
+    return call.thread == request.thread and call.n_messages < request.n_messages
 
 
 def _new_cache(model: str) -> PromptCache:

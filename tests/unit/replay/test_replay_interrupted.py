@@ -116,3 +116,29 @@ def test_an_interrupted_request_keeps_the_invariants(tmp_path: Path, fork: bool)
     path = _interrupted_after_tools(fork).write(tmp_path / "s.jsonl")
     found = replay_invariants(read_session(path))
     assert found.broken() == {}
+
+
+def test_an_interrupted_request_whose_clock_went_back_follows_the_call_before_it(
+    tmp_path: Path,
+) -> None:
+    """Found by a random run of tests/property's damages (a corpus session, timestamps
+    reversed over a span): the request stopped after a tool result was stamped before the
+    call whose answer asked for that tool, so it was sent first, carrying messages that call
+    had not seen, and `ours` fed them before it. As a call, it follows its chain."""
+    t = Transcript()
+    t.user("first question")
+    t.assistant([tool_use("t1", "Grep", pattern="x")], USAGE)
+    t.wait(5).tool_result("t1", "Found 3 files")
+    t.wait(5).assistant(
+        [tool_use("t2", "Grep", pattern="y")], {"input": 1, "read": 9_000, "write": 20}
+    )
+    t.wait(-100).tool_result("t2", "Found 1 file")  # the clock goes back
+    t.wait(4).user([text(INTERRUPTED)])
+    t.wait(200).user("go on")
+    t.assistant([text("second answer")], {"input": 1, "read": 9_020, "write": 30})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    [sent] = session.unanswered
+    before = session.calls[1]
+    assert sent.thread == before.thread and sent.n_messages > before.n_messages
+    assert sent.started >= before.started
+    assert replay_invariants(session).broken() == {}
