@@ -4,7 +4,7 @@ Hypothesis draws sessions of reads, ranges, edits, writes, tool outputs from a l
 hundreds of thousands of characters, parallel calls, idle gaps past the TTL, clocks that go
 backwards, rewinds and sub-agents (tests/property/sessions.py), writes each as a transcript
 and replays it once; every invariant is checked on that one replay. Derandomized, so CI sees
-the same examples every run.
+the same examples every run; `python -m tests.property.fuzz generated` draws fresh ones.
 """
 
 from __future__ import annotations
