@@ -66,6 +66,21 @@ def all_transcripts() -> list[Path]:
     return [transcript(name) for name in NAMES]
 
 
+def found_transcripts() -> tuple[list[Path], list[Path]]:
+    """Every transcript found: the repository's, then the shared traces' and corpus' not
+    already among them (none when the shared data is absent)."""
+    ours = sorted(FIXTURES.glob("*.jsonl"))
+    root = data_dir()
+    names = {p.name for p in ours}
+    shared = [
+        p
+        for part in ("traces", "corpus")
+        for p in sorted(root.glob(f"{part}/*.jsonl") if root else ())
+        if p.name not in names
+    ]
+    return ours, shared
+
+
 @cache
 def _manifest(path: Path) -> dict[str, dict[str, Any]]:
     return {entry["file"]: entry for entry in json.loads(path.read_text(encoding="utf-8"))}

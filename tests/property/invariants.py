@@ -65,6 +65,8 @@ class Invariants:
     """Calls whose own messages the API would refuse: the request check does not apply."""
     ours_peak: int = 0
     recorded_peak: int = 0
+    ours_billed: float = 0.0
+    recorded_billed: float = 0.0
 
     def broken(self) -> dict[str, list[str]]:
         """Each invariant this replay broke, with its first three findings (empty: none)."""
@@ -270,6 +272,7 @@ def replay_invariants(session: Session) -> Invariants:
     ours = simulate("ours", session, CheckedLayout(session, found))
     recorded = STRATEGIES["recorded"].replay(session)
     found.ours_peak, found.recorded_peak = ours.peak_context, recorded.peak_context
+    found.ours_billed, found.recorded_billed = ours.billed_input, recorded.billed_input
     if ours.peak_context > recorded.peak_context:
         found.peak.append(
             f"peak context {ours.peak_context} above recorded's {recorded.peak_context}"

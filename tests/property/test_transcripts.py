@@ -14,7 +14,7 @@ import pytest
 from ephemeral_context.replay.reader import read_session
 
 from tests.property.invariants import NAMES, Invariants, replay_invariants
-from tests.transcripts import FIXTURES, data_dir
+from tests.transcripts import found_transcripts
 
 pytestmark = pytest.mark.slow
 
@@ -29,12 +29,9 @@ def files(known: Mapping[str, str] | None = None) -> list[object]:
         marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
         return pytest.param(path, id=name, marks=marks)
 
-    files = [param(p, p.name) for p in sorted(FIXTURES.glob("*.jsonl"))]
-    root = data_dir()
-    shared = [
-        p for part in ("traces", "corpus") for p in sorted((root or Path()).glob(f"{part}/*.jsonl"))
-    ]
-    if root is None or not shared:
+    ours, shared = found_transcripts()
+    files = [param(p, p.name) for p in ours]
+    if not shared:
         files.append(
             pytest.param(
                 None,
@@ -45,8 +42,7 @@ def files(known: Mapping[str, str] | None = None) -> list[object]:
                 ),
             )
         )
-    names = {p.name for p in FIXTURES.glob("*.jsonl")}
-    files += [param(p, f"{p.parent.name}/{p.name}") for p in shared if p.name not in names]
+    files += [param(p, f"{p.parent.name}/{p.name}") for p in shared]
     return files
 
 
