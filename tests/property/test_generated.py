@@ -52,6 +52,12 @@ MODEL = "claude-sonnet-4-6"
                       Step("rewind", 11, 90), Step("clock_back", seconds=7200.0),
                       Step("rewind", 2, 34),
                       Step("read_range", 38, 2, seconds=301.0))))  # fmt: skip
+# Found by `python -m tests.property.fuzz generated`: a Write's content fetched back after a
+# cold cut was counted afresh, 8% above what its tool_use had been billed, and the request
+# after the round trip went over its recorded-style twin (the peak above `recorded`'s).
+@example(Plan(MODEL, (Step("edit"), Step("write", 2000), Step("edit"),
+                      Step("subagent", 1, 1, seconds=1.0, fan=2), Step("prompt", 1, seconds=301.0),
+                      Step("edit", 1, 75))))  # fmt: skip
 def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
     with tempfile.TemporaryDirectory(prefix="ectx-property-") as folder:
         session = read_session(write_session(plan, Path(folder) / "session.jsonl"))

@@ -24,6 +24,7 @@ API:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,9 +87,8 @@ class _Fetch:
     """The model's own tool_use id; None: the engine names the call."""
     is_error: bool = False
     tokens: int | None = None
-    """The tokens the text had when first shown, when a whole block comes back that was
-    shown as this very text (one text, one count: the replay anchors it to billing);
-    None: counted now."""
+    """What the text costs at the rate its block was billed at when first shown
+    (`_billed_count`); None: no block showed it (a file's current version), counted now."""
 
 
 def rehydrate(
@@ -149,7 +149,7 @@ def _answered(state: EngineState, c: Conversation, f: Fetched) -> _Fetch:
     tokens: int | None = None
     if source is not None:
         kind, uri = source.kind, source.uri
-        tokens = _first_count(source, f.text) if whole else None
+        tokens = _billed_count(state, source, f.text)
     else:
         item = state.ledger.get(item_id)
         kind = item.kind if item is not None else BlockKind.TOOL_RESULT
@@ -173,19 +173,36 @@ def _block_fetch(state: EngineState, tb: ThreadBlock, needle: str) -> _Fetch:
     if part is not None and tb.uri is not None:
         qualname, body = part
         args = {"path": label_of(tb.uri), "symbol": qualname}
-        return _Fetch("read_symbol", args, body, tb.kind, tb.item_id, tb.uri, whole=False)
+        return _Fetch(
+            "read_symbol", args, body, tb.kind, tb.item_id, tb.uri, whole=False,
+            tokens=_billed_count(state, tb, body),
+        )  # fmt: skip
     args = {"id": tb.item_id or "?"}
     return _Fetch(
         "read_session_file", args, tb.text, tb.kind, tb.item_id, tb.uri, True,
-        tokens=_first_count(tb, tb.text),
+        tokens=_billed_count(state, tb, tb.text),
     )  # fmt: skip
 
 
-def _first_count(tb: ThreadBlock, text: str) -> int | None:
-    """The tokens `tb` had when first shown, if it was shown as exactly `text` (one text,
-    one count); None when it was shown otherwise (a diff, a tool input's JSON)."""
+def _billed_count(state: EngineState, tb: ThreadBlock, text: str) -> int:
+    """The tokens `text`, taken from block `tb`, costs at the rate `tb` was billed at when
+    first shown: its count if shown as exactly `text` (one text, one count), else that
+    count scaled by the estimates of `text` and of the form it was shown in (a Write's
+    content, a tool input's JSON, one definition of a Read, a file shown as a diff).
+
+    The replay anchors each block's count to billing; the estimate alone would price the
+    same text twice over (a Write's content counted as code came to 8% more than its
+    tool_use had been billed, which put the request after the round trip over its
+    recorded-style twin)."""
     shown = tb.original if tb.original is not None else tb.block
-    return tb.original_tokens if shown.get("content") == text else None
+    form = shown.get("content")
+    if form == text:
+        return tb.original_tokens
+    if shown.get("type") == "tool_use":
+        form = json.dumps({"name": shown.get("name"), "input": shown.get("input")})
+    if not isinstance(form, str) or not form:
+        return state.count(text, "code")
+    return max(1, round(tb.original_tokens * state.count(text, "code") / state.count(form, "code")))
 
 
 def _current_fetch(state: EngineState, uri: str) -> list[_Fetch]:
@@ -224,7 +241,7 @@ def _append(
         output += tokens
     appended = 0
     for tool_use_id, fetch in zip(ids, fetches, strict=True):
-        tokens = fetch.tokens or state.count(fetch.text, "code")
+        tokens = fetch.tokens if fetch.tokens is not None else state.count(fetch.text, "code")
         index = c.thread.append(
             c.calls, "user", result_block(tool_use_id, fetch.text, fetch.is_error), tokens,
             kind=BlockKind.REHYDRATION, item_id=fetch.item_id, uri=fetch.uri, text=fetch.text,

@@ -7,18 +7,33 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ephemeral_context.context.blocks import uri_of
 from ephemeral_context.context.engine import (
     BlockKind,
     ContextEngine,
     EngineConfig,
     Fetched,
     Need,
+    ToolOutput,
 )
 from ephemeral_context.store import Store
 
 from tests.unit.context.context_helpers import Clock, Driver
 
 LOG = "".join(f"step {i}: compiled module_{i}.c into module_{i}.o\n" for i in range(120))
+
+
+def _go_on_past_a_cold_gap(d: Driver, clock: Clock) -> None:
+    """Twelve calls of test output, then two hours idle and two more calls: at the cold
+    gap the policy cuts what came before them."""
+    for step in range(12):
+        d.call()
+        d.bash(f"test {step} passed\n" * 60)
+        clock.advance(10)
+    clock.advance(7200)
+    d.call()
+    d.bash("done\n" * 40)
+    d.call()
 
 
 def _evicted_log(engine: ContextEngine, clock: Clock) -> str:
@@ -28,14 +43,7 @@ def _evicted_log(engine: ContextEngine, clock: Clock) -> str:
     engine.add_user_text("c", "build it")
     d.call()
     d.bash(LOG)
-    for step in range(12):
-        d.call()
-        d.bash(f"test {step} passed\n" * 60)
-        clock.advance(10)
-    clock.advance(7200)
-    d.call()
-    d.bash("done\n" * 40)
-    d.call()
+    _go_on_past_a_cold_gap(d, clock)
     source = next(tb for tb in engine.conversation("c").thread if "module_7.o" in tb.text)
     assert source.evicted and source.item_id
     return source.item_id
@@ -139,3 +147,31 @@ def test_a_block_fetched_back_whole_counts_the_tokens_it_was_first_shown_with(
     trip = engine.rehydrate("c", [Need(None, ("compiled module_7.c into module_7.o",))])
     assert trip is not None and trip.items == 1
     assert c.thread[-1].tokens == trip.tokens == source.original_tokens
+
+
+def test_a_writes_content_fetched_back_weighs_its_share_of_what_its_tool_use_was_billed(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    """A Write's content comes back as text, not as the tool_use JSON it was first shown in:
+    it weighs its share of that tool_use's count (anchored to billing in the replay), not a
+    fresh estimate, which prices the same text higher (code counts dearer than JSON) and
+    had put the request after the round trip over its recorded-style twin."""
+    d = Driver(engine)
+    engine.add_user_text("c", "write the table")
+    d.call()
+    content = "".join(f"row {i}: value {i * i}\n" for i in range(400))
+    billed = engine.count_tokens(content, "json")  # what the replay's anchoring may give
+    write = {"file_path": "/table.txt", "content": content}
+    engine.add_assistant_content(
+        "c", [{"type": "tool_use", "id": "toolu_w", "name": "Write", "input": write}],
+        tokens=[billed],
+    )  # fmt: skip
+    engine.add_tool_result("c", ToolOutput("toolu_w", "File created successfully"))
+    _go_on_past_a_cold_gap(d, clock)
+    c = engine.conversation("c")
+    written = next(tb for tb in c.thread if tb.kind is BlockKind.WRITE_INPUT)
+    assert written.evicted and written.original_tokens == billed
+    trip = engine.rehydrate("c", [Need(uri_of("/table.txt"), ("row 7: value 49",))])
+    assert trip is not None and trip.items == 1
+    assert c.thread[-1].text == content
+    assert trip.tokens <= billed < engine.count_tokens(content, "code")
