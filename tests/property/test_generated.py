@@ -58,6 +58,12 @@ MODEL = "claude-sonnet-4-6"
 @example(Plan(MODEL, (Step("edit"), Step("write", 2000), Step("edit"),
                       Step("subagent", 1, 1, seconds=1.0, fan=2), Step("prompt", 1, seconds=301.0),
                       Step("edit", 1, 75))))  # fmt: skip
+# Found by the fuzz command: an Edit after a range read took the file's whole text as what
+# the model had seen, and a later Edit of a line outside the range fetched the current
+# version back, which the recorded conversation never showed.
+@example(Plan(MODEL, (Step("read_range", 13, 1), Step("edit", 1, 251, seconds=301.0),
+                      Step("edit", 1, 207, seconds=3600.0),
+                      Step("edit", 1, 187, seconds=301.0))))  # fmt: skip
 def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
     with tempfile.TemporaryDirectory(prefix="ectx-property-") as folder:
         session = read_session(write_session(plan, Path(folder) / "session.jsonl"))

@@ -189,9 +189,8 @@ def record_edit(
         )
         record_file_version(state, c, uri, entry.id, content, version)
         view = c.files.get(uri)
-        if view is not None:
-            view.item_id, view.text, view.start_line, view.whole = entry.id, content, 1, True
-            view.call = c.calls
+        if view is not None and view.whole:  # a range it read stays what the model saw
+            view.item_id, view.text, view.call = entry.id, content, c.calls
         if uri in c.pending_notes and c.note_hashes.get(uri) == text_hash(content):
             del c.pending_notes[uri]  # the editor's echo of this very edit
     touch(state, c, uri)

@@ -111,8 +111,8 @@ def rehydrate(
             source = _evicted_source(c, needle)
             if source is not None:
                 fetches.append(_block_fetch(state, source, needle))
-            elif hidden and need.uri is not None:
-                fetches.extend(_current_fetch(state, need.uri))
+            elif hidden and need.uri is not None and view is not None and needle in view.text:
+                fetches.extend(_current_fetch(state, need.uri))  # what it saw, changed since
                 hidden = False
         if not need.needles and hidden and need.uri is not None:
             fetches.extend(_current_fetch(state, need.uri))

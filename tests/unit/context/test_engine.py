@@ -376,6 +376,36 @@ def test_a_range_read_diffs_against_the_same_lines_and_keeps_the_view_current(
     assert d.read("/a.py", whole_now).startswith("unchanged since")
 
 
+def test_an_edit_after_a_range_read_does_not_count_as_seeing_the_whole_file(
+    engine: ContextEngine,
+) -> None:
+    """The model read 20 lines and edited one of them: it has not seen the rest, so a Read
+    of the whole file shows it, where taking the edit's whole text as the model's view had
+    answered `unchanged since` with a file it never saw (and a later Edit elsewhere in it
+    had fetched the current version back, a round trip for text the recorded conversation
+    never showed: the request over its recorded-style twin)."""
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    text = source(60)
+    lines = text.splitlines(keepends=True)
+    d.call()
+    tool_id = d.tool("read_file", {"path": "/a.py", "offset": 21, "limit": 20})
+    part = "".join(lines[20:40])
+    read = ToolOutput(
+        tool_id, part, kind="file", uri="file:///a.py", content=part, start_line=21,
+        whole=False,
+    )  # fmt: skip
+    engine.add_tool_result("c", read)
+    d.call()
+    edited = text.replace("x + 25\n", "x - 25\n")
+    tool_id = d.tool("edit_file", {"path": "/a.py", "old": "x + 25", "new": "x - 25"})
+    engine.add_tool_result(
+        "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///a.py", content=edited)
+    )
+    d.call()
+    assert d.read("/a.py", edited) == edited
+
+
 def test_an_expired_id_says_how_to_get_the_text_again(tmp_path: Path, clock: Clock) -> None:
     with Store(tmp_path / "short", ttl_seconds=60, clock=clock) as store:
         engine = ContextEngine(store, EngineConfig(), clock=clock)
