@@ -64,6 +64,11 @@ MODEL = "claude-sonnet-4-6"
 @example(Plan(MODEL, (Step("read_range", 13, 1), Step("edit", 1, 251, seconds=301.0),
                       Step("edit", 1, 207, seconds=3600.0),
                       Step("edit", 1, 187, seconds=301.0))))  # fmt: skip
+# Found by the fuzz command: a branch whose prefix had edited a file without reading it
+# kept the segment's copy of it (the Edit's result names the file).
+@example(Plan(MODEL, (Step("edit"), Step("rewind", 1, seconds=1.0), Step("read", 1),
+                      Step("write", 100, 9, seconds=301.0), Step("rewind", 1, seconds=1.0),
+                      Step("parallel", 1, seconds=1.0, fan=2))))  # fmt: skip
 def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
     with tempfile.TemporaryDirectory(prefix="ectx-property-") as folder:
         session = read_session(write_session(plan, Path(folder) / "session.jsonl"))

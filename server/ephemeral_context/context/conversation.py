@@ -26,6 +26,7 @@ from typing import Any
 from ephemeral_context.cache_sim import Usage
 from ephemeral_context.context.accounting import Accounting
 from ephemeral_context.context.cacheview import END_OF_SYSTEM
+from ephemeral_context.context.kinds import FILE_COPIES, BlockKind
 from ephemeral_context.context.layout import SegmentEntry
 from ephemeral_context.context.policy import Policy
 from ephemeral_context.context.quotes import QuoteIndex
@@ -141,12 +142,14 @@ def fork(c: Conversation, conv: str, at: int) -> Conversation:
     so a Read on the new branch shows the content again). The segment keeps only files the
     prefix showed: one that `c` read after it is no part of the branch (carried along, it
     made the branch's first request larger than its twin, and an Edit of it a round trip
-    for content the branch never saw). Its bills start at zero."""
+    for content the branch never saw); a file the prefix only edited, its content never
+    shown, is not one it showed. Its bills start at zero."""
     thread = c.thread.fork(at)
     memo = {id(c.thread): thread, id(c.accounting.last_built): None}
     new = copy.deepcopy(c, memo)
     new.id = conv
-    shown = {tb.uri for tb in thread.blocks if tb.uri}
+    copies = FILE_COPIES | {BlockKind.CONSOLIDATED}  # not an Edit's result, which names it
+    shown = {tb.uri for tb in thread.blocks if tb.uri and tb.kind in copies}
     new.files = {
         uri: view
         for uri, view in new.files.items()

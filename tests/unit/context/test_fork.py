@@ -6,7 +6,8 @@ down what a fork keeps and what it leaves behind.
 
 from __future__ import annotations
 
-from ephemeral_context.context.engine import ContextEngine, EngineConfig
+import pytest
+from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput
 from ephemeral_context.context.rehydration import Need
 from ephemeral_context.store import Store
 
@@ -84,15 +85,24 @@ def test_a_branch_reads_the_shared_prefix_from_the_cache(store: Store, clock: Cl
     assert usage.cache_creation_input_tokens == built.total_tokens - shared.total_tokens
 
 
+@pytest.mark.parametrize("edited_before", [False, True], ids=["unseen", "edited-unread"])
 def test_a_file_the_segment_took_in_after_the_fork_point_stays_behind(
-    engine: ContextEngine, clock: Clock
+    engine: ContextEngine, clock: Clock, edited_before: bool
 ) -> None:
     """Found by hypothesis (tests/property): the branch carried the segment's copy of a file
     only the original read, so its first request was larger than its twin, and an Edit of the
-    file cost a round trip for content the branch never saw."""
+    file cost a round trip for content the branch never saw. A prefix that edited the file
+    without reading it did not show it either (found by the fuzz command: the Edit's result
+    names the file, and the branch had kept the segment's copy on that)."""
     d = Driver(engine, "main")
     engine.add_user_text("main", "go")
     d.call()
+    if edited_before:
+        tool_id = d.tool("edit_file", {"path": "/later.py", "old": "x + 1", "new": "x - 1"})
+        engine.add_tool_result(
+            "main", ToolOutput(tool_id, "ok", kind="edit", uri="file:///later.py")
+        )
+        d.call()
     engine.add_assistant_content("main", [{"type": "text", "text": "what next?"}])
     at = engine.position("main")
     engine.add_user_text("main", "read it")
@@ -108,7 +118,7 @@ def test_a_file_the_segment_took_in_after_the_fork_point_stays_behind(
     branch = Driver(engine, "branch")
     branch.call()
 
-    assert "later.py" not in str(branch.requests[-1])
+    assert "def f7" not in str(branch.requests[-1])
     assert engine.conversation("branch").segment == []
     assert [v.uri for v in engine.file_views("branch")] == []
     needed = Need("file:///later.py", ("def f7(x):\n    return x + 7",))
