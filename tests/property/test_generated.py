@@ -69,6 +69,11 @@ MODEL = "claude-sonnet-4-6"
 @example(Plan(MODEL, (Step("edit"), Step("rewind", 1, seconds=1.0), Step("read", 1),
                       Step("write", 100, 9, seconds=301.0), Step("rewind", 1, seconds=1.0),
                       Step("parallel", 1, seconds=1.0, fan=2))))  # fmt: skip
+# Found by the fuzz command: a range read again after a cold gap was answered "unchanged
+# since" its copy, and the same build's cold cut evicted that copy (a round trip at once).
+@example(Plan(MODEL, (Step("edit", 1, 120), Step("read_range", 10, 1),
+                      Step("prompt", 61, seconds=47.0),
+                      Step("read_range", 10, 1, seconds=2739.0))))  # fmt: skip
 def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
     with tempfile.TemporaryDirectory(prefix="ectx-property-") as folder:
         session = read_session(write_session(plan, Path(folder) / "session.jsonl"))

@@ -145,8 +145,12 @@ def candidates(
     """Consumed, unpinned, evictable blocks; `gated=False` also takes skills whose
     frontmatter trigger has not fired (never protected ones)."""
     out: list[policy.Candidate] = []
+    new = c.thread.blocks[max(0, c.thread.response_start) :]
+    relied_on = {i for tb in new for i in tb.relies_on} if gated else set()
     for index, tb in enumerate(c.thread):
         if tb.evicted or tb.kind not in EVICTABLE or not c.thread.consumed(index):
+            continue
+        if index in relied_on:  # the call's Read said "unchanged since" it, or diffed it
             continue
         if tb.call >= c.calls:  # no request carried it yet: the model has not seen it
             continue

@@ -116,9 +116,10 @@ def add_read(
     visible = visible_text(c, uri, start_line, whole, content)
     form, body = policy.read_form(visible, content, label_of(uri), lambda s: state.count(s, "code"))
     view = c.files.get(uri)
+    seen = tuple(view.blocks) if view is not None else ()
     if form == "reference" and view is not None:
         shown = f"unchanged since [[file:{view.item_id}]] (turn {view.call})"
-        return _answer(state, c, tool_use_id, shown, base_key, given, uri)
+        return _answer(state, c, tool_use_id, shown, base_key, given, uri, seen)
     if form == "diff" and view is not None:
         shown = (
             f"[[file:{entry.id}]] {label_of(uri)} changed since turn {view.call}; "
@@ -137,6 +138,7 @@ def add_read(
         uri=uri,
         text=content,
         baseline=(base_key, given),
+        relies_on=seen if form == "diff" else (),
     )
     if form == "diff" and view is not None:
         view.blocks.append(index)
@@ -164,9 +166,11 @@ def _answer(
     base_key: int,
     given: int,
     uri: str | None = None,
+    relies_on: tuple[int, ...] = (),
 ) -> str:
     """A read answered by a one-line message instead of the content (the baseline still
-    carries the content as the recorded transcript showed it)."""
+    carries the content as the recorded transcript showed it); `relies_on`: the blocks
+    that show what it refers to."""
     c.thread.append(
         c.calls,
         "user",
@@ -175,6 +179,7 @@ def _answer(
         baseline=(base_key, given),
         text=shown,
         uri=uri,
+        relies_on=relies_on,
     )
     return shown
 

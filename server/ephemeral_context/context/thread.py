@@ -56,6 +56,9 @@ class ThreadBlock:
     first: bool = True
     """It starts a message: the block before it has the other role (the API sends the blocks
     of one role in a row as one message)."""
+    relies_on: tuple[int, ...] = ()
+    """The blocks it points the model at (a Read answered by a reference to, or a diff
+    against, what the model saw): while it is unanswered they stay visible."""
     sent: Block = field(init=False, repr=False, compare=False)
     """The cache model's block for it as sent now, without a breakpoint (`message_block`),
     kept with `key` and `tokens` so a request makes no new one per block."""
@@ -119,6 +122,7 @@ class Thread:
         text: str = "",
         baseline: tuple[int, int] | None = None,
         answers: bool = True,
+        relies_on: tuple[int, ...] = (),
     ) -> int:
         """Add a block shown first at `call` (and its recorded-style twin, `baseline` =
         (key, tokens) when the transcript showed something else); returns its index.
@@ -127,8 +131,9 @@ class Thread:
         index = len(self.blocks)
         first = index == 0 or self.blocks[index - 1].role != role
         tb = ThreadBlock(
-            role, block, tokens, call, kind=kind, item_id=item_id, uri=uri, text=text, first=first
-        )
+            role, block, tokens, call, kind=kind, item_id=item_id, uri=uri, text=text,
+            first=first, relies_on=relies_on,
+        )  # fmt: skip
         self.blocks.append(tb)
         self.offsets.append(self.tokens)
         self.tokens += tokens

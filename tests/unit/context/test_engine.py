@@ -9,7 +9,13 @@ import anthropic
 import pytest
 from ephemeral_context.cache_sim import Usage
 from ephemeral_context.context.conversation import Conversation
-from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput, UnknownItem
+from ephemeral_context.context.engine import (
+    ContextEngine,
+    EngineConfig,
+    Need,
+    ToolOutput,
+    UnknownItem,
+)
 from ephemeral_context.context.ledger import LedgerLimits
 from ephemeral_context.documents import DocumentMirror
 from ephemeral_context.store import (
@@ -404,6 +410,39 @@ def test_an_edit_after_a_range_read_does_not_count_as_seeing_the_whole_file(
     )
     d.call()
     assert d.read("/a.py", edited) == edited
+
+
+def test_a_copy_a_new_read_refers_to_stays_visible_in_that_call(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    """A Read answered `unchanged since [[file:...]]` points the model at its earlier copy,
+    so the build that sends that answer keeps the copy: a cold cut had evicted it in the
+    same request, and the model had to fetch it back at once (found by the fuzz command)."""
+    d = Driver(engine)
+    engine.add_user_text("c", "look at a.py")
+    part = "".join(source(60).splitlines(keepends=True)[20:40])
+
+    def read_part() -> str:
+        tool_id = d.tool("read_file", {"path": "/a.py", "offset": 21, "limit": 20})
+        return engine.add_tool_result(
+            "c", ToolOutput(tool_id, part, kind="file", uri="file:///a.py", content=part,
+                            start_line=21, whole=False),
+        )  # fmt: skip
+
+    d.call()
+    read_part()
+    for step in range(6):
+        d.call()
+        d.bash(f"check {step}: ok\n" * 40)
+        clock.advance(10)
+    clock.advance(7200)  # cold: the consumed outputs go
+    assert read_part().startswith("unchanged since")
+    d.call()
+    c = engine.conversation("c")
+    assert any(tb.evicted and "check 0" in tb.text for tb in c.thread)
+    copy = next(tb for tb in c.thread if tb.text == part)
+    assert not copy.evicted
+    assert engine.rehydrate("c", [Need(None, (part,))]) is None
 
 
 def test_an_expired_id_says_how_to_get_the_text_again(tmp_path: Path, clock: Clock) -> None:
