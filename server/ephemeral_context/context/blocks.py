@@ -7,7 +7,8 @@ model saw, and the `file://` URI <-> label convention of tool paths.
 API:
 - `content_key(value)`: a stable key for a block's content.
 - `as_dict(raw)`: an API dict or SDK block as a plain dict.
-- `block_tokens(count, block)`: tokens of an assistant block.
+- `block_tokens(count, block)`: tokens of an assistant block; `tool_use_payload(block)`: the
+  text a tool_use is counted from.
 - `result_block(...)`: a tool_result block as the API takes it.
 - `reference_id(reference)`: the id in `[[kind:id]]`, `kind:id` or `id`.
 - `input_text(tool_input)`: every string a tool_use input carries.
@@ -57,8 +58,12 @@ def block_tokens(count: Callable[[str, str], int], block: Mapping[str, Any]) -> 
     """Tokens of an assistant block: prose for text, JSON for a tool_use."""
     if block.get("type") == "text":
         return count(str(block.get("text", "")), "prose")
-    payload = json.dumps({"name": block.get("name"), "input": block.get("input")})
-    return count(payload, "json")
+    return count(tool_use_payload(block), "json")
+
+
+def tool_use_payload(block: Mapping[str, Any]) -> str:
+    """A tool_use block as the text its tokens are counted from: its name and input."""
+    return json.dumps({"name": block.get("name"), "input": block.get("input")})
 
 
 def text_hash(text: str) -> str:

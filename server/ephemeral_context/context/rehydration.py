@@ -24,13 +24,18 @@ API:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ephemeral_context.context import reads
-from ephemeral_context.context.blocks import block_tokens, label_of, reference_id, result_block
+from ephemeral_context.context.blocks import (
+    block_tokens,
+    label_of,
+    reference_id,
+    result_block,
+    tool_use_payload,
+)
 from ephemeral_context.context.conversation import (
     Conversation,
     needle_visible,
@@ -199,7 +204,7 @@ def _billed_count(state: EngineState, tb: ThreadBlock, text: str) -> int:
     if form == text:
         return tb.original_tokens
     if shown.get("type") == "tool_use":
-        form = json.dumps({"name": shown.get("name"), "input": shown.get("input")})
+        form = tool_use_payload(shown)
     if not isinstance(form, str) or not form:
         return state.count(text, "code")
     return max(1, round(tb.original_tokens * state.count(text, "code") / state.count(form, "code")))
