@@ -109,18 +109,18 @@ def rehydrate(
 
     for need in needs:
         view = c.files.get(need.uri) if need.uri else None
-        hidden = view is not None and not view_visible(c, view)
+        hidden = view if view is not None and not view_visible(c, view) else None
         for needle in need.needles:
             if not needle or seen(needle):
                 continue
             source = _evicted_source(c, needle)
             if source is not None:
                 fetches.append(_block_fetch(state, source, needle))
-            elif hidden and need.uri is not None and view is not None and needle in view.text:
-                fetches.extend(_current_fetch(state, need.uri))  # what it saw, changed since
-                hidden = False
-        if not need.needles and hidden and need.uri is not None:
-            fetches.extend(_current_fetch(state, need.uri))
+            elif hidden is not None and needle in hidden.text:
+                fetches.extend(_current_fetch(state, hidden.uri))  # what it saw, changed since
+                hidden = None
+        if not need.needles and hidden is not None:
+            fetches.extend(_current_fetch(state, hidden.uri))
     for quote in c.quotes.quotes(c.thread.blocks, quoting):
         if not seen(quote.text):
             fetches.append(_block_fetch(state, c.thread[quote.index], quote.text))

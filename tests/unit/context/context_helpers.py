@@ -58,6 +58,16 @@ class Driver:
             self.conv, ToolOutput(tool_id, text, kind="file", uri=f"file://{path}", content=text)
         )
 
+    def read_range(self, path: str, text: str, start_line: int) -> str:
+        """A Read of `text`, the lines of `path` from `start_line` on (not the whole file)."""
+        n = len(text.splitlines())
+        tool_id = self.tool("read_file", {"path": path, "offset": start_line, "limit": n})
+        return self.engine.add_tool_result(
+            self.conv,
+            ToolOutput(tool_id, text, kind="file", uri=f"file://{path}", content=text,
+                       start_line=start_line, whole=False),
+        )  # fmt: skip
+
     def bash(self, output: str) -> str:
         tool_id = self.tool("bash", {"command": "make test"})
         return self.engine.add_tool_result(self.conv, ToolOutput(tool_id, output))

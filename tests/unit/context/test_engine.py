@@ -370,12 +370,7 @@ def test_a_range_read_diffs_against_the_same_lines_and_keeps_the_view_current(
     lines = text.splitlines(keepends=True)
     changed = "".join(lines[20:40]).replace("x + 7\n", "x - 7\n").replace("x + 8\n", "x - 8\n")
     d.call()
-    tool_id = d.tool("read_file", {"path": "/a.py", "offset": 21, "limit": 20})
-    read = ToolOutput(
-        tool_id, changed, kind="file", uri="file:///a.py", content=changed, start_line=21,
-        whole=False,
-    )  # fmt: skip
-    shown = engine.add_tool_result("c", read)
+    shown = d.read_range("/a.py", changed, 21)
     assert "diff against what you saw" in shown and "+    return x - 7" in shown
     whole_now = "".join(lines[:20]) + changed + "".join(lines[40:])
     d.call()
@@ -395,13 +390,7 @@ def test_an_edit_after_a_range_read_does_not_count_as_seeing_the_whole_file(
     text = source(60)
     lines = text.splitlines(keepends=True)
     d.call()
-    tool_id = d.tool("read_file", {"path": "/a.py", "offset": 21, "limit": 20})
-    part = "".join(lines[20:40])
-    read = ToolOutput(
-        tool_id, part, kind="file", uri="file:///a.py", content=part, start_line=21,
-        whole=False,
-    )  # fmt: skip
-    engine.add_tool_result("c", read)
+    d.read_range("/a.py", "".join(lines[20:40]), 21)
     d.call()
     edited = text.replace("x + 25\n", "x - 25\n")
     tool_id = d.tool("edit_file", {"path": "/a.py", "old": "x + 25", "new": "x - 25"})
@@ -421,22 +410,14 @@ def test_a_copy_a_new_read_refers_to_stays_visible_in_that_call(
     d = Driver(engine)
     engine.add_user_text("c", "look at a.py")
     part = "".join(source(60).splitlines(keepends=True)[20:40])
-
-    def read_part() -> str:
-        tool_id = d.tool("read_file", {"path": "/a.py", "offset": 21, "limit": 20})
-        return engine.add_tool_result(
-            "c", ToolOutput(tool_id, part, kind="file", uri="file:///a.py", content=part,
-                            start_line=21, whole=False),
-        )  # fmt: skip
-
     d.call()
-    read_part()
+    d.read_range("/a.py", part, 21)
     for step in range(6):
         d.call()
         d.bash(f"check {step}: ok\n" * 40)
         clock.advance(10)
     clock.advance(7200)  # cold: the consumed outputs go
-    assert read_part().startswith("unchanged since")
+    assert d.read_range("/a.py", part, 21).startswith("unchanged since")
     d.call()
     c = engine.conversation("c")
     assert any(tb.evicted and "check 0" in tb.text for tb in c.thread)
