@@ -66,7 +66,8 @@ class Layout(Protocol):
 
     @property
     def lost_tokens(self) -> int:
-        """Tokens of content shown earlier and now gone for good (not retrievable)."""
+        """Tokens of the session's content (its calls' messages as recorded) that this
+        layout threw away for good (not retrievable), each block counted once."""
         ...
 
 
@@ -135,6 +136,8 @@ class StrategyResult:
     name: str
     calls: list[CallResult] = field(default_factory=list)
     shown_tokens: int = 0
+    """Tokens of the session's content: every block its calls' messages carry as recorded,
+    once, whatever the layout made of it (the same for every strategy of a session)."""
     lost_tokens: int = 0
     rehydrations: int = 0
     """Evicted items brought back because a call used them (replay/ours.py)."""
@@ -180,7 +183,7 @@ class StrategyResult:
         """Share of the content ever shown that stays in context or can be fetched back."""
         if not self.shown_tokens:
             return 1.0
-        return max(0.0, 1.0 - self.lost_tokens / self.shown_tokens)
+        return 1.0 - self.lost_tokens / self.shown_tokens
 
 
 def simulate(name: str, session: Session, layout: Layout) -> StrategyResult:
@@ -231,7 +234,8 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
             usage = usage + cache.call(
                 Request(system=step.system, messages=step.messages), call.started
             )
-            for block in step.messages:
+        for message in session.request(call):
+            for block in message.blocks:
                 if block.key not in shown:
                     shown.add(block.key)
                     shown_tokens += block.tokens

@@ -175,14 +175,16 @@ class ThreadLayout:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.memo: dict[str, _ThreadMemo] = {}
-        self._lost = 0
+        self._lost: dict[int, int] = {}
 
     @property
     def lost_tokens(self) -> int:
-        return self._lost
+        return sum(self._lost.values())
 
-    def lose(self, tokens: int) -> None:
-        self._lost += tokens
+    def lose(self, key: int, tokens: int) -> None:
+        """The content under `key` is gone for good: counted once, however many requests
+        (or threads sharing it) leave it out."""
+        self._lost.setdefault(key, tokens)
 
     def prompt(self, call: Call) -> Prompt:
         thread = self.session.threads[call.thread]
@@ -261,7 +263,6 @@ class ClearToolUsesLayout(ThreadLayout):
 
     def __init__(self, session: Session) -> None:
         super().__init__(session)
-        self._cleared: set[int] = set()
         self._chunks: dict[str, set[str]] = {}
         """Per thread, the tool uses whose results a chunked clearing has replaced."""
 
@@ -274,9 +275,7 @@ class ClearToolUsesLayout(ThreadLayout):
             if block.type != "tool_result" or block.tool_use_id not in cleared:
                 blocks.append(cache_block(block))
                 continue
-            if block.key not in self._cleared:
-                self._cleared.add(block.key)
-                self.lose(block.tokens)
+            self.lose(block.key, block.tokens)
             blocks.append(text_block(CLEARED_PLACEHOLDER, "cleared"))
         return Prompt(head, with_breakpoint(blocks, out.ttl))
 
@@ -317,19 +316,13 @@ class ClearThinkingLayout(ThreadLayout):
     """clear_thinking_20251015 keeping the current turn: the thinking blocks of earlier turns
     are dropped by the server (a turn runs from a person's prompt to the next)."""
 
-    def __init__(self, session: Session) -> None:
-        super().__init__(session)
-        self._dropped: set[int] = set()
-
     def assemble(self, out: Outgoing) -> Prompt:
         turn = _current_turn(out.messages)
         blocks: list[cache_sim.Block] = []
         for i, message in enumerate(out.messages):
             for block in message.blocks:
                 if block.type == "thinking" and i < turn:
-                    if block.key not in self._dropped:
-                        self._dropped.add(block.key)
-                        self.lose(block.tokens)
+                    self.lose(block.key, block.tokens)
                     continue
                 blocks.append(cache_block(block))
         return Prompt(out.prefix, with_breakpoint(blocks, out.ttl))
@@ -357,7 +350,9 @@ class CompactionLayout(ThreadLayout):
         prompt = Prompt(out.prefix, with_breakpoint([*summary, *kept], out.ttl))
         if prompt.tokens <= COMPACTION_TRIGGER_TOKENS:
             return prompt
-        self.lose(sum(m.tokens for m in out.messages[start:]))
+        for message in out.messages[start:]:
+            for block in message.blocks:
+                self.lose(block.key, block.tokens)
         self._since[thread] = len(out.messages)
         fresh = self._summary(thread, len(out.messages))
         return Prompt(
@@ -381,7 +376,8 @@ class FileBlockLayout(ThreadLayout):
         update = tracker.apply(block)
         if update is None:
             return (cache_block(block),)
-        self.lose(update.replaced_tokens)
+        if update.replaced_tokens:
+            self.lose(block.key, update.replaced_tokens)
         template = self.reference if update.how in ("read", "external") else FILE_UPDATED
         return (text_block(template.format(path=update.path), "ref", str(block.key)),)
 

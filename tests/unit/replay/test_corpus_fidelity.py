@@ -43,3 +43,15 @@ def test_billed_input_is_close_to_the_recorded_figure(corpus: Report) -> None:
 def test_median_per_call_error_is_at_most_three_percent(corpus: Report) -> None:
     calls = [abs(e) for item in corpus.sessions if item.fidelity for e in item.fidelity.call_errors]
     assert statistics.median(calls) <= 0.03
+
+
+def test_every_strategy_loses_only_content_the_session_showed(corpus: Report) -> None:
+    """`retrievable` weighs what a strategy lost against the session's content, the same
+    for every strategy, so a strategy that clears results before any request showed them
+    cannot lose more than there was (clear-tool-uses had lost 110% of what it sent on
+    e2c6dfbdfb, and the JSON had clamped that to 0)."""
+    for item in corpus.sessions:
+        shown = {result.shown_tokens for result in item.strategies.values()}
+        assert len(shown) == 1, item.path
+        for name, result in item.strategies.items():
+            assert 0 <= result.lost_tokens <= result.shown_tokens, (item.path, name)

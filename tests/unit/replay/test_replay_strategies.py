@@ -176,9 +176,33 @@ def test_clear_tool_uses_clears_old_results_and_breaks_the_cache(big_outputs: Se
     assert usage_of(result)[5] == (0, after_u1, P + u1)
     context_6 = P + u1 + sum(a) + 2 * placeholder + r[2] + r[3] + r[4]
     assert result.calls[5].context_tokens == context_6
-    shown = u1 + sum(a) + sum(r) + placeholder
+    shown = u1 + sum(a) + sum(r)  # the session's content, not the placeholders
+    assert result.shown_tokens == recorded.shown_tokens == shown
     assert result.retrievable == pytest.approx(1 - (r[0] + r[1]) / shown)
     assert result.peak_context < recorded.peak_context
+
+
+def test_results_cleared_before_the_model_saw_them_count_against_the_session(
+    tmp_path: Path,
+) -> None:
+    """Six parallel commands past the trigger: the first three results are cleared in the
+    very request that carries them (only the last 3 tool uses are kept). They are lost
+    content the session produced, so retrievable counts them against what the session
+    showed, not against what this layout sent (it had come to below zero)."""
+    t = Transcript()
+    t.user("Run the six slow suites at once.")
+    uses = [tool_use(f"b{i}", "Bash", command=f"make suite-{i}") for i in range(1, 7)]
+    t.assistant(uses)
+    for i in range(1, 7):
+        t.tool_result(f"b{i}", f"suite {i} line of output\n" * 3300)
+    t.assistant([text("All six pass.")])
+    session = read_session(t.write(tmp_path / "parallel.jsonl"))
+    u1, *rest = tokens(session)
+    a, r = rest[:6], rest[6:]
+    result = STRATEGIES["clear-tool-uses"].replay(session)
+    assert result.shown_tokens == u1 + sum(a) + sum(r)
+    assert result.lost_tokens == sum(r[:3])
+    assert result.retrievable == pytest.approx(1 - sum(r[:3]) / result.shown_tokens)
 
 
 def test_idle_gap_and_model_switch_find_the_cache_cold(tmp_path: Path) -> None:
