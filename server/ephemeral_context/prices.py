@@ -139,19 +139,23 @@ class PriceRow:
 
 _DATE_SUFFIX = re.compile(r"(-\d{8}|@\d{8}|-latest|-v\d+(:\d+)?|\[[^\]]*\])+$")
 _FAMILIES = ("fable", "mythos", "opus", "sonnet", "haiku")
-# claude-sonnet-4-5, claude-opus-4, claude-opus-5-5, and the older claude-3-5-haiku
-_NEW_STYLE = re.compile(rf"claude-({'|'.join(_FAMILIES)})-(\d+)(?:-(\d))?(?![\d])")
-_OLD_STYLE = re.compile(rf"claude-(\d+)(?:-(\d))?-({'|'.join(_FAMILIES)})")
+# claude-sonnet-4-5, claude-opus-4, claude-opus-5-5, and the older claude-3-5-haiku; a
+# gateway may write the version with a dot (anthropic/claude-opus-4.5, claude-3.5-sonnet)
+_NEW_STYLE = re.compile(rf"claude-({'|'.join(_FAMILIES)})-(\d+)(?:[-.](\d))?(?![\d])")
+_OLD_STYLE = re.compile(rf"claude-(\d+)(?:[-.](\d))?-({'|'.join(_FAMILIES)})")
 
 
 def parse_model(model: str) -> tuple[str, tuple[int, ...]] | None:
-    """(family, version) of a model id as the API, Bedrock, Vertex or Claude Code spell it."""
+    """(family, version) of a model id as the API, Bedrock, Vertex, Claude Code or a gateway
+    spell it. A minor version 0 is the major one (the API's alias claude-opus-4-0 is Opus 4)."""
     name = _DATE_SUFFIX.sub("", model.strip().lower())
     if m := _NEW_STYLE.search(name):
-        return m.group(1), (int(m.group(2)),) + ((int(m.group(3)),) if m.group(3) else ())
-    if m := _OLD_STYLE.search(name):
-        return m.group(3), (int(m.group(1)),) + ((int(m.group(2)),) if m.group(2) else ())
-    return None
+        family, major, minor = m.group(1), m.group(2), m.group(3)
+    elif m := _OLD_STYLE.search(name):
+        family, major, minor = m.group(3), m.group(1), m.group(2)
+    else:
+        return None
+    return family, (int(major),) + ((int(minor),) if minor and minor != "0" else ())
 
 
 def _rates(raw: dict[str, Any]) -> Rates:

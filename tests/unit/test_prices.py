@@ -34,6 +34,13 @@ def at(day: str) -> float:
         ("claude-opus-4", "Claude Opus 4"),
         ("claude-haiku-5-5", "Claude Haiku 5.5"),
         ("claude-fable-5-1", "Claude Fable 5.1"),
+        # the API's -0 aliases, and a gateway's dotted versions (never Opus 4's $15)
+        ("claude-opus-4-0", "Claude Opus 4"),
+        ("claude-sonnet-4-0", "Claude Sonnet 4"),
+        ("anthropic/claude-opus-4.5", "Claude Opus 4.5"),
+        ("anthropic/claude-haiku-4.5", "Claude Haiku 4.5"),
+        ("anthropic/claude-3.5-sonnet", "Claude Sonnet 3.5"),
+        ("claude-opus-4.1-20250805", "Claude Opus 4.1"),
     ],
 )
 def test_model_ids_find_their_row(model_id: str, name: str) -> None:
