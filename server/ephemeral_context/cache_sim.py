@@ -213,8 +213,10 @@ class PromptCache:
                 hit = max(hit, q)
                 break
         for q in found:
-            _, ttl, tokens = entries[hashes[q]]
-            entries[hashes[q]] = (now + TTL_SECONDS[ttl], ttl, tokens)
+            expiry, ttl, tokens = entries[hashes[q]]
+            # A read refreshes, never shortens: a clock that went backwards (a transcript's
+            # calls stamped out of order) must not expire what a later stamp wrote.
+            entries[hashes[q]] = (max(expiry, now + TTL_SECONDS[ttl]), ttl, tokens)
 
         read = cumulative[hit] if hit >= 0 else 0
         one_hour_end = read

@@ -74,6 +74,14 @@ MODEL = "claude-sonnet-4-6"
 @example(Plan(MODEL, (Step("edit", 1, 120), Step("read_range", 10, 1),
                       Step("prompt", 61, seconds=47.0),
                       Step("read_range", 10, 1, seconds=2739.0))))  # fmt: skip
+# Found by the fuzz command: a branch's call stamped half an hour before the call it follows
+# read that call's entries, and the read cut their life to five minutes from the earlier
+# stamp; the next call, stamped with the later time again, found them gone (cache_sim).
+@example(Plan("claude-opus-4-6", (Step("rewind", 15, 65),
+                                  Step("write", 2000, 2, seconds=1946.0),
+                                  Step("clock_back", seconds=1901.0),
+                                  Step("prompt", 72, 0, seconds=48.0), Step("rewind", 12, 94),
+                                  Step("read_range", 550, 8, seconds=1.0))))  # fmt: skip
 def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
     with tempfile.TemporaryDirectory(prefix="ectx-property-") as folder:
         session = read_session(write_session(plan, Path(folder) / "session.jsonl"))

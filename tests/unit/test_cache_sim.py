@@ -186,6 +186,17 @@ def test_five_minute_entry_expires_and_is_refreshed_on_each_hit() -> None:
     assert late.cache_creation_input_tokens == 2000
 
 
+def test_a_hit_stamped_earlier_than_the_write_does_not_shorten_its_life() -> None:
+    """A transcript whose clock went backwards sends a call stamped before the write it
+    reads (calls follow their chain, not the clock): the read finds the entry alive and
+    leaves it alive as long as the write made it (a hit stamped at 100 had cut it to 400)."""
+    cache = PromptCache(SONNET)
+    request = Request(system=[Block(1, 2000, "5m")], messages=[Block(2, 10)])
+    cache.call(request, now=1000)
+    assert cache.call(request, now=100).cache_read_input_tokens == 2000
+    assert cache.call(request, now=1200).cache_read_input_tokens == 2000
+
+
 def test_one_hour_entry_outlives_five_minutes() -> None:
     cache = PromptCache(SONNET)
     request = Request(system=[Block(1, 2000, "1h")])
