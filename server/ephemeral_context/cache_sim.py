@@ -25,6 +25,7 @@ from itertools import accumulate
 from typing import Any, Literal
 
 from ephemeral_context.prices import lookup
+from ephemeral_context.tokens import image_tokens
 
 Ttl = Literal["5m", "1h"]
 
@@ -32,9 +33,6 @@ TTL_SECONDS: dict[Ttl, float] = {"5m": 300.0, "1h": 3600.0}
 MAX_BREAKPOINTS = 4
 LOOKBACK_POSITIONS = 20
 """Positions checked per breakpoint, the breakpoint itself counted as the first."""
-
-IMAGE_TOKENS = 1600
-"""Flat estimate for an image or binary document block (about a 1.1 megapixel image)."""
 
 
 class CacheControlError(ValueError):
@@ -270,7 +268,7 @@ def canonical_json(value: Any) -> str:
 
 
 def tool_result_text(content: Any, *, other_items: bool = True) -> tuple[str, int]:
-    """Text of a tool_result's content and the flat cost of its images and documents.
+    """Text of a tool_result's content and the tokens of its images and documents.
 
     Other items (neither text nor image/document) count as their JSON when `other_items` is
     set, else they are left out (the replay reader counts only what the model reads as text).
@@ -286,7 +284,7 @@ def tool_result_text(content: Any, *, other_items: bool = True) -> tuple[str, in
             if item.get("type") == "text":
                 texts.append(str(item.get("text", "")))
             elif item.get("type") in ("image", "document"):
-                images += IMAGE_TOKENS
+                images += image_tokens(item)
             elif other_items:
                 texts.append(canonical_json(item))
     return "\n".join(texts), images

@@ -22,7 +22,6 @@ from typing import Any
 import xxhash
 
 from ephemeral_context.cache_sim import (
-    IMAGE_TOKENS,
     Block,
     CacheControlError,
     Request,
@@ -31,7 +30,7 @@ from ephemeral_context.cache_sim import (
     tool_result_text,
 )
 from ephemeral_context.documents import utf8
-from ephemeral_context.tokens import estimate_tokens
+from ephemeral_context.tokens import estimate_tokens, image_tokens
 
 TokenCounter = Callable[[str, str], int]
 
@@ -94,13 +93,12 @@ def _content_block_tokens(block: Mapping[str, Any], count: TokenCounter, deferre
         return _tool_result_tokens(block.get("content", ""), count, deferred)
     if kind == "thinking":
         return count(str(block.get("thinking", "")), "thinking")
-    if kind == "image":
-        return IMAGE_TOKENS
     if kind == "document":
         source = block.get("source", {})
         if isinstance(source, Mapping) and source.get("type") == "text":
             return count(str(source.get("data", "")), "prose")
-        return IMAGE_TOKENS
+    if kind in ("image", "document"):
+        return image_tokens(block)
     return count(canonical_json(block), "json")
 
 

@@ -18,9 +18,13 @@ API:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import os
 import re
+import struct
+from collections.abc import Mapping
 from typing import Any
 
 KINDS = ("prose", "thinking", "code", "json", "tool_output")
@@ -81,6 +85,91 @@ def estimate_tokens(text: str, kind: str = "code") -> int:
 def estimate_block_tokens(text: str, kind: str = "code") -> int:
     """Tokens one content block of a request costs: its text plus the per-block overhead."""
     return estimate_tokens(text, kind) + BLOCK_OVERHEAD_TOKENS
+
+
+IMAGE_TOKENS = 1600
+"""An image whose size cannot be read (a URL or file source, an unknown format) or a binary
+document: about the most one image costs once the API has scaled it down."""
+IMAGE_MAX_EDGE = 1568
+"""Pixels: the API scales an image down until its long edge is within this..."""
+PIXELS_PER_TOKEN = 750
+"""...and its tokens, width x height / 750, are within IMAGE_TOKENS (the vision docs,
+"Calculate image costs")."""
+_IMAGE_HEAD_CHARS = 262_144
+"""Base64 characters decoded to find an image's size: a JPEG's frame header may follow a
+large EXIF or colour-profile segment; the other formats give it in their first bytes."""
+
+
+def image_tokens(block: Mapping[str, Any]) -> int:
+    """Tokens an image content block costs, from the pixel size its base64 data declares
+    (PNG, JPEG, GIF, WebP), scaled down as the API scales it; IMAGE_TOKENS when the size
+    cannot be read, and for documents. A 900 x 180 screenshot costs 217, not 1,600."""
+    source = block.get("source")
+    if block.get("type") != "image" or not isinstance(source, Mapping):
+        return IMAGE_TOKENS
+    data = source.get("data")
+    if source.get("type") != "base64" or not isinstance(data, str):
+        return IMAGE_TOKENS
+    head = data[:_IMAGE_HEAD_CHARS]
+    try:
+        size = _image_size(base64.b64decode(head[: len(head) // 4 * 4]))
+    except (binascii.Error, ValueError):
+        size = None
+    if size is None:
+        return IMAGE_TOKENS
+    width, height = size
+    scale = min(1.0, IMAGE_MAX_EDGE / max(width, height))
+    pixels = width * height * scale * scale
+    return max(1, min(IMAGE_TOKENS, math.ceil(pixels / PIXELS_PER_TOKEN)))
+
+
+def _image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) from an image file's header, or None (unknown or cut short)."""
+    size: tuple[int, int] | None = None
+    if data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) >= 24:
+        size = struct.unpack(">II", data[16:24])
+    elif data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
+        size = struct.unpack("<HH", data[6:10])
+    elif data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        size = _webp_size(data)
+    elif data.startswith(b"\xff\xd8"):
+        size = _jpeg_size(data)
+    return size if size is not None and min(size) > 0 else None
+
+
+def _webp_size(data: bytes) -> tuple[int, int] | None:
+    chunk = data[12:16]
+    if chunk == b"VP8X" and len(data) >= 30:
+        return 1 + int.from_bytes(data[24:27], "little"), 1 + int.from_bytes(data[27:30], "little")
+    if chunk == b"VP8 " and len(data) >= 30:
+        width, height = struct.unpack("<HH", data[26:30])
+        return width & 0x3FFF, height & 0x3FFF
+    if chunk == b"VP8L" and len(data) >= 25:
+        bits = int.from_bytes(data[21:25], "little")
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    return None
+
+
+_JPEG_FRAMES = frozenset(
+    {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
+)
+"""The start-of-frame markers, whose header holds the image's height and width."""
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    at = 2
+    while at + 9 <= len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker in _JPEG_FRAMES:
+            height, width = struct.unpack(">HH", data[at + 5 : at + 9])
+            return width, height
+        if marker == 0xFF:  # fill byte
+            at += 1
+            continue
+        at += 2 + struct.unpack(">H", data[at + 2 : at + 4])[0]
+    return None
 
 
 def count_tokens(text: str, model: str, client: Any | None = None) -> int:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import math
+import struct
+from typing import Any
 
 import anthropic
 import pytest
@@ -11,12 +14,14 @@ from ephemeral_context.replay.calibrate import fit_paths
 from ephemeral_context.tokens import (
     BLOCK_OVERHEAD_TOKENS,
     CHARS_PER_TOKEN,
+    IMAGE_TOKENS,
     KINDS,
     TOKENS_PER_OTHER_CHAR,
     TOKENS_PER_WIDE_CHAR,
     count_tokens,
     estimate_block_tokens,
     estimate_tokens,
+    image_tokens,
     script_counts,
 )
 
@@ -88,3 +93,64 @@ def test_count_tokens_asks_the_endpoint(monkeypatch: pytest.MonkeyPatch) -> None
         paths = [r.path for r in api.requests]
         assert paths == ["/v1/messages/count_tokens"] * 2
         assert api.requests[0].body["messages"] == [{"role": "user", "content": CODE}]
+
+
+def image(header: bytes, media_type: str = "image/png") -> dict[str, Any]:
+    """An image content block whose base64 data starts with `header` (the rest cut off)."""
+    data = base64.b64encode(header + b"\0" * 64).decode()
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+
+
+def png(width: int, height: int) -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", width, height)
+
+
+def jpeg(width: int, height: int) -> bytes:
+    """A JPEG whose frame header follows an APP1 (EXIF) segment of 40,000 bytes."""
+    exif = b"\xff\xe1" + struct.pack(">H", 40_002) + b"E" * 40_000
+    return b"\xff\xd8" + exif + b"\xff\xc0" + struct.pack(">HBHH", 17, 8, height, width)
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (png(200, 200), 54),  # the vision docs' examples: width x height / 750
+        (png(1000, 1000), 1334),
+        (png(1092, 1092), 1590),
+        (png(906, 181), 219),  # a pasted screenshot of the corpus (was a flat 1,600)
+        (png(2000, 500), 820),  # long edge scaled to 1,568: 1,568 x 392
+        (png(3024, 1610), IMAGE_TOKENS),  # scaled down to about 1.15 megapixels
+        (jpeg(1512, 771), 1555),  # the corpus's 1,512 x 771 screenshots
+        (jpeg(640, 480), 410),
+        (b"GIF89a" + struct.pack("<HH", 300, 150), 60),
+        (
+            b"RIFF\0\0\0\0WEBPVP8X"
+            + b"\0" * 8
+            + (299).to_bytes(3, "little")
+            + (149).to_bytes(3, "little"),
+            60,
+        ),
+        (b"RIFF\0\0\0\0WEBPVP8L\0\0\0\0\x2f" + (299 | 149 << 14).to_bytes(4, "little"), 60),
+    ],
+)
+def test_an_image_costs_its_pixels_as_the_api_scales_them(header: bytes, expected: int) -> None:
+    assert image_tokens(image(header)) == expected
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+        {"type": "image", "source": {"type": "file", "file_id": "file_1"}},
+        image(b"not an image at all"),
+        image(png(0, 10)),
+        image(jpeg(640, 480)[:30_000]),  # cut before its frame header
+        {"type": "image", "source": {"type": "base64", "data": "***not base64***"}},
+        {"type": "image", "source": "x"},
+        {"type": "document", "source": {"type": "base64", "data": "JVBERi0xLjQ="}},
+    ],
+)
+def test_an_image_whose_size_cannot_be_read_costs_the_most_an_image_does(
+    block: dict[str, Any],
+) -> None:
+    assert image_tokens(block) == IMAGE_TOKENS

@@ -41,11 +41,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from ephemeral_context.cache_sim import (
-    IMAGE_TOKENS,
-    tool_result_text,
-    usage_from_dict,
-)
+from ephemeral_context.cache_sim import tool_result_text, usage_from_dict
 from ephemeral_context.prices import REFERENCE_MODEL, parse_model, priced, rows
 from ephemeral_context.replay.anchor import anchor_tokens
 from ephemeral_context.replay.flow import (
@@ -64,7 +60,7 @@ from ephemeral_context.replay.flow import (
     block_key,
 )
 from ephemeral_context.replay.microcompact import SILENT_BEFORE, silently_cleared
-from ephemeral_context.tokens import estimate_block_tokens
+from ephemeral_context.tokens import estimate_block_tokens, image_tokens
 
 KNOWN_RECORD_TYPES = frozenset(
     {
@@ -927,7 +923,7 @@ def _content_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) ->
         return _tool_result_block(item, entry, reading)
     if kind in ("image", "document"):
         key = block_key(str(kind), json.dumps(item, default=str)[:4096])
-        return Block(key, "image", "", IMAGE_TOKENS, "image")
+        return Block(key, "image", "", image_tokens(item), "image")
     reading.problem(entry.line, f"unknown content block type {kind!r}; skipped")
     return None
 

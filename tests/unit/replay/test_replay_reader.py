@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from ephemeral_context.replay.reader import (
     takes_system_messages,
 )
 from ephemeral_context.replay.strategies import STRATEGIES
+from ephemeral_context.tokens import estimate_block_tokens
 
 from tests.transcripts import (
     DRMACIVER,
@@ -123,6 +126,35 @@ def test_hand_written_session(tmp_path: Path) -> None:
     thread = session.threads[session.calls[0].thread]
     assert thread.warm_tokens == 9000
     assert thread.prefix_tokens == 9000
+
+
+def test_a_pasted_screenshot_costs_its_pixels_in_a_prompt_and_in_a_tool_result(
+    tmp_path: Path,
+) -> None:
+    """A 906 x 181 screenshot (a corpus session's) costs 219 tokens, not a flat 1,600: in a
+    prompt and in what a Read of the image returns."""
+    header = b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", 906, 181) + b"\0" * 40
+    source = {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": base64.b64encode(header).decode(),
+    }
+    t = Transcript()
+    t.user([{"type": "image", "source": source}, {"type": "text", "text": "What is wrong here?"}])
+    t.assistant([tool_use("r1", "Read", file_path="/w/shot.png")])
+    t.tool_result("r1", "")  # replaced below by the image Claude Code sends
+    t.assistant([text("The label overflows.")])
+    lines = t.text().splitlines()
+    record = json.loads(lines[2])
+    record["message"]["content"][0]["content"] = [{"type": "image", "source": source}]
+    lines[2] = json.dumps(record)
+    path = tmp_path / "shot.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    session = read_session(path)
+    assert session.problems == []
+    blocks = {b.type: b for m in session.request(session.calls[1]) for b in m.blocks}
+    assert blocks["image"].tokens == 219
+    assert blocks["tool_result"].tokens - estimate_block_tokens("", "tool_output") == 219
 
 
 def test_bad_lines_are_reported_with_file_and_line_and_skipped(tmp_path: Path) -> None:
