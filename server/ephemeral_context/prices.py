@@ -14,7 +14,8 @@ API:
 - `priced(model, at=None) -> PriceRow`: the same, but the reference row (`REFERENCE_MODEL`,
   marked `known=False`) for an unknown model: replay warns and goes on.
 - `PriceRow`: `.billed_input(usage)` (base-input token equivalents), `.cost_usd(usage,
-  output_tokens)`, `.rates_for(prompt_tokens)`.
+  output_tokens)`, `.rates_for(prompt_tokens)`, `.at_speed(speed)` (fast mode's prices).
+- `Speed`: how a request was served (`usage.speed`).
 - `Multipliers`: cache prices relative to base input (what the cost gate weighs).
 - `parse_model(model) -> (family, version) | None`; `rows()`: every row.
 """
@@ -25,6 +26,7 @@ import re
 import tomllib
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
+from enum import StrEnum
 from functools import cache
 from importlib import resources
 from typing import Any, Protocol
@@ -35,6 +37,14 @@ REFERENCE_MODEL = "claude-sonnet-4-6"
 
 class UnknownModelError(KeyError):
     """A model id that names no model in the price table."""
+
+
+class Speed(StrEnum):
+    """How the API served a request (`usage.speed`): fast mode bills a multiple of every
+    price, and requests at different speeds do not share cached prefixes."""
+
+    STANDARD = "standard"
+    FAST = "fast"
 
 
 class InputUsage(Protocol):
@@ -97,6 +107,12 @@ class PriceRow:
     long_prompt: LongPromptBand | None = None
     known: bool = True
     """False for the reference row standing in for a model the table does not list."""
+    fast: float | None = None
+    """Fast mode's multiplier on every price of the row (prompt caching's on top); None
+    where the table lists no fast price for the model."""
+    speed_factor: float = 1.0
+    """What this row's prices are multiplied by: `fast` for a request served fast
+    (`at_speed`). Billed input stays in the standard base price's tokens."""
 
     @property
     def version(self) -> tuple[int, ...]:
@@ -110,6 +126,14 @@ class PriceRow:
         r = self.rates
         return Multipliers(r.read / r.input, r.write_5m / r.input, r.write_1h / r.input)
 
+    def at_speed(self, speed: Speed) -> PriceRow:
+        """The row pricing a request served at `speed`: standard as it stands; fast at the
+        model's fast multiplier, or at standard prices where none is listed (the reader
+        warns about those calls)."""
+        if speed is Speed.FAST and self.fast is not None:
+            return replace(self, speed_factor=self.fast)
+        return self
+
     def rates_for(self, prompt_tokens: int) -> Rates:
         """The band a request of `prompt_tokens` (input + cache reads + writes) is billed in."""
         band = self.long_prompt
@@ -121,11 +145,15 @@ class PriceRow:
         """Dollars for the input side of one call."""
         r = self.rates_for(usage.total_input_tokens)
         return (
-            usage.input_tokens * r.input
-            + usage.ephemeral_5m_input_tokens * r.write_5m
-            + usage.ephemeral_1h_input_tokens * r.write_1h
-            + usage.cache_read_input_tokens * r.read
-        ) / 1_000_000
+            self.speed_factor
+            * (
+                usage.input_tokens * r.input
+                + usage.ephemeral_5m_input_tokens * r.write_5m
+                + usage.ephemeral_1h_input_tokens * r.write_1h
+                + usage.cache_read_input_tokens * r.read
+            )
+            / 1_000_000
+        )
 
     def billed_input(self, usage: InputUsage) -> float:
         """Base-input-token equivalents of one call: its input dollars over the base price."""
@@ -134,7 +162,7 @@ class PriceRow:
     def cost_usd(self, usage: InputUsage, output_tokens: int) -> float:
         """Dollars at list price for one call (output in the same band as the prompt)."""
         r = self.rates_for(usage.total_input_tokens)
-        return self.input_usd(usage) + output_tokens * r.output / 1_000_000
+        return self.input_usd(usage) + self.speed_factor * output_tokens * r.output / 1_000_000
 
 
 _DATE_SUFFIX = re.compile(r"(-\d{8}|@\d{8}|-latest|-v\d+(:\d+)?|\[[^\]]*\])+$")
@@ -186,6 +214,7 @@ def _table() -> dict[tuple[str, tuple[int, ...]], tuple[PriceRow, ...]]:
             long_prompt=None
             if band is None
             else LongPromptBand(int(band["above_tokens"]), _rates(band)),
+            fast=float(raw["fast"]) if "fast" in raw else None,
         )
         key = parse_model(row.id)
         if key is None:

@@ -8,6 +8,7 @@ import pytest
 from ephemeral_context.cache_sim import Usage
 from ephemeral_context.prices import (
     REFERENCE_MODEL,
+    Speed,
     UnknownModelError,
     lookup,
     priced,
@@ -124,3 +125,26 @@ def test_every_row_is_dated_sourced_and_complete() -> None:
         assert row.source and row.effective.year >= 2024
         assert 0 < row.rates.read < row.rates.input < row.rates.write_5m < row.rates.write_1h
         assert row.min_cacheable_tokens > 0 and row.context_window >= 200_000
+
+
+@pytest.mark.parametrize(
+    ("model_id", "fast"),
+    [  # the fast-mode page: Opus 5 and 4.8 at $10 / $50; Opus 4.6 at $30 / $150 in 2026-02
+        ("claude-opus-5", 2.0),
+        ("claude-opus-4-8", 2.0),
+        ("claude-opus-4-6", 6.0),
+        ("claude-sonnet-4-6", None),  # no fast mode: a fast call is priced standard
+    ],
+)
+def test_fast_mode_multiplies_every_price_and_billed_input_counts_standard_tokens(
+    model_id: str, fast: float | None
+) -> None:
+    row = lookup(model_id)
+    assert row.fast == fast
+    usage = Usage(100, 3000, 20_000, 1000, 2000)
+    quick = row.at_speed(Speed.FAST)
+    times = fast or 1.0
+    assert quick.cost_usd(usage, 500) == pytest.approx(times * row.cost_usd(usage, 500))
+    assert quick.billed_input(usage) == pytest.approx(times * row.billed_input(usage))
+    assert quick.multipliers == row.multipliers  # the cache's prices relative to input stay
+    assert row.at_speed(Speed.STANDARD) == row

@@ -4,7 +4,7 @@ Per Claude Code session: the requests the client made, the billed input (base-in
 equivalents at the model's list prices, prices.py) of every upstream call made for them as
 the upstream's usage reports it, and what the client's own requests would have been billed.
 Those were never sent, so the cache model prices them (cache_sim on each client body, one
-prompt cache per session and model, at the time the request arrived), scaled by how the
+prompt cache per session, model and speed, at the time the request arrived), scaled by how the
 upstream's token count for the request actually sent compares with the cache model's
 estimate of it, so both sides count tokens the same way. A request passed through unchanged
 costs the same on both sides.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ephemeral_context.cache_sim import CacheControlError, PromptCache, Usage, usage_from_dict
-from ephemeral_context.prices import UnknownModelError, priced
+from ephemeral_context.prices import Speed, UnknownModelError, priced
 from ephemeral_context.request_view import request_from_messages_api
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,7 @@ class Pricing:
     direct: Usage | None
     model: str = ""
     at: float = 0.0
+    speed: Speed = Speed.STANDARD
     direct_tokens: int = 0
     sent_tokens: int = 0
 
@@ -73,7 +74,7 @@ class Savings:
     """Figures per session, and the cache models that price the client's own requests."""
 
     sessions: dict[str, Figures] = field(default_factory=dict)
-    _caches: dict[tuple[str, str], PromptCache] = field(default_factory=dict)
+    _caches: dict[tuple[str, str, Speed], PromptCache] = field(default_factory=dict)
 
     def figures(self, session: str) -> Figures:
         return self.sessions.setdefault(session, Figures())
@@ -87,17 +88,19 @@ class Savings:
     ) -> Pricing:
         """Price the client's own request in the cache model (None when it cannot be)."""
         model = str(client.get("model", ""))
+        # Fast mode (`speed`) bills a multiple and shares no cached prefix with standard.
+        speed = Speed.FAST if client.get("speed") == Speed.FAST else Speed.STANDARD
         try:
-            cache = self._caches.get((session, model))
+            cache = self._caches.get((session, model, speed))
             if cache is None:
-                cache = self._caches[(session, model)] = PromptCache(model)
+                cache = self._caches[(session, model, speed)] = PromptCache(model)
             request = request_from_messages_api(client)
             sent_tokens = request_from_messages_api(sent).total_tokens if sent else 0
             usage = cache.call(request, now)
-            return Pricing(usage, model, now, request.total_tokens, sent_tokens)
+            return Pricing(usage, model, now, speed, request.total_tokens, sent_tokens)
         except (UnknownModelError, CacheControlError) as error:
             log.info("cannot price the direct request in the cache model: %s", error)
-            return Pricing(None, model, now)
+            return Pricing(None, model, now, speed)
 
     def record(self, session: str, pricing: Pricing, usages: list[Any], passthrough: bool) -> None:
         """One client request answered, with the usage of every upstream call made for it."""
@@ -106,7 +109,7 @@ class Savings:
         figures.passthrough += int(passthrough)
         sent = [usage_from_dict(u) for u in usages if u]
         figures.upstream_calls += len(usages)
-        price = priced(pricing.model, pricing.at or None)
+        price = priced(pricing.model, pricing.at or None).at_speed(pricing.speed)
         billed = sum(price.billed_input(u) for u in sent)
         figures.billed_input_sent += billed
         if passthrough or pricing.direct is None or not sent:

@@ -35,6 +35,7 @@ import xxhash
 
 from ephemeral_context.cache_sim import Ttl, Usage
 from ephemeral_context.documents import utf8
+from ephemeral_context.prices import PriceRow, Speed, priced
 
 BlockType = Literal["text", "thinking", "tool_use", "tool_result", "image", "hidden"]
 Role = Literal["user", "assistant", "system"]
@@ -131,6 +132,9 @@ class RecordedUsage(Usage):
     """The usage had both cache counts, as every usage Anthropic returns has (zero or not);
     one without them comes from a gateway or an export that dropped them, and its zeros are
     not what Anthropic's cache billed."""
+    speed: Speed = Speed.STANDARD
+    """How the request was served (`usage.speed`, recorded since 2026): a setting the
+    client asked for (`/fast`), like its model and TTL, not a cache figure."""
 
     @property
     def ttl(self) -> Ttl | None:
@@ -195,6 +199,16 @@ class Call:
     line: int
     prefix: PrefixState = FIRST_PREFIX
     """What the call's fixed prefix (tools, system prompt) was built from."""
+
+    @property
+    def speed(self) -> Speed:
+        """How the call was served (standard where nothing was recorded)."""
+        return self.usage.speed if self.usage is not None else Speed.STANDARD
+
+    @property
+    def price(self) -> PriceRow:
+        """The prices of this call: its model's row in effect when it started, at its speed."""
+        return priced(self.model, self.started).at_speed(self.speed)
 
 
 @dataclass(frozen=True)

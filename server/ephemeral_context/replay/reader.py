@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from ephemeral_context.cache_sim import tool_result_text, usage_from_dict
-from ephemeral_context.prices import REFERENCE_MODEL, parse_model, priced, rows
+from ephemeral_context.prices import REFERENCE_MODEL, Speed, parse_model, priced, rows
 from ephemeral_context.replay.anchor import anchor_tokens
 from ephemeral_context.replay.flow import (
     Block,
@@ -476,6 +476,7 @@ def _usage(raw: Any) -> RecordedUsage | None:
         **counts,
         output_tokens=int(raw.get("output_tokens") or 0),
         cache_counted=all(key in raw for key in CACHE_COUNTS),
+        speed=Speed.FAST if raw.get("speed") == Speed.FAST else Speed.STANDARD,
     )
 
 
@@ -1320,6 +1321,13 @@ def _build_session(reading: _Reading) -> Session:
         if not priced(model).known:
             reading.problem(
                 0, f"no list price for model {model!r}: its calls are priced as {REFERENCE_MODEL}"
+            )
+    for model in dict.fromkeys(c.model for c in session.calls if c.speed is Speed.FAST):
+        if priced(model).fast is None:
+            reading.problem(
+                0,
+                f"no fast-mode price for model {model!r}: its fast calls are priced at its "
+                "standard rates",
             )
     reading.note_unknown_tools()
     session.unanswered = _unanswered(reading, session)

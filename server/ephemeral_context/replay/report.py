@@ -30,7 +30,6 @@ from rich.console import Console
 from rich.table import Table
 
 from ephemeral_context.cache_sim import Usage
-from ephemeral_context.prices import priced
 from ephemeral_context.replay.billing import Billing, classify
 from ephemeral_context.replay.flow import Problem, RecordedUsage, Session
 from ephemeral_context.replay.parallel import Lost, available_cores, run_in_workers
@@ -150,13 +149,11 @@ def recorded_total(session: Session) -> RecordedUsage | None:
 
 
 def recorded_billed(session: Session) -> float | None:
-    """The recorded billed input, each call priced by the row in effect for its model."""
+    """The recorded billed input, each call at its own prices (`Call.price`)."""
     if not session.recorded:
         return None
     return sum(
-        priced(call.model, call.started).billed_input(call.usage)
-        for call in session.calls
-        if call.usage is not None
+        call.price.billed_input(call.usage) for call in session.calls if call.usage is not None
     )
 
 
@@ -435,7 +432,7 @@ def recorded_cost(item: SessionReport) -> float | None:
     if item.billing is not Billing.ANTHROPIC or baseline is None:
         return None
     return sum(
-        priced(call.model, call.started).cost_usd(call.usage, modelled.output_tokens)
+        call.price.cost_usd(call.usage, modelled.output_tokens)
         for call, modelled in zip(item.session.calls, baseline.calls, strict=True)
         if call.usage is not None
     )

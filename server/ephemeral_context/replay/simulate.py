@@ -2,11 +2,12 @@
 
 A strategy only decides what each request looks like (a `Prompt`: blocks with their cache
 breakpoints) and which shown content it threw away for good. This module feeds the prompts
-to `cache_sim` in the session's time order, with one cache per model (a model switch finds
-the cache cold) and each call at its start time (an idle gap longer than the TTL finds it
-cold too). A thread whose first call read from a cache that something outside the transcript
-had warmed (an earlier session, the compaction call) gets that prefix written just before,
-with the client's TTL (the one its first call wrote with) whatever the strategy asks for.
+to `cache_sim` in the session's time order, with one cache per model and speed (a model
+switch, or fast mode turned on or off, finds the cache cold) and each call at its start time
+(an idle gap longer than the TTL finds it cold too). A thread whose first call read from a
+cache that something outside the transcript had warmed (an earlier session, the compaction
+call) gets that prefix written just before, with the client's TTL (the one its first call
+wrote with) whatever the strategy asks for.
 A forked session's inherited calls (the parent's, `Session.inherited`) are laid out and sent
 first, unbilled, so the fork starts from what the parent had cached.
 The results carry what the report needs: per call usage and context size, and per strategy
@@ -28,7 +29,7 @@ from typing import Protocol, runtime_checkable
 
 from ephemeral_context import cache_sim
 from ephemeral_context.cache_sim import PromptCache, Request, Usage
-from ephemeral_context.prices import PriceRow, priced
+from ephemeral_context.prices import PriceRow, Speed, priced
 from ephemeral_context.replay.flow import Call, Session, Unanswered
 
 PREWARM_LEAD_SECONDS = 1.0
@@ -196,7 +197,11 @@ def simulate(name: str, session: Session, layout: Layout) -> StrategyResult:
 
 
 def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
-    caches: dict[str, PromptCache] = {}
+    # One cache per model and speed: requests at different speeds share no prefix.
+    caches: dict[tuple[str, Speed], PromptCache] = {}
+    # Each thread's speed as its latest call was served: what an interrupted request of the
+    # thread, which recorded nothing, was sent at.
+    speeds: dict[str, Speed] = {}
     result = StrategyResult(name)
     started_threads: set[str] = set()
     shown: set[int] = set()
@@ -212,17 +217,15 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
         ):
             if waiting.thread in started_threads:
                 assert isinstance(layout, Interruptible)
-                sent_to = caches.get(waiting.model) or _new_cache(waiting.model)
-                caches[waiting.model] = sent_to
+                sent_to = _cache(caches, waiting.model, speeds[waiting.thread])
                 for step in layout.unanswered(waiting).steps:
                     sent_to.call(
                         Request(system=step.system, messages=step.messages), waiting.started
                     )
             waiting = next(interrupted, None)
         prompt = layout.prompt(call)
-        cache = caches.get(call.model)
-        if cache is None:
-            cache = caches[call.model] = _new_cache(call.model)
+        cache = _cache(caches, call.model, call.speed)
+        speeds[call.thread] = call.speed
         thread = session.threads[call.thread]
         if call.thread not in started_threads:
             started_threads.add(call.thread)
@@ -249,7 +252,7 @@ def _drive(name: str, session: Session, layout: Layout) -> StrategyResult:
                 context_tokens=max(step.tokens for step in prompt.steps),
                 usage=usage,
                 output_tokens=call.response.tokens + sum(s.output_tokens for s in prompt.steps),
-                price=priced(call.model, call.started),
+                price=call.price,
             )
         )
     result.shown_tokens = shown_tokens
@@ -266,9 +269,14 @@ def _comes_first(call: Call, request: Unanswered) -> bool:
     return call.thread == request.thread and call.n_messages < request.n_messages
 
 
-def _new_cache(model: str) -> PromptCache:
-    """A model's cache; an unpriced model's gets the reference model's minimum length."""
-    return PromptCache(model, min_cacheable_tokens=priced(model).min_cacheable_tokens)
+def _cache(caches: dict[tuple[str, Speed], PromptCache], model: str, speed: Speed) -> PromptCache:
+    """The cache of a model at a speed, new the first time (an unpriced model's gets the
+    reference model's minimum length)."""
+    cache = caches.get((model, speed))
+    if cache is None:
+        minimum = priced(model).min_cacheable_tokens
+        cache = caches[model, speed] = PromptCache(model, min_cacheable_tokens=minimum)
+    return cache
 
 
 def _cached(block: cache_sim.Block, ttl: cache_sim.Ttl) -> cache_sim.Block:

@@ -181,3 +181,61 @@ def test_billed_input_uses_the_sessions_model(tmp_path: Path, model: str, read: 
     assert recorded.calls[1].billed_input == pytest.approx(
         expected + read * usage.cache_read_input_tokens
     )
+
+
+def fast_toggled(tmp_path: Path, model: str) -> Path:
+    """Five calls seconds apart, the usage Anthropic returns: two standard, two in fast mode
+    (`/fast`), then standard again. Fast mode shares no cached prefix with standard speed:
+    the first fast call writes everything, the last standard call reads what the second one
+    wrote (still warm) and writes the rest."""
+    t = Transcript(model=model)
+    turns = ("Why does the build fail?", "And the linker?", "Go faster.", "More.", "Slow down.")
+    speeds = ("standard", "standard", "fast", "fast", "standard")
+    prompt = PREFIX + 20
+    total = [prompt + 40 * i for i in range(5)]  # each turn adds about 40 tokens
+    usages = [
+        {"input": 3, "write": total[0]},
+        {"input": 3, "write": 40, "read": total[0]},
+        {"input": 3, "write": total[2]},
+        {"input": 3, "write": 40, "read": total[2]},
+        {"input": 3, "write": total[4] - total[1], "read": total[1]},
+    ]
+    for turn, speed, usage in zip(turns, speeds, usages, strict=True):
+        t.user(turn)
+        t.assistant([text("Because of the flags.")], usage=usage, speed=speed)
+    return t.write(tmp_path / "fast.jsonl")
+
+
+def test_fast_mode_has_a_cache_of_its_own_and_its_prices(tmp_path: Path) -> None:
+    session = read_session(fast_toggled(tmp_path, "claude-opus-5"))
+    assert [call.speed for call in session.calls] == ["standard"] * 2 + ["fast"] * 2 + ["standard"]
+    recorded = STRATEGIES["recorded"].replay(session)
+    usages = [call.usage for call in recorded.calls]
+    cached = [u.cache_read_input_tokens + u.cache_creation_input_tokens for u in usages]
+    reads = [u.cache_read_input_tokens for u in usages]
+    assert reads[1] == cached[0] > 0
+    assert reads[2] == 0  # the first fast call finds no fast cache
+    assert reads[3] == cached[2]
+    assert reads[4] == cached[1]  # back at standard speed: the standard cache, still warm
+    assert session.problems == []
+    report = replay([Path(session.path)])
+    (item,) = report.sessions
+    assert item.fidelity is not None and abs(item.fidelity.billed_input_error) < 0.02
+    standard, fast = lookup("claude-opus-5"), recorded.calls[2].price
+    assert fast.billed_input(recorded.calls[2].usage) == pytest.approx(
+        2 * standard.billed_input(recorded.calls[2].usage)
+    )
+    assert fast.cost_usd(recorded.calls[2].usage, 100) == pytest.approx(
+        2 * standard.cost_usd(recorded.calls[2].usage, 100)
+    )
+
+
+def test_a_fast_call_of_a_model_without_a_fast_price_is_priced_standard_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    session = read_session(fast_toggled(tmp_path, "claude-opus-5-5"))
+    assert [str(p) for p in session.problems] == [
+        f"{session.path}: no fast-mode price for model 'claude-opus-5-5': its fast calls are "
+        "priced at its standard rates"
+    ]
+    assert session.calls[2].price == lookup("claude-opus-5-5", session.calls[2].started)
