@@ -4,7 +4,7 @@ Per Claude Code session: the requests the client made, the billed input (base-in
 equivalents at the model's list prices, prices.py) of every upstream call made for them as
 the upstream's usage reports it, and what the client's own requests would have been billed.
 Those were never sent, so the cache model prices them (cache_sim on each client body, one
-prompt cache per session, model and speed, at the time the request arrived), scaled by how the
+prompt cache per session and model, at the time the request arrived), scaled by how the
 upstream's token count for the request actually sent compares with the cache model's
 estimate of it, so both sides count tokens the same way. A request passed through unchanged
 costs the same on both sides.
@@ -74,7 +74,7 @@ class Savings:
     """Figures per session, and the cache models that price the client's own requests."""
 
     sessions: dict[str, Figures] = field(default_factory=dict)
-    _caches: dict[tuple[str, str, Speed], PromptCache] = field(default_factory=dict)
+    _caches: dict[tuple[str, str], PromptCache] = field(default_factory=dict)
 
     def figures(self, session: str) -> Figures:
         return self.sessions.setdefault(session, Figures())
@@ -88,12 +88,12 @@ class Savings:
     ) -> Pricing:
         """Price the client's own request in the cache model (None when it cannot be)."""
         model = str(client.get("model", ""))
-        # Fast mode (`speed`) bills a multiple and shares no cached prefix with standard.
+        # Fast mode (`speed`) bills a multiple; request_view folds it into the prompt's keys.
         speed = Speed.FAST if client.get("speed") == Speed.FAST else Speed.STANDARD
         try:
-            cache = self._caches.get((session, model, speed))
+            cache = self._caches.get((session, model))
             if cache is None:
-                cache = self._caches[(session, model, speed)] = PromptCache(model)
+                cache = self._caches[(session, model)] = PromptCache(model)
             request = request_from_messages_api(client)
             sent_tokens = request_from_messages_api(sent).total_tokens if sent else 0
             usage = cache.call(request, now)
