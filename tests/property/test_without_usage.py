@@ -33,16 +33,7 @@ def without_usage(line: str) -> str:
     return json.dumps(record, ensure_ascii=False)
 
 
-PREMIUM_HELD_BACK = (
-    "known gap: 1.0102x recorded. No usage, so the TTL is unknown; behind the hour's twins "
-    "the engine falls back to the hour only when the spare covers its premium, and here it "
-    "does not at some gaps the hour would have bridged (without that bound 1.0096x, but a "
-    "generated three-prompt session broke the bound at 1.201x; tests/property/test_generated.py)"
-)
-"""Where the bound is missed on this shape, with its mechanism (docs/cost-model.md)."""
-
-
-@pytest.mark.parametrize("path", files({"f3a77928ed": PREMIUM_HELD_BACK}))
+@pytest.mark.parametrize("path", files())
 def test_without_usage_every_invariant_holds(path: Path, tmp_path: Path) -> None:
     lines = path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
     stripped = tmp_path / path.name
