@@ -4,10 +4,11 @@ Replay and the tests use it to say what a request costs without calling the API.
 here is cited in docs/cost-model.md ("Prompt cache model"): the prefix runs tools -> system
 -> messages; each `cache_control` breakpoint (at most 4) writes one entry, the hash of the
 prefix ending at its block; reads are found at a breakpoint or at most 20 positions back
-from it; a prefix shorter than the model's minimum is never cached; entries live 5 minutes
-or 1 hour from the start of the last request that wrote or read them; 1-hour breakpoints
-must come before 5-minute ones; a top-level `cache_control` puts a breakpoint on the last
-cacheable block. Usage comes back in the API's shape; prices.py prices it per model.
+from it (a run of consecutive tool_use blocks is one position, and so is a run of
+tool_result blocks); a prefix shorter than the model's minimum is never cached; entries
+live 5 minutes or 1 hour from the start of the last request that wrote or read them; 1-hour
+breakpoints must come before 5-minute ones; a top-level `cache_control` puts a breakpoint
+on the last cacheable block. Usage comes back in the API's shape; prices.py prices it per model.
 
 Speed matters (a long transcript is replayed under several strategies): blocks carry a
 precomputed token count and content key, prefix hashes are a chain over those keys (a
@@ -33,6 +34,15 @@ TTL_SECONDS: dict[Ttl, float] = {"5m": 300.0, "1h": 3600.0}
 MAX_BREAKPOINTS = 4
 LOOKBACK_POSITIONS = 20
 """Positions checked per breakpoint, the breakpoint itself counted as the first."""
+RUN_TYPES = frozenset({"tool_use", "tool_result"})
+"""Content block types a run of which counts as one lookback position (parallel tool calls
+and their results do not push the last turn's entry out of the window)."""
+
+
+def lookback_run(block_type: object) -> str:
+    """The `Block.run` of a content block of this type: its type where a run of such blocks
+    is one lookback position, else "" (a position of its own)."""
+    return block_type if isinstance(block_type, str) and block_type in RUN_TYPES else ""
 
 
 class CacheControlError(ValueError):
@@ -48,6 +58,9 @@ class Block:
     cache_ttl: Ttl | None = None
     auto_target: bool = True
     """May carry the automatic breakpoint (thinking and empty text blocks may not)."""
+    run: str = ""
+    """`lookback_run` of its content type: consecutive blocks with the same non-empty run
+    count as one lookback position."""
 
 
 @dataclass(slots=True)
@@ -197,10 +210,14 @@ class PromptCache:
         points = [(p, ttl) for p, ttl in points if cumulative[p] >= minimum]
         entries = self.entries
 
+        positions = _positions(blocks)
         hit = -1
         found: list[int] = []
         for position, _ in points:
-            for q in range(position, max(position - LOOKBACK_POSITIONS, -1), -1):
+            window_start = positions[position] - LOOKBACK_POSITIONS
+            for q in range(position, -1, -1):
+                if positions[q] <= window_start:
+                    break
                 entry = entries.get(hashes[q])
                 if entry is None:
                     continue
@@ -256,6 +273,20 @@ class PromptCache:
             hashes.append(chain)
         self.last_keys, self.last_hashes = keys, hashes
         return hashes
+
+
+def _positions(blocks: Sequence[Block]) -> list[int]:
+    """The lookback position of each block: one more than the block before, except inside a
+    run of consecutive tool_use (or tool_result) blocks, which share one."""
+    positions: list[int] = []
+    current = -1
+    previous = ""
+    for block in blocks:
+        if not (block.run and block.run == previous):
+            current += 1
+        previous = block.run
+        positions.append(current)
+    return positions
 
 
 # ---------------------------------------------------------------------------------------------

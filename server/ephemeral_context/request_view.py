@@ -17,6 +17,7 @@ API:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import xxhash
@@ -27,6 +28,7 @@ from ephemeral_context.cache_sim import (
     Request,
     Ttl,
     canonical_json,
+    lookback_run,
     tool_result_text,
 )
 from ephemeral_context.documents import utf8
@@ -123,6 +125,7 @@ def _content_block(
         tokens=_content_block_tokens(block, count, deferred or {}),
         cache_ttl=ttl,
         auto_target=not not_target,
+        run=lookback_run(kind),
     )
 
 
@@ -210,7 +213,7 @@ def _salt(blocks: list[Block], settings: Mapping[str, Any]) -> None:
         return
     first = blocks[0]
     salted = _text_key(canonical_json({k: v for k, v in settings.items() if v}))
-    blocks[0] = Block(hash((salted, first.key)), first.tokens, first.cache_ttl, first.auto_target)
+    blocks[0] = replace(first, key=hash((salted, first.key)))
 
 
 def _has_image(content: Any) -> bool:

@@ -81,6 +81,39 @@ def test_lookback_counts_the_breakpoint_as_first_of_twenty_positions() -> None:
         assert (usage.cache_read_input_tokens == 2000) is expect_hit, gap
 
 
+def test_a_run_of_parallel_tool_uses_or_results_is_one_lookback_position() -> None:
+    """Twelve parallel tool calls and their results after the last turn's entry: 24 blocks,
+    2 positions, so the entry is found; 24 text blocks are 24 positions, and it is not."""
+
+    def turn(run: str) -> list[Block]:
+        uses = [Block(100 + i, 50, run="tool_use" if run else "") for i in range(12)]
+        results = [Block(200 + i, 50, run="tool_result" if run else "") for i in range(12)]
+        marked = results[-1]
+        return [*uses, *results[:-1], Block(marked.key, marked.tokens, "5m", run=marked.run)]
+
+    for run, expect_hit in (("runs", True), ("", False)):
+        cache = PromptCache(SONNET)
+        cache.call(Request(messages=blocks(10, breakpoints={10: "5m"})), now=0)
+        usage = cache.call(Request(messages=[*blocks(10), *turn(run)]), now=1)
+        assert (usage.cache_read_input_tokens == 2000) is expect_hit, run
+
+
+def test_a_request_view_marks_tool_blocks_as_runs() -> None:
+    """From a Messages API body: tool_use and tool_result blocks carry their run, others none."""
+    use = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/a"}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "x"}
+    request = request_from_messages_api(
+        body(
+            [
+                {"role": "user", "content": "read it"},
+                {"role": "assistant", "content": [{"type": "text", "text": "ok"}, use]},
+                {"role": "user", "content": [result]},
+            ]
+        )
+    )
+    assert [b.run for b in request.messages] == ["", "", "tool_use", "tool_result"]
+
+
 def test_breakpoint_on_changing_block_never_reads_doc_example() -> None:
     """Blocks 1-5 static, block 6 a timestamp: a breakpoint on 6 rewrites every time."""
 

@@ -233,7 +233,7 @@ def kept_request(thread: Thread, built: BuiltRequest) -> Request:
             continue
         else:
             key, tokens = tb.key, tb.tokens
-        messages.append(message_block(key, tb.role, first, tokens, block.cache_ttl))
+        messages.append(message_block(key, tb.role, first, tokens, tb.run, block.cache_ttl))
     if messages and messages[-1].cache_ttl is None:
         messages[-1] = replace(messages[-1], cache_ttl=built.breakpoints.thread_ttl)
     request = built.cache_request

@@ -164,13 +164,15 @@ def build(
         if index in marked:
             content.append({**tb.block, "cache_control": _control(points.thread_ttl)})
             block_ttl = points.thread_ttl
-            cache_messages.append(message_block(tb.key, tb.role, first, tb.tokens, block_ttl))
+            cache_messages.append(
+                message_block(tb.key, tb.role, first, tb.tokens, tb.run, block_ttl)
+            )
         elif first == tb.first:
             content.append(tb.block)
             cache_messages.append(tb.sent)
         else:
             content.append(tb.block)
-            cache_messages.append(message_block(tb.key, tb.role, first, tb.tokens))
+            cache_messages.append(message_block(tb.key, tb.role, first, tb.tokens, tb.run))
     kwargs: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
     if system:
         kwargs["system"] = system

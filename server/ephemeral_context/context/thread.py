@@ -13,7 +13,7 @@ API:
 - `Thread`: `append(call, role, block, tokens, ...)`, `replace(index, block, tokens, kind)`,
   `reflow(first)`, `fork(at)`, `end(index)`, `consumed(index)`, `shows(needle)`.
 - `ThreadBlock`: one block as sent now, with its kind, item and recorded-style twin.
-- `message_block(key, role, first, tokens, ttl)`: the cache model's block for a thread block.
+- `message_block(key, role, first, tokens, run, ttl)`: the cache model's block for a thread block.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ephemeral_context.cache_sim import Block, Ttl
+from ephemeral_context.cache_sim import Block, Ttl, lookback_run
 from ephemeral_context.context.blocks import content_key
 from ephemeral_context.context.cacheview import CacheView
 from ephemeral_context.context.kinds import BlockKind
@@ -68,13 +68,21 @@ class ThreadBlock:
             self.key = content_key(self.block)
         if not self.original_tokens:
             self.original_tokens = self.tokens
-        self.sent = message_block(self.key, self.role, self.first, self.tokens)
+        self.sent = message_block(self.key, self.role, self.first, self.tokens, self.run)
+
+    @property
+    def run(self) -> str:
+        """Its lookback run (cache_sim.lookback_run): parallel tool calls and results."""
+        return lookback_run(self.block.get("type"))
 
 
-def message_block(key: int, role: Role, first: bool, tokens: int, ttl: Ttl | None = None) -> Block:
+def message_block(
+    key: int, role: Role, first: bool, tokens: int, run: str, ttl: Ttl | None = None
+) -> Block:
     """The cache model's block for a thread block: its content, its role and whether it
-    starts a message (the same content opening a message or inside one is another prefix)."""
-    return Block(hash((key, role, first)), tokens, ttl)
+    starts a message (the same content opening a message or inside one is another prefix),
+    and its lookback run."""
+    return Block(hash((key, role, first)), tokens, ttl, run=run)
 
 
 @dataclass
@@ -140,9 +148,9 @@ class Thread:
         self.added_tokens += tokens
         if baseline is not None:
             key, base_tokens = baseline
-            self.baseline.append(Block(hash((key, role)), base_tokens))
+            self.baseline.append(Block(hash((key, role)), base_tokens, run=tb.run))
         elif kind is not BlockKind.REHYDRATION:
-            self.baseline.append(Block(hash((tb.key, role)), tokens))
+            self.baseline.append(Block(hash((tb.key, role)), tokens, run=tb.run))
         self.baseline_ends.append(len(self.baseline))
         if (
             answers
@@ -164,7 +172,7 @@ class Thread:
         if tb.original is None:
             tb.original, tb.original_key = tb.block, tb.key
         tb.block, tb.key, tb.tokens, tb.evicted = block, content_key(block), tokens, True
-        tb.sent = message_block(tb.key, tb.role, tb.first, tokens)
+        tb.sent = message_block(tb.key, tb.role, tb.first, tokens, tb.run)
         if kind is not None:
             tb.kind = kind
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 from ephemeral_context import cache_sim
@@ -282,7 +282,7 @@ def _cache(caches: dict[tuple[str, Speed], PromptCache], model: str, speed: Spee
 def _cached(block: cache_sim.Block, ttl: cache_sim.Ttl) -> cache_sim.Block:
     """The block with a breakpoint of `ttl`: the client wrote the warm prefix, with its own
     TTL, whatever the strategy's request asks for later."""
-    return cache_sim.Block(block.key, block.tokens, ttl, block.auto_target)
+    return replace(block, cache_ttl=ttl)
 
 
 @dataclass(frozen=True)

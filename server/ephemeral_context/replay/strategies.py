@@ -35,9 +35,10 @@ API:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ephemeral_context import cache_sim
+from ephemeral_context.cache_sim import lookback_run
 from ephemeral_context.replay.files import FileTracker
 from ephemeral_context.replay.flow import (
     FIRST_PREFIX,
@@ -79,7 +80,9 @@ AIDER_FILE_NOTE = "Added {path} to the chat."
 
 def cache_block(block: Block) -> cache_sim.Block:
     """The cache model's view of one content block."""
-    return cache_sim.Block(block.key, block.tokens, None, block.type != "thinking")
+    return cache_sim.Block(
+        block.key, block.tokens, None, block.type != "thinking", lookback_run(block.type)
+    )
 
 
 def text_block(text: str, *parts: str) -> cache_sim.Block:
@@ -96,7 +99,7 @@ def with_breakpoint(
     for i in range(len(marked) - 1 if last is None else last, -1, -1):
         block = marked[i]
         if block.auto_target:
-            marked[i] = cache_sim.Block(block.key, block.tokens, ttl, True)
+            marked[i] = replace(block, cache_ttl=ttl)
             break
     return tuple(marked)
 

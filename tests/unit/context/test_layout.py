@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ephemeral_context.cache_sim import Block, Ttl
+from ephemeral_context.cache_sim import Block, Ttl, lookback_run
 from ephemeral_context.context.accounting import kept_request
 from ephemeral_context.context.engine import (
     BlockKind,
@@ -153,9 +153,10 @@ def _fresh_blocks(thread: Thread, ttls: list[Ttl | None], kept: Ttl | None = Non
             key, tokens = tb.original_key, tb.original_tokens
         else:
             key, tokens = tb.key, tb.tokens
-        out.append(Block(hash((key, tb.role, first)), tokens, ttl))
+        run = lookback_run(tb.block.get("type"))
+        out.append(Block(hash((key, tb.role, first)), tokens, ttl, run=run))
     if kept and out and out[-1].cache_ttl is None:
-        out[-1] = Block(out[-1].key, out[-1].tokens, kept)
+        out[-1] = Block(out[-1].key, out[-1].tokens, kept, run=out[-1].run)
     return out
 
 

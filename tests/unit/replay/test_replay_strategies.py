@@ -205,6 +205,24 @@ def test_results_cleared_before_the_model_saw_them_count_against_the_session(
     assert result.retrievable == pytest.approx(1 - sum(r[:3]) / result.shown_tokens)
 
 
+def test_twelve_parallel_reads_do_not_push_the_last_turn_out_of_the_lookback(
+    tmp_path: Path,
+) -> None:
+    """24 blocks after the first call's breakpoint, but two runs (the uses, the results):
+    the second call reads what the first wrote, as the API's lookback counts positions."""
+    t = Transcript()
+    t.user("Read the twelve modules.")
+    t.assistant([tool_use(f"r{i}", "Read", file_path=f"/w/m{i}.py") for i in range(12)])
+    for i in range(12):
+        t.tool_result(f"r{i}", cat_n(f"def f{i}():\n    return {i}"))
+    t.assistant([text("They all return their index.")])
+    session = read_session(t.write(tmp_path / "parallel.jsonl"))
+    u1, *rest = tokens(session)
+    assert len(rest) == 24
+    recorded = STRATEGIES["recorded"].replay(session)
+    assert usage_of(recorded)[1] == (0, sum(rest), P + u1)
+
+
 def test_idle_gap_and_model_switch_find_the_cache_cold(tmp_path: Path) -> None:
     """A gap over 5 minutes expires everything; a new model has its own, empty cache."""
     t = Transcript()
