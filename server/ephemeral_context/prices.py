@@ -14,8 +14,9 @@ API:
 - `priced(model, at=None) -> PriceRow`: the same, but the reference row (`REFERENCE_MODEL`,
   marked `known=False`) for an unknown model: replay warns and goes on.
 - `PriceRow`: `.billed_input(usage)` (base-input token equivalents), `.cost_usd(usage,
-  output_tokens)`, `.rates_for(prompt_tokens)`, `.at_speed(speed)` (fast mode's prices).
-- `Speed`: how a request was served (`usage.speed`).
+  output_tokens)`, `.rates_for(prompt_tokens)`, `.served(speed, geo)` (fast mode's and
+  US-only inference's prices).
+- `Speed`, `Geo`: how and where a request was served (`usage.speed`, `usage.inference_geo`).
 - `Multipliers`: cache prices relative to base input (what the cost gate weighs).
 - `parse_model(model) -> (family, version) | None`; `rows()`: every row.
 """
@@ -45,6 +46,19 @@ class Speed(StrEnum):
 
     STANDARD = "standard"
     FAST = "fast"
+
+
+class Geo(StrEnum):
+    """Where the API ran a request (`usage.inference_geo`): US-only inference bills more."""
+
+    GLOBAL = "global"
+    US = "us"
+
+
+US_ONLY_MULTIPLIER = 1.1
+"""US-only inference (`inference_geo: "us"`, Opus 4.6 and every later model; older ones
+refuse the parameter) on every price ("What's new in Claude 4.6": "US-only inference is
+priced at 1.1x"); it stacks with fast mode's."""
 
 
 class InputUsage(Protocol):
@@ -110,9 +124,10 @@ class PriceRow:
     fast: float | None = None
     """Fast mode's multiplier on every price of the row (prompt caching's on top); None
     where the table lists no fast price for the model."""
-    speed_factor: float = 1.0
-    """What this row's prices are multiplied by: `fast` for a request served fast
-    (`at_speed`). Billed input stays in the standard base price's tokens."""
+    factor: float = 1.0
+    """What this row's prices are multiplied by (`served`): `fast` for a request served
+    fast, US_ONLY_MULTIPLIER for one run in the US only, both for both. Billed input stays
+    in the standard base price's tokens."""
 
     @property
     def version(self) -> tuple[int, ...]:
@@ -126,13 +141,14 @@ class PriceRow:
         r = self.rates
         return Multipliers(r.read / r.input, r.write_5m / r.input, r.write_1h / r.input)
 
-    def at_speed(self, speed: Speed) -> PriceRow:
-        """The row pricing a request served at `speed`: standard as it stands; fast at the
-        model's fast multiplier, or at standard prices where none is listed (the reader
-        warns about those calls)."""
-        if speed is Speed.FAST and self.fast is not None:
-            return replace(self, speed_factor=self.fast)
-        return self
+    def served(self, speed: Speed, geo: Geo = Geo.GLOBAL) -> PriceRow:
+        """The row pricing a request served at `speed` in `geo`: fast at the model's fast
+        multiplier (at standard prices where none is listed: the reader warns about those
+        calls), US-only at 1.1x, the two multiplied."""
+        factor = self.fast if speed is Speed.FAST and self.fast is not None else 1.0
+        if geo is Geo.US:
+            factor *= US_ONLY_MULTIPLIER
+        return self if factor == 1.0 else replace(self, factor=factor)
 
     def rates_for(self, prompt_tokens: int) -> Rates:
         """The band a request of `prompt_tokens` (input + cache reads + writes) is billed in."""
@@ -145,7 +161,7 @@ class PriceRow:
         """Dollars for the input side of one call."""
         r = self.rates_for(usage.total_input_tokens)
         return (
-            self.speed_factor
+            self.factor
             * (
                 usage.input_tokens * r.input
                 + usage.ephemeral_5m_input_tokens * r.write_5m
@@ -162,7 +178,7 @@ class PriceRow:
     def cost_usd(self, usage: InputUsage, output_tokens: int) -> float:
         """Dollars at list price for one call (output in the same band as the prompt)."""
         r = self.rates_for(usage.total_input_tokens)
-        return self.input_usd(usage) + self.speed_factor * output_tokens * r.output / 1_000_000
+        return self.input_usd(usage) + self.factor * output_tokens * r.output / 1_000_000
 
 
 _DATE_SUFFIX = re.compile(r"(-\d{8}|@\d{8}|-latest|-v\d+(:\d+)?|\[[^\]]*\])+$")

@@ -8,6 +8,7 @@ import pytest
 from ephemeral_context.cache_sim import Usage
 from ephemeral_context.prices import (
     REFERENCE_MODEL,
+    Geo,
     Speed,
     UnknownModelError,
     lookup,
@@ -142,9 +143,11 @@ def test_fast_mode_multiplies_every_price_and_billed_input_counts_standard_token
     row = lookup(model_id)
     assert row.fast == fast
     usage = Usage(100, 3000, 20_000, 1000, 2000)
-    quick = row.at_speed(Speed.FAST)
+    quick = row.served(Speed.FAST)
     times = fast or 1.0
     assert quick.cost_usd(usage, 500) == pytest.approx(times * row.cost_usd(usage, 500))
     assert quick.billed_input(usage) == pytest.approx(times * row.billed_input(usage))
     assert quick.multipliers == row.multipliers  # the cache's prices relative to input stay
-    assert row.at_speed(Speed.STANDARD) == row
+    assert row.served(Speed.STANDARD) == row
+    us = row.served(Speed.FAST, Geo.US)  # US-only inference: 1.1x, on top of fast mode's
+    assert us.cost_usd(usage, 500) == pytest.approx(1.1 * times * row.cost_usd(usage, 500))

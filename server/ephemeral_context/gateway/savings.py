@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ephemeral_context.cache_sim import CacheControlError, PromptCache, Usage, usage_from_dict
-from ephemeral_context.prices import Speed, UnknownModelError, priced
+from ephemeral_context.prices import Geo, Speed, UnknownModelError, priced
 from ephemeral_context.request_view import request_from_messages_api
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,7 @@ class Pricing:
     model: str = ""
     at: float = 0.0
     speed: Speed = Speed.STANDARD
+    geo: Geo = Geo.GLOBAL
     direct_tokens: int = 0
     sent_tokens: int = 0
 
@@ -90,6 +91,7 @@ class Savings:
         model = str(client.get("model", ""))
         # Fast mode (`speed`) bills a multiple; request_view folds it into the prompt's keys.
         speed = Speed.FAST if client.get("speed") == Speed.FAST else Speed.STANDARD
+        geo = Geo.US if client.get("inference_geo") == Geo.US else Geo.GLOBAL
         try:
             cache = self._caches.get((session, model))
             if cache is None:
@@ -97,10 +99,10 @@ class Savings:
             request = request_from_messages_api(client)
             sent_tokens = request_from_messages_api(sent).total_tokens if sent else 0
             usage = cache.call(request, now)
-            return Pricing(usage, model, now, speed, request.total_tokens, sent_tokens)
+            return Pricing(usage, model, now, speed, geo, request.total_tokens, sent_tokens)
         except (UnknownModelError, CacheControlError) as error:
             log.info("cannot price the direct request in the cache model: %s", error)
-            return Pricing(None, model, now, speed)
+            return Pricing(None, model, now, speed, geo)
 
     def record(self, session: str, pricing: Pricing, usages: list[Any], passthrough: bool) -> None:
         """One client request answered, with the usage of every upstream call made for it."""
@@ -109,7 +111,7 @@ class Savings:
         figures.passthrough += int(passthrough)
         sent = [usage_from_dict(u) for u in usages if u]
         figures.upstream_calls += len(usages)
-        price = priced(pricing.model, pricing.at or None).at_speed(pricing.speed)
+        price = priced(pricing.model, pricing.at or None).served(pricing.speed, pricing.geo)
         billed = sum(price.billed_input(u) for u in sent)
         figures.billed_input_sent += billed
         if passthrough or pricing.direct is None or not sent:

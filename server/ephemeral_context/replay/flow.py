@@ -35,7 +35,7 @@ import xxhash
 
 from ephemeral_context.cache_sim import Ttl, Usage
 from ephemeral_context.documents import utf8
-from ephemeral_context.prices import PriceRow, Speed, priced
+from ephemeral_context.prices import Geo, PriceRow, Speed, priced
 
 BlockType = Literal["text", "thinking", "tool_use", "tool_result", "image", "hidden"]
 Role = Literal["user", "assistant", "system"]
@@ -135,6 +135,8 @@ class RecordedUsage(Usage):
     speed: Speed = Speed.STANDARD
     """How the request was served (`usage.speed`, recorded since 2026): a setting the
     client asked for (`/fast`), like its model and TTL, not a cache figure."""
+    inference_geo: Geo = Geo.GLOBAL
+    """Where it ran (`usage.inference_geo`): US-only inference, an organisation's setting."""
 
     @property
     def ttl(self) -> Ttl | None:
@@ -207,8 +209,10 @@ class Call:
 
     @property
     def price(self) -> PriceRow:
-        """The prices of this call: its model's row in effect when it started, at its speed."""
-        return priced(self.model, self.started).at_speed(self.speed)
+        """The prices of this call: its model's row in effect when it started, at its speed
+        and where it ran."""
+        geo = self.usage.inference_geo if self.usage is not None else Geo.GLOBAL
+        return priced(self.model, self.started).served(self.speed, geo)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from ephemeral_context.cache_sim import tool_result_text, usage_from_dict
-from ephemeral_context.prices import REFERENCE_MODEL, Speed, parse_model, priced, rows
+from ephemeral_context.prices import REFERENCE_MODEL, Geo, Speed, parse_model, priced, rows
 from ephemeral_context.replay.anchor import anchor_tokens
 from ephemeral_context.replay.flow import (
     Block,
@@ -477,6 +477,7 @@ def _usage(raw: Any) -> RecordedUsage | None:
         output_tokens=int(raw.get("output_tokens") or 0),
         cache_counted=all(key in raw for key in CACHE_COUNTS),
         speed=Speed.FAST if raw.get("speed") == Speed.FAST else Speed.STANDARD,
+        inference_geo=Geo.US if raw.get("inference_geo") == Geo.US else Geo.GLOBAL,
     )
 
 

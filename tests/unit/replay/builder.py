@@ -72,13 +72,14 @@ class Transcript:
         usage: dict[str, int] | None = None,
         model: str | None = None,
         message_id: str | None = None,
-        speed: str | None = None,
+        served: dict[str, str] | None = None,
         **extra: Any,
     ) -> Transcript:
         """One response: one line per block, all with the same id and usage (pass the id
         of the previous response to continue it after a tool result, as Claude Code
-        writes parallel tool calls while it streams them); `speed` goes into the usage
-        (`/fast`: "fast"); `extra` fields go on every line (`version`, `cwd`)."""
+        writes parallel tool calls while it streams them); `served` goes into the usage
+        (`{"speed": "fast"}`, `{"inference_geo": "us"}`); `extra` fields go on every line
+        (`version`, `cwd`)."""
         self.seconds += 1
         message_id = message_id or f"msg_{next(self._ids)}"
         for block in blocks:
@@ -100,8 +101,7 @@ class Transcript:
                     },
                     "output_tokens": 1,
                 }
-                if speed is not None:
-                    message["usage"]["speed"] = speed
+                message["usage"].update(served or {})
             self._line("assistant", message=message, requestId="req_x", **extra)
         self.seconds += 1
         return self

@@ -202,7 +202,7 @@ def fast_toggled(tmp_path: Path, model: str) -> Path:
     ]
     for turn, speed, usage in zip(turns, speeds, usages, strict=True):
         t.user(turn)
-        t.assistant([text("Because of the flags.")], usage=usage, speed=speed)
+        t.assistant([text("Because of the flags.")], usage=usage, served={"speed": speed})
     return t.write(tmp_path / "fast.jsonl")
 
 
@@ -239,3 +239,19 @@ def test_a_fast_call_of_a_model_without_a_fast_price_is_priced_standard_with_a_w
         "priced at its standard rates"
     ]
     assert session.calls[2].price == lookup("claude-opus-5-5", session.calls[2].started)
+
+
+def test_us_only_inference_costs_a_tenth_more(tmp_path: Path) -> None:
+    """An organisation's US-only inference (usage.inference_geo "us"): every price 1.1x."""
+    t = Transcript(model="claude-opus-4-6")
+    t.user("Explain the retry loop in client.py, please, in some detail.")
+    usage = {"input": 3, "write": PREFIX + 120}
+    t.assistant([text("It retries.")], usage=usage, served={"inference_geo": "us"})
+    session = read_session(t.write(tmp_path / "us.jsonl"))
+    (call,) = session.calls
+    assert call.usage is not None
+    row = lookup("claude-opus-4-6", call.started)
+    assert call.price.cost_usd(call.usage, 100) == pytest.approx(
+        1.1 * row.cost_usd(call.usage, 100)
+    )
+    assert call.price.billed_input(call.usage) == pytest.approx(1.1 * row.billed_input(call.usage))
