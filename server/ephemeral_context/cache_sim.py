@@ -26,7 +26,7 @@ from itertools import accumulate
 from typing import Any, Literal
 
 from ephemeral_context.prices import lookup
-from ephemeral_context.tokens import image_tokens
+from ephemeral_context.tokens import media_tokens
 
 Ttl = Literal["5m", "1h"]
 
@@ -315,7 +315,7 @@ def tool_result_text(content: Any, *, other_items: bool = True) -> tuple[str, in
             if item.get("type") == "text":
                 texts.append(str(item.get("text", "")))
             elif item.get("type") in ("image", "document"):
-                images += image_tokens(item)
+                images += media_tokens(item)
             elif other_items:
                 texts.append(canonical_json(item))
     return "\n".join(texts), images

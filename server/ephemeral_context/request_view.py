@@ -32,7 +32,7 @@ from ephemeral_context.cache_sim import (
     tool_result_text,
 )
 from ephemeral_context.documents import utf8
-from ephemeral_context.tokens import estimate_tokens, image_tokens
+from ephemeral_context.tokens import estimate_tokens, media_tokens
 
 TokenCounter = Callable[[str, str], int]
 
@@ -95,12 +95,8 @@ def _content_block_tokens(block: Mapping[str, Any], count: TokenCounter, deferre
         return _tool_result_tokens(block.get("content", ""), count, deferred)
     if kind == "thinking":
         return count(str(block.get("thinking", "")), "thinking")
-    if kind == "document":
-        source = block.get("source", {})
-        if isinstance(source, Mapping) and source.get("type") == "text":
-            return count(str(source.get("data", "")), "prose")
     if kind in ("image", "document"):
-        return image_tokens(block)
+        return media_tokens(block, count)
     return count(canonical_json(block), "json")
 
 

@@ -24,7 +24,7 @@ import math
 import os
 import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 KINDS = ("prose", "thinking", "code", "json", "tool_output")
@@ -88,8 +88,9 @@ def estimate_block_tokens(text: str, kind: str = "code") -> int:
 
 
 IMAGE_TOKENS = 1600
-"""An image whose size cannot be read (a URL or file source, an unknown format) or a binary
-document: about the most one image costs once the API has scaled it down."""
+"""An image or document whose size cannot be read (a URL or Files API source, an unknown
+format, a PDF whose pages cannot be counted): about the most one image costs once the API
+has scaled it down."""
 IMAGE_MAX_EDGE = 1568
 """Pixels: the API scales an image down until its long edge is within this..."""
 PIXELS_PER_TOKEN = 750
@@ -98,29 +99,57 @@ PIXELS_PER_TOKEN = 750
 _IMAGE_HEAD_CHARS = 262_144
 """Base64 characters decoded to find an image's size: a JPEG's frame header may follow a
 large EXIF or colour-profile segment; the other formats give it in their first bytes."""
+PDF_PAGE_TOKENS = 2250
+"""Per page of a PDF: the middle of the 1,500 to 3,000 tokens the PDF-support page says a
+page typically costs ("Estimate your costs"; the text and the image of the page)."""
 
 
-def image_tokens(block: Mapping[str, Any]) -> int:
-    """Tokens an image content block costs, from the pixel size its base64 data declares
-    (PNG, JPEG, GIF, WebP), scaled down as the API scales it; IMAGE_TOKENS when the size
-    cannot be read, and for documents. A 900 x 180 screenshot costs 217, not 1,600."""
+def media_tokens(block: Mapping[str, Any], count: Callable[[str, str], int] | None = None) -> int:
+    """Tokens an image or document content block costs. An image: from the pixel size its
+    base64 data declares (PNG, JPEG, GIF, WebP), scaled down as the API scales it (a
+    906 x 181 screenshot costs 219, not 1,600). A base64 PDF: PDF_PAGE_TOKENS per page. A
+    plain-text document: its text, by `count` (default `estimate_tokens`, "prose").
+    IMAGE_TOKENS for what cannot be read."""
     source = block.get("source")
-    if block.get("type") != "image" or not isinstance(source, Mapping):
+    data = source.get("data") if isinstance(source, Mapping) else None
+    if not isinstance(source, Mapping) or not isinstance(data, str):
         return IMAGE_TOKENS
-    data = source.get("data")
-    if source.get("type") != "base64" or not isinstance(data, str):
+    if source.get("type") == "text":
+        return (count or estimate_tokens)(data, "prose")
+    if source.get("type") != "base64":
         return IMAGE_TOKENS
-    head = data[:_IMAGE_HEAD_CHARS]
-    try:
-        size = _image_size(base64.b64decode(head[: len(head) // 4 * 4]))
-    except (binascii.Error, ValueError):
-        size = None
+    if block.get("type") == "document":
+        pages = _pdf_pages(_decoded(data))
+        return pages * PDF_PAGE_TOKENS if pages else IMAGE_TOKENS
+    size = _image_size(_decoded(data[:_IMAGE_HEAD_CHARS]))
     if size is None:
         return IMAGE_TOKENS
     width, height = size
     scale = min(1.0, IMAGE_MAX_EDGE / max(width, height))
     pixels = width * height * scale * scale
     return max(1, min(IMAGE_TOKENS, math.ceil(pixels / PIXELS_PER_TOKEN)))
+
+
+def _decoded(data: str) -> bytes:
+    """The bytes of base64 text (a prefix of it: whole 4-character groups); empty if not
+    base64."""
+    try:
+        return base64.b64decode(data[: len(data) // 4 * 4])
+    except (binascii.Error, ValueError):
+        return b""
+
+
+_PDF_COUNT = re.compile(rb"/Count\s+(\d+)")
+_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
+
+
+def _pdf_pages(data: bytes) -> int | None:
+    """Pages of a PDF: the page tree's largest /Count (its root's), else its page objects
+    counted; None for what is no PDF, or whose page tree sits in compressed streams."""
+    if not data.startswith(b"%PDF"):
+        return None
+    counts = [int(n) for n in _PDF_COUNT.findall(data)]
+    return max(counts, default=0) or len(_PDF_PAGE.findall(data)) or None
 
 
 def _image_size(data: bytes) -> tuple[int, int] | None:

@@ -16,12 +16,13 @@ from ephemeral_context.tokens import (
     CHARS_PER_TOKEN,
     IMAGE_TOKENS,
     KINDS,
+    PDF_PAGE_TOKENS,
     TOKENS_PER_OTHER_CHAR,
     TOKENS_PER_WIDE_CHAR,
     count_tokens,
     estimate_block_tokens,
     estimate_tokens,
-    image_tokens,
+    media_tokens,
     script_counts,
 )
 
@@ -134,7 +135,7 @@ def jpeg(width: int, height: int) -> bytes:
     ],
 )
 def test_an_image_costs_its_pixels_as_the_api_scales_them(header: bytes, expected: int) -> None:
-    assert image_tokens(image(header)) == expected
+    assert media_tokens(image(header)) == expected
 
 
 @pytest.mark.parametrize(
@@ -153,4 +154,30 @@ def test_an_image_costs_its_pixels_as_the_api_scales_them(header: bytes, expecte
 def test_an_image_whose_size_cannot_be_read_costs_the_most_an_image_does(
     block: dict[str, Any],
 ) -> None:
-    assert image_tokens(block) == IMAGE_TOKENS
+    assert media_tokens(block) == IMAGE_TOKENS
+
+
+def pdf(body: bytes) -> dict[str, Any]:
+    data = base64.b64encode(b"%PDF-1.7\n" + body + b"\n%%EOF").decode()
+    return {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                           "data": data}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("block", "pages"),
+    [
+        (pdf(b"1 0 obj << /Type /Pages /Kids [3 0 R] /Count 12 >> endobj"), 12),
+        (pdf(b"<< /Type /Pages /Count 2 >> << /Type /Pages /Count 30 >>"), 30),  # the root's
+        (pdf(b"<</Type/Page/Parent 1 0 R>> <</Type /Page>> <</Type/Page /Rotate 90>>"), 3),
+    ],
+)
+def test_a_pdf_costs_its_pages(block: dict[str, Any], pages: int) -> None:
+    assert media_tokens(block) == pages * PDF_PAGE_TOKENS
+
+
+def test_a_plain_text_document_costs_its_text() -> None:
+    text = "The quarterly figures, in words. " * 40
+    block = {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                            "data": text}}  # fmt: skip
+    assert media_tokens(block) == estimate_tokens(text, "prose")
+    assert media_tokens(block, lambda text, kind: len(text)) == len(text)

@@ -60,7 +60,7 @@ from ephemeral_context.replay.flow import (
     block_key,
 )
 from ephemeral_context.replay.microcompact import SILENT_BEFORE, silently_cleared
-from ephemeral_context.tokens import estimate_block_tokens, image_tokens
+from ephemeral_context.tokens import estimate_block_tokens, media_tokens
 
 KNOWN_RECORD_TYPES = frozenset(
     {
@@ -925,7 +925,7 @@ def _content_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) ->
         return _tool_result_block(item, entry, reading)
     if kind in ("image", "document"):
         key = block_key(str(kind), json.dumps(item, default=str)[:4096])
-        return Block(key, "image", "", image_tokens(item), "image")
+        return Block(key, "image", "", media_tokens(item), "image")
     reading.problem(entry.line, f"unknown content block type {kind!r}; skipped")
     return None
 
