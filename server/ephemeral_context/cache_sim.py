@@ -298,6 +298,33 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def rendered_order(result_ids: Sequence[str | None], use_ids: Sequence[str]) -> list[int]:
+    """The order in which the API renders a message's blocks, as indices into them: its tool
+    results (`result_ids`, None for other blocks) in the order of the tool uses they answer,
+    everything else in place. Claude Code sends parallel results as they finish and marks the
+    last one sent; what the API renders after it is billed as plain input, as the corpus
+    records (docs/cost-model.md, "Transcript to calls")."""
+    rank = {use_id: i for i, use_id in enumerate(use_ids)}
+    results = {i: rank[r] for i, r in enumerate(result_ids) if r is not None and r in rank}
+    order = list(range(len(result_ids)))
+    for place, source in zip(results, sorted(results, key=results.__getitem__), strict=True):
+        order[place] = source
+    return order
+
+
+def content_order(content: Sequence[Any], use_ids: Sequence[str]) -> list[int]:
+    """`rendered_order` of a message's content as the Messages API takes it (dicts)."""
+    return rendered_order(
+        [
+            str(block.get("tool_use_id"))
+            if isinstance(block, Mapping) and block.get("type") == "tool_result"
+            else None
+            for block in content
+        ],
+        use_ids,
+    )
+
+
 def tool_result_text(content: Any, *, other_items: bool = True) -> tuple[str, int]:
     """Text of a tool_result's content and the tokens of its images and documents.
 

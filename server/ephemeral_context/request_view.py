@@ -7,7 +7,9 @@ becomes a `cache_sim.Request`: one block per tool, system block and message cont
 each with a content key, an estimated token count and its `cache_control` TTL, refused with
 `CacheControlError` where the API refuses the body. A tool sent with `defer_loading` is no
 part of the prefix: the API renders its definition where a tool result references it (a
-`tool_reference`, ToolSearch's answer in Claude Code 2.1.332), and bills it there. The
+`tool_reference`, ToolSearch's answer in Claude Code 2.1.332), and bills it there. Blocks
+go in the order the API renders them (`cache_sim.content_order`: parallel tool results in
+the order of their tool uses), and string content is the one text block it stands for. The
 engine builds its own `Request` directly and never parses bodies this way.
 
 API:
@@ -28,6 +30,7 @@ from ephemeral_context.cache_sim import (
     Request,
     Ttl,
     canonical_json,
+    content_order,
     lookback_run,
     tool_result_text,
 )
@@ -150,37 +153,27 @@ def request_from_messages_api(
         )
 
     system: list[Block] = []
-    raw_system = body.get("system")
-    if isinstance(raw_system, str):
-        if raw_system:
-            system.append(Block(_text_key("system\x00" + raw_system), count(raw_system, "prose")))
-    elif isinstance(raw_system, list):
+    raw_system = _as_blocks(body.get("system"))
+    if isinstance(raw_system, list):
         for i, item in enumerate(raw_system):
             system.append(_content_block(item, "system\x00", count, f"system[{i}]"))
     elif raw_system is not None:
         raise CacheControlError("system must be a string or a list of text blocks")
 
     messages: list[Block] = []
+    uses: list[str] = []
     for m, message in enumerate(body.get("messages") or []):
         if not isinstance(message, Mapping):
             raise CacheControlError(f"messages[{m}] must be an object")
         role = str(message.get("role", ""))
-        content = message.get("content", "")
-        if isinstance(content, str):
-            messages.append(
-                Block(
-                    _text_key(f"{role}\x00first\x00{content}"),
-                    count(content, "prose"),
-                    auto_target=bool(content),
-                )
-            )
-            continue
+        content = _as_blocks(message.get("content", ""))
         if not isinstance(content, list):
             raise CacheControlError(f"messages[{m}].content must be a string or a list of blocks")
-        for j, block in enumerate(content):
-            prefix = f"{role}\x00first\x00" if j == 0 else f"{role}\x00"
+        for place, j in enumerate(content_order(content, uses)):
+            prefix = f"{role}\x00first\x00" if place == 0 else f"{role}\x00"
             where = f"messages[{m}].content[{j}]"
-            messages.append(_content_block(block, prefix, count, where, deferred))
+            messages.append(_content_block(content[j], prefix, count, where, deferred))
+        uses = [str(block.get("id")) for block in content if _is_tool_use(block)]
 
     _salt(system or messages, {"speed": body.get("speed")})
     output_config = body.get("output_config")
@@ -196,6 +189,19 @@ def request_from_messages_api(
     top = body.get("cache_control")
     auto_ttl = _cache_ttl(body) if top is not None else None
     return Request(tools=tools, system=system, messages=messages, auto_cache_ttl=auto_ttl)
+
+
+def _is_tool_use(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "tool_use"
+
+
+def _as_blocks(content: Any) -> Any:
+    """String content as the one text block it stands for, which the API renders (and caches)
+    the same: Claude Code 2.1.154 and later send an attachment as a marked text block while
+    it is the last message and as a string after. An empty string is no block."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return content
 
 
 def _salt(blocks: list[Block], settings: Mapping[str, Any]) -> None:

@@ -353,6 +353,30 @@ def test_request_from_body_orders_tools_system_messages_and_reads_cache_control(
     assert request.auto_cache_ttl is None
 
 
+def test_parallel_results_render_in_the_order_of_their_tool_uses() -> None:
+    """Claude Code sends results as their tools finish and marks the last one sent; the API
+    renders them in the order asked, so a result sent before the marked one but asked after
+    it is plain input (what ../shared/corpus records at such calls)."""
+    uses = [{"type": "tool_use", "id": tool_id, "name": "Read", "input": {}} for tool_id in "ab"]
+
+    def result(tool_id: str, text: str, mark: bool = False) -> dict[str, Any]:
+        block = {"type": "tool_result", "tool_use_id": tool_id, "content": text}
+        return {**block, "cache_control": {"type": "ephemeral"}} if mark else block
+
+    def ask(results: list[dict[str, Any]]) -> Usage:
+        messages = [
+            {"role": "user", "content": "p" * 2000},
+            {"role": "assistant", "content": uses},
+            {"role": "user", "content": results},
+        ]
+        return PromptCache(SONNET).call(request_from_messages_api(body(messages), count=chars), 0)
+
+    finished_late = ask([result("b", "b" * 30), result("a", "a" * 500, mark=True)])
+    assert finished_late.input_tokens == 30  # "b", rendered after the marked "a"
+    in_order = ask([result("a", "a" * 500), result("b", "b" * 30, mark=True)])
+    assert in_order.input_tokens == 0
+
+
 def test_content_keys_ignore_cache_control_but_not_role_or_text() -> None:
     def key(role: str, block: dict[str, Any]) -> int:
         return request_from_messages_api(body([{"role": role, "content": [block]}])).messages[0].key
@@ -362,6 +386,24 @@ def test_content_keys_ignore_cache_control_but_not_role_or_text() -> None:
     assert key("user", plain) == key("user", marked)
     assert key("user", plain) != key("assistant", plain)
     assert key("user", plain) != key("user", {"type": "text", "text": "other"})
+
+
+def test_string_content_is_the_one_text_block_it_stands_for() -> None:
+    """Claude Code 2.1.154+ sends a role "system" attachment as a marked text block while it
+    is the last message and as a string afterwards; the API caches both forms alike."""
+    marked = {"type": "text", "text": "reminder", "cache_control": {"type": "ephemeral"}}
+    as_block = request_from_messages_api(
+        body([{"role": "system", "content": [marked]}], system=[{"type": "text", "text": "s"}])
+    )
+    as_string = request_from_messages_api(
+        body([{"role": "system", "content": "reminder"}], system="s")
+    )
+    assert [b.key for b in as_string.system] == [b.key for b in as_block.system]
+    assert [(b.key, b.tokens) for b in as_string.messages] == [
+        (b.key, b.tokens) for b in as_block.messages
+    ]
+    empty = request_from_messages_api(body([{"role": "user", "content": ""}], system=""))
+    assert empty.system == [] and empty.messages == []
 
 
 def test_bad_cache_control_is_a_clear_error() -> None:

@@ -801,6 +801,33 @@ def test_a_rewind_or_a_sub_agent_starts_another_conversation(
     assert len(api.message_requests[2].body["messages"]) == 1
 
 
+def test_parallel_results_go_upstream_in_the_order_asked_and_all_cached(
+    api: FakeMessagesAPI, client: anthropic.Anthropic
+) -> None:
+    """Claude Code sends results as their tools finish and marks the last one sent; the API
+    renders them in the order asked, so what it renders after that mark would be plain
+    input. The gateway sends them in the order asked, its breakpoint on the last."""
+    reads = [
+        {"name": "Read", "input": {"file_path": f"/w/{name}.py"}, "id": f"toolu_{name}"}
+        for name in ("big", "small")
+    ]
+    api.add_turns({"tool_use": reads}, "Both read.")
+    first = [{"role": "user", "content": "Read both."}]
+    answer = client.messages.create(**ask(first))
+    uses = [b.model_dump(exclude_none=True) for b in answer.content]
+    small = {"type": "tool_result", "tool_use_id": "toolu_small", "content": "Y = 2"}
+    finished = [small, {**read_result("toolu_big"), "cache_control": {"type": "ephemeral"}}]
+    grown = [*first, {"role": "assistant", "content": uses}, {"role": "user", "content": finished}]
+    client.messages.create(**ask(grown))
+    sent = api.message_requests[1]
+    results = [
+        b for m in sent.body["messages"] for b in m["content"] if b.get("type") == "tool_result"
+    ]
+    assert [b["tool_use_id"] for b in results] == ["toolu_big", "toolu_small"]
+    assert "cache_control" in results[-1]
+    assert sent.usage is not None and sent.usage["input_tokens"] == 0
+
+
 def test_a_rewound_prompt_forks_the_conversation_at_the_shared_messages(
     api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread
 ) -> None:
