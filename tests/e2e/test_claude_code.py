@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ephemeral_context.cache_sim import content_order
 from ephemeral_context.replay.flow import Block, Call, Session, Unanswered
 from ephemeral_context.replay.reader import (
     AGENT_LISTING,
@@ -38,6 +39,7 @@ from ephemeral_context.replay.reader import (
     read_session,
     takes_system_messages,
 )
+from ephemeral_context.replay.simulate import fidelity
 from ephemeral_context.replay.strategies import STRATEGIES
 
 from tests.claude_code import (
@@ -62,6 +64,10 @@ block of its own or, like the skill listing before 2.1.154, riding on the first 
 RELEASES = pytest.mark.parametrize(
     "claude_code", [CURRENT_RELEASE, INFERRED_RELEASE, OLDER_RELEASE], indirect=True
 )
+
+RECORDED_RELEASES = (CURRENT_RELEASE, INFERRED_RELEASE, OLDER_RELEASE, SKILL_TOOL_RELEASE)
+"""Every release installed here (2.1.22: how much of the corpus was written)."""
+EVERY_RELEASE = pytest.mark.parametrize("claude_code", RECORDED_RELEASES, indirect=True)
 
 Shape = list[tuple[str, list[str]]]
 """A request as compared: each message's role and one line per content block."""
@@ -97,7 +103,7 @@ def sent_shape(body: Mapping[str, Any], *, sub_agent: bool = False) -> Shape:
         if role == "assistant":
             asked = [b["id"] for b in blocks if b["type"] == "tool_use"]
         else:
-            blocks = _rendered(blocks, asked)
+            blocks = [blocks[i] for i in content_order(blocks, asked)]
         lines = []
         for block in blocks:
             kind = block["type"]
@@ -122,18 +128,6 @@ def sent_shape(body: Mapping[str, Any], *, sub_agent: bool = False) -> Shape:
         else:
             shape.append((role, lines))
     return shape
-
-
-def _rendered(blocks: list[dict[str, Any]], asked: list[str]) -> list[dict[str, Any]]:
-    """A user message's tool results in the order of the tool uses they answer."""
-    rank = {ident: i for i, ident in enumerate(asked)}
-    at = [i for i, b in enumerate(blocks) if b.get("tool_use_id") in rank]
-    out = list(blocks)
-    for place, source in zip(
-        at, sorted(at, key=lambda i: rank[blocks[i]["tool_use_id"]]), strict=True
-    ):
-        out[place] = blocks[source]
-    return out
 
 
 def _reader_line(block: Block) -> str:
@@ -471,11 +465,7 @@ def test_a_request_interrupted_after_a_tool_result_is_the_unanswered_one(
     assert abs(recorded[1].usage.cache_read_input_tokens - read) <= 0.01 * read
 
 
-@pytest.mark.parametrize(
-    "claude_code",
-    [CURRENT_RELEASE, INFERRED_RELEASE, OLDER_RELEASE, SKILL_TOOL_RELEASE],
-    indirect=True,
-)
+@EVERY_RELEASE
 def test_a_forked_session_starts_from_its_parents_calls_and_cache(
     claude_code: ClaudeCode,
 ) -> None:
@@ -516,3 +506,54 @@ def test_a_forked_session_starts_from_its_parents_calls_and_cache(
     [modelled] = STRATEGIES["recorded"].replay(forked).calls
     # the same prefix, its tokens as the anchoring spreads them (estimates within one call)
     assert abs(modelled.usage.cache_read_input_tokens - read) <= 0.01 * read
+
+
+@pytest.mark.parametrize(
+    ("claude_code", "one_hour"),
+    [
+        *((release, False) for release in RECORDED_RELEASES),
+        (CURRENT_RELEASE, True),  # ENABLE_PROMPT_CACHING_1H: 2.1.197 and later
+        (INFERRED_RELEASE, True),
+    ],
+    indirect=["claude_code"],
+)
+def test_the_recorded_replay_bills_what_the_fake_billed(
+    claude_code: ClaudeCode, one_hour: bool
+) -> None:
+    """The yardstick end to end: Claude Code's transcript replayed as `recorded` bills what
+    the fake billed for the requests Claude Code really sent, call by call and to the token.
+    Two results of different sizes come back in whichever order their tools finish (the API
+    renders them in the order of the tool uses; what follows the marked one is plain input),
+    and on Opus 4.8 2.1.197 leaves its role "system" message after the breakpoint, 2.1.332
+    marks it. The plain input sizes what follows the breakpoint (2.1.197's attachment texts,
+    which the reader infers, among them), the growth between calls the rest."""
+    big, small, edited = (claude_code.workspace / name for name in ("big.py", "small.py", "e.py"))
+    big.write_text("".join(f"def f{j}(x):\n    return x * {j}\n\n" for j in range(300)))
+    small.write_text("Y = 2\n", encoding="utf-8")
+    edited.write_text("def main():\n    return 1\n", encoding="utf-8")
+    reads = [{"name": "Read", "input": {"file_path": str(path)}} for path in (big, small)]
+    edit = {"file_path": str(edited), "old_string": "return 1", "new_string": "return 2"}
+    script = [
+        read_turn(edited),
+        {"tool_use": reads},
+        {"tool_use": [{"name": "Edit", "input": edit}]},
+        "Done.",
+    ]
+    env = {"ENABLE_PROMPT_CACHING_1H": "1"} if one_hour else None
+    run = claude_code.run(
+        "Read the modules, then make main return 2.",
+        script,
+        allowed_tools=("Read", "Edit"),
+        args=("--model", "claude-opus-4-8"),
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    session = read_session(run.transcript)
+    assert session.cache_ttl == ("1h" if one_hour else "5m")
+    modelled = STRATEGIES["recorded"].replay(session)
+    fields = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    billed = [tuple((request.usage or {})[field] for field in fields) for request in run.requests]
+    replayed = [tuple(getattr(call.usage, field) for field in fields) for call in modelled.calls]
+    assert replayed == billed
+    found = fidelity(session, modelled)
+    assert found is not None and found.billed_input_error == 0.0

@@ -15,7 +15,15 @@ earlier call's usage lost its cache counts (an export, a gateway), and the growt
 would put most of the request on the few blocks added next. No step of the corpus or the
 traces is one (their largest such steps are at most 1.7 times the estimate).
 
+What follows Claude Code's breakpoint (`flow.mark_position`: results the API renders after
+the marked one, a role "system" message 2.1.154 to 2.1.211 leave unmarked) is billed as
+plain input: where the cache took the request, the call's recorded `input_tokens` are
+exactly those blocks' tokens, and they are sized first (before the thread's prefix is, from
+its first call), then kept as they are when the step's growth is spread.
+
 API:
+- `anchor_unmarked(session)`: size every recorded call's blocks after the breakpoint in place;
+  returns the calls used.
 - `anchor_tokens(session)`: scale the added blocks of every recorded step in place; returns
   the steps used.
 """
@@ -27,11 +35,46 @@ from dataclasses import replace
 from itertools import pairwise
 
 from ephemeral_context.cache_sim import Usage
-from ephemeral_context.replay.flow import Call, Message, Session
+from ephemeral_context.replay.flow import Call, Message, Session, mark_position
 
 IMPLAUSIBLE_RATIO = 4
 """A step's growth over its blocks' estimate beyond which, when it is also most of the
 request, it measures a lost count, not the blocks: real steps that large stay under 1.7."""
+
+
+def anchor_unmarked(session: Session) -> int:
+    """Size the blocks after Claude Code's breakpoint to each call's recorded plain input."""
+    anchored = 0
+    for call in session.calls:
+        found = _unmarked(session, call)
+        if found is None or call.usage is None:
+            continue
+        at, first = found
+        messages = session.threads[call.thread].messages
+        tail = messages[at : call.n_messages]
+        messages[at : call.n_messages] = _scaled(tail, call.usage.input_tokens, slice(first, None))
+        anchored += 1
+    return anchored
+
+
+def _unmarked(session: Session, call: Call) -> tuple[int, int] | None:
+    """The blocks after Claude Code's breakpoint that the call's plain input sizes: the index
+    of the message the breakpoint is in, and of its first block after the breakpoint. None
+    when the breakpoint is on the last block, or the cache did not take the request (below
+    the minimum cacheable length everything is plain input)."""
+    usage = call.usage
+    if usage is None or not usage.input_tokens:
+        return None
+    if not usage.cache_read_input_tokens + usage.cache_creation_input_tokens:
+        return None
+    found = mark_position(session.request(call))
+    if found is None:
+        return None
+    at, block = found
+    estimate = _tokens(session.request(call)[at:], slice(block + 1, None))
+    if not estimate or _implausible(usage.input_tokens, estimate, usage):
+        return None  # a gateway that counts cached tokens as input too
+    return at, block + 1
 
 
 def anchor_tokens(session: Session) -> int:
@@ -53,32 +96,51 @@ def anchor_tokens(session: Session) -> int:
             estimate = sum(m.tokens for m in added)
             if growth <= 0 or not estimate or _implausible(growth, estimate, call.usage):
                 continue
-            thread.messages[previous.n_messages : call.n_messages] = _scaled(added, growth)
+            # blocks after the breakpoint keep the size the call's plain input gave them
+            scaled, total = slice(None), growth
+            found = _unmarked(session, call)
+            if found is not None and found[0] >= previous.n_messages:
+                at, first = found
+                unmarked = first + sum(len(m.blocks) for m in added[: at - previous.n_messages])
+                kept = _tokens(added, slice(unmarked, None))
+                if _tokens(added, slice(0, unmarked)) and growth > kept:
+                    scaled, total = slice(0, unmarked), growth - kept
+            thread.messages[previous.n_messages : call.n_messages] = _scaled(added, total, scaled)
             anchored += 1
     return anchored
 
 
 def _implausible(growth: int, estimate: int, usage: Usage) -> bool:
     """More than half the request, on blocks estimated at under a quarter of the growth: the
-    earlier call recorded less than it sent (a usage that lost its cache counts)."""
+    earlier call recorded less than it sent (a usage that lost its cache counts), or the
+    plain input counts more than the blocks after the breakpoint."""
     return growth > usage.total_input_tokens / 2 and growth > IMPLAUSIBLE_RATIO * estimate
 
 
-def _scaled(messages: Sequence[Message], total: int) -> list[Message]:
-    """The messages with block tokens scaled to sum to `total` (largest remainders)."""
+def _tokens(messages: Sequence[Message], blocks: slice) -> int:
+    """The tokens of `blocks`, positions counted over the messages' blocks in order."""
+    return sum([block.tokens for message in messages for block in message.blocks][blocks])
+
+
+def _scaled(messages: Sequence[Message], total: int, blocks: slice = slice(None)) -> list[Message]:
+    """The messages with the tokens of `blocks` (positions counted over all their blocks)
+    scaled to sum to `total` (largest remainders); other blocks as they are."""
     estimates = [block.tokens for message in messages for block in message.blocks]
-    whole = sum(estimates)
-    shares = [total * e / whole for e in estimates]
-    counts = [int(share) for share in shares]
-    order = sorted(range(len(shares)), key=lambda i: shares[i] - counts[i], reverse=True)
-    for i in order[: total - sum(counts)]:
+    scaled = range(len(estimates))[blocks]
+    whole = sum(estimates[i] for i in scaled)
+    shares = {i: total * estimates[i] / whole for i in scaled}
+    counts = list(estimates)
+    for i, share in shares.items():
+        counts[i] = int(share)
+    order = sorted(shares, key=lambda i: shares[i] - counts[i], reverse=True)
+    for i in order[: total - sum(counts[i] for i in scaled)]:
         counts[i] += 1
     out: list[Message] = []
     position = 0
     for message in messages:
-        blocks = tuple(
+        blocks_out = tuple(
             replace(block, tokens=counts[position + i]) for i, block in enumerate(message.blocks)
         )
-        position += len(blocks)
-        out.append(replace(message, blocks=blocks))
+        position += len(blocks_out)
+        out.append(replace(message, blocks=blocks_out))
     return out

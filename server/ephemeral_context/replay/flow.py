@@ -22,6 +22,7 @@ API:
 - `Unanswered`: a request sent and interrupted before its answer.
 - `Problem`: something skipped, where and why.
 - `block_key(...)`: the content key of a block.
+- `mark_position(messages)`: where Claude Code's breakpoint is when not on the last block.
 """
 
 from __future__ import annotations
@@ -113,10 +114,28 @@ class Message:
     """Where Claude Code's breakpoint is when the message ends a request, if not on its last
     block: it marks the last block it sends, and the API renders a message's tool results in
     the order of the tool uses they answer, which `blocks` follows (reader.py)."""
+    carries_mark: bool = True
+    """Whether Claude Code's breakpoint goes in this message when it ends a request: not in a
+    role "system" message sent by releases 2.1.154 to 2.1.211, which mark the message before."""
 
     @property
     def tokens(self) -> int:
         return sum(block.tokens for block in self.blocks)
+
+
+def mark_position(messages: Sequence[Message]) -> tuple[int, int] | None:
+    """Where Claude Code's breakpoint is in a request of these messages, as (message, block)
+    indices, when it is not on the last block (None when it is). What follows it is billed
+    as plain input: the call's recorded `input_tokens` when the cache took the request."""
+    end = len(messages)
+    while end > 0 and not messages[end - 1].carries_mark:
+        end -= 1
+    if end == 0:
+        return None
+    message = messages[end - 1]
+    if message.marked is None and end == len(messages):
+        return None
+    return end - 1, len(message.blocks) - 1 if message.marked is None else message.marked
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,9 +41,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from ephemeral_context.cache_sim import tool_result_text, usage_from_dict
+from ephemeral_context.cache_sim import rendered_order, tool_result_text, usage_from_dict
 from ephemeral_context.prices import REFERENCE_MODEL, Geo, Speed, parse_model, priced, rows
-from ephemeral_context.replay.anchor import anchor_tokens
+from ephemeral_context.replay.anchor import anchor_tokens, anchor_unmarked
 from ephemeral_context.replay.flow import (
     Block,
     Call,
@@ -635,6 +635,9 @@ SYSTEM_MESSAGES_FROM = (4, 8)
 """Models from this version on (Opus 4.8) get attachments as role "system" messages..."""
 SYSTEM_MESSAGES_SINCE = (2, 1, 154)
 """...from this Claude Code release on (found by running releases against tests/fakes)."""
+SYSTEM_MARKED_SINCE = (2, 1, 212)
+"""From this release on a role "system" message that ends a request carries the breakpoint;
+2.1.154 to 2.1.211 leave it on the message before (found the same way, release by release)."""
 
 
 def _rendered_attachment(
@@ -734,6 +737,13 @@ def takes_system_messages(model: str | None, version: str | None = None) -> bool
         return False
     release = _release(version)
     return release is None or release >= SYSTEM_MESSAGES_SINCE
+
+
+def _marks_system_messages(version: str | None) -> bool:
+    """Whether this release (None: a recent one) puts its breakpoint in a trailing role
+    "system" message."""
+    release = _release(version)
+    return release is None or release >= SYSTEM_MARKED_SINCE
 
 
 def _release(version: str | None) -> tuple[int, ...] | None:
@@ -1114,7 +1124,11 @@ def _result_ids(entry: _Entry) -> set[str] | None:
 
 
 def _messages(
-    chain: Sequence[_Entry], reading: _Reading, system: bool, cleared: frozenset[str]
+    chain: Sequence[_Entry],
+    reading: _Reading,
+    system: bool,
+    cleared: frozenset[str],
+    marks_system: bool,
 ) -> list[Message]:
     """Consecutive lines of one role become one message, as the API requires.
 
@@ -1122,7 +1136,8 @@ def _messages(
     role "system" messages after the user lines of their turn; otherwise system-reminder text
     of the user message, moved up before the prompt they follow (past plain user lines, never
     past an assistant turn or a tool result), as Claude Code reorders them. Tool results in
-    `cleared` are sent as Claude Code's stub.
+    `cleared` are sent as Claude Code's stub. Without `marks_system` (the release's rule) a
+    system message never carries the breakpoint.
     """
     parts: list[tuple[Role, tuple[Block, ...], _Entry]] = []
     for entry in chain:
@@ -1154,7 +1169,8 @@ def _messages(
         blocks = tuple(block for _, part_blocks, _ in members for block in part_blocks)
         uses = messages[-1].blocks if messages and messages[-1].role == "assistant" else ()
         blocks, marked = _as_rendered(blocks, uses)
-        messages.append(Message(role, blocks, first.timestamp, first.line, marked))
+        carries_mark = role != "system" or marks_system
+        messages.append(Message(role, blocks, first.timestamp, first.line, marked, carries_mark))
     return messages
 
 
@@ -1169,19 +1185,15 @@ def _as_rendered(
     reads only up to it: the calls that record uncached input in ../shared/corpus and the
     traces (131 of 135 requests ending in two or more results, 1.0.98 to 2.1.x) are those.
     """
-    rank = {b.tool_use_id: i for i, b in enumerate(uses) if b.type == "tool_use"}
-    at = [i for i, b in enumerate(blocks) if b.type == "tool_result" and b.tool_use_id in rank]
-    if len(at) < 2:
+    order = rendered_order(
+        [b.tool_use_id if b.type == "tool_result" else None for b in blocks],
+        [b.tool_use_id or "" for b in uses if b.type == "tool_use"],
+    )
+    if order == list(range(len(blocks))):
         return blocks, None
-    ordered = sorted(at, key=lambda i: rank[blocks[i].tool_use_id])
-    if ordered == at:
-        return blocks, None
-    out = list(blocks)
-    for place, source in zip(at, ordered, strict=True):
-        out[place] = blocks[source]
     last = len(blocks) - 1
-    marked = at[ordered.index(last)] if last in at else None
-    return tuple(out), marked if marked != last else None
+    marked = order.index(last)
+    return tuple(blocks[i] for i in order), marked if marked != last else None
 
 
 CLEARED_RESULT = "[Old tool result content cleared]"
@@ -1276,9 +1288,8 @@ def _build_session(reading: _Reading) -> Session:
         chain = [e for e in chain if e.message_id != message_id]
         if _silent_microcompaction(head.version):
             cleared |= silently_cleared(chain, head.model or "")
-        messages = _messages(
-            chain, reading, takes_system_messages(head.model, head.version), cleared
-        )
+        system = takes_system_messages(head.model, head.version)
+        messages = _messages(chain, reading, system, cleared, _marks_system_messages(head.version))
         if not messages or messages[-1].role == "assistant":
             reading.problem(head.line, "a response with no request before it; skipped")
             continue
@@ -1333,6 +1344,7 @@ def _build_session(reading: _Reading) -> Session:
     reading.note_unknown_tools()
     session.unanswered = _unanswered(reading, session)
     _link_tasks(session)
+    anchor_unmarked(session)
     _infer_prefixes(session)
     anchor_tokens(session)
     _set_inherited_apart(session, {head.line for *_, head in pending if head.copied})

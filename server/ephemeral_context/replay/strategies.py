@@ -50,6 +50,7 @@ from ephemeral_context.replay.flow import (
     Thread,
     Unanswered,
     block_key,
+    mark_position,
 )
 from ephemeral_context.replay.ours import OURS_STRATEGIES
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt, Strategy
@@ -127,12 +128,17 @@ def prefix(
 
 
 def claude_code_mark(out: Outgoing, blocks: Sequence[cache_sim.Block]) -> int | None:
-    """The position in `blocks` of the block Claude Code marked in the last message, when it
-    is not the last one and the layout kept that message block for block."""
-    last = out.messages[-1] if out.messages else None
-    if last is None or last.marked is None or len(out.rewritten[-1]) != len(last.blocks):
+    """The position in `blocks` of the block Claude Code marked, when it is not the last one
+    (`flow.mark_position`) and the layout kept its message block for block."""
+    found = mark_position(out.messages)
+    if found is None:
         return None
-    return len(blocks) - len(last.blocks) + last.marked
+    at, block = found
+    kept = out.rewritten[at]
+    if len(kept) != len(out.messages[at].blocks):
+        return None
+    after = sum(len(rewritten) for rewritten in out.rewritten[at + 1 :])
+    return len(blocks) - after - len(kept) + block
 
 
 @dataclass(frozen=True)

@@ -418,6 +418,24 @@ def test_attachments_are_system_messages_for_models_that_take_them(tmp_path: Pat
     assert request[1].blocks[0].text == AGENT_LISTING + "- Explore: does Explore things"
 
 
+@pytest.mark.parametrize(("version", "marked"), [("2.1.197", False), ("2.1.212", True)])
+def test_a_trailing_system_message_carries_the_breakpoint_from_2_1_212(
+    tmp_path: Path, version: str, marked: bool
+) -> None:
+    """2.1.154 to 2.1.211 mark the prompt and send the system message after it as plain
+    input (which then sizes it); later releases mark the system message."""
+    t = Transcript(model="claude-opus-4-8")
+    t.user("go").other("attachment", attachment=listing("Explore"))
+    t.assistant([text("ok")], usage={"input": 0 if marked else 30, "write": 5000}, version=version)
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    system = session.request(session.calls[0])[-1]
+    assert system.role == "system" and system.carries_mark is marked
+    if not marked:
+        assert system.tokens == 30
+    [call] = STRATEGIES["recorded"].replay(session).calls
+    assert call.usage.input_tokens == (0 if marked else 30)
+
+
 def test_attachments_go_before_the_prompt_as_reminders_for_other_models(tmp_path: Path) -> None:
     """Older models: system-reminder text moved up past the prompt, not past a tool result."""
     t = Transcript()

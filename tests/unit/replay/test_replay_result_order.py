@@ -58,3 +58,35 @@ def test_results_that_finished_in_order_are_left_as_they_are(tmp_path: Path) -> 
     last = session.request(session.calls[1])[-1]
     assert [b.tool_use_id for b in last.blocks] == ["t1", "t2"]
     assert last.marked is None
+
+
+def _reordered(tmp_path: Path, plain_input: int) -> Session:
+    """Two parallel searches written fast first, and the reply's recorded plain input."""
+    t = Transcript()
+    t.user("search both")
+    t.assistant(
+        [tool_use("t1", "Grep", pattern="slow"), tool_use("t2", "Grep", pattern="fast")],
+        usage={"write": 6_000},
+    )
+    t.tool_result("t2", FAST).tool_result("t1", SLOW)
+    t.assistant([text("found")], usage={"input": plain_input, "read": 6_000, "write": 2_500})
+    return read_session(t.write(tmp_path / "s.jsonl"))
+
+
+def test_the_plain_input_sizes_what_follows_the_marked_result(tmp_path: Path) -> None:
+    """What the API renders after the marked result is exactly the call's uncached input;
+    the rest of the step's growth goes to the blocks before it."""
+    session = _reordered(tmp_path, plain_input=40)
+    results = session.request(session.calls[1])[-1].blocks
+    assert [(b.tool_use_id, b.tokens) for b in results][1] == ("t2", 40)
+    [_, second] = STRATEGIES["recorded"].replay(session).calls
+    assert second.usage.input_tokens == 40
+    assert second.usage.cache_creation_input_tokens == 2_500
+
+
+def test_a_plain_input_that_counts_more_than_what_follows_sizes_nothing(tmp_path: Path) -> None:
+    """A gateway that counts cached tokens as input too: most of the request, on a block
+    estimated at a sliver of it, is no measure of that block."""
+    session = _reordered(tmp_path, plain_input=50_000)
+    fast = session.request(session.calls[1])[-1].blocks[1]
+    assert fast.tool_use_id == "t2" and fast.tokens < 100
