@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ephemeral_context.cache_sim import content_order
+from ephemeral_context.cache_sim import Usage, content_order, usage_from_dict
 from ephemeral_context.replay.flow import Block, Call, Session, Unanswered
 from ephemeral_context.replay.reader import (
     AGENT_LISTING,
@@ -64,6 +64,10 @@ block of its own or, like the skill listing before 2.1.154, riding on the first 
 RELEASES = pytest.mark.parametrize(
     "claude_code", [CURRENT_RELEASE, INFERRED_RELEASE, OLDER_RELEASE], indirect=True
 )
+
+OPUS_48 = "claude-opus-4-8"
+"""The first model Claude Code sends role "system" messages (2.1.154 and later)."""
+MODELS = pytest.mark.parametrize("model", [OPUS_48, "claude-sonnet-4-6"])
 
 RECORDED_RELEASES = (CURRENT_RELEASE, INFERRED_RELEASE, OLDER_RELEASE, SKILL_TOOL_RELEASE)
 """Every release installed here (2.1.22: how much of the corpus was written)."""
@@ -190,6 +194,24 @@ def assert_reconstructs(
             assert written in cache_ttls(request.body)
 
 
+Usages = list[tuple[int, int, int]]
+"""Per call: plain input, cache reads, cache writes."""
+
+
+def replayed_and_billed(
+    session: Session, requests: Sequence[RecordedRequest]
+) -> tuple[Usages, Usages]:
+    """What the `recorded` replay of the session bills, call by call, and what the fake
+    billed for the requests Claude Code sent."""
+    modelled = [call.usage for call in STRATEGIES["recorded"].replay(session).calls]
+    billed = [usage_from_dict(request.usage or {}) for request in requests]
+    return [_split(usage) for usage in modelled], [_split(usage) for usage in billed]
+
+
+def _split(usage: Usage) -> tuple[int, int, int]:
+    return usage.input_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+
+
 def main_requests(run: ClaudeCodeRun, session_id: str) -> list[RecordedRequest]:
     """The requests of the main session (a sub-agent's carry the same session id header)."""
     main_tools = max(len(request.body.get("tools") or []) for request in run.requests)
@@ -220,7 +242,7 @@ def test_claude_code_runs_against_the_fake_and_writes_a_transcript(
 
 
 @RELEASES
-@pytest.mark.parametrize("model", ["claude-opus-4-8", "claude-sonnet-4-6"])
+@MODELS
 def test_reads_and_edits_are_reconstructed_call_by_call(
     claude_code: ClaudeCode, model: str
 ) -> None:
@@ -239,7 +261,7 @@ def test_reads_and_edits_are_reconstructed_call_by_call(
     session = read_session(run.transcript)
     assert_reconstructs(session, run.requests)
     roles = [m.role for m in session.request(session.calls[0])]
-    system = model == "claude-opus-4-8" and claude_code.release != OLDER_RELEASE
+    system = model == OPUS_48 and claude_code.release != OLDER_RELEASE
     assert takes_system_messages(model, claude_code.release) == system
     assert roles == (["user", "system"] if system else ["user"])
     [*_, edited] = [m for m in session.request(session.calls[2]) if m.role == "user"]
@@ -282,7 +304,7 @@ def test_one_hour_caching_is_what_the_calls_record(claude_code: ClaudeCode) -> N
 
 
 @RELEASES
-@pytest.mark.parametrize("model", ["claude-opus-4-8", "claude-sonnet-4-6"])
+@MODELS
 def test_a_sub_agent_is_its_own_session_linked_to_its_parent(
     claude_code: ClaudeCode, model: str
 ) -> None:
@@ -323,6 +345,16 @@ def test_a_sub_agent_is_its_own_session_linked_to_its_parent(
     assert_reconstructs(main, ours)
     # 2.1.332 records the listings it sends the sub-agent (attachments with their text)
     assert_reconstructs(sub, theirs, sub_agent=claude_code.release != CURRENT_RELEASE)
+    # and both bill what the fake billed, to the token, but for what no file holds: 2.1.197
+    # sends Opus 4.8's sub-agent its agent listing as a system message after the first
+    # tool result, left after the breakpoint (plain input where the replay writes it)
+    for session, requests in ((main, ours), (sub, theirs)):
+        replayed, billed = replayed_and_billed(session, requests)
+        if session is sub and claude_code.release == INFERRED_RELEASE and model == OPUS_48:
+            assert [sum(u) for u in replayed] == [sum(u) for u in billed]
+            assert replayed[1][0] == 0 < billed[1][0]
+        else:
+            assert replayed == billed
     assert sub.request(sub.calls[0])[0].blocks[-1].text == task
     assert json.dumps(run.requests[1].body["messages"][0]).count(task) == 1
 
@@ -344,6 +376,8 @@ def test_a_compaction_is_reconstructed_with_what_it_kept(claude_code: ClaudeCode
 
     session = read_session(after.transcript)
     assert_reconstructs(session, [*first.requests, *after.requests])
+    replayed, billed = replayed_and_billed(session, [*first.requests, *after.requests])
+    assert replayed == billed
     resumed = session.request(session.calls[-1])
     assert resumed[0].blocks[0].text.startswith("This session is being continued")
     assert any("Result of calling the Read tool" in b.text for m in resumed for b in m.blocks)
@@ -544,16 +578,13 @@ def test_the_recorded_replay_bills_what_the_fake_billed(
         "Read the modules, then make main return 2.",
         script,
         allowed_tools=("Read", "Edit"),
-        args=("--model", "claude-opus-4-8"),
+        args=("--model", OPUS_48),
         env=env,
     )
     assert run.returncode == 0, run.stderr
     session = read_session(run.transcript)
     assert session.cache_ttl == ("1h" if one_hour else "5m")
-    modelled = STRATEGIES["recorded"].replay(session)
-    fields = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    billed = [tuple((request.usage or {})[field] for field in fields) for request in run.requests]
-    replayed = [tuple(getattr(call.usage, field) for field in fields) for call in modelled.calls]
+    replayed, billed = replayed_and_billed(session, run.requests)
     assert replayed == billed
-    found = fidelity(session, modelled)
+    found = fidelity(session, STRATEGIES["recorded"].replay(session))
     assert found is not None and found.billed_input_error == 0.0
