@@ -312,6 +312,16 @@ def rendered_order(result_ids: Sequence[str | None], use_ids: Sequence[str]) -> 
     return order
 
 
+def content_blocks(content: Any) -> Any:
+    """String content as the one text block it stands for, which the API renders (and caches)
+    the same (an empty string is no block); anything else as it is. Claude Code 2.1.212 and
+    later send an attachment as a marked text block while it ends the request, then as a
+    string."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return content
+
+
 def content_order(content: Sequence[Any], use_ids: Sequence[str]) -> list[int]:
     """`rendered_order` of a message's content as the Messages API takes it (dicts)."""
     return rendered_order(

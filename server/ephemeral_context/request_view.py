@@ -30,6 +30,7 @@ from ephemeral_context.cache_sim import (
     Request,
     Ttl,
     canonical_json,
+    content_blocks,
     content_order,
     lookback_run,
     tool_result_text,
@@ -153,7 +154,7 @@ def request_from_messages_api(
         )
 
     system: list[Block] = []
-    raw_system = _as_blocks(body.get("system"))
+    raw_system = content_blocks(body.get("system"))
     if isinstance(raw_system, list):
         for i, item in enumerate(raw_system):
             system.append(_content_block(item, "system\x00", count, f"system[{i}]"))
@@ -166,7 +167,7 @@ def request_from_messages_api(
         if not isinstance(message, Mapping):
             raise CacheControlError(f"messages[{m}] must be an object")
         role = str(message.get("role", ""))
-        content = _as_blocks(message.get("content", ""))
+        content = content_blocks(message.get("content", ""))
         if not isinstance(content, list):
             raise CacheControlError(f"messages[{m}].content must be a string or a list of blocks")
         for place, j in enumerate(content_order(content, uses)):
@@ -193,15 +194,6 @@ def request_from_messages_api(
 
 def _is_tool_use(block: Any) -> bool:
     return isinstance(block, Mapping) and block.get("type") == "tool_use"
-
-
-def _as_blocks(content: Any) -> Any:
-    """String content as the one text block it stands for, which the API renders (and caches)
-    the same: Claude Code 2.1.154 and later send an attachment as a marked text block while
-    it is the last message and as a string after. An empty string is no block."""
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    return content
 
 
 def _salt(blocks: list[Block], settings: Mapping[str, Any]) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 import xxhash
 
+from ephemeral_context.cache_sim import content_blocks
 from ephemeral_context.context.engine import Fetched
 from ephemeral_context.documents import utf8
 
@@ -78,7 +79,7 @@ def _readable(block: Any) -> Any:
 def message_key(message: Mapping[str, Any]) -> str:
     """A key for one client message: equal when the model would read the same thing."""
     content = message.get("content")
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    blocks = content_blocks(content)
     parts = [_readable(b) for b in blocks] if isinstance(blocks, list) else [content]
     text = json.dumps([message.get("role"), parts], sort_keys=True, default=str)
     return xxhash.xxh3_128_hexdigest(utf8(text))

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ephemeral_context.cache_sim import content_order
+from ephemeral_context.cache_sim import content_blocks, content_order
 from ephemeral_context.context.engine import ContextEngine, Fetched
 from ephemeral_context.documents import DocumentMirror
 from ephemeral_context.gateway.conversations import (
@@ -103,7 +103,7 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
     """One client message as the replay flow knows it; raises Unsupported."""
     role = message.get("role")
     content = message.get("content")
-    items = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    items = content_blocks(content)
     if role not in ("user", "assistant", "system") or not isinstance(items, list):
         raise Unsupported(f"a message of role {role!r} with content of type {type(content)}")
     # parallel results as the API renders them, so the engine's last block is the last rendered

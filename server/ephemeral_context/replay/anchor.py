@@ -67,11 +67,12 @@ def _unmarked(session: Session, call: Call) -> tuple[int, int] | None:
         return None
     if not usage.cache_read_input_tokens + usage.cache_creation_input_tokens:
         return None
-    found = mark_position(session.request(call))
+    messages = session.request(call)
+    found = mark_position(messages)
     if found is None:
         return None
     at, block = found
-    estimate = _tokens(session.request(call)[at:], slice(block + 1, None))
+    estimate = _tokens(messages[at:], slice(block + 1, None))
     if not estimate or _implausible(usage.input_tokens, estimate, usage):
         return None  # a gateway that counts cached tokens as input too
     return at, block + 1
@@ -122,11 +123,11 @@ def _tokens(messages: Sequence[Message], blocks: slice) -> int:
     return sum([block.tokens for message in messages for block in message.blocks][blocks])
 
 
-def _scaled(messages: Sequence[Message], total: int, blocks: slice = slice(None)) -> list[Message]:
-    """The messages with the tokens of `blocks` (positions counted over all their blocks)
-    scaled to sum to `total` (largest remainders); other blocks as they are."""
+def _scaled(messages: Sequence[Message], total: int, which: slice = slice(None)) -> list[Message]:
+    """The messages with the tokens of the blocks `which` picks (positions counted over all
+    their blocks) scaled to sum to `total` (largest remainders); other blocks as they are."""
     estimates = [block.tokens for message in messages for block in message.blocks]
-    scaled = range(len(estimates))[blocks]
+    scaled = range(len(estimates))[which]
     whole = sum(estimates[i] for i in scaled)
     shares = {i: total * estimates[i] / whole for i in scaled}
     counts = list(estimates)
@@ -138,9 +139,9 @@ def _scaled(messages: Sequence[Message], total: int, blocks: slice = slice(None)
     out: list[Message] = []
     position = 0
     for message in messages:
-        blocks_out = tuple(
+        blocks = tuple(
             replace(block, tokens=counts[position + i]) for i, block in enumerate(message.blocks)
         )
-        position += len(blocks_out)
-        out.append(replace(message, blocks=blocks_out))
+        position += len(blocks)
+        out.append(replace(message, blocks=blocks))
     return out
