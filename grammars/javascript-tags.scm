@@ -55,6 +55,15 @@
     (function_expression body: (_) @body.definition.method)
   ]) @definition.method
 
+; Object properties bound to arrow functions or function expressions are functions (an
+; API client's or a store's table of calls), as in tree-sitter-javascript's own tags query.
+(pair
+  key: (property_identifier) @name.definition.function
+  value: [
+    (arrow_function body: (_) @body.definition.function)
+    (function_expression body: (_) @body.definition.function)
+  ]) @definition.function
+
 ; Methods in class bodies; `constructor` is the constructor.
 (method_definition
   name: (_) @name.definition.method
