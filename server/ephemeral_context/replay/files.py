@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ephemeral_context.replay.flow import Block, FileChange, FileView, block_key
+from ephemeral_context.replay.reader import BRIDGE_TOOLS
 from ephemeral_context.tokens import estimate_block_tokens
 
 
@@ -77,7 +78,8 @@ class FileTracker:
                 view.num_lines,
                 view.content,
             )
-            repeat = self._last_view.get(view.path) == seen
+            # Claude Code's own Read only: a bridge tool's is the editor's (no stub).
+            repeat = block.tool not in BRIDGE_TOOLS and self._last_view.get(view.path) == seen
             self._last_view[view.path] = seen
             update = self._read(view)
             return Update(update.path, update.how, update.changed, update.replaced_tokens, repeat)

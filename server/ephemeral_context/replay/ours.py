@@ -43,6 +43,7 @@ from ephemeral_context.context.engine import ContextEngine, EngineConfig, Need
 from ephemeral_context.prices import priced
 from ephemeral_context.replay.feed import EDIT_TOOLS, feed_message
 from ephemeral_context.replay.flow import Call, Message, Session, Unanswered
+from ephemeral_context.replay.reader import builtin_tool, tool_file_path
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
 from ephemeral_context.store import Store
 
@@ -188,12 +189,12 @@ def _edit_needs(call: Call) -> list[Need]:
     """The old strings of the response's edits, in the files they edit."""
     needs = []
     for block in call.response.blocks:
-        if block.type != "tool_use" or block.tool not in EDIT_TOOLS:
+        if block.type != "tool_use" or builtin_tool(block.tool or "") not in EDIT_TOOLS:
             continue
         tool_input: Mapping[str, Any] = block.tool_input or {}
         edits = [e for e in tool_input.get("edits") or () if isinstance(e, Mapping)]
         olds = [tool_input.get("old_string"), *(e.get("old_string") for e in edits)]
-        path = str(tool_input.get("file_path", ""))
+        path = tool_file_path(tool_input)
         needs.append(Need(uri_of(path), tuple(str(o) for o in olds if o)))
     return needs
 

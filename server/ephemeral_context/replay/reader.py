@@ -145,6 +145,30 @@ TASK_TOOLS = frozenset({"Task", "Agent"})
 
 FILE_CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write"})
 
+BRIDGE_TOOLS = {
+    **dict.fromkeys(("mcp__acp__Read", "mcp__acp__read"), "Read"),
+    **dict.fromkeys(("mcp__acp__Edit", "mcp__acp__edit"), "Edit"),
+    **dict.fromkeys(("mcp__acp__MultiEdit", "mcp__acp__multi-edit"), "MultiEdit"),
+    **dict.fromkeys(("mcp__acp__Write", "mcp__acp__write"), "Write"),
+}
+"""Tools of Zed's bridge to Claude Code (claude-code-acp's in-process `acp` MCP server,
+late 2025 to early 2026; lower-case names first) that stand for built-in ones: the model
+reads and edits files through them and the editor answers. A bridge Read returns the lines
+as they are, from `offset`, with a reminder appended; no bridge tool records a structured
+result. Claude Code's own handling of its built-ins (the file-unchanged stub, clearing old
+results) does not reach them, so only what a result means takes the built-in's name."""
+
+
+def builtin_tool(name: str) -> str:
+    """The built-in tool `name` stands for: itself unless a bridge tool (BRIDGE_TOOLS)."""
+    return BRIDGE_TOOLS.get(name, name)
+
+
+def tool_file_path(tool_input: Mapping[str, Any]) -> str:
+    """The file a file tool's input names (`abs_path` in the bridge's first releases)."""
+    return str(tool_input.get("file_path") or tool_input.get("abs_path") or "")
+
+
 SYNTHETIC_MODEL = "<synthetic>"
 """The model Claude Code names on messages it makes itself, without an API call."""
 
@@ -156,6 +180,11 @@ GZIP_MAGIC = b"\x1f\x8b"
 _CAT_N_LINE = re.compile(r"^ *(\d+)(?:\u2192|\t)(.*)$")
 """A numbered line of a Read result: an arrow up to 2.0, a tab in 2.1.x."""
 _SYSTEM_REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
+_BRIDGE_READ_END = re.compile(
+    r"\n?\n\n<system-reminder>(?:(?!<system-reminder>).)*</system-reminder>$", re.DOTALL
+)
+"""The reminder a bridge Read appends to what it read (after a blank line): it ends every
+successful bridge Read, and the file's own last newline before it goes too."""
 
 
 @dataclass
@@ -831,8 +860,20 @@ def _file_view_from_text(path: str, text: str) -> FileView | None:
     )
 
 
+def _bridge_file_view(path: str, text: str, tool_input: Mapping[str, Any]) -> FileView | None:
+    """What a bridge Read showed (BRIDGE_TOOLS): the lines as they are, from `offset` (the
+    editor's 1-based line); None unless the reminder ends it (a failed read says why)."""
+    end = _BRIDGE_READ_END.search(text)
+    if end is None:
+        return None
+    content = text[: end.start()]
+    offset = tool_input.get("offset")
+    start = offset if isinstance(offset, int) and offset > 1 else 1
+    return FileView(path, content, start, content.count("\n") + 1)
+
+
 def _file_change(tool: str, tool_input: Mapping[str, Any], result: Any) -> FileChange | None:
-    path = str(tool_input.get("file_path", ""))
+    path = tool_file_path(tool_input)
     structured = result if isinstance(result, Mapping) else {}
     if tool == "Edit":
         return FileChange(
@@ -869,16 +910,21 @@ def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading
     is_error = bool(item.get("is_error"))
     view = change = None
     kind = "tool_output"
-    if tool == "Read" and not is_error:
-        path = str(tool_input.get("file_path", ""))
+    builtin = builtin_tool(tool)
+    if builtin != tool and builtin == "Read" and not is_error:
+        # No line numbers: estimated as the outputs the constants were fitted among, not
+        # as the cat -n text `code` was fitted on (tokens.py).
+        view = _bridge_file_view(tool_file_path(tool_input), text, tool_input)
+    elif builtin == "Read" and not is_error:
+        path = tool_file_path(tool_input)
         try:
             view = _file_view(path, text, entry.tool_use_result)
         except MALFORMED as error:
             reading.problem(entry.line, f"malformed Read result ({error!r}); read from its text")
             view = _file_view_from_text(path, text)
         kind = "code" if view is not None else "tool_output"
-    elif tool in FILE_CHANGE_TOOLS and not is_error:
-        change = _file_change(tool, tool_input, entry.tool_use_result)
+    elif builtin in FILE_CHANGE_TOOLS and not is_error:
+        change = _file_change(builtin, tool_input, entry.tool_use_result)
     return Block(
         key=block_key("tool_result", tool_use_id, text),
         type="tool_result",
@@ -1513,11 +1559,11 @@ def _skill_listing_changes(reading: _Reading) -> list[float]:
         for item in entry.content:
             if not isinstance(item, Mapping) or item.get("type") != "tool_use":
                 continue
-            tool = str(item.get("name", "")).rsplit("__", 1)[-1]
+            tool = builtin_tool(str(item.get("name", "")))
             tool_input = item.get("input")
             if not isinstance(tool_input, Mapping):
                 continue
-            path = str(tool_input.get("file_path", ""))
+            path = tool_file_path(tool_input)
             done = results.get(str(item.get("id")))
             if done is None or not SKILL_FILE.search(path):
                 continue

@@ -159,10 +159,13 @@ def test_what_a_call_fetched_back_stays_for_the_next_when_older_content_suffices
     the count it was first shown with; at call 12 the request is 128 tokens over its twin
     (the placeholder and the round trip's tool_use), and the twin bound takes two older
     small outputs rather than the fetched copy, which call 13 quotes again: one round
-    trip, not two (ours 0.910 -> 0.832 of recorded)."""
+    trip, not two (ours 0.910 -> 0.832 of recorded; test_policy.py holds the rule). Since
+    its Zed bridge Reads are file reads, the quote is fetched by its one definition or not
+    cut at all: still no second round trip, 0.776 of recorded."""
     path = next(iter(sorted(shared("corpus").glob("*__3e72c419b0__*.jsonl"))), None)
     if path is None:
         pytest.skip("the corpus has no 3e72c419b0 session")
     results = replay_session(read_session(path)).strategies
-    assert results["ours"].rehydrations == 1
+    assert results["ours"].rehydrations <= 1
+    assert results["ours"].billed_input < 0.84 * results["recorded"].billed_input
     assert results["ours"].peak_context <= results["recorded"].peak_context

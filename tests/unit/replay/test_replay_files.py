@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ephemeral_context.replay.files import FileTracker
 from ephemeral_context.replay.flow import Block, FileChange, FileView
 
@@ -90,3 +92,12 @@ def test_repeat_is_claude_codes_rule_same_lines_same_text_no_edit_between() -> N
     files.apply(read("/a.py", "a\nb\nc", total=3))
     files.apply(change("/a.py", replacements=(("b", "B"),)))
     assert not repeat(files, read("/a.py", "a\nB\nc", total=3))
+
+
+def test_a_read_through_zeds_bridge_is_never_claude_codes_repeat() -> None:
+    """The file-unchanged stub is Claude Code's own Read tool's; the editor answers a bridge
+    Read (`mcp__acp__Read`) in full every time."""
+    files = FileTracker()
+    first = replace(read("/a.py", "a\nb\nc", total=3), tool="mcp__acp__Read")
+    assert not repeat(files, first)
+    assert not repeat(files, first)

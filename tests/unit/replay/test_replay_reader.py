@@ -759,3 +759,48 @@ def test_system_messages_need_opus_4_8_and_a_release_that_sends_them(
 ) -> None:
     """A missing or unreadable version is taken as a recent release."""
     assert takes_system_messages(model, version) is system
+
+
+BRIDGE_REMINDER = (
+    "\n\n<system-reminder>\nWhenever you read a file, you should consider whether it looks"
+    " malicious.\n</system-reminder>"
+)
+
+
+def test_zeds_bridge_tools_read_and_change_files_as_the_built_ins_do(tmp_path: Path) -> None:
+    """Zed runs Claude Code with its own file tools (`mcp__acp__Read`, `Edit`, `Write`; the
+    editor answers): a Read returns the lines as they are, from `offset`, then a reminder;
+    nothing structured is recorded. Their results mean what the built-ins' do."""
+    source = "".join(f"line {n}\n" for n in range(1, 61))
+    t = Transcript()
+    t.user("tidy app.js")
+    t.assistant([tool_use("r1", "mcp__acp__Read", file_path="/w/app.js")])
+    t.tool_result("r1", source + BRIDGE_REMINDER)
+    t.assistant([tool_use("r2", "mcp__acp__Read", file_path="/w/app.js", offset=40, limit=3)])
+    t.tool_result("r2", "line 40\nline 41\nline 42" + BRIDGE_REMINDER)
+    t.assistant([tool_use("r3", "mcp__acp__Read", file_path="/w/gone.js")])
+    t.tool_result("r3", 'Reading file failed: {"code":-32002,"message":"Resource not found"}')
+    edit = {"old_string": "line 7", "new_string": "seven"}
+    t.assistant([tool_use("e1", "mcp__acp__Edit", file_path="/w/app.js", **edit)])
+    t.tool_result("e1", "--- /w/app.js\n+++ /w/app.js\n@@ -7 +7 @@\n-line 7\n+seven")
+    t.assistant([tool_use("w1", "mcp__acp__Write", file_path="/w/new.js", content="x = 1\n")])
+    t.tool_result("w1", "")
+    t.assistant([text("Done.")])
+    session = read_session(t.write(tmp_path / "zed.jsonl"))
+    blocks = {
+        b.tool_use_id: b
+        for thread in session.threads.values()
+        for m in thread.messages
+        for b in m.blocks
+        if b.type == "tool_result"
+    }
+    whole, part, failed = blocks["r1"].file_view, blocks["r2"].file_view, blocks["r3"].file_view
+    assert whole is not None and whole.content == source.removesuffix("\n")
+    assert whole.start_line == 1 and whole.num_lines == 60
+    assert part is not None and part.content == "line 40\nline 41\nline 42"
+    assert part.start_line == 40 and part.num_lines == 3
+    assert failed is None and blocks["r3"].kind == "tool_output"
+    edit, write = blocks["e1"].file_change, blocks["w1"].file_change
+    assert edit is not None and edit.replacements == (("line 7", "seven"),)
+    assert write is not None and write.content == "x = 1\n" and write.path == "/w/new.js"
+    assert blocks["r1"].tool == "mcp__acp__Read"  # sent under its own name

@@ -29,12 +29,20 @@ TRIPLE = "def handler_42(request):\n    value = request.get('k42')\n    return v
 PAIR = "def handler_42(request):\n    value = request.get('k42')"
 
 
-def _session(tmp_path: Path, last: list[dict[str, Any]]) -> Path:
-    """Read APP, work past a cold cache, then answer with `last` (and close the session)."""
+BRIDGE_REMINDER = "\n\n<system-reminder>\nConsider whether it looks malicious.\n</system-reminder>"
+
+
+def _session(tmp_path: Path, last: list[dict[str, Any]], bridge: bool = False) -> Path:
+    """Read APP (through Zed's bridge tool with `bridge`), work past a cold cache, then
+    answer with `last` (and close the session)."""
     t = Transcript()
     t.user("fix handler_42")
-    t.assistant([tool_use("t0", "Read", file_path=PATH)])
-    t.tool_result("t0", cat_n(APP), {"file": {"filePath": PATH, "content": APP}})
+    if bridge:
+        t.assistant([tool_use("t0", "mcp__acp__Read", file_path=PATH)])
+        t.tool_result("t0", APP + BRIDGE_REMINDER)
+    else:
+        t.assistant([tool_use("t0", "Read", file_path=PATH)])
+        t.tool_result("t0", cat_n(APP), {"file": {"filePath": PATH, "content": APP}})
     for step in range(1, 12):
         t.assistant([tool_use(f"t{step}", "Bash", command=f"make test {step}")])
         t.tool_result(f"t{step}", f"test {step} log line\n" * 80)
@@ -54,9 +62,9 @@ def _ours(path: Path) -> tuple[StrategyResult, StrategyResult]:
     return report.strategies["ours"], report.strategies["ours-lossless"]
 
 
-def _edit() -> list[dict[str, Any]]:
+def _edit(tool: str = "Edit") -> list[dict[str, Any]]:
     old = "    value = request.get('k42')\n    return value * 42"
-    return [tool_use("e", "Edit", file_path=PATH, old_string=old, new_string="    return 0")]
+    return [tool_use("e", tool, file_path=PATH, old_string=old, new_string="    return 0")]
 
 
 def _assert_one_round_trip(ours: StrategyResult, free: StrategyResult) -> None:
@@ -75,6 +83,14 @@ def test_an_edit_of_evicted_text_costs_a_round_trip(tmp_path: Path) -> None:
     ours, free = _ours(_session(tmp_path, _edit()))
     _assert_one_round_trip(ours, free)
     assert ours.rehydrated_tokens < 200  # read_symbol: the one definition, not the file
+
+
+def test_an_edit_through_zeds_bridge_of_evicted_text_costs_a_round_trip(tmp_path: Path) -> None:
+    """The bridge's Read is a file read and its Edit an edit: the edit's old string, only
+    in the evicted read, is fetched back by its one definition."""
+    ours, free = _ours(_session(tmp_path, _edit("mcp__acp__Edit"), bridge=True))
+    _assert_one_round_trip(ours, free)
+    assert ours.rehydrated_tokens < 200
 
 
 def test_a_multiedit_of_evicted_text_costs_a_round_trip(tmp_path: Path) -> None:
