@@ -24,7 +24,7 @@ from typing import Protocol
 import tree_sitter as ts
 
 from ephemeral_context.syntax.binding import BudgetExceeded, parse_bounded
-from ephemeral_context.syntax.languages import detect_language
+from ephemeral_context.syntax.embedded import is_component
 from ephemeral_context.syntax.outline import (
     Definition,
     Limits,
@@ -36,6 +36,7 @@ from ephemeral_context.syntax.outline import (
     make_outline,
     nest,
     new_parser,
+    outline_language,
     outline_order,
 )
 from ephemeral_context.syntax.queries import refinements
@@ -110,7 +111,9 @@ class IncrementalSyntax:
         self, text: str, path: str, language_id: str | None = None, limits: Limits | None = None
     ) -> None:
         self._path = path
-        self._language = detect_language(path, language_id)
+        self._language_id = language_id
+        self._component = is_component(path, language_id)
+        self._language = outline_language(text, path, language_id)
         self._limits = limits or Limits()
         self._parser = new_parser(self._language) if self._language else None
         self._tree: ts.Tree | None = None
@@ -145,6 +148,7 @@ class IncrementalSyntax:
         if (
             self._tree is None
             or self._parser is None
+            or self._component  # its scripts' ranges move with every edit: parsed anew
             or not edits
             or fallback_reason(text, source, self._language, self._limits) is not None
         ):
@@ -216,10 +220,14 @@ class IncrementalSyntax:
         return _compare(before, old_source, after, self._source, incremental=incremental)
 
     def _rebuild(self, text: str, tree: ts.Tree | None = None) -> None:
-        """Parse from scratch (or take `tree`); on bad input keep no tree, outline by fallback."""
+        """Parse from scratch (or take `tree`); on bad input keep no tree, outline by fallback.
+        A component's script language may have changed with its text (`lang`)."""
+        if self._component:
+            self._language = outline_language(text, self._path, self._language_id)
         self._tree, definitions, self._outline = analyse(
-            text, self._path, self._language, self._limits, self._parser, tree
-        )
+            text, self._path, self._language, self._limits, self._parser, tree,
+            component=self._component,
+        )  # fmt: skip
         refine = refinements(self._language) if self._language else {}
         self._table = SymbolTable(self._outline.symbols, definitions, refine)
         self._text, self._source = text, text.encode("utf-8", errors="surrogatepass")

@@ -10,7 +10,8 @@ the kind comes from the pattern written last in the file. Definitions with diffe
 and one span (`int x = 1, y = 2;`) are siblings, each with its own declarator in its signature.
 
 API:
-- `outline_text(text, path, ...)`: an `Outline` of `Symbol`s, or why none (never raises).
+- `outline_text(text, path, ...)`: an `Outline` of `Symbol`s, or why none (never raises);
+  `outline_language(text, path, ...)`: the grammar it gets.
 - `Symbol`, `SymbolId`, `Definition`, `Limits`: the data.
 - `analyse`, `find_definitions`, `nest`, `qualify`, `outline_order`, `encloses`,
   `make_outline`, `new_parser`: the steps (incremental.py and table.py reuse them).
@@ -33,6 +34,7 @@ from ephemeral_context.syntax.binding import (
     parse_bounded,
     run_matches,
 )
+from ephemeral_context.syntax.embedded import is_component, script_language, script_ranges
 from ephemeral_context.syntax.languages import detect_language, load_language, spec_for
 from ephemeral_context.syntax.queries import (
     FILE,
@@ -489,15 +491,20 @@ def analyse(
     limits: Limits,
     parser: ts.Parser | None = None,
     tree: ts.Tree | None = None,
+    component: bool = False,
 ) -> tuple[ts.Tree | None, list[Definition], Outline]:
     """Parse from scratch (unless `tree` already is `text`'s): the tree (None on fallback),
-    its definitions and the outline."""
+    its definitions and the outline. A `component`'s scripts alone are parsed, each time
+    by a parser of their own (embedded.py)."""
     source = text.encode("utf-8", errors="surrogatepass")
     reason = fallback_reason(text, source, language, limits)
     definitions: list[Definition] = []
     if reason is not None or language is None:
         tree = None
     else:
+        if component:
+            parser = new_parser(language)
+            parser.included_ranges = script_ranges(source)
         try:
             tree = tree or parse_bounded(parser or new_parser(language), source, limits.budget)
             definitions = find_definitions(tree, source, language)
@@ -515,4 +522,14 @@ def outline_text(
     text: str, path: str, language_id: str | None = None, limits: Limits | None = None
 ) -> Outline:
     """The outline of one file's text; never raises for bad input, falls back with a reason."""
-    return analyse(text, path, detect_language(path, language_id), limits or Limits())[2]
+    component = is_component(path, language_id)
+    language = outline_language(text, path, language_id)
+    return analyse(text, path, language, limits or Limits(), component=component)[2]
+
+
+def outline_language(text: str, path: str, language_id: str | None = None) -> str | None:
+    """The grammar a text gets: a component's scripts' (embedded.py), else its own by the
+    editor's languageId or the file name."""
+    if is_component(path, language_id):
+        return script_language(text.encode("utf-8", errors="surrogatepass"))
+    return detect_language(path, language_id)

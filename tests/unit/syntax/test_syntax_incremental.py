@@ -92,6 +92,7 @@ def _apply_random(text: str, raw: list[tuple[float, float, str]]) -> tuple[str, 
         "matrix.cpp",
         "queue.go",
         "ring.h",
+        "Panel.vue",
     ],
 )
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,61 @@
+"""Scripts inside markup: a Vue or Svelte component's <script> blocks, outlined by their grammar.
+
+A component holds its code in `<script>` blocks between a template and styles, which have
+no definitions. tree-sitter parses only the byte ranges it is given
+(`Parser.included_ranges`) and keeps the file's own positions, so the outline's lines and
+byte spans, and so `read_symbol`, refer to the component file itself. The language is the
+first script block's `lang` (`ts`, `tsx`, `typescript`: TypeScript), else JavaScript. A
+component without a script block has nothing to outline.
+
+API:
+- `COMPONENT_EXTENSIONS`, `is_component(path, language_id)`: which files hold scripts.
+- `script_language(source)`: the grammar their scripts take, or None without one.
+- `script_ranges(source)`: the byte ranges of the scripts, as tree-sitter takes them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePath
+
+import tree_sitter as ts
+
+COMPONENT_EXTENSIONS = frozenset({".vue", ".svelte"})
+_COMPONENT_IDS = frozenset({"vue", "svelte"})
+_SCRIPT = re.compile(rb"<script\b([^>]*)>(.*?)</script\s*>", re.DOTALL | re.IGNORECASE)
+_LANG = re.compile(rb"""\blang\s*=\s*["']?([\w-]+)""", re.IGNORECASE)
+_TYPESCRIPT = frozenset({b"ts", b"typescript"})
+_TSX = frozenset({b"tsx"})
+
+
+def is_component(path: str, language_id: str | None = None) -> bool:
+    """Whether the file is a component whose scripts are outlined (by name or languageId)."""
+    return language_id in _COMPONENT_IDS or PurePath(path).suffix.lower() in COMPONENT_EXTENSIONS
+
+
+def script_language(source: bytes) -> str | None:
+    """The grammar of the component's scripts: the first block's `lang`; None without one."""
+    first = _SCRIPT.search(source)
+    if first is None:
+        return None
+    lang = _LANG.search(first[1])
+    value = lang[1].lower() if lang else b""
+    if value in _TSX:
+        return "tsx"
+    return "typescript" if value in _TYPESCRIPT else "javascript"
+
+
+def script_ranges(source: bytes) -> list[ts.Range]:
+    """The contents of the component's non-empty script blocks, in order."""
+    ranges = []
+    for match in _SCRIPT.finditer(source):
+        start, end = match.span(2)
+        if start < end:
+            ranges.append(ts.Range(_point(source, start), _point(source, end), start, end))
+    return ranges
+
+
+def _point(source: bytes, byte: int) -> ts.Point:
+    """Row and byte column of a byte offset, as tree-sitter counts them."""
+    row = source.count(b"\n", 0, byte)
+    return ts.Point(row, byte - (source.rfind(b"\n", 0, byte) + 1))
