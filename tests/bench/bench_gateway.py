@@ -59,7 +59,7 @@ TOOL_NAMES = (
     "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "TodoWrite", "ToolSearch", "WebFetch",
     "WebSearch", "Write",
 )  # fmt: skip
-"""24 of Claude Code's tool names (replay/reader.py KNOWN_TOOLS), sorted as it sends them."""
+"""24 of Claude Code's tool names (replay/tools.py KNOWN_TOOLS), sorted as it sends them."""
 TOOLS = [
     {
         "name": name,

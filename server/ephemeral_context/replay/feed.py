@@ -11,7 +11,6 @@ fields the engine does not know survive.
 
 API:
 - `feed_message(...)`: one message of a session into the engine.
-- `EDIT_TOOLS`: the tools whose results are edits.
 """
 
 from __future__ import annotations
@@ -22,9 +21,8 @@ from ephemeral_context.context.blocks import uri_of
 from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 from ephemeral_context.context.skills import HARNESS_HEADER
 from ephemeral_context.replay.flow import Block, FileChange, Message
+from ephemeral_context.replay.tools import SKILL_TOOLS
 
-EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
-SKILL_TOOLS = frozenset({"Skill"})
 ASSISTANT_TYPES = frozenset({"text", "thinking", "tool_use"})
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ephemeral_context.replay.flow import Block, FileChange, FileView, block_key
-from ephemeral_context.replay.reader import BRIDGE_TOOLS
+from ephemeral_context.replay.tools import BRIDGE_TOOLS
 from ephemeral_context.tokens import estimate_block_tokens
 
 

@@ -41,10 +41,10 @@ from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context.blocks import input_strings, uri_of
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, Need
 from ephemeral_context.prices import priced
-from ephemeral_context.replay.feed import EDIT_TOOLS, feed_message
+from ephemeral_context.replay.feed import feed_message
 from ephemeral_context.replay.flow import Call, Message, Session, Unanswered
-from ephemeral_context.replay.reader import builtin_tool, tool_file_path
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
+from ephemeral_context.replay.tools import EDIT_TOOLS, builtin_tool, tool_file_path
 from ephemeral_context.store import Store
 
 

@@ -60,6 +60,13 @@ from ephemeral_context.replay.flow import (
     block_key,
 )
 from ephemeral_context.replay.microcompact import SILENT_BEFORE, silently_cleared
+from ephemeral_context.replay.tools import (
+    FILE_CHANGE_TOOLS,
+    KNOWN_TOOLS,
+    TASK_TOOLS,
+    builtin_tool,
+    tool_file_path,
+)
 from ephemeral_context.tokens import estimate_block_tokens, media_tokens
 
 KNOWN_RECORD_TYPES = frozenset(
@@ -94,80 +101,6 @@ the others are bookkeeping (queue operations, titles, links; in 2.1.332 also a l
 requests, `api-request` with its `api-request-shape` and `api-request-blob` records, and
 running totals) and are passed over quietly: the request log restates what the messages and
 attachments already say (tests/e2e/test_claude_code.py checks the reconstruction instead)."""
-
-KNOWN_TOOLS = frozenset(
-    {
-        "Read",
-        "Edit",
-        "MultiEdit",
-        "Write",
-        "NotebookEdit",
-        "NotebookRead",
-        "Bash",
-        "BashOutput",
-        "KillBash",
-        "KillShell",
-        "Grep",
-        "Glob",
-        "LS",
-        "Task",
-        "TaskOutput",
-        "TodoWrite",
-        "WebFetch",
-        "WebSearch",
-        "Skill",
-        "SlashCommand",
-        "ExitPlanMode",
-        "EnterPlanMode",
-        "AskUserQuestion",
-        "Agent",
-        "ToolSearch",
-        "TaskCreate",
-        "TaskGet",
-        "TaskList",
-        "TaskUpdate",
-        "TaskStop",
-        "SendMessage",
-        "CronCreate",
-        "CronDelete",
-        "CronList",
-        "ScheduleWakeup",
-        "EnterWorktree",
-        "ExitWorktree",
-        "Workflow",
-        "ReportFindings",
-    }
-)
-"""Claude Code's built-in tools (2.0 to 2.1.x); MCP tools (mcp__*) are known by their prefix."""
-
-TASK_TOOLS = frozenset({"Task", "Agent"})
-"""The tools that start a sub-agent (Task until 2.1.x renamed it Agent)."""
-
-FILE_CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write"})
-
-BRIDGE_TOOLS = {
-    **dict.fromkeys(("mcp__acp__Read", "mcp__acp__read"), "Read"),
-    **dict.fromkeys(("mcp__acp__Edit", "mcp__acp__edit"), "Edit"),
-    **dict.fromkeys(("mcp__acp__MultiEdit", "mcp__acp__multi-edit"), "MultiEdit"),
-    **dict.fromkeys(("mcp__acp__Write", "mcp__acp__write"), "Write"),
-}
-"""Tools of Zed's bridge to Claude Code (claude-code-acp's in-process `acp` MCP server,
-late 2025 to early 2026; lower-case names first) that stand for built-in ones: the model
-reads and edits files through them and the editor answers. A bridge Read returns the lines
-as they are, from `offset`, with a reminder appended; no bridge tool records a structured
-result. Claude Code's own handling of its built-ins (the file-unchanged stub, clearing old
-results) does not reach them, so only what a result means takes the built-in's name."""
-
-
-def builtin_tool(name: str) -> str:
-    """The built-in tool `name` stands for: itself unless a bridge tool (BRIDGE_TOOLS)."""
-    return BRIDGE_TOOLS.get(name, name)
-
-
-def tool_file_path(tool_input: Mapping[str, Any]) -> str:
-    """The file a file tool's input names (`abs_path` in the bridge's first releases)."""
-    return str(tool_input.get("file_path") or tool_input.get("abs_path") or "")
-
 
 SYNTHETIC_MODEL = "<synthetic>"
 """The model Claude Code names on messages it makes itself, without an API call."""
