@@ -57,12 +57,17 @@ class FileView:
     start_line: int = 1
     num_lines: int = 0
     total_lines: int | None = None
+    cut_at_limit: bool = False
+    """The Read stopped at the `limit` it was given, with the file's length not recorded:
+    more lines may follow."""
 
     @property
     def whole_file(self) -> bool:
         """True when the view covers the file from its first to its last line."""
-        return self.start_line <= 1 and (
-            self.total_lines is None or self.num_lines >= self.total_lines
+        return (
+            self.start_line <= 1
+            and not self.cut_at_limit
+            and (self.total_lines is None or self.num_lines >= self.total_lines)
         )
 
 

@@ -805,6 +805,12 @@ def _bridge_file_view(path: str, text: str, tool_input: Mapping[str, Any]) -> Fi
     return FileView(path, content, start, content.count("\n") + 1)
 
 
+def _at_limit(view: FileView, tool_input: Mapping[str, Any]) -> bool:
+    """Whether a Read returned as many lines as its `limit` allowed (more may follow)."""
+    limit = tool_input.get("limit")
+    return isinstance(limit, int) and not isinstance(limit, bool) and view.num_lines >= limit
+
+
 def _file_change(tool: str, tool_input: Mapping[str, Any], result: Any) -> FileChange | None:
     path = tool_file_path(tool_input)
     structured = result if isinstance(result, Mapping) else {}
@@ -858,6 +864,8 @@ def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading
         kind = "code" if view is not None else "tool_output"
     elif builtin in FILE_CHANGE_TOOLS and not is_error:
         change = _file_change(builtin, tool_input, entry.tool_use_result)
+    if view is not None and view.total_lines is None:
+        view = replace(view, cut_at_limit=_at_limit(view, tool_input))
     return Block(
         key=block_key("tool_result", tool_use_id, text),
         type="tool_result",

@@ -778,6 +778,10 @@ def test_zeds_bridge_tools_read_and_change_files_as_the_built_ins_do(tmp_path: P
     t.tool_result("r1", source + BRIDGE_REMINDER)
     t.assistant([tool_use("r2", "mcp__acp__Read", file_path="/w/app.js", offset=40, limit=3)])
     t.tool_result("r2", "line 40\nline 41\nline 42" + BRIDGE_REMINDER)
+    t.assistant([tool_use("r4", "mcp__acp__Read", file_path="/w/app.js", limit=2)])
+    t.tool_result("r4", "line 1\nline 2" + BRIDGE_REMINDER)
+    t.assistant([tool_use("r5", "mcp__acp__Read", file_path="/w/new.js", limit=200)])
+    t.tool_result("r5", "x = 1" + BRIDGE_REMINDER)
     t.assistant([tool_use("r3", "mcp__acp__Read", file_path="/w/gone.js")])
     t.tool_result("r3", 'Reading file failed: {"code":-32002,"message":"Resource not found"}')
     edit = {"old_string": "line 7", "new_string": "seven"}
@@ -800,6 +804,11 @@ def test_zeds_bridge_tools_read_and_change_files_as_the_built_ins_do(tmp_path: P
     assert part is not None and part.content == "line 40\nline 41\nline 42"
     assert part.start_line == 40 and part.num_lines == 3
     assert failed is None and blocks["r3"].kind == "tool_output"
+    assert whole.whole_file and not part.whole_file
+    # A read that returned all its limit allowed may have stopped short of the end.
+    limited, short = blocks["r4"].file_view, blocks["r5"].file_view
+    assert limited is not None and not limited.whole_file
+    assert short is not None and short.whole_file
     edit, write = blocks["e1"].file_change, blocks["w1"].file_change
     assert edit is not None and edit.replacements == (("line 7", "seven"),)
     assert write is not None and write.content == "x = 1\n" and write.path == "/w/new.js"
