@@ -7,7 +7,9 @@ import itertools
 import json
 import os
 import struct
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ephemeral_context.prices import REFERENCE_MODEL, priced
@@ -17,6 +19,7 @@ from ephemeral_context.replay.reader import (
     CLEARED_RESULT,
     SKILL_LISTING,
     TranscriptError,
+    api_content_block,
     read_session,
     takes_system_messages,
 )
@@ -813,3 +816,21 @@ def test_zeds_bridge_tools_read_and_change_files_as_the_built_ins_do(tmp_path: P
     assert edit is not None and edit.replacements == (("line 7", "seven"),)
     assert write is not None and write.content == "x = 1\n" and write.path == "/w/new.js"
     assert blocks["r1"].tool == "mcp__acp__Read"  # sent under its own name
+
+
+def test_the_gateway_reads_a_bridge_read_in_a_request_as_a_file_read() -> None:
+    """`ectx gateway` sees requests, not transcripts: the same block reader gives a bridge
+    Read's result its file view there too."""
+    uses: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    read = {"file_path": "/w/a.py"}
+    api_content_block(
+        {"type": "tool_use", "id": "r1", "name": "mcp__acp__Read", "input": read}, uses
+    )
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "r1",
+        "content": [{"type": "text", "text": "x = 1\ny = 2" + BRIDGE_REMINDER}],
+    }
+    block, problems = api_content_block(result, uses)
+    assert problems == [] and block is not None and block.file_view is not None
+    assert block.file_view.content == "x = 1\ny = 2" and block.file_view.path == "/w/a.py"
