@@ -4,8 +4,8 @@ A component holds its code in `<script>` blocks between a template and styles, w
 no definitions. tree-sitter parses only the byte ranges it is given
 (`Parser.included_ranges`) and keeps the file's own positions, so the outline's lines and
 byte spans, and so `read_symbol`, refer to the component file itself. The language is the
-first script block's `lang` (`ts`, `tsx`, `typescript`: TypeScript), else JavaScript. A
-component without a script block has nothing to outline.
+first script block's `lang` (`ts`, `typescript`: TypeScript; `tsx`), else JavaScript. A
+component without a script that holds anything has nothing to outline.
 
 API:
 - `COMPONENT_EXTENSIONS`, `is_component(path, language_id)`: which files hold scripts.
@@ -34,8 +34,9 @@ def is_component(path: str, language_id: str | None = None) -> bool:
 
 
 def script_language(source: bytes) -> str | None:
-    """The grammar of the component's scripts: the first block's `lang`; None without one."""
-    first = _SCRIPT.search(source)
+    """The grammar of the component's scripts: the first block's `lang`; None without a
+    script that holds anything (tree-sitter given no range would parse the whole file)."""
+    first = next((m for m in _SCRIPT.finditer(source) if m.start(2) < m.end(2)), None)
     if first is None:
         return None
     lang = _LANG.search(first[1])

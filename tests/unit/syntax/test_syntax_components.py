@@ -36,8 +36,9 @@ def test_the_script_language_is_its_lang_and_svelte_counts_too() -> None:
 
 
 def test_markup_alone_is_no_definition() -> None:
-    outline = outline_text("<template><p>hi</p></template>\n", "Empty.vue")
-    assert outline.symbols == () and outline.fallback == "no grammar for this file type"
+    for empty in ("", "<script></script>\n", '<script setup lang="ts"></script>\n'):
+        outline = outline_text(f"<template><p>hi</p></template>\n{empty}", "Empty.vue")
+        assert outline.symbols == () and outline.fallback == "no grammar for this file type"
     # The template's own text is never parsed as script.
     markup = "<template>\n  <p>function fake() {}</p>\n</template>\n" + COMPONENT
     assert [s.name for s in outline_text(markup, "Two.vue").symbols] == ["label"]
