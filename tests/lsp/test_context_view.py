@@ -252,3 +252,46 @@ async def test_a_pinned_definition_stays_one_when_the_model_reads_its_file(
     assert row.pinned
     await raw_editor.request("ephemeralContext/ask", {"prompt": "look", "conversationId": "b"})
     assert "# typed into the buffer" not in json.dumps(api.message_requests[-1].body)
+
+
+COMPONENT = """<template>
+  <button @click="increment(1)">{{ count }}</button>
+</template>
+
+<script setup lang="ts">
+import { ref } from 'vue';
+
+const count = ref(0);
+
+function increment(step: number): void {
+  count.value += step;
+}
+</script>
+"""
+
+
+async def test_a_vue_components_definition_is_pinned_and_sent_alone(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """The server outlines a component by its script, at the component's own lines, and
+    follows the buffer's edits: a definition added in the editor is pinned, and the model
+    is sent that definition, not the template around it."""
+    await raw_editor.initialize(
+        "visual_studio_code", workspace, {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
+    )
+    path = workspace / "src" / "Counter.vue"
+    path.write_text(COMPONENT, encoding="utf-8")
+    since = raw_editor.mark()
+    uri = raw_editor.open(path, COMPONENT, language_id="vue")
+    await raw_editor.usage(since)
+    since = raw_editor.mark()
+    raw_editor.change(uri, [insert(12, "\nfunction reset(): void {\n  count.value = 0;\n}\n")])
+    await raw_editor.usage(since)
+    api.add_turns("Hello.", "Seen.")
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "hi", "conversationId": "v"})
+    await raw_editor.request("ephemeralContext/pin", {"uri": uri, "symbol": "reset"})
+    await raw_editor.request("ephemeralContext/ask", {"prompt": "look", "conversationId": "v"})
+    sent = json.dumps(api.message_requests[-1].body)
+    assert "Counter.vue::reset (lines 14-16)" in sent
+    assert "count.value = 0;" in sent
+    assert "<button" not in sent and "count.value += step" not in sent
