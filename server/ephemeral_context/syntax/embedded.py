@@ -30,7 +30,8 @@ _TSX = frozenset({b"tsx"})
 
 def is_component(path: str, language_id: str | None = None) -> bool:
     """Whether the file is a component whose scripts are outlined (by name or languageId)."""
-    return language_id in _COMPONENT_IDS or PurePath(path).suffix.lower() in COMPONENT_EXTENSIONS
+    name = PurePath(path.split("::", 1)[0])  # a symbol address names its file first
+    return language_id in _COMPONENT_IDS or name.suffix.lower() in COMPONENT_EXTENSIONS
 
 
 def script_language(source: bytes) -> str | None:

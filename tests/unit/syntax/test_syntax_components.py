@@ -33,6 +33,7 @@ def test_the_script_language_is_its_lang_and_svelte_counts_too() -> None:
     assert outline_text(typed, "Count.vue").language == "typescript"
     assert outline_text(COMPONENT, "Count.svelte").language == "javascript"
     assert outline_text(COMPONENT, "untitled:1", language_id="vue").symbols[0].name == "label"
+    assert outline_text(COMPONENT, "src/Count.vue::label").language == "javascript"
 
 
 def test_markup_alone_is_no_definition() -> None:
