@@ -25,7 +25,6 @@ _COMPONENT_IDS = frozenset({"vue", "svelte"})
 _SCRIPT = re.compile(rb"<script\b([^>]*)>(.*?)</script\s*>", re.DOTALL | re.IGNORECASE)
 _LANG = re.compile(rb"""\blang\s*=\s*["']?([\w-]+)""", re.IGNORECASE)
 _TYPESCRIPT = frozenset({b"ts", b"typescript"})
-_TSX = frozenset({b"tsx"})
 
 
 def is_component(path: str, language_id: str | None = None) -> bool:
@@ -42,7 +41,7 @@ def script_language(source: bytes) -> str | None:
         return None
     lang = _LANG.search(first[1])
     value = lang[1].lower() if lang else b""
-    if value in _TSX:
+    if value == b"tsx":
         return "tsx"
     return "typescript" if value in _TYPESCRIPT else "javascript"
 

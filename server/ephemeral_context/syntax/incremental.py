@@ -222,8 +222,11 @@ class IncrementalSyntax:
     def _rebuild(self, text: str, tree: ts.Tree | None = None) -> None:
         """Parse from scratch (or take `tree`); on bad input keep no tree, outline by fallback.
         A component's script language may have changed with its text (`lang`)."""
-        if self._component:
-            self._language = outline_language(text, self._path, self._language_id)
+        if self._component:  # the parser follows its scripts' `lang`
+            language = outline_language(text, self._path, self._language_id)
+            if language != self._language:
+                self._language = language
+                self._parser = new_parser(language) if language else None
         self._tree, definitions, self._outline = analyse(
             text, self._path, self._language, self._limits, self._parser, tree,
             component=self._component,

@@ -494,19 +494,19 @@ def analyse(
     component: bool = False,
 ) -> tuple[ts.Tree | None, list[Definition], Outline]:
     """Parse from scratch (unless `tree` already is `text`'s): the tree (None on fallback),
-    its definitions and the outline. A `component`'s scripts alone are parsed, each time
-    by a parser of their own (embedded.py)."""
+    its definitions and the outline. `parser` is one for `language`; a `component`'s
+    scripts alone are parsed (embedded.py: its ranges, set on the parser each time)."""
     source = text.encode("utf-8", errors="surrogatepass")
     reason = fallback_reason(text, source, language, limits)
     definitions: list[Definition] = []
     if reason is not None or language is None:
         tree = None
     else:
+        parser = parser or new_parser(language)
         if component:
-            parser = new_parser(language)
             parser.included_ranges = script_ranges(source)
         try:
-            tree = tree or parse_bounded(parser or new_parser(language), source, limits.budget)
+            tree = tree or parse_bounded(parser, source, limits.budget)
             definitions = find_definitions(tree, source, language)
         except BudgetExceeded as error:
             tree, reason = None, str(error)
