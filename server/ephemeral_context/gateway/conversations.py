@@ -35,6 +35,7 @@ import xxhash
 from ephemeral_context.cache_sim import content_blocks
 from ephemeral_context.context.engine import Fetched
 from ephemeral_context.documents import utf8
+from ephemeral_context.replay.tools import ToolCalls
 
 _SESSION_IN_USER_ID = re.compile(r"session_([0-9a-fA-F-]{8,})")
 
@@ -107,8 +108,9 @@ class Thread:
     conv: str
     session: str
     keys: list[str] = field(default_factory=list)
-    tool_uses: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
-    """Tool calls seen so far (id -> name, input): a result is read by its call's tool."""
+    calls: ToolCalls = field(default_factory=ToolCalls)
+    """Tool calls seen so far (a result is read by its call's tool), and the project Serena
+    activated."""
     system_texts: set[str] = field(default_factory=set)
     """Texts of role "system" messages, fed as user text, given their role back on the way out."""
     ends: list[int] = field(default_factory=list)

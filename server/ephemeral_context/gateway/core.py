@@ -107,7 +107,7 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
     if role not in ("user", "assistant", "system") or not isinstance(items, list):
         raise Unsupported(f"a message of role {role!r} with content of type {type(content)}")
     # parallel results as the API renders them, so the engine's last block is the last rendered
-    items = [items[i] for i in content_order(items, list(thread.tool_uses))]
+    items = [items[i] for i in content_order(items, list(thread.calls.uses))]
     blocks: list[Block] = []
     for item in items:
         if not isinstance(item, Mapping):
@@ -119,7 +119,7 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
             isinstance(c, Mapping) and c.get("type") != "text" for c in nested
         ):
             raise Unsupported(f"{kind} content (the engine holds text only)")
-        block, problems = api_content_block(item, thread.tool_uses)
+        block, problems = api_content_block(item, thread.calls)
         if block is None:
             if problems:  # an unknown block type: the engine would drop it
                 raise Unsupported("; ".join(p.message for p in problems))
@@ -176,7 +176,7 @@ class GatewayCore:
             if source is not None:
                 self.engine.fork(source.conv, thread.conv, source.ends[shared - 1])
                 thread.keys, thread.ends = keys[:shared], source.ends[:shared]
-                thread.tool_uses = dict(source.tool_uses)
+                thread.calls = source.calls.copy()
                 thread.system_texts = set(source.system_texts)
         try:
             body = self._feed_and_build(thread, client, messages, keys)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ephemeral_context.replay.flow import Block, FileChange, FileView, block_key
-from ephemeral_context.replay.tools import BRIDGE_TOOLS
+from ephemeral_context.replay.tools import stands_in
 from ephemeral_context.tokens import estimate_block_tokens
 
 
@@ -78,8 +78,8 @@ class FileTracker:
                 view.num_lines,
                 view.content,
             )
-            # Claude Code's own Read only: a bridge tool's is the editor's (no stub).
-            repeat = block.tool not in BRIDGE_TOOLS and self._last_view.get(view.path) == seen
+            # Claude Code's own Read only: a bridge's or an MCP server's is not (no stub).
+            repeat = not stands_in(block.tool or "") and self._last_view.get(view.path) == seen
             self._last_view[view.path] = seen
             update = self._read(view)
             return Update(update.path, update.how, update.changed, update.replaced_tokens, repeat)

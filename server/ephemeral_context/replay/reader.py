@@ -22,7 +22,7 @@ one note per file each, with their counts, however many lines a newer release wr
 API:
 - `read_session(path)` -> a flow.Session (raises `TranscriptError` for what cannot be read
   at all; everything else becomes a Problem).
-- `api_content_block(item, tool_uses)`: one Messages API block read as a transcript's
+- `api_content_block(item, calls)`: one Messages API block read as a transcript's
   (for the gateway); `attachment_text(attachment)`, `takes_system_messages(model, version)`.
 """
 
@@ -64,7 +64,11 @@ from ephemeral_context.replay.tools import (
     FILE_CHANGE_TOOLS,
     KNOWN_TOOLS,
     TASK_TOOLS,
+    ToolCalls,
+    activated_root,
     builtin_tool,
+    serena_tool,
+    stands_in,
     tool_file_path,
 )
 from ephemeral_context.tokens import estimate_block_tokens, media_tokens
@@ -209,7 +213,7 @@ class _Reading:
     previous: dict[str, str] = field(default_factory=dict)
     last_uuid: dict[bool, str] = field(default_factory=dict)
     sent: dict[str, _Entry] = field(default_factory=dict)
-    tool_uses: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    calls: ToolCalls = field(default_factory=ToolCalls)
     blocks: dict[int, tuple[Block, ...]] = field(default_factory=dict)
     preserved: dict[str, list[str]] = field(default_factory=dict)
     """Per compaction summary (its uuid), the messages kept after it."""
@@ -793,6 +797,38 @@ def _file_view_from_text(path: str, text: str) -> FileView | None:
     )
 
 
+def _serena_file_view(path: str, text: str, tool_input: Mapping[str, Any]) -> FileView | None:
+    """What Serena's `read_file` showed (SERENA_TOOLS): its lines from the 0-based
+    `start_line` (the whole file when it starts at 0 and no `end_line` cuts it)."""
+    content = _serena_answer(text)
+    if content is None:
+        return None
+    start, end = tool_input.get("start_line"), tool_input.get("end_line")
+    first = start if isinstance(start, int) and not isinstance(start, bool) and start > 0 else 0
+    lines = content.count("\n") + 1
+    whole = first == 0 and end is None
+    return FileView(path, content, first + 1, lines, total_lines=lines if whole else None)
+
+
+def _serena_answer(text: str) -> str | None:
+    """What a Serena tool answered; None when it failed (its errors, and an answer too long
+    to show, are answers too, not `is_error` results)."""
+    content = _mcp_result(text)
+    if content is None or content.startswith(("Error", "The answer is too long")):
+        return None
+    return content
+
+
+def _mcp_result(text: str) -> str | None:
+    """The text an MCP tool returned as structured content (`{"result": "..."}`)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    result = value.get("result") if isinstance(value, dict) else None
+    return result if isinstance(result, str) else None
+
+
 def _bridge_file_view(path: str, text: str, tool_input: Mapping[str, Any]) -> FileView | None:
     """What a bridge Read showed (BRIDGE_TOOLS): the lines as they are, from `offset` (the
     editor's 1-based line); None unless the reminder ends it (a failed read says why)."""
@@ -811,8 +847,10 @@ def _at_limit(view: FileView, tool_input: Mapping[str, Any]) -> bool:
     return isinstance(limit, int) and not isinstance(limit, bool) and view.num_lines >= limit
 
 
-def _file_change(tool: str, tool_input: Mapping[str, Any], result: Any) -> FileChange | None:
-    path = tool_file_path(tool_input)
+def _file_change(
+    tool: str, tool_input: Mapping[str, Any], result: Any, root: str | None
+) -> FileChange | None:
+    path = tool_file_path(tool_input, root)
     structured = result if isinstance(result, Mapping) else {}
     if tool == "Edit":
         return FileChange(
@@ -844,16 +882,25 @@ def _file_change(tool: str, tool_input: Mapping[str, Any], result: Any) -> FileC
 
 def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -> Block:
     tool_use_id = str(item.get("tool_use_id", ""))
-    tool, tool_input = reading.tool_uses.get(tool_use_id, ("", {}))
+    tool, tool_input = reading.calls.uses.get(tool_use_id, ("", {}))
     text, images = tool_result_text(item.get("content", ""), other_items=False)
     is_error = bool(item.get("is_error"))
     view = change = None
     kind = "tool_output"
     builtin = builtin_tool(tool)
-    if builtin != tool and builtin == "Read" and not is_error:
+    serena = serena_tool(tool)
+    failed = is_error or (serena is not None and _serena_answer(text) is None)
+    root = reading.calls.project_root or entry.cwd
+    if serena == "activate_project" and not failed:
+        reading.calls.project_root = (
+            activated_root(_serena_answer(text) or "") or reading.calls.project_root
+        )
+    if stands_in(tool) and builtin == "Read" and not failed:
         # No line numbers: estimated as the outputs the constants were fitted among, not
         # as the cat -n text `code` was fitted on (tokens.py).
-        view = _bridge_file_view(tool_file_path(tool_input), text, tool_input)
+        path = tool_file_path(tool_input, root)
+        show = _serena_file_view if serena else _bridge_file_view
+        view = show(path, text, tool_input)
     elif builtin == "Read" and not is_error:
         path = tool_file_path(tool_input)
         try:
@@ -862,8 +909,8 @@ def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading
             reading.problem(entry.line, f"malformed Read result ({error!r}); read from its text")
             view = _file_view_from_text(path, text)
         kind = "code" if view is not None else "tool_output"
-    elif builtin in FILE_CHANGE_TOOLS and not is_error:
-        change = _file_change(builtin, tool_input, entry.tool_use_result)
+    elif builtin in FILE_CHANGE_TOOLS and not failed:
+        change = _file_change(builtin, tool_input, entry.tool_use_result, root)
     if view is not None and view.total_lines is None:
         view = replace(view, cut_at_limit=_at_limit(view, tool_input))
     return Block(
@@ -886,7 +933,7 @@ def _tool_use_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -
     raw_input = item.get("input")
     tool_input: Mapping[str, Any] = raw_input if isinstance(raw_input, Mapping) else {}
     tool_use_id = str(item.get("id", ""))
-    reading.tool_uses[tool_use_id] = (name, tool_input)
+    reading.calls.uses[tool_use_id] = (name, tool_input)
     if name not in KNOWN_TOOLS and not name.startswith("mcp__"):
         reading.unknown_tools.setdefault(name, []).append(entry.line)
     text = name + json.dumps(tool_input, ensure_ascii=False, separators=(",", ":"))
@@ -928,12 +975,13 @@ def _content_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) ->
 
 
 def api_content_block(
-    item: Mapping[str, Any], tool_uses: dict[str, tuple[str, Mapping[str, Any]]]
+    item: Mapping[str, Any], calls: ToolCalls
 ) -> tuple[Block | None, list[Problem]]:
     """One Messages API content block as the transcript reader reads it (for `ectx gateway`,
-    which sees requests, not transcripts); `tool_uses` (id -> name, input) carries the tool
-    calls seen so far and is updated. A Read result's view comes from its cat -n text."""
-    reading = _Reading("<request>", tool_uses=tool_uses)
+    which sees requests, not transcripts); `calls` carries the tool calls seen so far (and
+    the project Serena activated) and is updated. A Read result's view comes from its cat
+    -n text."""
+    reading = _Reading("<request>", calls=calls)
     entry = _Entry(0, "", None, "user", 0.0, None)
     try:
         return _content_block(item, entry, reading), reading.problems

@@ -1,21 +1,28 @@
 """Claude Code's tool vocabulary: which tools exist, what their results mean, and what a
-bridge's tools stand for.
+bridge's or an MCP server's tools stand for.
 
 The reader, the engine's feed and the `ours` replay ask the same questions of a tool name
 (does it change a file, start a sub-agent, load a skill?) and of a file tool's input (which
 file?); the answers live here once. A tool of Zed's bridge answers them as the built-in it
-stands for (`builtin_tool`); Claude Code's own handling of its built-ins (the
-file-unchanged stub, microcompaction) keys on the name as sent.
+stands for (`builtin_tool`), and so do Serena's file tools, whose paths are relative to
+the project it activated (`ToolCalls.project_root`); Claude Code's own handling of its
+built-ins (the file-unchanged stub, microcompaction) keys on the name as sent.
 
 API:
 - `KNOWN_TOOLS`, `TASK_TOOLS`, `FILE_CHANGE_TOOLS`, `EDIT_TOOLS`, `SKILL_TOOLS`,
-  `BRIDGE_TOOLS`: the vocabularies.
-- `builtin_tool(name)`, `tool_file_path(tool_input)`.
+  `BRIDGE_TOOLS`, `SERENA_TOOLS`: the vocabularies.
+- `builtin_tool(name)`, `stands_in(name)`, `serena_tool(name)`,
+  `tool_file_path(tool_input, root)`.
+- `ToolCalls`: a conversation's tool calls by id and the project root its Serena tools
+  resolve against (`activated_root(text)` reads it from an activation's result).
 """
 
 from __future__ import annotations
 
+import posixpath
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 KNOWN_TOOLS = frozenset(
@@ -89,11 +96,63 @@ result. Claude Code's own handling of its built-ins (the file-unchanged stub, cl
 results) does not reach them, so only what a result means takes the built-in's name."""
 
 
+SERENA_TOOLS = {"read_file": "Read", "create_text_file": "Write"}
+"""Serena's file tools (an MCP server, `mcp__serena__*` or, as Claude Code's plugin,
+`mcp__plugin_serena_serena__*`) that stand for built-in ones. Their paths are
+`relative_path`s under the project Serena activated; `read_file` returns the lines from
+the 0-based `start_line` to the inclusive `end_line` (the whole file by default; a
+`limit` or `offset` the model passes is ignored), joined without the last newline, as
+`{"result": ...}` JSON. Its editing tools (regex and symbol replacements) name no text
+the replay can check, so they stay tool outputs."""
+
+_ACTIVATED = re.compile(r"The project with name '[^']*' at (.+?) is activated\.")
+"""What Serena's `activate_project` answers: the project's root."""
+
+
+@dataclass
+class ToolCalls:
+    """A conversation's tool calls so far, and where Serena's relative paths point."""
+
+    uses: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    """Tool calls by id (name, input): a result is read by its call's tool."""
+    project_root: str | None = None
+    """The root of the project Serena last activated (None: none seen; a transcript's
+    reader then takes the working directory)."""
+
+    def copy(self) -> ToolCalls:
+        """An independent copy (a fork goes on from here on its own)."""
+        return ToolCalls(dict(self.uses), self.project_root)
+
+
+def serena_tool(name: str) -> str | None:
+    """The Serena tool `name` calls (`read_file`, ...), None unless Serena's."""
+    server, _, tool = name.rpartition("__")
+    return tool if server.startswith("mcp__") and "serena" in server else None
+
+
 def builtin_tool(name: str) -> str:
-    """The built-in tool `name` stands for: itself unless a bridge tool (BRIDGE_TOOLS)."""
-    return BRIDGE_TOOLS.get(name, name)
+    """The built-in tool `name` stands for: itself unless a bridge (BRIDGE_TOOLS) or
+    Serena (SERENA_TOOLS) file tool."""
+    return BRIDGE_TOOLS.get(name) or SERENA_TOOLS.get(serena_tool(name) or "", name)
 
 
-def tool_file_path(tool_input: Mapping[str, Any]) -> str:
-    """The file a file tool's input names (`abs_path` in the bridge's first releases)."""
-    return str(tool_input.get("file_path") or tool_input.get("abs_path") or "")
+def stands_in(name: str) -> bool:
+    """Whether `name` is another tool standing for a built-in one (Claude Code's own
+    handling of its built-ins does not reach it)."""
+    return builtin_tool(name) != name
+
+
+def activated_root(text: str) -> str | None:
+    """The project root a Serena `activate_project` result names, if it does."""
+    found = _ACTIVATED.search(text)
+    return found.group(1) if found else None
+
+
+def tool_file_path(tool_input: Mapping[str, Any], root: str | None = None) -> str:
+    """The file a file tool's input names (`abs_path` in the bridge's first releases; a
+    Serena `relative_path` under `root`, left relative when no root is known)."""
+    path = tool_input.get("file_path") or tool_input.get("abs_path")
+    if path:
+        return str(path)
+    relative = str(tool_input.get("relative_path") or "")
+    return posixpath.join(root, relative) if root and relative else relative

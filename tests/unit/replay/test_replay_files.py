@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from ephemeral_context.replay.files import FileTracker
 from ephemeral_context.replay.flow import Block, FileChange, FileView
 
@@ -94,10 +95,11 @@ def test_repeat_is_claude_codes_rule_same_lines_same_text_no_edit_between() -> N
     assert not repeat(files, read("/a.py", "a\nB\nc", total=3))
 
 
-def test_a_read_through_zeds_bridge_is_never_claude_codes_repeat() -> None:
+@pytest.mark.parametrize("tool", ["mcp__acp__Read", "mcp__plugin_serena_serena__read_file"])
+def test_a_read_through_another_tool_is_never_claude_codes_repeat(tool: str) -> None:
     """The file-unchanged stub is Claude Code's own Read tool's; the editor answers a bridge
-    Read (`mcp__acp__Read`) in full every time."""
+    Read (`mcp__acp__Read`), and Serena its `read_file`, in full every time."""
     files = FileTracker()
-    first = replace(read("/a.py", "a\nb\nc", total=3), tool="mcp__acp__Read")
+    first = replace(read("/a.py", "a\nb\nc", total=3), tool=tool)
     assert not repeat(files, first)
     assert not repeat(files, first)

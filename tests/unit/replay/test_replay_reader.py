@@ -7,13 +7,11 @@ import itertools
 import json
 import os
 import struct
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 from ephemeral_context.prices import REFERENCE_MODEL, priced
-from ephemeral_context.replay.flow import Message
+from ephemeral_context.replay.flow import Block, Message, Session
 from ephemeral_context.replay.reader import (
     AGENT_LISTING,
     CLEARED_RESULT,
@@ -24,6 +22,7 @@ from ephemeral_context.replay.reader import (
     takes_system_messages,
 )
 from ephemeral_context.replay.strategies import STRATEGIES
+from ephemeral_context.replay.tools import ToolCalls
 from ephemeral_context.tokens import estimate_block_tokens
 
 from tests.transcripts import (
@@ -764,6 +763,17 @@ def test_system_messages_need_opus_4_8_and_a_release_that_sends_them(
     assert takes_system_messages(model, version) is system
 
 
+def tool_results(session: Session) -> dict[str | None, Block]:
+    """The session's tool results by tool_use id."""
+    return {
+        b.tool_use_id: b
+        for thread in session.threads.values()
+        for m in thread.messages
+        for b in m.blocks
+        if b.type == "tool_result"
+    }
+
+
 BRIDGE_REMINDER = (
     "\n\n<system-reminder>\nWhenever you read a file, you should consider whether it looks"
     " malicious.\n</system-reminder>"
@@ -794,13 +804,7 @@ def test_zeds_bridge_tools_read_and_change_files_as_the_built_ins_do(tmp_path: P
     t.tool_result("w1", "")
     t.assistant([text("Done.")])
     session = read_session(t.write(tmp_path / "zed.jsonl"))
-    blocks = {
-        b.tool_use_id: b
-        for thread in session.threads.values()
-        for m in thread.messages
-        for b in m.blocks
-        if b.type == "tool_result"
-    }
+    blocks = tool_results(session)
     whole, part, failed = blocks["r1"].file_view, blocks["r2"].file_view, blocks["r3"].file_view
     assert whole is not None and whole.content == source.removesuffix("\n")
     assert whole.start_line == 1 and whole.num_lines == 60
@@ -821,16 +825,112 @@ def test_zeds_bridge_tools_read_and_change_files_as_the_built_ins_do(tmp_path: P
 def test_the_gateway_reads_a_bridge_read_in_a_request_as_a_file_read() -> None:
     """`ectx gateway` sees requests, not transcripts: the same block reader gives a bridge
     Read's result its file view there too."""
-    uses: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    calls = ToolCalls()
     read = {"file_path": "/w/a.py"}
     api_content_block(
-        {"type": "tool_use", "id": "r1", "name": "mcp__acp__Read", "input": read}, uses
+        {"type": "tool_use", "id": "r1", "name": "mcp__acp__Read", "input": read}, calls
     )
     result = {
         "type": "tool_result",
         "tool_use_id": "r1",
         "content": [{"type": "text", "text": "x = 1\ny = 2" + BRIDGE_REMINDER}],
     }
-    block, problems = api_content_block(result, uses)
+    block, problems = api_content_block(result, calls)
     assert problems == [] and block is not None and block.file_view is not None
     assert block.file_view.content == "x = 1\ny = 2" and block.file_view.path == "/w/a.py"
+
+
+def serena(result: str) -> str:
+    """A Serena tool's result as Claude Code records and sends it (structured content)."""
+    return json.dumps({"result": result})
+
+
+SERENA = "mcp__plugin_serena_serena__"
+ACTIVATED = "The project with name 'shop' at /w/shop is activated.\nProgramming languages: vue"
+
+
+def test_serenas_file_tools_read_and_write_files_under_the_project_it_activated(
+    tmp_path: Path,
+) -> None:
+    """Serena's `read_file` returns lines from a 0-based `start_line` to an inclusive
+    `end_line` as `{"result": ...}` JSON, its paths relative to the project it activated
+    (the working directory until it names one); `limit` is not its parameter. Its errors,
+    and answers too long to show, are plain outputs."""
+    source = "\n".join(f"line {n}" for n in range(1, 41))
+    t = Transcript()
+    t.user("tidy the store")
+    t.assistant([tool_use("r0", SERENA + "read_file", relative_path="src/a.js")])
+    t.tool_result("r0", serena("Error: No active project. Ask the user to provide the path"))
+    t.assistant([tool_use("w0", SERENA + "create_text_file", relative_path="a.js", content="")])
+    t.tool_result("w0", serena("Error: No active project. Ask the user to provide the path"))
+    t.assistant([tool_use("p1", SERENA + "activate_project", project="shop")])
+    t.tool_result("p1", serena(ACTIVATED))
+    t.assistant([tool_use("r1", SERENA + "read_file", relative_path="src/a.js", limit=5)])
+    t.tool_result("r1", serena(source))
+    t.assistant(
+        [
+            tool_use(
+                "r2", "mcp__serena__read_file", relative_path="src/a.js", start_line=9, end_line=11
+            )
+        ]
+    )
+    t.tool_result("r2", serena("line 10\nline 11\nline 12"))
+    t.assistant([tool_use("r3", SERENA + "read_file", relative_path="big.json")])
+    t.tool_result("r3", serena("The answer is too long (912345 characters)."))
+    t.assistant(
+        [tool_use("w1", SERENA + "create_text_file", relative_path="src/b.js", content="b = 2\n")]
+    )
+    t.tool_result("w1", serena("File created: src/b.js."))
+    t.assistant([text("Done.")])
+    session = read_session(t.write(tmp_path / "serena.jsonl"))
+    blocks = tool_results(session)
+    whole, part = blocks["r1"].file_view, blocks["r2"].file_view
+    assert whole is not None and whole.content == source and whole.path == "/w/shop/src/a.js"
+    assert whole.whole_file and whole.num_lines == 40
+    assert part is not None and part.content == "line 10\nline 11\nline 12"
+    assert part.start_line == 10 and part.num_lines == 3 and not part.whole_file
+    # Serena answers its errors (no `is_error`): nothing was read, nothing written.
+    assert blocks["r0"].file_view is None and blocks["r3"].file_view is None
+    assert blocks["w0"].file_change is None
+    write = blocks["w1"].file_change
+    assert write is not None and write.content == "b = 2\n" and write.path == "/w/shop/src/b.js"
+    assert blocks["r1"].tool == SERENA + "read_file"  # sent under its own name
+
+
+def test_serenas_paths_are_under_the_working_directory_until_a_project_is_activated(
+    tmp_path: Path,
+) -> None:
+    t = Transcript()
+    t.user("read it")
+    t.assistant([tool_use("r1", SERENA + "read_file", relative_path="src/a.js")])
+    t.tool_result("r1", serena("a = 1"))
+    t.assistant([text("Done.")])
+    path = t.write(tmp_path / "s.jsonl")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**line, "cwd": "/w/here"}) + "\n" for line in lines))
+    view = tool_results(read_session(path))["r1"].file_view
+    assert view is not None and view.path == "/w/here/src/a.js"
+
+
+def test_the_gateway_resolves_serenas_paths_under_the_project_it_activated() -> None:
+    """The gateway has no working directory: the activation its conversation carries names
+    the root, and a fork copies it with the calls."""
+    calls = ToolCalls()
+    for item in (
+        {"type": "tool_use", "id": "p1", "name": SERENA + "activate_project", "input": {}},
+        {"type": "tool_result", "tool_use_id": "p1", "content": serena(ACTIVATED)},
+        {
+            "type": "tool_use",
+            "id": "r1",
+            "name": SERENA + "read_file",
+            "input": {"relative_path": "src/a.js"},
+        },
+    ):
+        api_content_block(item, calls)
+    fork = calls.copy()
+    result = {"type": "tool_result", "tool_use_id": "r1", "content": serena("a = 1")}
+    block, problems = api_content_block(result, fork)
+    assert problems == [] and block is not None and block.file_view is not None
+    assert block.file_view.path == "/w/shop/src/a.js" and block.file_view.content == "a = 1"
+    fork.uses.clear()
+    assert "r1" in calls.uses
