@@ -34,10 +34,17 @@ from ephemeral_context.syntax.binding import (
     parse_bounded,
     run_matches,
 )
-from ephemeral_context.syntax.embedded import is_component, script_language, script_ranges
+from ephemeral_context.syntax.embedded import (
+    Section,
+    is_component,
+    script_language,
+    script_ranges,
+    sections,
+)
 from ephemeral_context.syntax.languages import detect_language, load_language, spec_for
 from ephemeral_context.syntax.queries import (
     FILE,
+    SECTION,
     compiled_query,
     compiled_top_level_query,
     refinements,
@@ -415,6 +422,27 @@ def _definition(
     )
 
 
+def _section_definition(source: bytes, section: Section) -> Definition:
+    """A component's template or style block as a definition: its name is its tag's, its
+    signature the opening tag."""
+    name_start = section.start_byte + 1
+    return Definition(
+        kind=SECTION,
+        name=section.name,
+        scope=None,
+        start_byte=section.start_byte,
+        end_byte=section.end_byte,
+        start_line=source.count(b"\n", 0, section.start_byte) + 1,
+        end_line=source.count(b"\n", 0, section.end_byte) + 1,
+        signature=section.opening,
+        name_at=1,
+        reach_start=section.start_byte,
+        reach_end=section.end_byte,
+        name_start=name_start,
+        name_end=name_start + len(section.name),
+    )
+
+
 def qualify(owner: str | None, scope: str | None, name: str) -> str:
     """`owner.scope.name`: a definition written outside its type (a Go receiver's, C++
     `Type::name`) is qualified by that type, inside whatever encloses the definition."""
@@ -508,6 +536,9 @@ def analyse(
         try:
             tree = tree or parse_bounded(parser, source, limits.budget)
             definitions = find_definitions(tree, source, language)
+            if component:
+                found = [_section_definition(source, s) for s in sections(source)]
+                definitions = sorted(definitions + found, key=outline_order)
         except BudgetExceeded as error:
             tree, reason = None, str(error)
     has_errors = tree is not None and tree.root_node.has_error

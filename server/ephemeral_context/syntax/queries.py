@@ -6,7 +6,8 @@ process. What the captures mean is decided in outline.py from capture-name prefi
 API:
 - `compiled_query(language)`, `compiled_top_level_query(language)`: the compiled queries.
 - `query_source(language)`, `refinements(language)`, `grammars_dir()`: the files.
-- `KINDS`, `FILE`, `QueryFileError`: the capture vocabulary and its violations.
+- `KINDS`, `FILE`, `QueryFileError`: the capture vocabulary and its violations; `SECTION`,
+  the one kind no query captures.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ ROLES = (
 )
 # The parent kind a `; refine:` line uses for a definition with no enclosing definition.
 FILE = "file"
+SECTION = "section"
+"""The kind of a component's template or style block (embedded.py): found without a query."""
 _INHERITS = "; inherits:"
 _TOP_LEVEL = "\n; top-level:"
 _REFINE = re.compile(r"^; refine: (\w+) in (\w+) -> (\w+)[ \t]*$", re.MULTILINE)
