@@ -2,10 +2,11 @@
 
 A model that needs content it can no longer see first asks for it: one more request (the
 whole prefix, read from the cache), answered with a tool_use per item (`read_session_file`,
-or `read_symbol` for the one definition that holds what it needs when the content is a
-file), then a tool_result with the content. `rehydrate` appends that pair for everything a
-`Need` names that is only in evicted content; the caller builds the request before it (the
-round trip) and after it (the call itself). Needs: an edit's old strings (with none, the
+or `read_symbol` for each definition that holds what it needs when the content is a file),
+then a tool_result with the content: each evicted block once, whole as soon as one thing
+needed from it lies outside every definition. `rehydrate` appends that pair for everything
+a `Need` names that is only in evicted content; the caller builds the request before it
+(the round trip) and after it (the call itself). Needs: an edit's old strings (with none, the
 file it edits, whose current version comes back when it is hidden), what a Read returned,
 and runs of evicted lines the response quotes (quotes.py). A fetch from a file is a use
 of that file (its idle span starts again); the quote that follows a fetched output is a use
@@ -103,6 +104,8 @@ def rehydrate(
     content name that the model cannot see; None when it sees all of it."""
     c = state.conversation(conv)
     fetches: list[_Fetch] = []
+    wanted: dict[int, list[str]] = {}
+    """What each evicted block must give back, in the order first needed."""
 
     def seen(needle: str) -> bool:
         return needle_visible(c, needle) or any(needle in f.text for f in fetches)
@@ -115,7 +118,7 @@ def rehydrate(
                 continue
             source = _evicted_source(c, needle)
             if source is not None:
-                fetches.append(_block_fetch(state, source, needle))
+                wanted.setdefault(source, []).append(needle)
             elif hidden is not None and needle in hidden.text:
                 fetches.extend(_current_fetch(state, hidden.uri))  # what it saw, changed since
                 hidden = None
@@ -123,7 +126,11 @@ def rehydrate(
             fetches.extend(_current_fetch(state, hidden.uri))
     for quote in c.quotes.quotes(c.thread.blocks, quoting):
         if not seen(quote.text):
-            fetches.append(_block_fetch(state, c.thread[quote.index], quote.text))
+            wanted.setdefault(quote.index, []).append(quote.text)
+    for index, needles in wanted.items():
+        missing = [needle for needle in needles if not seen(needle)]
+        if missing:
+            fetches.extend(_block_fetches(state, c.thread[index], missing))
     if not fetches:
         return None
     return _append(state, c, fetches, continues=True)
@@ -162,26 +169,57 @@ def _answered(state: EngineState, c: Conversation, f: Fetched) -> _Fetch:
     return _Fetch(tool, args, f.text, kind, item_id, uri, whole, use_id=use_id, tokens=tokens)
 
 
-def _evicted_source(c: Conversation, needle: str) -> ThreadBlock | None:
-    """The latest evicted block that holds `needle`."""
-    return next((tb for tb in reversed(c.thread) if tb.evicted and needle in tb.text), None)
-
-
-def _block_fetch(state: EngineState, tb: ThreadBlock, needle: str) -> _Fetch:
-    """Evicted content again: the one definition holding `needle` when the block is a file
-    and a definition holds it (read_symbol), else the whole block (read_session_file)."""
-    part = (
-        enclosing_symbol(state.outlines.get(tb.text, label_of(tb.uri)), tb.text, needle)
-        if tb.uri and tb.kind in FILE_COPIES | {BlockKind.CONSOLIDATED}
-        else None
+def _evicted_source(c: Conversation, needle: str) -> int | None:
+    """The index of the latest evicted block that holds `needle`."""
+    return next(
+        (
+            i
+            for i in range(len(c.thread) - 1, -1, -1)
+            if c.thread[i].evicted and needle in c.thread[i].text
+        ),
+        None,
     )
-    if part is not None and tb.uri is not None:
-        qualname, body = part
-        args = {"path": label_of(tb.uri), "symbol": qualname}
-        return _Fetch(
-            "read_symbol", args, body, tb.kind, tb.item_id, tb.uri, whole=False,
+
+
+def _block_fetches(state: EngineState, tb: ThreadBlock, needles: Sequence[str]) -> list[_Fetch]:
+    """Evicted content again: when the block is a file, each definition holding one of
+    `needles` (read_symbol, once each), unless a needle lies outside every definition or
+    the definitions weigh as much as the block; else the whole block, once
+    (read_session_file)."""
+    parts: dict[str, str] = {}
+    if tb.uri is not None and tb.kind in FILE_COPIES | {BlockKind.CONSOLIDATED}:
+        outline = state.outlines.get(tb.text, label_of(tb.uri))
+        for needle in needles:
+            part = enclosing_symbol(outline, tb.text, needle)
+            if part is None:
+                parts.clear()
+                break
+            parts.setdefault(*part)
+    parts = {  # a definition inside another one fetched comes with it
+        name: body
+        for name, body in parts.items()
+        if not any(body in other for n, other in parts.items() if n != name)
+    }
+    if tb.uri is None or not parts or sum(map(len, parts.values())) >= len(tb.text):
+        return [_whole_fetch(state, tb)]
+    path = label_of(tb.uri)
+    return [
+        _Fetch(
+            "read_symbol",
+            {"path": path, "symbol": qualname},
+            body,
+            tb.kind,
+            tb.item_id,
+            tb.uri,
+            whole=False,
             tokens=_billed_count(state, tb, body),
-        )  # fmt: skip
+        )
+        for qualname, body in parts.items()
+    ]
+
+
+def _whole_fetch(state: EngineState, tb: ThreadBlock) -> _Fetch:
+    """A whole evicted block again, by its id (read_session_file)."""
     args = {"id": tb.item_id or "?"}
     return _Fetch(
         "read_session_file", args, tb.text, tb.kind, tb.item_id, tb.uri, True,

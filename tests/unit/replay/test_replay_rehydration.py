@@ -17,6 +17,7 @@ from ephemeral_context.replay.reader import read_session
 from ephemeral_context.replay.report import replay, replay_session, to_json
 from ephemeral_context.replay.simulate import StrategyResult
 from ephemeral_context.replay.strategies import STRATEGIES
+from ephemeral_context.tokens import estimate_block_tokens
 
 from tests.unit.replay.builder import Transcript, cat_n, text, tool_use
 
@@ -32,17 +33,30 @@ PAIR = "def handler_42(request):\n    value = request.get('k42')"
 BRIDGE_REMINDER = "\n\n<system-reminder>\nConsider whether it looks malicious.\n</system-reminder>"
 
 
-def _session(tmp_path: Path, last: list[dict[str, Any]], bridge: bool = False) -> Path:
-    """Read APP (through Zed's bridge tool with `bridge`), work past a cold cache, then
-    answer with `last` (and close the session)."""
+def _session(
+    tmp_path: Path,
+    last: list[dict[str, Any]],
+    through: str = "Read",
+    path: str = PATH,
+    source: str = APP,
+) -> Path:
+    """Read `source` (through Claude Code's Read, Zed's bridge or Serena), work past a cold
+    cache, then answer with `last` (and close the session)."""
     t = Transcript()
     t.user("fix handler_42")
-    if bridge:
-        t.assistant([tool_use("t0", "mcp__acp__Read", file_path=PATH)])
-        t.tool_result("t0", APP + BRIDGE_REMINDER)
+    if through == "bridge":
+        t.assistant([tool_use("t0", "mcp__acp__Read", file_path=path)])
+        t.tool_result("t0", source + BRIDGE_REMINDER)
+    elif through == "serena":
+        root, relative = path.rsplit("/", 1)
+        activated = f"The project with name 'work' at {root} is activated."
+        t.assistant([tool_use("p0", "mcp__serena__activate_project", project="work")])
+        t.tool_result("p0", json.dumps({"result": activated}))
+        t.assistant([tool_use("t0", "mcp__serena__read_file", relative_path=relative)])
+        t.tool_result("t0", json.dumps({"result": source.removesuffix("\n")}))
     else:
-        t.assistant([tool_use("t0", "Read", file_path=PATH)])
-        t.tool_result("t0", cat_n(APP), {"file": {"filePath": PATH, "content": APP}})
+        t.assistant([tool_use("t0", "Read", file_path=path)])
+        t.tool_result("t0", cat_n(source), {"file": {"filePath": path, "content": source}})
     for step in range(1, 12):
         t.assistant([tool_use(f"t{step}", "Bash", command=f"make test {step}")])
         t.tool_result(f"t{step}", f"test {step} log line\n" * 80)
@@ -88,9 +102,36 @@ def test_an_edit_of_evicted_text_costs_a_round_trip(tmp_path: Path) -> None:
 def test_an_edit_through_zeds_bridge_of_evicted_text_costs_a_round_trip(tmp_path: Path) -> None:
     """The bridge's Read is a file read and its Edit an edit: the edit's old string, only
     in the evicted read, is fetched back by its one definition."""
-    ours, free = _ours(_session(tmp_path, _edit("mcp__acp__Edit"), bridge=True))
+    ours, free = _ours(_session(tmp_path, _edit("mcp__acp__Edit"), through="bridge"))
     _assert_one_round_trip(ours, free)
     assert ours.rehydrated_tokens < 200
+
+
+def test_quoting_a_serena_read_that_was_evicted_costs_a_round_trip(tmp_path: Path) -> None:
+    """Serena's `read_file` answers JSON, the file's newlines escaped: read as a file, a
+    quote of its evicted lines is seen, and fetched back by its one definition."""
+    quoted = "handler_42 reads:\n\n" + TRIPLE + "\n\nso 42 it is."
+    ours, free = _ours(_session(tmp_path, [text(quoted)], through="serena"))
+    _assert_one_round_trip(ours, free)
+    assert ours.rehydrated_tokens < 200
+
+
+def test_quoting_a_components_evicted_template_fetches_the_template_alone(
+    tmp_path: Path,
+) -> None:
+    """A component's template is a section of its outline: a quote of it brings back the
+    template, not the scripts and styles around it."""
+    template = "".join(f'    <p class="row-{i}">{{{{ rows[{i}] }}}}</p>\n' for i in range(20))
+    script = "".join(f"function row{i}(x) {{\n  return x * {i};\n}}\n" for i in range(80))
+    component = (
+        f"<template>\n  <div>\n{template}  </div>\n</template>\n\n<script>\n{script}</script>\n"
+    )
+    quoted = "The rows:\n\n" + "".join(template.splitlines(keepends=True)[3:7])
+    path = "/work/Rows.vue"
+    ours, free = _ours(_session(tmp_path, [text(quoted)], path=path, source=component))
+    _assert_one_round_trip(ours, free)
+    shown = estimate_block_tokens(cat_n(component), "code")
+    assert ours.rehydrated_tokens < shown / 2  # the template, not the component
 
 
 def test_a_multiedit_of_evicted_text_costs_a_round_trip(tmp_path: Path) -> None:
