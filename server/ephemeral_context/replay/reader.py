@@ -814,19 +814,20 @@ def _serena_answer(text: str) -> str | None:
     """What a Serena tool answered; None when it failed (its errors, and an answer too long
     to show, are answers too, not `is_error` results)."""
     content = _mcp_result(text)
-    if content is None or content.startswith(("Error", "The answer is too long")):
+    if content.startswith(("Error", "The answer is too long")):
         return None
     return content
 
 
-def _mcp_result(text: str) -> str | None:
-    """The text an MCP tool returned as structured content (`{"result": "..."}`)."""
+def _mcp_result(text: str) -> str:
+    """The text an MCP tool returned: its structured content's (`{"result": "..."}`, as
+    Claude Code shows a FastMCP tool's string), else the text as it is."""
     try:
         value = json.loads(text)
     except ValueError:
-        return None
+        return text
     result = value.get("result") if isinstance(value, dict) else None
-    return result if isinstance(result, str) else None
+    return result if isinstance(result, str) else text
 
 
 def _bridge_file_view(path: str, text: str, tool_input: Mapping[str, Any]) -> FileView | None:

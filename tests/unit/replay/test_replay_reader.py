@@ -900,16 +900,19 @@ def test_serenas_file_tools_read_and_write_files_under_the_project_it_activated(
 def test_serenas_paths_are_under_the_working_directory_until_a_project_is_activated(
     tmp_path: Path,
 ) -> None:
+    """An answer that is not structured content (another release, another client) is read
+    as it is."""
     t = Transcript()
     t.user("read it")
     t.assistant([tool_use("r1", SERENA + "read_file", relative_path="src/a.js")])
-    t.tool_result("r1", serena("a = 1"))
+    t.tool_result("r1", "a = 1\nb = 2")
     t.assistant([text("Done.")])
     path = t.write(tmp_path / "s.jsonl")
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     path.write_text("".join(json.dumps({**line, "cwd": "/w/here"}) + "\n" for line in lines))
     view = tool_results(read_session(path))["r1"].file_view
     assert view is not None and view.path == "/w/here/src/a.js"
+    assert view.content == "a = 1\nb = 2" and view.whole_file
 
 
 def test_the_gateway_resolves_serenas_paths_under_the_project_it_activated() -> None:
