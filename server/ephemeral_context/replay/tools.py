@@ -102,8 +102,9 @@ SERENA_TOOLS = {"read_file": "Read", "create_text_file": "Write"}
 `relative_path`s under the project Serena activated; `read_file` returns the lines from
 the 0-based `start_line` to the inclusive `end_line` (the whole file by default; a
 `limit` or `offset` the model passes is ignored), joined without the last newline, as
-`{"result": ...}` JSON. Its editing tools (regex and symbol replacements) name no text
-the replay can check, so they stay tool outputs."""
+`{"result": ...}` JSON (plain text from other releases or clients). Its editing tools
+(regex and symbol replacements) name no text the replay can check, so they stay tool
+outputs."""
 
 _ACTIVATED = re.compile(r"The project with name '[^']*' at (.+?) is activated\.")
 """What Serena's `activate_project` answers: the project's root."""
