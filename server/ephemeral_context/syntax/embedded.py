@@ -1,8 +1,10 @@
 """Scripts inside markup: a Vue or Svelte component's <script> blocks, outlined by their grammar.
 
 A component holds its code in `<script>` blocks between a template and styles, which have
-no definitions: each of those is one `section` of the outline (`sections`), so that a quote
-of the template, or `read_symbol("Panel.vue::template")`, brings back that block alone.
+no definitions. Each top-level block is one `section` of the outline (`sections`), so that
+a quote of the template, or of script code outside any definition, or
+`read_symbol("Panel.vue::template")`, brings back that block alone; a script's section
+holds its definitions but does not qualify their names (outline.py).
 tree-sitter parses only the byte ranges it is given (`Parser.included_ranges`) and keeps
 the file's own positions, so the outline's lines and byte spans, and so `read_symbol`,
 refer to the component file itself. The language is the first script block's `lang`
@@ -13,7 +15,7 @@ API:
 - `COMPONENT_EXTENSIONS`, `is_component(path, language_id)`: which files hold scripts.
 - `script_language(source)`: the grammar their scripts take, or None without one.
 - `script_ranges(source)`: the byte ranges of the scripts, as tree-sitter takes them.
-- `sections(source)`: the top-level `<template>` and `<style>` blocks (`Section`).
+- `sections(source)`: the top-level `<template>`, `<script>` and `<style>` blocks (`Section`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ _SCRIPT = re.compile(rb"<script\b([^>]*)>(.*?)</script\s*>", re.DOTALL | re.IGNO
 _LANG = re.compile(rb"""\blang\s*=\s*["']?([\w-]+)""", re.IGNORECASE)
 _TYPESCRIPT = frozenset({b"ts", b"typescript"})
 _SECTION = re.compile(
-    rb"^<(template|style)\b[^>]*>.*?^</\1\s*>", re.DOTALL | re.IGNORECASE | re.MULTILINE
+    rb"^<(template|script|style)\b[^>]*>.*?^</\1\s*>", re.DOTALL | re.IGNORECASE | re.MULTILINE
 )
 """A top-level block: its tags at the start of a line (a template's nested `<template #slot>`
 tags are indented, and a closing tag at a line's start ends the block)."""
@@ -81,7 +83,7 @@ def _point(source: bytes, byte: int) -> ts.Point:
 
 
 def sections(source: bytes) -> list[Section]:
-    """The component's top-level `<template>` and `<style>` blocks, in order."""
+    """The component's top-level `<template>`, `<script>` and `<style>` blocks, in order."""
     found = []
     for match in _SECTION.finditer(source):
         opening = source[match.start() : source.index(b">", match.start()) + 1]

@@ -423,8 +423,8 @@ def _definition(
 
 
 def _section_definition(source: bytes, section: Section) -> Definition:
-    """A component's template or style block as a definition: its name is its tag's, its
-    signature the opening tag."""
+    """A component's top-level block as a definition: its name is its tag's, its signature
+    the opening tag."""
     name_start = section.start_byte + 1
     return Definition(
         kind=SECTION,
@@ -471,7 +471,8 @@ def nest(
             d.start_byte, d.end_byte, len(stack), ordinal, d.name_at,
         )  # fmt: skip
         symbols.append(symbol)
-        stack.append(symbol)
+        if d.kind != SECTION:  # a component's script holds definitions, names none
+            stack.append(symbol)
     return tuple(symbols)
 
 

@@ -40,7 +40,7 @@ ROLES = (
 # The parent kind a `; refine:` line uses for a definition with no enclosing definition.
 FILE = "file"
 SECTION = "section"
-"""The kind of a component's template or style block (embedded.py): found without a query."""
+"""The kind of a component's top-level blocks (embedded.py): found without a query."""
 _INHERITS = "; inherits:"
 _TOP_LEVEL = "\n; top-level:"
 _REFINE = re.compile(r"^; refine: (\w+) in (\w+) -> (\w+)[ \t]*$", re.MULTILINE)

@@ -22,7 +22,7 @@ export function label(count) {
 def test_a_components_script_is_outlined_at_the_files_own_lines() -> None:
     outline = outline_text(COMPONENT, "src/Count.vue")
     assert outline.language == "javascript" and outline.fallback is None
-    [_, symbol] = outline.symbols
+    [_, _, symbol] = outline.symbols
     assert (symbol.qualname, symbol.start_line, symbol.end_line) == ("label", 6, 8)
     lookup = find_symbol(COMPONENT, outline, "label")
     assert lookup.status is LookupStatus.FOUND and lookup.found is not None
@@ -33,7 +33,7 @@ def test_the_script_language_is_its_lang_and_svelte_counts_too() -> None:
     typed = COMPONENT.replace("<script>", '<script lang="ts">').replace("(count)", "(n: number)")
     assert outline_text(typed, "Count.vue").language == "typescript"
     assert outline_text(COMPONENT, "Count.svelte").language == "javascript"
-    assert outline_text(COMPONENT, "untitled:1", language_id="vue").symbols[1].name == "label"
+    assert outline_text(COMPONENT, "untitled:1", language_id="vue").symbols[2].name == "label"
     assert outline_text(COMPONENT, "src/Count.vue::label").language == "javascript"
 
 
@@ -44,7 +44,7 @@ def test_markup_alone_is_no_definition() -> None:
     # The template's own text is never parsed as script.
     markup = "<template>\n  <p>function fake() {}</p>\n</template>\n" + COMPONENT
     names = [s.name for s in outline_text(markup, "Two.vue").symbols]
-    assert names == ["template", "template", "label"]
+    assert names == ["template", "template", "script", "label"]
 
 
 SLOTTED = """<template>
@@ -67,14 +67,16 @@ p { color: red; }
 """
 
 
-def test_a_components_template_and_styles_are_sections_of_its_outline() -> None:
-    """Markup has no definitions, but a quote of the template, or a question about the
-    styles, should bring back that block alone: each top-level block is one section, its
-    nested slot templates inside it."""
+def test_a_components_blocks_are_sections_of_its_outline() -> None:
+    """Markup has no definitions, but a quote of the template, of script code outside any
+    definition, or a question about the styles, should bring back that block alone: each
+    top-level block is one section, its nested slot templates inside it; a script's
+    section holds its definitions without qualifying their names."""
     outline = outline_text(SLOTTED, "Dialog.vue")
     shown = [(s.kind, s.qualname, s.start_line, s.end_line, s.depth) for s in outline.symbols]
     assert shown == [
         ("section", "template", 1, 7, 0),
+        ("section", "script", 9, 13, 0),
         ("function", "label", 10, 12, 0),
         ("section", "style", 15, 17, 0),
     ]
@@ -84,6 +86,7 @@ def test_a_components_template_and_styles_are_sections_of_its_outline() -> None:
     assert style is not None and style.text.startswith('<style lang="less" scoped>')
     assert render_synopsis(outline).splitlines()[1:] == [
         "  1-7 section <template>",
+        "  9-13 section <script setup>",
         "  10-12 function label(count)",
         '  15-17 section <style lang="less" scoped>',
     ]
