@@ -95,8 +95,8 @@ def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_session
         assert results["ours"].retrievable == 1.0
         peaks.append(results["ours"].peak_context / results["recorded"].peak_context - 1)
         billed.append(results["ours"].billed_input / results["recorded"].billed_input - 1)
-    # Issue 11's targets: billed at least 25% below recorded (-27.4%), peak at least 35%
-    # below: -31.7%, not reached (docs/cost-model.md, Do no harm); the floor keeps it there.
+    # Issue 11's targets: billed at least 25% below recorded (-27.0%), peak at least 35%
+    # below: -30.5%, not reached (docs/cost-model.md, Do no harm); the floor keeps it there.
     # Over the four traces alone the peak is -0.4% since a warm cut must be able to lose a
     # round trip (-20.4% before): against 5-minute clients the engine is level with its
     # twins and has only the 1% tolerance to bet with.
