@@ -28,23 +28,26 @@ import tree_sitter as ts
 
 COMPONENT_EXTENSIONS = frozenset({".vue", ".svelte"})
 _COMPONENT_IDS = frozenset({"vue", "svelte"})
-_SCRIPT = re.compile(rb"<script\b([^>]*)>(.*?)</script\s*>", re.DOTALL | re.IGNORECASE)
 _LANG = re.compile(rb"""\blang\s*=\s*["']?([\w-]+)""", re.IGNORECASE)
 _TYPESCRIPT = frozenset({b"ts", b"typescript"})
-_SECTION = re.compile(
-    rb"^<(template|script|style)\b[^>]*>.*?^</\1\s*>", re.DOTALL | re.IGNORECASE | re.MULTILINE
-)
-"""A top-level block: its tags at the start of a line (a template's nested `<template #slot>`
-tags are indented, and a closing tag at a line's start ends the block)."""
+_OPENING = re.compile(rb"<!--|<(template|script|style)\b[^>]*>", re.IGNORECASE)
+"""Where a top-level block opens (or a comment that may hide one starts)."""
+_TEMPLATE_TAG = re.compile(rb"<(/?)template\b[^>]*?(/?)>", re.IGNORECASE)
+_CLOSING = {
+    name: re.compile(rb"</" + name + rb"\s*>", re.IGNORECASE) for name in (b"script", b"style")
+}
 
 
 class Section(NamedTuple):
-    """A top-level block of markup: its tag's name, the opening tag, and its bytes."""
+    """A top-level block of markup: its tag's name, its opening tag (whitespace squashed),
+    its bytes, and the bytes of its content (between the tags)."""
 
     name: str
     opening: str
     start_byte: int
     end_byte: int
+    content_start: int
+    content_end: int
 
 
 def is_component(path: str, language_id: str | None = None) -> bool:
@@ -56,10 +59,10 @@ def is_component(path: str, language_id: str | None = None) -> bool:
 def script_language(source: bytes) -> str | None:
     """The grammar of the component's scripts: the first block's `lang`; None without a
     script that holds anything (tree-sitter given no range would parse the whole file)."""
-    first = next((m for m in _SCRIPT.finditer(source) if m.start(2) < m.end(2)), None)
+    first = next(iter(_scripts(source)), None)
     if first is None:
         return None
-    lang = _LANG.search(first[1])
+    lang = _LANG.search(first.opening.encode("utf-8"))
     value = lang[1].lower() if lang else b""
     if value == b"tsx":
         return "tsx"
@@ -68,12 +71,20 @@ def script_language(source: bytes) -> str | None:
 
 def script_ranges(source: bytes) -> list[ts.Range]:
     """The contents of the component's non-empty script blocks, in order."""
-    ranges = []
-    for match in _SCRIPT.finditer(source):
-        start, end = match.span(2)
-        if start < end:
-            ranges.append(ts.Range(_point(source, start), _point(source, end), start, end))
-    return ranges
+    return [
+        ts.Range(
+            _point(source, s.content_start),
+            _point(source, s.content_end),
+            s.content_start,
+            s.content_end,
+        )
+        for s in _scripts(source)
+    ]
+
+
+def _scripts(source: bytes) -> list[Section]:
+    """The component's script blocks that hold anything."""
+    return [s for s in sections(source) if s.name == "script" and s.content_start < s.content_end]
 
 
 def _point(source: bytes, byte: int) -> ts.Point:
@@ -83,10 +94,41 @@ def _point(source: bytes, byte: int) -> ts.Point:
 
 
 def sections(source: bytes) -> list[Section]:
-    """The component's top-level `<template>`, `<script>` and `<style>` blocks, in order."""
+    """The component's top-level `<template>`, `<script>` and `<style>` blocks, in order: a
+    block opens after the last one closed (outside comments); a script or a style ends at
+    its first closing tag, a template at the one that closes it (slots nest templates)."""
     found = []
-    for match in _SECTION.finditer(source):
-        opening = source[match.start() : source.index(b">", match.start()) + 1]
-        name = match[1].decode("ascii").lower()
-        found.append(Section(name, opening.decode("utf-8", "replace"), *match.span()))
+    at = 0
+    while (opening := _OPENING.search(source, at)) is not None:
+        if opening[1] is None:  # a comment: what it holds is no block
+            comment_end = source.find(b"-->", opening.end())
+            at = len(source) if comment_end < 0 else comment_end + 3
+            continue
+        name = opening[1].decode("ascii").lower()
+        closing = _closing(source, name, opening.end())
+        if closing is None:  # never closed: no block, and nothing after it either
+            break
+        content_end, end = closing
+        tag = source[opening.start() : opening.end()].decode("utf-8", "replace")
+        found.append(
+            Section(name, " ".join(tag.split()), opening.start(), end, opening.end(), content_end)
+        )
+        at = end
     return found
+
+
+def _closing(source: bytes, name: str, start: int) -> tuple[int, int] | None:
+    """Where the block `name` whose content starts at `start` closes: (the closing tag's
+    first byte, its end); None if it never does."""
+    if name != "template":
+        close = _CLOSING[name.encode()].search(source, start)
+        return close.span() if close else None
+    depth = 1
+    for tag in _TEMPLATE_TAG.finditer(source, start):
+        if tag[1]:
+            depth -= 1
+            if depth == 0:
+                return tag.span()
+        elif not tag[2]:  # `<template ... />` opens nothing
+            depth += 1
+    return None
