@@ -29,6 +29,7 @@ from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.documents import uri_to_path
 from ephemeral_context.model.secrets import Workspace
 from ephemeral_context.syntax.outline import outline_text
+from ephemeral_context.syntax.queries import SECTION
 from ephemeral_context.tokens import estimate_tokens
 
 DELEGATE = "delegate"
@@ -114,7 +115,8 @@ def synopsis_line(seen: SeenFile) -> str:
         else f"lines {seen.start_line}-{seen.start_line + max(seen.lines, 1) - 1}"
     )
     line = f"[[file:{seen.item_id}]] {seen.label} — {span}, ~{estimate_tokens(seen.text)} tokens"
-    names = [s.qualname for s in outline_text(seen.text, seen.label).symbols if s.depth == 0]
+    symbols = outline_text(seen.text, seen.label).symbols
+    names = [s.qualname for s in symbols if s.depth == 0 and s.kind != SECTION]
     if names:
         more = f" (+{len(names) - SYNOPSIS_NAMES})" if len(names) > SYNOPSIS_NAMES else ""
         line += f"; defines {', '.join(names[:SYNOPSIS_NAMES])}{more}"

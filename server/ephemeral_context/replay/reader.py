@@ -63,6 +63,7 @@ from ephemeral_context.replay.microcompact import SILENT_BEFORE, silently_cleare
 from ephemeral_context.replay.tools import (
     FILE_CHANGE_TOOLS,
     KNOWN_TOOLS,
+    SERENA_FAILURES,
     TASK_TOOLS,
     ToolCalls,
     activated_root,
@@ -806,17 +807,16 @@ def _serena_file_view(path: str, text: str, tool_input: Mapping[str, Any]) -> Fi
     start, end = tool_input.get("start_line"), tool_input.get("end_line")
     first = start if isinstance(start, int) and not isinstance(start, bool) and start > 0 else 0
     lines = content.count("\n") + 1
-    whole = first == 0 and end is None
-    return FileView(path, content, first + 1, lines, total_lines=lines if whole else None)
+    if first == 0 and end is None:
+        return FileView(path, content, 1, lines, total_lines=lines)
+    return FileView(path, content, first + 1, lines, cut_at_limit=True)  # where it ends: unknown
 
 
 def _serena_answer(text: str) -> str | None:
     """What a Serena tool answered; None when it failed (its errors, and an answer too long
     to show, are answers too, not `is_error` results)."""
     content = _mcp_result(text)
-    if content.startswith(("Error", "The answer is too long")):
-        return None
-    return content
+    return None if content.startswith(SERENA_FAILURES) else content
 
 
 def _mcp_result(text: str) -> str:
@@ -896,12 +896,11 @@ def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading
         reading.calls.project_root = (
             activated_root(_serena_answer(text) or "") or reading.calls.project_root
         )
-    if stands_in(tool) and builtin == "Read" and not failed:
+    if builtin == "Read" and stands_in(tool):
         # No line numbers: estimated as the outputs the constants were fitted among, not
         # as the cat -n text `code` was fitted on (tokens.py).
-        path = tool_file_path(tool_input, root)
         show = _serena_file_view if serena else _bridge_file_view
-        view = show(path, text, tool_input)
+        view = None if failed else show(tool_file_path(tool_input, root), text, tool_input)
     elif builtin == "Read" and not is_error:
         path = tool_file_path(tool_input)
         try:
@@ -912,7 +911,7 @@ def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading
         kind = "code" if view is not None else "tool_output"
     elif builtin in FILE_CHANGE_TOOLS and not failed:
         change = _file_change(builtin, tool_input, entry.tool_use_result, root)
-    if view is not None and view.total_lines is None:
+    if view is not None and view.total_lines is None and serena is None:
         view = replace(view, cut_at_limit=_at_limit(view, tool_input))
     return Block(
         key=block_key("tool_result", tool_use_id, text),

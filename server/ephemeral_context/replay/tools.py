@@ -10,7 +10,7 @@ built-ins (the file-unchanged stub, microcompaction) keys on the name as sent.
 
 API:
 - `KNOWN_TOOLS`, `TASK_TOOLS`, `FILE_CHANGE_TOOLS`, `EDIT_TOOLS`, `SKILL_TOOLS`,
-  `BRIDGE_TOOLS`, `SERENA_TOOLS`: the vocabularies.
+  `BRIDGE_TOOLS`, `SERENA_TOOLS`, `SERENA_FAILURES`: the vocabularies.
 - `builtin_tool(name)`, `stands_in(name)`, `serena_tool(name)`,
   `tool_file_path(tool_input, root)`.
 - `ToolCalls`: a conversation's tool calls by id and the project root its Serena tools
@@ -106,8 +106,21 @@ the 0-based `start_line` to the inclusive `end_line` (the whole file by default;
 (regex and symbol replacements) name no text the replay can check, so they stay tool
 outputs."""
 
-_ACTIVATED = re.compile(r"The project with name '[^']*' at (.+?) is activated\.")
-"""What Serena's `activate_project` answers: the project's root."""
+SERENA_FAILURES = (
+    "Error: ",
+    "Error executing tool",
+    "RuntimeError while",
+    "The answer is too long",
+)
+"""How Serena's answers that carry no result begin (its tools' errors, a failed check, an
+answer over `max_answer_chars`): answers all the same, not `is_error` results."""
+
+_ACTIVATED = re.compile(
+    r"project with name .+? at (.+?)(?: is activated\.|, language:|\.(?:\s|$))", re.DOTALL
+)
+"""What Serena's `activate_project` answers, in its releases' words ("The project with name
+'x' at ROOT is activated.", "Created and activated a new project with name 'x' at ROOT.",
+"Activated existing project with name x at ROOT, language: ..."): the project's root."""
 
 
 @dataclass
@@ -151,9 +164,12 @@ def activated_root(text: str) -> str | None:
 
 def tool_file_path(tool_input: Mapping[str, Any], root: str | None = None) -> str:
     """The file a file tool's input names (`abs_path` in the bridge's first releases; a
-    Serena `relative_path` under `root`, left relative when no root is known)."""
+    Serena `relative_path` under `root`, left relative when no root is known; POSIX
+    paths, as Claude Code's own tools name them on the machines here)."""
     path = tool_input.get("file_path") or tool_input.get("abs_path")
     if path:
         return str(path)
     relative = str(tool_input.get("relative_path") or "")
-    return posixpath.join(root, relative) if root and relative else relative
+    if not relative:
+        return ""
+    return posixpath.normpath(posixpath.join(root, relative) if root else relative)

@@ -105,6 +105,12 @@ def test_the_brief_lists_ids_and_synopses_not_content() -> None:
     assert brief("Just this", []) == "Task from the main agent:\nJust this"
 
 
+def test_a_components_blocks_are_not_listed_as_its_definitions() -> None:
+    component = "<template>\n  <p>hi</p>\n</template>\n\n<script>\nfunction go() {}\n</script>\n"
+    line = synopsis_line(SeenFile("abcd1234", "src/Hi.vue", component))
+    assert line.endswith("; defines go")
+
+
 # -- end to end ----------------------------------------------------------------------------
 
 

@@ -22,7 +22,7 @@ from ephemeral_context.replay.reader import (
     takes_system_messages,
 )
 from ephemeral_context.replay.strategies import STRATEGIES
-from ephemeral_context.replay.tools import ToolCalls
+from ephemeral_context.replay.tools import ToolCalls, activated_root
 from ephemeral_context.tokens import estimate_block_tokens
 
 from tests.transcripts import (
@@ -875,6 +875,8 @@ def test_serenas_file_tools_read_and_write_files_under_the_project_it_activated(
         ]
     )
     t.tool_result("r2", serena("line 10\nline 11\nline 12"))
+    t.assistant([tool_use("r4", SERENA + "read_file", relative_path="src/a.js", end_line=1)])
+    t.tool_result("r4", serena("line 1\nline 2"))
     t.assistant([tool_use("r3", SERENA + "read_file", relative_path="big.json")])
     t.tool_result("r3", serena("The answer is too long (912345 characters)."))
     t.assistant(
@@ -889,6 +891,8 @@ def test_serenas_file_tools_read_and_write_files_under_the_project_it_activated(
     assert whole.whole_file and whole.num_lines == 40
     assert part is not None and part.content == "line 10\nline 11\nline 12"
     assert part.start_line == 10 and part.num_lines == 3 and not part.whole_file
+    head = blocks["r4"].file_view  # from the first line, but cut by its end_line
+    assert head is not None and head.start_line == 1 and not head.whole_file
     # Serena answers its errors (no `is_error`): nothing was read, nothing written.
     assert blocks["r0"].file_view is None and blocks["r3"].file_view is None
     assert blocks["w0"].file_change is None
@@ -900,8 +904,8 @@ def test_serenas_file_tools_read_and_write_files_under_the_project_it_activated(
 def test_serenas_paths_are_under_the_working_directory_until_a_project_is_activated(
     tmp_path: Path,
 ) -> None:
-    """An answer that is not structured content (another release, another client) is read
-    as it is."""
+    """(Its answer here is plain text, not structured content, as another release or
+    client may send it: read as it is.)"""
     t = Transcript()
     t.user("read it")
     t.assistant([tool_use("r1", SERENA + "read_file", relative_path="src/a.js")])
@@ -913,6 +917,19 @@ def test_serenas_paths_are_under_the_working_directory_until_a_project_is_activa
     view = tool_results(read_session(path))["r1"].file_view
     assert view is not None and view.path == "/w/here/src/a.js"
     assert view.content == "a = 1\nb = 2" and view.whole_file
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The project with name 'shop' at /w/shop is activated.\nProgramming languages: vue",
+        "Created and activated a new project with name 'shop' at /w/shop. You can now use",
+        "Activated existing project with name shop at /w/shop, language: typescript",
+    ],
+)
+def test_serenas_activations_name_the_root_in_each_releases_words(answer: str) -> None:
+    assert activated_root(answer) == "/w/shop"
+    assert activated_root("Error: No active project.") is None
 
 
 def test_the_gateway_resolves_serenas_paths_under_the_project_it_activated() -> None:

@@ -134,6 +134,43 @@ def test_quoting_a_components_evicted_template_fetches_the_template_alone(
     assert ours.rehydrated_tokens < shown / 2  # the template, not the component
 
 
+STORE = (
+    "class Store:\n"
+    "    def get(self, key):\n"
+    "        value = self.items.get(key)\n"
+    "        self.hits += 1\n"
+    "        return value\n\n"
+    + "".join(
+        f"    def put_{i}(self, key, value):\n        self.items[key] = value * {i}\n\n"
+        for i in range(40)
+    )
+    + "\n\nif __name__ == '__main__':\n"
+    + "    store = Store()\n    store.get('alpha')\n    print(store.hits)\n"
+)
+GET = "    def get(self, key):\n        value = self.items.get(key)\n        self.hits += 1"
+MAIN = "    store = Store()\n    store.get('alpha')\n    print(store.hits)"
+
+
+def test_quotes_of_a_definition_and_of_its_class_fetch_the_class_once(tmp_path: Path) -> None:
+    """Each evicted block comes back once: a definition inside another one needed comes
+    with it."""
+    quoted = f"The getter:\n\n{GET}\n\nin the store:\n\n{STORE.split(chr(10) * 2)[0]}\n"
+    ours, free = _ours(_session(tmp_path, [text(quoted)], path="/work/store.py", source=STORE))
+    _assert_one_round_trip(ours, free)
+    class_only = estimate_block_tokens(STORE.split("\n\n\nif")[0], "code")
+    assert ours.rehydrated_tokens < class_only * 1.2
+
+
+def test_a_quote_outside_every_definition_fetches_the_file_once(tmp_path: Path) -> None:
+    """A definition's lines and lines outside any: the whole file, alone (not the
+    definition and then the file again)."""
+    quoted = f"The getter:\n\n{GET}\n\nruns as:\n\n{MAIN}\n"
+    ours, free = _ours(_session(tmp_path, [text(quoted)], path="/work/store.py", source=STORE))
+    _assert_one_round_trip(ours, free)
+    assert ours.rehydrations == 1
+    assert ours.rehydrated_tokens < estimate_block_tokens(cat_n(STORE), "code") * 1.2
+
+
 def test_a_multiedit_of_evicted_text_costs_a_round_trip(tmp_path: Path) -> None:
     edits = [{"old_string": "    return value * 42", "new_string": "    return 0"}]
     last = [tool_use("e", "MultiEdit", file_path=PATH, edits=edits)]
