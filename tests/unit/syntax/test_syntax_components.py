@@ -103,3 +103,26 @@ def test_an_edit_that_changes_the_lang_reparses_with_the_other_grammar() -> None
     syntax.apply([edit], new)
     assert syntax.language == "typescript"
     assert syntax.outline == outline_text(new, "Count.vue")
+
+
+def test_blocks_end_where_their_own_closing_tag_is() -> None:
+    """A one-line script ends at its own closing tag; an unindented slot template nests in
+    the template; a multi-line opening tag is one line of the synopsis; a block in a
+    comment is none."""
+    source = (
+        '<script setup>import X from "./x";</script>\n'
+        '<template>\n<div>\n<template v-if="a">\n<X />\n</template>\n'
+        "<p>b</p>\n</div>\n</template>\n"
+        "<script>\nfunction go() {}\n</script>\n"
+        '<style\n  scoped\n  lang="less">\np {}\n</style>\n'
+        "<!-- <template>old</template> -->\n"
+    )
+    outline = outline_text(source, "X.vue")
+    shown = [(s.qualname, s.start_line, s.end_line, s.signature) for s in outline.symbols]
+    assert shown == [
+        ("script", 1, 1, "<script setup>"),
+        ("template", 2, 9, "<template>"),
+        ("script", 10, 12, "<script>"),
+        ("go", 11, 11, "function go()"),
+        ("style", 13, 17, '<style scoped lang="less">'),
+    ]
