@@ -798,12 +798,9 @@ def _file_view_from_text(path: str, text: str) -> FileView | None:
     )
 
 
-def _serena_file_view(path: str, text: str, tool_input: Mapping[str, Any]) -> FileView | None:
-    """What Serena's `read_file` showed (SERENA_TOOLS): its lines from the 0-based
-    `start_line` (the whole file when it starts at 0 and no `end_line` cuts it)."""
-    content = _serena_answer(text)
-    if content is None:
-        return None
+def _serena_file_view(path: str, content: str, tool_input: Mapping[str, Any]) -> FileView:
+    """What Serena's `read_file` answered (SERENA_TOOLS, `_serena_answer`): its lines from
+    the 0-based `start_line` (the whole file when it starts at 0 and no `end_line` cuts it)."""
     start, end = tool_input.get("start_line"), tool_input.get("end_line")
     first = start if isinstance(start, int) and not isinstance(start, bool) and start > 0 else 0
     lines = content.count("\n") + 1
@@ -890,17 +887,19 @@ def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading
     kind = "tool_output"
     builtin = builtin_tool(tool)
     serena = serena_tool(tool)
-    failed = is_error or (serena is not None and _serena_answer(text) is None)
+    answer = _serena_answer(text) if serena is not None and not is_error else None
+    failed = is_error or (serena is not None and answer is None)
     root = reading.calls.project_root or entry.cwd
-    if serena == "activate_project" and not failed:
-        reading.calls.project_root = (
-            activated_root(_serena_answer(text) or "") or reading.calls.project_root
-        )
+    if serena == "activate_project" and answer is not None:
+        reading.calls.project_root = activated_root(answer) or reading.calls.project_root
     if builtin == "Read" and stands_in(tool):
         # No line numbers: estimated as the outputs the constants were fitted among, not
         # as the cat -n text `code` was fitted on (tokens.py).
-        show = _serena_file_view if serena else _bridge_file_view
-        view = None if failed else show(tool_file_path(tool_input, root), text, tool_input)
+        path = tool_file_path(tool_input, root)
+        if answer is not None:
+            view = _serena_file_view(path, answer, tool_input)
+        elif not failed:
+            view = _bridge_file_view(path, text, tool_input)
     elif builtin == "Read" and not is_error:
         path = tool_file_path(tool_input)
         try:

@@ -14,13 +14,15 @@ that holds anything has nothing to outline (its sections neither: it has no lang
 API:
 - `COMPONENT_EXTENSIONS`, `is_component(path, language_id)`: which files hold scripts.
 - `script_language(source)`: the grammar their scripts take, or None without one.
-- `script_ranges(source)`: the byte ranges of the scripts, as tree-sitter takes them.
+- `script_ranges(source, blocks)`: the byte ranges of the scripts among a component's
+  `blocks`, as tree-sitter takes them.
 - `sections(source)`: the top-level `<template>`, `<script>` and `<style>` blocks (`Section`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import PurePath
 from typing import NamedTuple
 
@@ -59,7 +61,7 @@ def is_component(path: str, language_id: str | None = None) -> bool:
 def script_language(source: bytes) -> str | None:
     """The grammar of the component's scripts: the first block's `lang`; None without a
     script that holds anything (tree-sitter given no range would parse the whole file)."""
-    first = next(iter(_scripts(source)), None)
+    first = next(iter(_scripts(sections(source))), None)
     if first is None:
         return None
     lang = _LANG.search(first.opening.encode("utf-8"))
@@ -69,8 +71,9 @@ def script_language(source: bytes) -> str | None:
     return "typescript" if value in _TYPESCRIPT else "javascript"
 
 
-def script_ranges(source: bytes) -> list[ts.Range]:
-    """The contents of the component's non-empty script blocks, in order."""
+def script_ranges(source: bytes, blocks: Sequence[Section]) -> list[ts.Range]:
+    """The contents of the non-empty script blocks among `blocks` (`sections(source)`,
+    which the caller also outlines), in order."""
     return [
         ts.Range(
             _point(source, s.content_start),
@@ -78,13 +81,13 @@ def script_ranges(source: bytes) -> list[ts.Range]:
             s.content_start,
             s.content_end,
         )
-        for s in _scripts(source)
+        for s in _scripts(blocks)
     ]
 
 
-def _scripts(source: bytes) -> list[Section]:
-    """The component's script blocks that hold anything."""
-    return [s for s in sections(source) if s.name == "script" and s.content_start < s.content_end]
+def _scripts(blocks: Sequence[Section]) -> list[Section]:
+    """The script blocks that hold anything."""
+    return [s for s in blocks if s.name == "script" and s.content_start < s.content_end]
 
 
 def _point(source: bytes, byte: int) -> ts.Point:

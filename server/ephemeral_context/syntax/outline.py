@@ -532,13 +532,14 @@ def analyse(
         tree = None
     else:
         parser = parser or new_parser(language)
+        blocks = sections(source) if component else []
         if component:
-            parser.included_ranges = script_ranges(source)
+            parser.included_ranges = script_ranges(source, blocks)
         try:
             tree = tree or parse_bounded(parser, source, limits.budget)
             definitions = find_definitions(tree, source, language)
-            if component:
-                found = [_section_definition(source, s) for s in sections(source)]
+            if blocks:
+                found = [_section_definition(source, block) for block in blocks]
                 definitions = sorted(definitions + found, key=outline_order)
         except BudgetExceeded as error:
             tree, reason = None, str(error)
