@@ -20,6 +20,7 @@ API:
 - `Thread`: one engine conversation and the client messages fed into it.
 - `Expected`: a merged answer the client will send back.
 - `message_key(message)`, `session_of(body, headers)`: the keys a request is matched by.
+- `working_directory(system)`: where the client runs, from its system prompt.
 """
 
 from __future__ import annotations
@@ -77,6 +78,19 @@ def _readable(block: Any) -> Any:
     return {k: v for k, v in block.items() if k not in ("cache_control", "signature")}
 
 
+_WORKING_DIRECTORY = re.compile(
+    r"^\s*(?:- )?(?:Primary working directory|Working directory): (.+)$", re.M
+)
+"""The environment section of Claude Code's system prompt: " - Primary working directory:
+/w" (2.1.x), "Working directory: /w" (in `<env>`, 2.0.x)."""
+
+
+def working_directory(system: str) -> str | None:
+    """The working directory a client's system prompt names, if it names one."""
+    found = _WORKING_DIRECTORY.search(system)
+    return found.group(1).strip() if found else None
+
+
 def message_key(message: Mapping[str, Any]) -> str:
     """A key for one client message: equal when the model would read the same thing."""
     content = message.get("content")
@@ -115,6 +129,12 @@ class Thread:
     """Texts of role "system" messages, fed as user text, given their role back on the way out."""
     ends: list[int] = field(default_factory=list)
     """The engine's position after each client message fed (where a fork starts)."""
+    roots: list[str | None] = field(default_factory=list)
+    """The project Serena had activated after each client message fed (a fork resolves its
+    paths under the one in effect where it branched)."""
+    cwd: str | None = None
+    """The working directory the client's system prompt names (Serena's paths resolve
+    under it until a project is activated)."""
     expected: Expected | None = None
     passthrough: str | None = None
     """Why this conversation goes upstream unchanged (content the engine cannot hold)."""

@@ -39,6 +39,7 @@ from ephemeral_context.gateway.conversations import (
     Thread,
     message_key,
     session_of,
+    working_directory,
 )
 from ephemeral_context.gateway.outbound import (
     HYDRATION_TOOL_NAME,
@@ -119,7 +120,7 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
             isinstance(c, Mapping) and c.get("type") != "text" for c in nested
         ):
             raise Unsupported(f"{kind} content (the engine holds text only)")
-        block, problems = api_content_block(item, thread.calls)
+        block, problems = api_content_block(item, thread.calls, thread.cwd)
         if block is None:
             if problems:  # an unknown block type: the engine would drop it
                 raise Unsupported("; ".join(p.message for p in problems))
@@ -176,7 +177,8 @@ class GatewayCore:
             if source is not None:
                 self.engine.fork(source.conv, thread.conv, source.ends[shared - 1])
                 thread.keys, thread.ends = keys[:shared], source.ends[:shared]
-                thread.calls = source.calls.copy()
+                thread.roots = source.roots[:shared]
+                thread.calls = source.calls.branch(source.roots[shared - 1])
                 thread.system_texts = set(source.system_texts)
         try:
             body = self._feed_and_build(thread, client, messages, keys)
@@ -202,9 +204,12 @@ class GatewayCore:
         messages: Sequence[Mapping[str, Any]],
         keys: list[str],
     ) -> dict[str, Any]:
-        new = [_flow_message(m, thread) for m in messages[len(thread.keys) :]]
+        thread.cwd = working_directory(system_text(client.get("system"))) or thread.cwd
+        new: list[tuple[Message, str | None]] = []  # each with the project in effect after it
+        for sent in messages[len(thread.keys) :]:
+            new.append((_flow_message(sent, thread), thread.calls.project_root))
         expected, thread.expected = thread.expected, None
-        for n, message in enumerate(new):
+        for n, (message, root) in enumerate(new):
             if n == 0 and expected is not None:
                 self._feed_content(thread, expected.content)
                 if expected.owed:  # the client's tool results come with them: its request
@@ -212,6 +217,7 @@ class GatewayCore:
             else:
                 feed_message(self.engine, thread.conv, message)
             thread.ends.append(self.engine.position(thread.conv))
+            thread.roots.append(root)
         thread.keys = keys
         return self._build(thread, client)
 

@@ -974,14 +974,14 @@ def _content_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) ->
 
 
 def api_content_block(
-    item: Mapping[str, Any], calls: ToolCalls
+    item: Mapping[str, Any], calls: ToolCalls, cwd: str | None = None
 ) -> tuple[Block | None, list[Problem]]:
     """One Messages API content block as the transcript reader reads it (for `ectx gateway`,
     which sees requests, not transcripts); `calls` carries the tool calls seen so far (and
-    the project Serena activated) and is updated. A Read result's view comes from its cat
-    -n text."""
+    the project Serena activated) and is updated; `cwd` is where the client runs, as its
+    system prompt says. A Read result's view comes from its cat -n text."""
     reading = _Reading("<request>", calls=calls)
-    entry = _Entry(0, "", None, "user", 0.0, None)
+    entry = _Entry(0, "", None, "user", 0.0, None, cwd=cwd)
     try:
         return _content_block(item, entry, reading), reading.problems
     except MALFORMED as error:

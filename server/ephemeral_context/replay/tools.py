@@ -19,6 +19,7 @@ API:
 
 from __future__ import annotations
 
+import ntpath
 import posixpath
 import re
 from collections.abc import Mapping
@@ -133,9 +134,10 @@ class ToolCalls:
     """The root of the project Serena last activated (None: none seen; a transcript's
     reader then takes the working directory)."""
 
-    def copy(self) -> ToolCalls:
-        """An independent copy (a fork goes on from here on its own)."""
-        return ToolCalls(dict(self.uses), self.project_root)
+    def branch(self, project_root: str | None) -> ToolCalls:
+        """An independent copy for a fork, under the project in effect where it branched
+        (the source may have activated another one since)."""
+        return ToolCalls(dict(self.uses), project_root)
 
 
 def serena_tool(name: str) -> str | None:
@@ -162,14 +164,22 @@ def activated_root(text: str) -> str | None:
     return found.group(1) if found else None
 
 
+_WINDOWS_ROOT = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+"""A drive letter's root (`C:\\`, `C:/`) or a UNC share (`\\\\server`)."""
+
+
 def tool_file_path(tool_input: Mapping[str, Any], root: str | None = None) -> str:
     """The file a file tool's input names (`abs_path` in the bridge's first releases; a
-    Serena `relative_path` under `root`, left relative when no root is known; POSIX
-    paths, as Claude Code's own tools name them on the machines here)."""
+    Serena `relative_path` under `root`, left relative when no root is known, joined as
+    the root's system joins paths: Windows roots by Windows rules)."""
     path = tool_input.get("file_path") or tool_input.get("abs_path")
     if path:
         return str(path)
     relative = str(tool_input.get("relative_path") or "")
     if not relative:
         return ""
-    return posixpath.normpath(posixpath.join(root, relative) if root else relative)
+    if not root:
+        return posixpath.normpath(relative)
+    if _WINDOWS_ROOT.match(root):
+        return ntpath.normpath(ntpath.join(root, relative))
+    return posixpath.normpath(posixpath.join(root, relative))

@@ -22,7 +22,7 @@ from ephemeral_context.replay.reader import (
     takes_system_messages,
 )
 from ephemeral_context.replay.strategies import STRATEGIES
-from ephemeral_context.replay.tools import ToolCalls, activated_root
+from ephemeral_context.replay.tools import ToolCalls, activated_root, tool_file_path
 from ephemeral_context.tokens import estimate_block_tokens
 
 from tests.transcripts import (
@@ -932,6 +932,15 @@ def test_serenas_activations_name_the_root_in_each_releases_words(answer: str) -
     assert activated_root("Error: No active project.") is None
 
 
+def test_serenas_paths_under_a_windows_root_are_joined_by_windows_rules() -> None:
+    root = activated_root("The project with name 'shop' at C:\\Users\\me\\shop is activated.")
+    assert root == "C:\\Users\\me\\shop"
+    assert tool_file_path({"relative_path": "src/a.js"}, root) == "C:\\Users\\me\\shop\\src\\a.js"
+    unc = tool_file_path({"relative_path": "a.js"}, "\\\\host\\share\\shop")
+    assert unc == "\\\\host\\share\\shop\\a.js"
+    assert tool_file_path({"relative_path": "./src/../a.js"}, "/w/shop") == "/w/shop/a.js"
+
+
 def test_the_gateway_resolves_serenas_paths_under_the_project_it_activated() -> None:
     """The gateway has no working directory: the activation its conversation carries names
     the root, and a fork copies it with the calls."""
@@ -947,7 +956,7 @@ def test_the_gateway_resolves_serenas_paths_under_the_project_it_activated() -> 
         },
     ):
         api_content_block(item, calls)
-    fork = calls.copy()
+    fork = calls.branch(calls.project_root)
     result = {"type": "tool_result", "tool_use_id": "r1", "content": serena("a = 1")}
     block, problems = api_content_block(result, fork)
     assert problems == [] and block is not None and block.file_view is not None

@@ -1,0 +1,103 @@
+"""Which thread a request continues, and what its tool results name, in the gateway's core
+(no HTTP: `GatewayCore.prepare` on request bodies, a real engine over a store on disk)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.gateway import GatewayCore
+from ephemeral_context.gateway.conversations import working_directory
+from ephemeral_context.gateway.core import Plan
+from ephemeral_context.store import Store
+
+SERENA = "mcp__plugin_serena_serena__"
+ENVIRONMENT = (
+    "# Environment\nYou have been invoked in the following environment: \n"
+    " - Primary working directory: /w/here\n - Is a git repository: false\n"
+)
+TOOLS = [
+    {
+        "name": SERENA + name,
+        "description": name,
+        "input_schema": {"type": "object", "properties": {}},
+    }
+    for name in ("read_file", "activate_project")
+]
+
+
+@pytest.fixture
+def core(tmp_path: Path) -> Iterator[GatewayCore]:
+    store = Store(tmp_path / "store")
+    yield GatewayCore(ContextEngine(store))
+    store.close()
+
+
+def request(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 256,
+        "system": [{"type": "text", "text": "You are a coding agent.\n" + ENVIRONMENT}],
+        "tools": TOOLS,
+        "messages": messages,
+        "metadata": {"user_id": json.dumps({"session_id": "s-1"})},
+    }
+
+
+def call(use_id: str, tool: str, **tool_input: Any) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": use_id, "name": SERENA + tool, "input": tool_input}],
+    }
+
+
+def answer(use_id: str, result: str) -> dict[str, Any]:
+    content = json.dumps({"result": result})
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": use_id, "content": content}],
+    }
+
+
+def read(use_id: str, path: str) -> list[dict[str, Any]]:
+    return [call(use_id, "read_file", relative_path=path), answer(use_id, f"# {path}\nx = 1")]
+
+
+def files(core: GatewayCore, plan: Any) -> list[str]:
+    assert isinstance(plan, Plan), plan
+    return sorted(view.uri for view in core.engine.file_views(plan.thread.conv))
+
+
+def test_serenas_paths_resolve_where_the_branch_left_off(core: GatewayCore) -> None:
+    """Before any activation a relative path is under the working directory the system prompt
+    names; a branch from before the activation resolves under it still, not under the
+    project its source activated later."""
+    shared = [{"role": "user", "content": "tidy the store"}, *read("r1", "src/a.js")]
+    activated = "The project with name 'shop' at /w/shop is activated."
+    first = [*shared, call("p1", "activate_project", project="shop"), answer("p1", activated)]
+    first += read("r2", "src/b.js")
+    assert files(core, core.prepare(request(first), {})) == [
+        "file:///w/here/src/a.js",
+        "file:///w/shop/src/b.js",
+    ]
+    branch = core.prepare(request([*shared, *read("r3", "src/c.js")]), {})
+    assert len(core.engine.conversations()) == 2
+    assert files(core, branch) == ["file:///w/here/src/a.js", "file:///w/here/src/c.js"]
+
+
+@pytest.mark.parametrize(
+    ("system", "directory"),
+    [
+        (ENVIRONMENT, "/w/here"),
+        ("<env>\nWorking directory: /w/old\nIs directory a git repo: Yes\n</env>", "/w/old"),
+        ("You are a coding agent.", None),
+    ],
+)
+def test_the_working_directory_is_read_from_each_releases_environment_section(
+    system: str, directory: str | None
+) -> None:
+    assert working_directory(system) == directory
