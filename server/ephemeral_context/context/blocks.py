@@ -12,6 +12,7 @@ API:
 - `result_block(...)`: a tool_result block as the API takes it.
 - `reference_id(reference)`: the id in `[[kind:id]]`, `kind:id` or `id`.
 - `input_text(tool_input)`: every string a tool_use input carries.
+- `readable(text)`: a one-line JSON answer with the lines its strings hold (for quotes).
 - `shrink_input(tool_input, reference)`: an input with its long fields replaced by a reference.
 - `stand_in(count, block, text)`: what is sent instead of an evicted or referenced
   block, and its tokens.
@@ -94,8 +95,9 @@ def reference_id(reference: str) -> str:
     return reference.strip().removeprefix("[[").removesuffix("]]").rsplit(":", 1)[-1]
 
 
-def input_strings(tool_input: Mapping[str, Any]) -> list[str]:
-    """Every string a tool_use input carries, in order (what the model can quote from it)."""
+def input_strings(tool_input: Mapping[str, Any] | list[Any]) -> list[str]:
+    """Every string a tool_use input (or any JSON value) carries, in order (what the model
+    can quote from it)."""
     parts: list[str] = []
 
     def walk(value: Any) -> None:
@@ -115,6 +117,31 @@ def input_strings(tool_input: Mapping[str, Any]) -> list[str]:
 def input_text(tool_input: Mapping[str, Any]) -> str:
     """Every string a tool_use input carries, one after the other (the block's text)."""
     return "\n".join(input_strings(tool_input))
+
+
+def readable(text: str) -> str:
+    """`text` as the model reads it, for finding quotes: when it is one line of JSON (an MCP
+    tool's structured answer: Serena's `find_symbol` bodies, `search_for_pattern` matches),
+    the lines its strings hold follow it. Escaped, they were one line no quote matches."""
+    lines = [string for string in _json_line_strings(text) if "\n" in string]
+    return "\n".join([text, *lines]) if lines else text
+
+
+def _json_line_strings(text: str) -> list[str]:
+    """The strings of `text` when it is one line of JSON, none otherwise; a string that is
+    itself one line of JSON gives its own (Serena wraps its JSON answer in a string)."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")) or "\n" in stripped:
+        return []
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+        return []
+    if not isinstance(value, (Mapping, list)):
+        return []
+    return [
+        part for string in input_strings(value) for part in _json_line_strings(string) or [string]
+    ]
 
 
 def shrink_input(tool_input: Mapping[str, Any], reference: str) -> dict[str, Any]:

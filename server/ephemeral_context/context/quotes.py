@@ -4,7 +4,8 @@ A response that quotes at least three lines or 200 characters of evicted content
 read it again first (re-hydration, rehydration.py); a response that quotes an output, visible
 or evicted, used it again (re-use, reuse.py). Lines are compared without their surrounding
 whitespace (a quote may be re-indented), and lines with no letter or digit (blank lines,
-braces, fences) are skipped on both sides: they match anywhere and prove nothing. A run is
+braces, fences) are skipped on both sides: they match anywhere and prove nothing. A
+block's lines are those of its `readable` text (a one-line JSON answer's strings too). A run is
 counted by its lines and their characters; a partial line at either end of a quote does not
 count, and neither does a quote inside a longer line.
 
@@ -121,7 +122,7 @@ class QuoteIndex:
 
     def _index(self, i: int, tb: ThreadBlock) -> None:
         self.blocks[i] = tb
-        counted = counted_lines(tb.text)
+        counted = counted_lines(tb.readable)
         self.spans[i] = [(start, end) for _, start, end in counted]
         for position, (line, _, _) in enumerate(counted):
             self.lines.setdefault(line, []).append((i, position))
@@ -165,5 +166,5 @@ class QuoteIndex:
         for (block, last), (first, count, chars) in runs.items():
             if count >= MIN_QUOTE_LINES or chars >= MIN_QUOTE_CHARS:
                 spans = self.spans[block]
-                text = self.blocks[block].text[spans[first][0] : spans[last][1]]
+                text = self.blocks[block].readable[spans[first][0] : spans[last][1]]
                 out.append(((step, joined[block], last), Quote(block, text)))

@@ -175,7 +175,7 @@ def _evicted_source(c: Conversation, needle: str) -> int | None:
         (
             i
             for i in range(len(c.thread) - 1, -1, -1)
-            if c.thread[i].evicted and needle in c.thread[i].text
+            if c.thread[i].evicted and needle in c.thread[i].readable
         ),
         None,
     )

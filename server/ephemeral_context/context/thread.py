@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Literal
 
 from ephemeral_context.cache_sim import Block, Ttl, lookback_run
-from ephemeral_context.context.blocks import content_key
+from ephemeral_context.context.blocks import content_key, readable
 from ephemeral_context.context.cacheview import CacheView
 from ephemeral_context.context.kinds import BlockKind
 
@@ -62,6 +63,12 @@ class ThreadBlock:
     sent: Block = field(init=False, repr=False, compare=False)
     """The cache model's block for it as sent now, without a breakpoint (`message_block`),
     kept with `key` and `tokens` so a request makes no new one per block."""
+
+    @cached_property
+    def readable(self) -> str:
+        """Its text as the model reads it (`blocks.readable`): where quotes and needles are
+        looked for."""
+        return readable(self.text)
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -217,4 +224,4 @@ class Thread:
 
     def shows(self, needle: str) -> bool:
         """`needle` occurs in a block not evicted."""
-        return any(not tb.evicted and needle in tb.text for tb in self.blocks)
+        return any(not tb.evicted and needle in tb.readable for tb in self.blocks)

@@ -12,6 +12,7 @@ from ephemeral_context.context.blocks import (
     clip_tokens,
     input_text,
     label_of,
+    readable,
     result_block,
     shrink_input,
     splice,
@@ -75,3 +76,26 @@ def test_clip_tokens_cuts_long_text_with_an_ellipsis() -> None:
     assert clip_tokens("short", 10) == "short"
     clipped = clip_tokens("y" * 500, 20)
     assert len(clipped) == 60 and clipped.endswith("…")
+
+
+def test_a_one_line_json_answer_is_read_with_the_lines_its_strings_hold() -> None:
+    body = "def f():\n    return 1"
+    inner = json.dumps([{"name_path": "f", "body": body, "relative_path": "a.py"}])
+    answer = json.dumps({"result": inner})
+    assert readable(answer) == f"{answer}\n{body}"
+    assert readable(json.dumps({"result": body})) == json.dumps({"result": body}) + "\n" + body
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain output\nof two lines",
+        '{"result": "one line"}',
+        '{\n  "pretty": "printed\\nJSON"\n}',
+        '{"cut off": "in the mid\\ndle',
+        "[" * 100_000 + "]" * 100_000,
+        "",
+    ],
+)
+def test_any_other_text_is_read_as_it_is(text: str) -> None:
+    assert readable(text) is text

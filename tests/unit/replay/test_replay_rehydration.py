@@ -57,17 +57,23 @@ def _session(
     else:
         t.assistant([tool_use("t0", "Read", file_path=path)])
         t.tool_result("t0", cat_n(source), {"file": {"filePath": path, "content": source}})
+    _work_past_a_cold_cache(t)
+    t.assistant(last)
+    return t.write(tmp_path / "session.jsonl")
+
+
+def _work_past_a_cold_cache(t: Transcript) -> None:
+    """Calls enough to consume what came before, a gap that leaves the cache cold (a cut
+    then rewrites nothing), and a few calls more."""
     for step in range(1, 12):
         t.assistant([tool_use(f"t{step}", "Bash", command=f"make test {step}")])
         t.tool_result(f"t{step}", f"test {step} log line\n" * 80)
         t.wait(10)
-    t.wait(7200)  # cold: consumed reads go at no rewrite cost
+    t.wait(7200)
     for step in range(12, 15):
         t.assistant([tool_use(f"t{step}", "Bash", command=f"make lint {step}")])
         t.tool_result(f"t{step}", f"lint {step} ok\n" * 20)
         t.wait(10)
-    t.assistant(last)
-    return t.write(tmp_path / "session.jsonl")
 
 
 def _ours(path: Path) -> tuple[StrategyResult, StrategyResult]:
@@ -178,6 +184,27 @@ def test_a_multiedit_of_evicted_text_costs_a_round_trip(tmp_path: Path) -> None:
     _assert_one_round_trip(ours, free)
 
 
+def test_quoting_a_symbol_body_in_an_evicted_json_answer_costs_one_round_trip(
+    tmp_path: Path,
+) -> None:
+    """Serena's `find_symbol` answers one line of JSON whose string holds more JSON, the
+    body's newlines escaped twice: its lines are still what the model read. A quote of them
+    once evicted costs a round trip; the copy fetched back then shows them, and a second
+    quote costs nothing more."""
+    found = [{"name_path": "handlers", "kind": "Module", "body": APP, "relative_path": "app.py"}]
+    t = Transcript()
+    t.user("fix handler_42")
+    t.assistant([tool_use("t0", "mcp__serena__find_symbol", name_path_pattern="handlers")])
+    t.tool_result("t0", json.dumps({"result": json.dumps(found)}))
+    _work_past_a_cold_cache(t)
+    t.assistant([text(f"handler_42 reads:\n\n{TRIPLE}\n\nso 42 it is.")])
+    t.user("and again?")
+    t.assistant([text(f"Still:\n\n{TRIPLE}\n")])
+    ours, free = _ours(t.write(tmp_path / "symbol.jsonl"))
+    assert ours.rehydrations == 1 and ours.rehydrated_tokens > 0
+    assert free.rehydrations == 0
+
+
 def test_quoting_three_evicted_lines_costs_a_round_trip(tmp_path: Path) -> None:
     quoted = "handler_42 reads:\n\n    " + TRIPLE.replace("\n", "\n    ") + "\n\nso 42 it is."
     ours, free = _ours(_session(tmp_path, [text(quoted)]))
@@ -193,15 +220,7 @@ def test_quoting_200_evicted_characters_in_a_tool_input_costs_a_round_trip(
     t.user("look at the log")
     t.assistant([tool_use("t0", "Bash", command="cat build.log")])
     t.tool_result("t0", f"{line}\n" + "noise\n" * 400)
-    for step in range(1, 12):
-        t.assistant([tool_use(f"t{step}", "Bash", command=f"make test {step}")])
-        t.tool_result(f"t{step}", f"test {step} log line\n" * 80)
-        t.wait(10)
-    t.wait(7200)
-    for step in range(12, 15):
-        t.assistant([tool_use(f"t{step}", "Bash", command=f"make lint {step}")])
-        t.tool_result(f"t{step}", f"lint {step} ok\n" * 20)
-        t.wait(10)
+    _work_past_a_cold_cache(t)
     note = f"# Build failure\n\n{line}\n"
     t.assistant([tool_use("w", "Write", file_path="/work/NOTES.md", content=note)])
     ours, free = _ours(t.write(tmp_path / "log.jsonl"))
