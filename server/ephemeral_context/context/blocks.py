@@ -12,7 +12,7 @@ API:
 - `result_block(...)`: a tool_result block as the API takes it.
 - `reference_id(reference)`: the id in `[[kind:id]]`, `kind:id` or `id`.
 - `input_text(tool_input)`: every string a tool_use input carries.
-- `readable(text)`: a one-line JSON answer with the lines its strings hold (for quotes).
+- `readable(text)`: a one-line JSON answer with its strings on lines of their own (for quotes).
 - `shrink_input(tool_input, reference)`: an input with its long fields replaced by a reference.
 - `stand_in(count, block, text)`: what is sent instead of an evicted or referenced
   block, and its tokens.
@@ -99,18 +99,15 @@ def input_strings(tool_input: Mapping[str, Any] | list[Any]) -> list[str]:
     """Every string a tool_use input (or any JSON value) carries, in order (what the model
     can quote from it)."""
     parts: list[str] = []
-
-    def walk(value: Any) -> None:
+    pending: list[Any] = [tool_input]  # a stack, not recursion: JSON nests as deep as it likes
+    while pending:
+        value = pending.pop()
         if isinstance(value, str):
             parts.append(value)
         elif isinstance(value, Mapping):
-            for item in value.values():
-                walk(item)
+            pending.extend(reversed(list(value.values())))
         elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    walk(tool_input)
+            pending.extend(reversed(value))
     return parts
 
 
@@ -122,9 +119,10 @@ def input_text(tool_input: Mapping[str, Any]) -> str:
 def readable(text: str) -> str:
     """`text` as the model reads it, for finding quotes: when it is one line of JSON (an MCP
     tool's structured answer: Serena's `find_symbol` bodies, `search_for_pattern` matches),
-    the lines its strings hold follow it. Escaped, they were one line no quote matches."""
-    lines = [string for string in _json_line_strings(text) if "\n" in string]
-    return "\n".join([text, *lines]) if lines else text
+    its strings follow it, each on lines of its own. Escaped and quoted on one line, they
+    matched no quote."""
+    strings = _json_line_strings(text)
+    return "\n".join([text, *strings]) if strings else text
 
 
 def _json_line_strings(text: str) -> list[str]:

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ephemeral_context.context import reads
 from ephemeral_context.context.blocks import (
     block_tokens,
     label_of,
+    readable,
     reference_id,
     result_block,
     tool_use_payload,
@@ -89,6 +91,12 @@ class _Fetch:
     """The whole block or file came back (it joins the file's view), not one definition."""
     current: bool = False
     """The file's current version (it becomes the model's view of the file)."""
+
+    @cached_property
+    def readable(self) -> str:
+        """What it brings back as the model reads it (`blocks.readable`)."""
+        return readable(self.text)
+
     use_id: str | None = None
     """The model's own tool_use id; None: the engine names the call."""
     is_error: bool = False
@@ -108,7 +116,7 @@ def rehydrate(
     """What each evicted block must give back, in the order first needed."""
 
     def seen(needle: str) -> bool:
-        return needle_visible(c, needle) or any(needle in f.text for f in fetches)
+        return needle_visible(c, needle) or any(needle in f.readable for f in fetches)
 
     for need in needs:
         view = c.files.get(need.uri) if need.uri else None

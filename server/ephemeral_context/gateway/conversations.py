@@ -78,17 +78,23 @@ def _readable(block: Any) -> Any:
     return {k: v for k, v in block.items() if k not in ("cache_control", "signature")}
 
 
-_WORKING_DIRECTORY = re.compile(
-    r"^\s*(?:- )?(?:Primary working directory|Working directory): (.+)$", re.M
+_WORKING_DIRECTORY = (
+    re.compile(r"^\s*- Primary working directory: (.+)$", re.MULTILINE),
+    re.compile(r"^Working directory: (.+)$", re.MULTILINE),
 )
-"""The environment section of Claude Code's system prompt: " - Primary working directory:
-/w" (2.1.x), "Working directory: /w" (in `<env>`, 2.0.x)."""
+"""The environment section of Claude Code's system prompt, each release's wording:
+" - Primary working directory: /w" (2.1.x, before any additional directories), then
+"Working directory: /w" (in `<env>`, 2.0.x)."""
 
 
 def working_directory(system: str) -> str | None:
-    """The working directory a client's system prompt names, if it names one."""
-    found = _WORKING_DIRECTORY.search(system)
-    return found.group(1).strip() if found else None
+    """The working directory a client's system prompt names, if it names one (the newest
+    release's wording first: another section that happens to quote the older one loses)."""
+    for wording in _WORKING_DIRECTORY:
+        found = wording.search(system)
+        if found:
+            return found.group(1).strip()
+    return None
 
 
 def message_key(message: Mapping[str, Any]) -> str:

@@ -177,7 +177,7 @@ class GatewayCore:
             if source is not None:
                 self.engine.fork(source.conv, thread.conv, source.ends[shared - 1])
                 thread.keys, thread.ends = keys[:shared], source.ends[:shared]
-                thread.roots = source.roots[:shared]
+                thread.roots, thread.cwd = source.roots[:shared], source.cwd
                 thread.calls = source.calls.branch(source.roots[shared - 1])
                 thread.system_texts = set(source.system_texts)
         try:

@@ -78,19 +78,24 @@ def test_clip_tokens_cuts_long_text_with_an_ellipsis() -> None:
     assert len(clipped) == 60 and clipped.endswith("…")
 
 
-def test_a_one_line_json_answer_is_read_with_the_lines_its_strings_hold() -> None:
+def test_a_one_line_json_answer_is_read_with_its_strings_on_lines_of_their_own() -> None:
     body = "def f():\n    return 1"
     inner = json.dumps([{"name_path": "f", "body": body, "relative_path": "a.py"}])
     answer = json.dumps({"result": inner})
-    assert readable(answer) == f"{answer}\n{body}"
+    assert readable(answer) == "\n".join([answer, "f", body, "a.py"])
     assert readable(json.dumps({"result": body})) == json.dumps({"result": body}) + "\n" + body
+    lines = json.dumps({"result": ["first", 'a "quoted" word', "third"]})
+    assert readable(lines) == f'{lines}\nfirst\na "quoted" word\nthird'
+    deep = "[" * 5_000 + '"a\\nb"' + "]" * 5_000  # deeper than Python recurses
+    assert readable(deep) in (deep, f"{deep}\na\nb")
 
 
 @pytest.mark.parametrize(
     "text",
     [
         "plain output\nof two lines",
-        '{"result": "one line"}',
+        '"one string"',
+        "[1, 2.5, null, true]",
         '{\n  "pretty": "printed\\nJSON"\n}',
         '{"cut off": "in the mid\\ndle',
         "[" * 100_000 + "]" * 100_000,

@@ -37,11 +37,11 @@ def core(tmp_path: Path) -> Iterator[GatewayCore]:
     store.close()
 
 
-def request(messages: list[dict[str, Any]]) -> dict[str, Any]:
+def request(messages: list[dict[str, Any]], environment: str = ENVIRONMENT) -> dict[str, Any]:
     return {
         "model": "claude-sonnet-4-6",
         "max_tokens": 256,
-        "system": [{"type": "text", "text": "You are a coding agent.\n" + ENVIRONMENT}],
+        "system": [{"type": "text", "text": "You are a coding agent.\n" + environment}],
         "tools": TOOLS,
         "messages": messages,
         "metadata": {"user_id": json.dumps({"session_id": "s-1"})},
@@ -87,6 +87,15 @@ def test_serenas_paths_resolve_where_the_branch_left_off(core: GatewayCore) -> N
     branch = core.prepare(request([*shared, *read("r3", "src/c.js")]), {})
     assert len(core.engine.conversations()) == 2
     assert files(core, branch) == ["file:///w/here/src/a.js", "file:///w/here/src/c.js"]
+    # a branch after the activation resolves under it, whatever its source did since;
+    # one whose prompt names no directory keeps its source's
+    other = "The project with name 'kiosk' at /w/kiosk is activated."
+    later = [*first, call("p2", "activate_project", project="kiosk"), answer("p2", other)]
+    core.prepare(request([*later, *read("r4", "src/d.js")]), {})
+    after = core.prepare(request([*first, *read("r5", "src/e.js")], environment=""), {})
+    assert "file:///w/shop/src/e.js" in files(core, after)
+    before = core.prepare(request([*shared, *read("r6", "src/f.js")], environment=""), {})
+    assert "file:///w/here/src/f.js" in files(core, before)
 
 
 @pytest.mark.parametrize(
@@ -95,6 +104,7 @@ def test_serenas_paths_resolve_where_the_branch_left_off(core: GatewayCore) -> N
         (ENVIRONMENT, "/w/here"),
         ("<env>\nWorking directory: /w/old\nIs directory a git repo: Yes\n</env>", "/w/old"),
         ("You are a coding agent.", None),
+        ("Output style: say 'Working directory: /a' first.\n" + ENVIRONMENT, "/w/here"),
     ],
 )
 def test_the_working_directory_is_read_from_each_releases_environment_section(

@@ -942,8 +942,8 @@ def test_serenas_paths_under_a_windows_root_are_joined_by_windows_rules() -> Non
 
 
 def test_the_gateway_resolves_serenas_paths_under_the_project_it_activated() -> None:
-    """The gateway has no working directory: the activation its conversation carries names
-    the root, and a fork copies it with the calls."""
+    """The activation a gateway's conversation carries names the root, and a branch copies
+    the calls under the root it gives."""
     calls = ToolCalls()
     for item in (
         {"type": "tool_use", "id": "p1", "name": SERENA + "activate_project", "input": {}},

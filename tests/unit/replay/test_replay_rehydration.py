@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ephemeral_context.replay.reader import read_session
 from ephemeral_context.replay.report import replay, replay_session, to_json
 from ephemeral_context.replay.simulate import StrategyResult
@@ -201,6 +202,24 @@ def test_quoting_a_symbol_body_in_an_evicted_json_answer_costs_one_round_trip(
     t.user("and again?")
     t.assistant([text(f"Still:\n\n{TRIPLE}\n")])
     ours, free = _ours(t.write(tmp_path / "symbol.jsonl"))
+    assert ours.rehydrations == 1 and ours.rehydrated_tokens > 0
+    assert free.rehydrations == 0
+
+
+@pytest.mark.parametrize("last", ["quote", "edit"])
+def test_two_evicted_copies_of_one_json_answer_come_back_once(tmp_path: Path, last: str) -> None:
+    """The same `find_symbol` answer twice, both evicted: a quote of its lines, or an Edit
+    whose old string only that answer showed (the file itself was never read), fetches one
+    copy; the other is seen in what that copy brings back."""
+    found = [{"name_path": "handlers", "kind": "Module", "body": APP, "relative_path": "app.py"}]
+    t = Transcript()
+    t.user("fix handler_42")
+    for use in ("s0", "s1"):
+        t.assistant([tool_use(use, "mcp__serena__find_symbol", name_path_pattern="handlers")])
+        t.tool_result(use, json.dumps({"result": json.dumps(found)}))
+    _work_past_a_cold_cache(t)
+    t.assistant(_edit() if last == "edit" else [text(f"handler_42 reads:\n\n{TRIPLE}\n")])
+    ours, free = _ours(t.write(tmp_path / "twice.jsonl"))
     assert ours.rehydrations == 1 and ours.rehydrated_tokens > 0
     assert free.rehydrations == 0
 
