@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 from ephemeral_context.cache_sim import Usage, content_order, usage_from_dict
-from ephemeral_context.replay.flow import Block, Call, Session, Unanswered
+from ephemeral_context.replay.flow import Block, Call, Replacement, Session, Unanswered
 from ephemeral_context.replay.reader import (
     AGENT_LISTING,
     INTERRUPTED,
@@ -266,7 +266,7 @@ def test_reads_and_edits_are_reconstructed_call_by_call(
     assert roles == (["user", "system"] if system else ["user"])
     [*_, edited] = [m for m in session.request(session.calls[2]) if m.role == "user"]
     change = edited.blocks[0].file_change
-    assert change is not None and change.replacements == (('"hello"', '"goodbye"'),)
+    assert change is not None and change.replacements == (Replacement('"hello"', '"goodbye"'),)
 
 
 @RELEASES

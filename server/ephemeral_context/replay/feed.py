@@ -33,8 +33,8 @@ def after_change(change: FileChange) -> str | None:
     if change.original is None:
         return None
     text = change.original
-    for old, new in change.replacements:
-        text = text.replace(old, new, 1)
+    for replacement in change.replacements:
+        text = replacement.apply(text)
     return text
 
 

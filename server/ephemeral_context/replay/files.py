@@ -137,8 +137,9 @@ class FileTracker:
             state.version += 1
             return Update(change.path, "write", True, previous)
         text = change.original if change.original is not None else state.text
-        for old, new in change.replacements:
-            text = text.replace(old, new, 1) if old and old in text else f"{text}\n{new}"
+        for replacement in change.replacements:
+            old, new = replacement.old, replacement.new
+            text = replacement.apply(text) if old and old in text else f"{text}\n{new}"
         state.replace_all(text)
         state.version += 1
         return Update(change.path, "edit", True)

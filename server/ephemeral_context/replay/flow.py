@@ -15,7 +15,7 @@ thread from the first recorded call (see docs/cost-model.md, "Replay and fidelit
 
 API:
 - `Session`, `Thread`, `Call`, `Message`, `Block`, `Role`: the flow.
-- `FileView`, `FileChange`: what a Read showed, what an edit changed.
+- `FileView`, `FileChange`, `Replacement`: what a Read showed, what an edit changed.
 - `RecordedUsage`: the usage a call recorded.
 - `PrefixState`, `FIRST_PREFIX`: what a call's fixed prefix was built from (it can change
   mid-session).
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import xxhash
 
@@ -71,6 +71,17 @@ class FileView:
         )
 
 
+class Replacement(NamedTuple):
+    """One string an edit replaces: its first occurrence, or every one (`replace_all`)."""
+
+    old: str
+    new: str
+    every: bool = False
+
+    def apply(self, text: str) -> str:
+        return text.replace(self.old, self.new, -1 if self.every else 1)
+
+
 @dataclass(frozen=True)
 class FileChange:
     """A change the model made to a file: replacements (Edit/MultiEdit) or whole content (Write).
@@ -79,7 +90,7 @@ class FileChange:
     """
 
     path: str
-    replacements: tuple[tuple[str, str], ...] = ()
+    replacements: tuple[Replacement, ...] = ()
     content: str | None = None
     original: str | None = None
 

@@ -53,6 +53,7 @@ from ephemeral_context.replay.flow import (
     PrefixState,
     Problem,
     RecordedUsage,
+    Replacement,
     Role,
     Session,
     Thread,
@@ -845,6 +846,12 @@ def _at_limit(view: FileView, tool_input: Mapping[str, Any]) -> bool:
     return isinstance(limit, int) and not isinstance(limit, bool) and view.num_lines >= limit
 
 
+def _replacement(edit: Mapping[str, Any]) -> Replacement:
+    """One replacement of an Edit's input or of one of a MultiEdit's edits."""
+    every = edit.get("replace_all") is True
+    return Replacement(str(edit.get("old_string", "")), str(edit.get("new_string", "")), every)
+
+
 def _file_change(
     tool: str, tool_input: Mapping[str, Any], result: Any, root: str | None
 ) -> FileChange | None:
@@ -853,20 +860,14 @@ def _file_change(
     if tool == "Edit":
         return FileChange(
             path=path,
-            replacements=(
-                (str(tool_input.get("old_string", "")), str(tool_input.get("new_string", ""))),
-            ),
+            replacements=(_replacement(tool_input),),
             original=structured.get("originalFile"),
         )
     if tool == "MultiEdit":
         edits = tool_input.get("edits") or []
         return FileChange(
             path=path,
-            replacements=tuple(
-                (str(e.get("old_string", "")), str(e.get("new_string", "")))
-                for e in edits
-                if isinstance(e, Mapping)
-            ),
+            replacements=tuple(_replacement(e) for e in edits if isinstance(e, Mapping)),
             original=structured.get("originalFileContents"),
         )
     if tool == "Write":

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 from ephemeral_context.replay.files import FileTracker
-from ephemeral_context.replay.flow import Block, FileChange, FileView
+from ephemeral_context.replay.flow import Block, FileChange, FileView, Replacement
 
 
 def read(path: str, content: str, start: int = 1, total: int | None = None) -> Block:
@@ -17,11 +17,11 @@ def read(path: str, content: str, start: int = 1, total: int | None = None) -> B
 
 def change(
     path: str,
-    replacements: tuple[tuple[str, str], ...] = (),
+    replacements: tuple[tuple[str, str] | tuple[str, str, bool], ...] = (),
     content: str | None = None,
     original: str | None = None,
 ) -> Block:
-    made = FileChange(path, replacements, content, original)
+    made = FileChange(path, tuple(Replacement(*r) for r in replacements), content, original)
     return Block(hash((path, str(made))), "tool_result", "ok", 5, file_change=made)
 
 
@@ -54,6 +54,13 @@ def test_the_models_edits_apply_to_the_known_text_and_lose_nothing() -> None:
     # A reread of the edited text is not news.
     again = files.apply(read("/a.py", "def f():\n    return 2"))
     assert again is not None and not again.changed
+
+
+def test_an_edit_that_replaces_all_changes_every_known_occurrence() -> None:
+    files = FileTracker()
+    files.apply(read("/a.py", "a = x\nb = x"))
+    files.apply(change("/a.py", replacements=(("x", "y", True),)))
+    assert files.files["/a.py"].text == "a = y\nb = y"
 
 
 def test_an_edit_with_the_recorded_original_knows_the_whole_file() -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from ephemeral_context.prices import REFERENCE_MODEL, priced
-from ephemeral_context.replay.flow import Block, Message, Session
+from ephemeral_context.replay.feed import after_change
+from ephemeral_context.replay.flow import Block, Message, Replacement, Session
 from ephemeral_context.replay.reader import (
     AGENT_LISTING,
     CLEARED_RESULT,
@@ -123,7 +124,7 @@ def test_hand_written_session(tmp_path: Path) -> None:
     assert read.file_view.start_line == 1
     edit = session.request(session.calls[2])[-1].blocks[0]
     assert edit.file_change is not None
-    assert edit.file_change.replacements == (("1", "2"),)
+    assert edit.file_change.replacements == (Replacement("1", "2"),)
     # The first call read 9,000 tokens someone else had cached: the prefix is what it read.
     thread = session.threads[session.calls[0].thread]
     assert thread.warm_tokens == 9000
@@ -817,7 +818,7 @@ def test_zeds_bridge_tools_read_and_change_files_as_the_built_ins_do(tmp_path: P
     assert limited is not None and not limited.whole_file
     assert short is not None and short.whole_file
     edit, write = blocks["e1"].file_change, blocks["w1"].file_change
-    assert edit is not None and edit.replacements == (("line 7", "seven"),)
+    assert edit is not None and edit.replacements == (Replacement("line 7", "seven"),)
     assert write is not None and write.content == "x = 1\n" and write.path == "/w/new.js"
     assert blocks["r1"].tool == "mcp__acp__Read"  # sent under its own name
 
@@ -963,3 +964,37 @@ def test_the_gateway_resolves_serenas_paths_under_the_project_it_activated() -> 
     assert block.file_view.path == "/w/shop/src/a.js" and block.file_view.content == "a = 1"
     fork.uses.clear()
     assert "r1" in calls.uses
+
+
+def test_an_edit_that_replaces_all_changes_every_occurrence(tmp_path: Path) -> None:
+    """`replace_all` (an Edit's, or one of a MultiEdit's edits) replaces every occurrence;
+    without it, only the first."""
+    source = "a = x\nb = x\nc = y\nd = y\n"
+    t = Transcript()
+    t.user("rename")
+    t.assistant(
+        [
+            tool_use(
+                "e1", "Edit", file_path="/w/a.py", old_string="x", new_string="z", replace_all=True
+            )
+        ]
+    )
+    t.tool_result("e1", "The file /w/a.py has been updated.", {"originalFile": source})
+    edits = [
+        {"old_string": "y", "new_string": "w", "replace_all": True},
+        {"old_string": "a = z", "new_string": "a = 0"},
+    ]
+    t.assistant([tool_use("e2", "MultiEdit", file_path="/w/a.py", edits=edits)])
+    after = source.replace("x", "z")
+    t.tool_result("e2", "Applied 2 edits.", {"originalFileContents": after})
+    t.assistant([tool_use("e3", "Edit", file_path="/w/a.py", old_string="w", new_string="v")])
+    t.tool_result("e3", "The file /w/a.py has been updated.", {"originalFile": after})
+    t.assistant([text("Done.")])
+    blocks = tool_results(read_session(t.write(tmp_path / "all.jsonl")))
+    changes = [blocks[i].file_change for i in ("e1", "e2", "e3")]
+    assert all(change is not None for change in changes)
+    assert [after_change(change) for change in changes if change is not None] == [
+        "a = z\nb = z\nc = y\nd = y\n",
+        "a = 0\nb = z\nc = w\nd = w\n",
+        "a = z\nb = z\nc = y\nd = y\n",  # no `w` in what it started from: unchanged
+    ]
