@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context.blocks import input_strings, uri_of
@@ -44,7 +43,7 @@ from ephemeral_context.prices import priced
 from ephemeral_context.replay.feed import feed_message
 from ephemeral_context.replay.flow import Call, Message, Session, Unanswered
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
-from ephemeral_context.replay.tools import EDIT_TOOLS, builtin_tool, tool_file_path
+from ephemeral_context.replay.tools import replaced_strings, tool_file_path
 from ephemeral_context.store import Store
 
 
@@ -186,16 +185,14 @@ suffices unless the policy evicts more at the rebuild; this bounds that case."""
 
 
 def _edit_needs(call: Call) -> list[Need]:
-    """The old strings of the response's edits, in the files they edit."""
+    """The old strings of the response's edits, in the files they edit (a Serena path is
+    left relative: the needles are looked for in evicted content wherever it came from)."""
     needs = []
     for block in call.response.blocks:
-        if block.type != "tool_use" or builtin_tool(block.tool or "") not in EDIT_TOOLS:
-            continue
-        tool_input: Mapping[str, Any] = block.tool_input or {}
-        edits = [e for e in tool_input.get("edits") or () if isinstance(e, Mapping)]
-        olds = [tool_input.get("old_string"), *(e.get("old_string") for e in edits)]
-        path = tool_file_path(tool_input)
-        needs.append(Need(uri_of(path), tuple(str(o) for o in olds if o)))
+        replaced = replaced_strings(block.tool or "", block.tool_input or {})
+        if block.type == "tool_use" and replaced:
+            path = tool_file_path(block.tool_input or {})
+            needs.append(Need(uri_of(path), tuple(old for old, _, _ in replaced if old)))
     return needs
 
 

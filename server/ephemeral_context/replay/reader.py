@@ -62,13 +62,13 @@ from ephemeral_context.replay.flow import (
 )
 from ephemeral_context.replay.microcompact import SILENT_BEFORE, silently_cleared
 from ephemeral_context.replay.tools import (
-    FILE_CHANGE_TOOLS,
     KNOWN_TOOLS,
     SERENA_FAILURES,
     TASK_TOOLS,
     ToolCalls,
     activated_root,
     builtin_tool,
+    replaced_strings,
     serena_tool,
     stands_in,
     tool_file_path,
@@ -846,31 +846,21 @@ def _at_limit(view: FileView, tool_input: Mapping[str, Any]) -> bool:
     return isinstance(limit, int) and not isinstance(limit, bool) and view.num_lines >= limit
 
 
-def _replacement(edit: Mapping[str, Any]) -> Replacement:
-    """One replacement of an Edit's input or of one of a MultiEdit's edits."""
-    every = edit.get("replace_all") is True
-    return Replacement(str(edit.get("old_string", "")), str(edit.get("new_string", "")), every)
-
-
 def _file_change(
     tool: str, tool_input: Mapping[str, Any], result: Any, root: str | None
 ) -> FileChange | None:
+    """The change a result of tool `tool` (as named in the call) made, if it changed a file."""
     path = tool_file_path(tool_input, root)
     structured = result if isinstance(result, Mapping) else {}
-    if tool == "Edit":
+    replaced = replaced_strings(tool, tool_input)
+    if replaced:
+        original = structured.get("originalFile", structured.get("originalFileContents"))
         return FileChange(
             path=path,
-            replacements=(_replacement(tool_input),),
-            original=structured.get("originalFile"),
+            replacements=tuple(Replacement(*strings) for strings in replaced),
+            original=original,
         )
-    if tool == "MultiEdit":
-        edits = tool_input.get("edits") or []
-        return FileChange(
-            path=path,
-            replacements=tuple(_replacement(e) for e in edits if isinstance(e, Mapping)),
-            original=structured.get("originalFileContents"),
-        )
-    if tool == "Write":
+    if builtin_tool(tool) == "Write":
         return FileChange(
             path=path,
             content=str(tool_input.get("content", "")),
@@ -909,8 +899,8 @@ def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading
             reading.problem(entry.line, f"malformed Read result ({error!r}); read from its text")
             view = _file_view_from_text(path, text)
         kind = "code" if view is not None else "tool_output"
-    elif builtin in FILE_CHANGE_TOOLS and not failed:
-        change = _file_change(builtin, tool_input, entry.tool_use_result, root)
+    elif not failed:
+        change = _file_change(tool, tool_input, entry.tool_use_result, root)
     if view is not None and view.total_lines is None and serena is None:
         view = replace(view, cut_at_limit=_at_limit(view, tool_input))
     return Block(

@@ -9,10 +9,10 @@ the project it activated (`ToolCalls.project_root`); Claude Code's own handling 
 built-ins (the file-unchanged stub, microcompaction) keys on the name as sent.
 
 API:
-- `KNOWN_TOOLS`, `TASK_TOOLS`, `FILE_CHANGE_TOOLS`, `EDIT_TOOLS`, `SKILL_TOOLS`,
+- `KNOWN_TOOLS`, `TASK_TOOLS`, `SKILL_TOOLS`,
   `BRIDGE_TOOLS`, `SERENA_TOOLS`, `SERENA_FAILURES`: the vocabularies.
 - `builtin_tool(name)`, `stands_in(name)`, `serena_tool(name)`,
-  `tool_file_path(tool_input, root)`.
+  `tool_file_path(tool_input, root)`, `replaced_strings(name, tool_input)`.
 - `ToolCalls`: a conversation's tool calls by id and the project root its Serena tools
   resolve against (`activated_root(text)` reads it from an activation's result).
 """
@@ -74,12 +74,6 @@ KNOWN_TOOLS = frozenset(
 TASK_TOOLS = frozenset({"Task", "Agent"})
 """The tools that start a sub-agent (Task until 2.1.x renamed it Agent)."""
 
-FILE_CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write"})
-"""The tools whose results are the model's own changes to a file."""
-
-EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
-"""The changes that replace strings the model must see (old_string)."""
-
 SKILL_TOOLS = frozenset({"Skill"})
 """The tool whose result is a skill's body."""
 
@@ -103,9 +97,9 @@ SERENA_TOOLS = {"read_file": "Read", "create_text_file": "Write"}
 `relative_path`s under the project Serena activated; `read_file` returns the lines from
 the 0-based `start_line` to the inclusive `end_line` (the whole file by default; a
 `limit` or `offset` the model passes is ignored), joined without the last newline, as
-`{"result": ...}` JSON (plain text from other releases or clients). Its editing tools
-(regex and symbol replacements) name no text the replay can check, so they stay tool
-outputs."""
+`{"result": ...}` JSON (plain text from other releases or clients). Its `replace_content`
+in literal mode is an edit (`replaced_strings`); in regex mode, and its symbol and line
+edits, name no text the replay can check, so they stay tool outputs."""
 
 SERENA_FAILURES = (
     "Error: ",
@@ -156,6 +150,33 @@ def stands_in(name: str) -> bool:
     """Whether `name` is another tool standing for a built-in one (Claude Code's own
     handling of its built-ins does not reach it)."""
     return builtin_tool(name) != name
+
+
+Replaced = tuple[str, str, bool]
+"""One string an edit replaces: old, new, and whether every occurrence (else the first)."""
+
+
+def replaced_strings(name: str, tool_input: Mapping[str, Any]) -> list[Replaced]:
+    """What an edit replaces: an Edit's strings, each of a MultiEdit's edits', a Serena
+    `replace_content`'s in literal mode (its `allow_multiple_occurrences` is every one);
+    none for any other tool (a Serena regex names no text the model must have seen)."""
+    if serena_tool(name) == "replace_content":
+        if tool_input.get("mode") != "literal":
+            return []
+        every = tool_input.get("allow_multiple_occurrences") is True
+        return [(str(tool_input.get("needle", "")), str(tool_input.get("repl", "")), every)]
+    tool = builtin_tool(name)
+    if tool == "Edit":
+        edits: list[Any] = [tool_input]
+    elif tool == "MultiEdit":
+        edits = list(tool_input.get("edits") or ())
+    else:
+        return []
+    return [
+        (str(e.get("old_string", "")), str(e.get("new_string", "")), e.get("replace_all") is True)
+        for e in edits
+        if isinstance(e, Mapping)
+    ]
 
 
 def activated_root(text: str) -> str | None:

@@ -902,6 +902,34 @@ def test_serenas_file_tools_read_and_write_files_under_the_project_it_activated(
     assert blocks["r1"].tool == SERENA + "read_file"  # sent under its own name
 
 
+def test_a_serena_literal_replacement_is_an_edit_of_the_file_it_names(tmp_path: Path) -> None:
+    """`replace_content` in literal mode changes the file under the project root (every
+    occurrence when it allows several); in regex mode, or when it fails, it is an output."""
+    t = Transcript()
+    t.user("tidy")
+    t.assistant([tool_use("p1", SERENA + "activate_project", project="shop")])
+    t.tool_result("p1", serena(ACTIVATED))
+    calls = {
+        "e1": {"needle": "a = 1", "repl": "a = 2", "mode": "literal"},
+        "e2": {"needle": "b", "repl": "c", "mode": "literal", "allow_multiple_occurrences": True},
+        "e3": {"needle": "a.*?2", "repl": "a = 3", "mode": "regex"},
+        "e4": {"needle": "zzz", "repl": "y", "mode": "literal"},
+    }
+    for use, literal in calls.items():
+        t.assistant(
+            [tool_use(use, SERENA + "replace_content", relative_path="src/a.py", **literal)]
+        )
+        failed = "Error executing tool: No matches of search expression found"
+        t.tool_result(use, serena(failed if use == "e4" else "OK"))
+    t.assistant([text("Done.")])
+    blocks = tool_results(read_session(t.write(tmp_path / "replace.jsonl")))
+    first, every = blocks["e1"].file_change, blocks["e2"].file_change
+    assert first is not None and first.path == "/w/shop/src/a.py"
+    assert first.replacements == (Replacement("a = 1", "a = 2"),)
+    assert every is not None and every.replacements == (Replacement("b", "c", True),)
+    assert blocks["e3"].file_change is None and blocks["e4"].file_change is None
+
+
 def test_serenas_paths_are_under_the_working_directory_until_a_project_is_activated(
     tmp_path: Path,
 ) -> None:

@@ -114,6 +114,23 @@ def test_an_edit_through_zeds_bridge_of_evicted_text_costs_a_round_trip(tmp_path
     assert ours.rehydrated_tokens < 200
 
 
+def test_a_serena_literal_replacement_of_evicted_text_costs_a_round_trip(
+    tmp_path: Path,
+) -> None:
+    """Serena's `replace_content` in literal mode names the text it replaces, as an Edit's
+    old string does; in regex mode it names a pattern, which the model need not have
+    seen whole."""
+    needle = "    value = request.get('k42')\n    return value * 42"
+    literal = {"needle": needle, "repl": "    return 0", "mode": "literal"}
+    edit = tool_use("e", "mcp__serena__replace_content", relative_path="app.py", **literal)
+    ours, free = _ours(_session(tmp_path, [edit], through="serena"))
+    _assert_one_round_trip(ours, free)
+    pattern = {**literal, "mode": "regex", "needle": "value = request.get\\('k42'\\).*?42"}
+    edit = tool_use("e", "mcp__serena__replace_content", relative_path="app.py", **pattern)
+    ours, free = _ours(_session(tmp_path, [edit], through="serena"))
+    assert ours.rehydrations == 0
+
+
 def test_quoting_a_serena_read_that_was_evicted_costs_a_round_trip(tmp_path: Path) -> None:
     """Serena's `read_file` answers JSON, the file's newlines escaped: read as a file, a
     quote of its evicted lines is seen, and fetched back by its one definition."""
