@@ -3,7 +3,7 @@
 The `ours` replay strategy (a transcript) and `ectx gateway` (live Claude Code requests) both
 turn messages into `replay.flow` blocks and hand them to a `ContextEngine` here, so what the
 benchmark measures is what the gateway does. Read results go in as file reads (so repeats
-become references or diffs), the model's own Edit/MultiEdit/Write results as edits, Skill
+become references or diffs), the model's own changes (`Block.file_change`) as edits, Skill
 loads as skills (the Skill tool's result, or the skill body Claude Code sends as a user
 message), everything else as tool results. An assistant block that carries the API dict it
 came from (`Block.raw`, the gateway's case) goes in as that dict, so thinking signatures and

@@ -33,8 +33,9 @@ class FileState:
     def text(self) -> str:
         return "\n".join(self.lines[n] for n in sorted(self.lines))
 
-    def replace_all(self, text: str) -> None:
-        self.lines = dict(enumerate(text.split("\n"), 1))
+    def replace_all(self, text: str, first: int = 1) -> None:
+        """Know `text` as the file's lines from line `first` on (and nothing else)."""
+        self.lines = dict(enumerate(text.split("\n"), first))
 
 
 @dataclass(frozen=True)
@@ -136,10 +137,13 @@ class FileTracker:
             state.replace_all(change.content)
             state.version += 1
             return Update(change.path, "write", True, previous)
+        # without the file as it was, the known lines are edited where they are (a range
+        # read stays at its lines)
+        whole = change.original is not None
         text = change.original if change.original is not None else state.text
         for replacement in change.replacements:
             old, new = replacement.old, replacement.new
             text = replacement.apply(text) if old and old in text else f"{text}\n{new}"
-        state.replace_all(text)
+        state.replace_all(text, 1 if whole else min(state.lines, default=1))
         state.version += 1
         return Update(change.path, "edit", True)

@@ -79,12 +79,14 @@ class Replacement(NamedTuple):
     every: bool = False
 
     def apply(self, text: str) -> str:
-        return text.replace(self.old, self.new, -1 if self.every else 1)
+        every = self.every and self.old  # an empty old string matches once, at the start
+        return text.replace(self.old, self.new, -1 if every else 1)
 
 
 @dataclass(frozen=True)
 class FileChange:
-    """A change the model made to a file: replacements (Edit/MultiEdit) or whole content (Write).
+    """A change the model made to a file: replacements (Edit, MultiEdit, a literal Serena
+    `replace_content`) or whole content (Write).
 
     `original` is the whole file before the change when the transcript recorded it.
     """

@@ -854,7 +854,9 @@ def _file_change(
     structured = result if isinstance(result, Mapping) else {}
     replaced = replaced_strings(tool, tool_input)
     if replaced:
-        original = structured.get("originalFile", structured.get("originalFileContents"))
+        original = structured.get("originalFile")
+        if original is None:  # MultiEdit's name for it
+            original = structured.get("originalFileContents")
         return FileChange(
             path=path,
             replacements=tuple(Replacement(*strings) for strings in replaced),

@@ -163,7 +163,7 @@ def replaced_strings(name: str, tool_input: Mapping[str, Any]) -> list[Replaced]
     if serena_tool(name) == "replace_content":
         if tool_input.get("mode") != "literal":
             return []
-        every = tool_input.get("allow_multiple_occurrences") is True
+        every = tool_input.get("allow_multiple_occurrences") in (True, "true")  # pydantic coerces
         return [(str(tool_input.get("needle", "")), str(tool_input.get("repl", "")), every)]
     tool = builtin_tool(name)
     if tool == "Edit":

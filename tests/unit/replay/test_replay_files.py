@@ -63,6 +63,19 @@ def test_an_edit_that_replaces_all_changes_every_known_occurrence() -> None:
     assert files.files["/a.py"].text == "a = y\nb = y"
 
 
+def test_an_edit_of_a_range_read_without_the_original_stays_at_its_lines() -> None:
+    files = FileTracker()
+    files.apply(read("/a.py", "l50\nl51 = x\nl52", start=50, total=60))
+    files.apply(change("/a.py", replacements=(("l51 = x", "l51 = y"),)))
+    assert files.files["/a.py"].lines == {50: "l50", 51: "l51 = y", 52: "l52"}
+    again = files.apply(read("/a.py", "l50\nl51 = y\nl52", start=50, total=60))
+    assert again is not None and not again.changed
+
+
+def test_an_empty_old_string_replaced_everywhere_is_put_first_once() -> None:
+    assert Replacement("", "N", True).apply("ab") == "Nab"
+
+
 def test_an_edit_with_the_recorded_original_knows_the_whole_file() -> None:
     files = FileTracker()
     files.apply(read("/a.py", "b = 2", start=2, total=3))

@@ -904,14 +904,15 @@ def test_serenas_file_tools_read_and_write_files_under_the_project_it_activated(
 
 def test_a_serena_literal_replacement_is_an_edit_of_the_file_it_names(tmp_path: Path) -> None:
     """`replace_content` in literal mode changes the file under the project root (every
-    occurrence when it allows several); in regex mode, or when it fails, it is an output."""
+    occurrence when it allows several, as Serena reads `"true"` too); in regex mode, or when
+    it fails, it is an output."""
     t = Transcript()
     t.user("tidy")
     t.assistant([tool_use("p1", SERENA + "activate_project", project="shop")])
     t.tool_result("p1", serena(ACTIVATED))
     calls = {
         "e1": {"needle": "a = 1", "repl": "a = 2", "mode": "literal"},
-        "e2": {"needle": "b", "repl": "c", "mode": "literal", "allow_multiple_occurrences": True},
+        "e2": {"needle": "b", "repl": "c", "mode": "literal", "allow_multiple_occurrences": "true"},
         "e3": {"needle": "a.*?2", "repl": "a = 3", "mode": "regex"},
         "e4": {"needle": "zzz", "repl": "y", "mode": "literal"},
     }
@@ -1014,7 +1015,7 @@ def test_an_edit_that_replaces_all_changes_every_occurrence(tmp_path: Path) -> N
     ]
     t.assistant([tool_use("e2", "MultiEdit", file_path="/w/a.py", edits=edits)])
     after = source.replace("x", "z")
-    t.tool_result("e2", "Applied 2 edits.", {"originalFileContents": after})
+    t.tool_result("e2", "Applied 2 edits.", {"originalFile": None, "originalFileContents": after})
     t.assistant([tool_use("e3", "Edit", file_path="/w/a.py", old_string="w", new_string="v")])
     last = "a = 0\nb = z\nc = w\nd = w\n"
     t.tool_result("e3", "The file /w/a.py has been updated.", {"originalFile": last})
