@@ -91,18 +91,17 @@ class _Fetch:
     """The whole block or file came back (it joins the file's view), not one definition."""
     current: bool = False
     """The file's current version (it becomes the model's view of the file)."""
-
-    @cached_property
-    def readable(self) -> str:
-        """What it brings back as the model reads it (`blocks.readable`)."""
-        return readable(self.text)
-
     use_id: str | None = None
     """The model's own tool_use id; None: the engine names the call."""
     is_error: bool = False
     tokens: int | None = None
     """What the text costs at the rate its block was billed at when first shown
     (`_billed_count`); None: no block showed it (a file's current version), counted now."""
+
+    @cached_property
+    def readable(self) -> str:
+        """What it brings back as the model reads it (`blocks.readable`)."""
+        return readable(self.text)
 
 
 def rehydrate(

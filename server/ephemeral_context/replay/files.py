@@ -137,13 +137,13 @@ class FileTracker:
             state.replace_all(change.content)
             state.version += 1
             return Update(change.path, "write", True, previous)
-        # without the file as it was, the known lines are edited where they are (a range
-        # read stays at its lines)
-        whole = change.original is not None
-        text = change.original if change.original is not None else state.text
+        if change.original is not None:
+            text, first = change.original, 1
+        else:  # the known lines, edited where they are (a range read stays at its lines)
+            text, first = state.text, min(state.lines, default=1)
         for replacement in change.replacements:
             old, new = replacement.old, replacement.new
             text = replacement.apply(text) if old and old in text else f"{text}\n{new}"
-        state.replace_all(text, 1 if whole else min(state.lines, default=1))
+        state.replace_all(text, first)
         state.version += 1
         return Update(change.path, "edit", True)

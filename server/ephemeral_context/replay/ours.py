@@ -192,7 +192,7 @@ def _edit_needs(call: Call) -> list[Need]:
         replaced = replaced_strings(block.tool or "", block.tool_input or {})
         if block.type == "tool_use" and replaced:
             path = tool_file_path(block.tool_input or {})
-            needs.append(Need(uri_of(path), tuple(old for old, _, _ in replaced if old)))
+            needs.append(Need(uri_of(path), tuple(r.old for r in replaced if r.old)))
     return needs
 
 

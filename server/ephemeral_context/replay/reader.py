@@ -53,7 +53,6 @@ from ephemeral_context.replay.flow import (
     PrefixState,
     Problem,
     RecordedUsage,
-    Replacement,
     Role,
     Session,
     Thread,
@@ -859,7 +858,7 @@ def _file_change(
             original = structured.get("originalFileContents")
         return FileChange(
             path=path,
-            replacements=tuple(Replacement(*strings) for strings in replaced),
+            replacements=tuple(replaced),
             original=original,
         )
     if builtin_tool(tool) == "Write":

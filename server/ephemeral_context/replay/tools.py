@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ephemeral_context.replay.flow import Replacement
+
 KNOWN_TOOLS = frozenset(
     {
         "Read",
@@ -152,11 +154,7 @@ def stands_in(name: str) -> bool:
     return builtin_tool(name) != name
 
 
-Replaced = tuple[str, str, bool]
-"""One string an edit replaces: old, new, and whether every occurrence (else the first)."""
-
-
-def replaced_strings(name: str, tool_input: Mapping[str, Any]) -> list[Replaced]:
+def replaced_strings(name: str, tool_input: Mapping[str, Any]) -> list[Replacement]:
     """What an edit replaces: an Edit's strings, each of a MultiEdit's edits', a Serena
     `replace_content`'s in literal mode (its `allow_multiple_occurrences` is every one);
     none for any other tool (a Serena regex names no text the model must have seen)."""
@@ -164,7 +162,9 @@ def replaced_strings(name: str, tool_input: Mapping[str, Any]) -> list[Replaced]
         if tool_input.get("mode") != "literal":
             return []
         every = tool_input.get("allow_multiple_occurrences") in (True, "true")  # pydantic coerces
-        return [(str(tool_input.get("needle", "")), str(tool_input.get("repl", "")), every)]
+        return [
+            Replacement(str(tool_input.get("needle", "")), str(tool_input.get("repl", "")), every)
+        ]
     tool = builtin_tool(name)
     if tool == "Edit":
         edits: list[Any] = [tool_input]
@@ -173,7 +173,9 @@ def replaced_strings(name: str, tool_input: Mapping[str, Any]) -> list[Replaced]
     else:
         return []
     return [
-        (str(e.get("old_string", "")), str(e.get("new_string", "")), e.get("replace_all") is True)
+        Replacement(
+            str(e.get("old_string", "")), str(e.get("new_string", "")), e.get("replace_all") is True
+        )
         for e in edits
         if isinstance(e, Mapping)
     ]
