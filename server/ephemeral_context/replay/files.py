@@ -33,9 +33,19 @@ class FileState:
     def text(self) -> str:
         return "\n".join(self.lines[n] for n in sorted(self.lines))
 
-    def replace_all(self, text: str, first: int = 1) -> None:
-        """Know `text` as the file's lines from line `first` on (and nothing else)."""
-        self.lines = dict(enumerate(text.split("\n"), first))
+    def replace_all(self, text: str) -> None:
+        """Know `text` as the whole file."""
+        self.lines = dict(enumerate(text.split("\n"), 1))
+
+    def runs(self) -> list[tuple[int, str]]:
+        """The known lines as runs of consecutive ones: (first line, text), in order."""
+        runs: list[tuple[int, list[str]]] = []
+        for n in sorted(self.lines):
+            if runs and runs[-1][0] + len(runs[-1][1]) == n:
+                runs[-1][1].append(self.lines[n])
+            else:
+                runs.append((n, [self.lines[n]]))
+        return [(first, "\n".join(lines)) for first, lines in runs]
 
 
 @dataclass(frozen=True)
@@ -137,13 +147,22 @@ class FileTracker:
             state.replace_all(change.content)
             state.version += 1
             return Update(change.path, "write", True, previous)
-        if change.original is not None:
-            text, first = change.original, 1
-        else:  # the known lines, edited where they are (a range read stays at its lines)
-            text, first = state.text, min(state.lines, default=1)
+        # The whole file when recorded, else the known lines edited where they are (each
+        # range read stays at its lines, the ones after an edit move by what it added).
+        runs = [(1, change.original)] if change.original is not None else state.runs()
         for replacement in change.replacements:
-            old, new = replacement.old, replacement.new
-            text = replacement.apply(text) if old and old in text else f"{text}\n{new}"
-        state.replace_all(text, first)
+            at = next((n for n, (_, text) in enumerate(runs) if replacement.old in text), None)
+            if at is None:  # not in what is known: the new text is known, somewhere after it
+                first, text = runs[-1] if runs else (1, "")
+                runs[-1:] = [(first, f"{text}\n{replacement.new}")]
+            else:
+                first, text = runs[at]
+                edited = replacement.apply(text)
+                moved = edited.count("\n") - text.count("\n")
+                runs[at] = (first, edited)
+                runs[at + 1 :] = [(n + moved, later) for n, later in runs[at + 1 :]]
+        state.lines = {
+            n: line for first, text in runs for n, line in enumerate(text.split("\n"), first)
+        }
         state.version += 1
         return Update(change.path, "edit", True)

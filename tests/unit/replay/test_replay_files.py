@@ -123,3 +123,25 @@ def test_a_read_through_another_tool_is_never_claude_codes_repeat(tool: str) -> 
     first = replace(read("/a.py", "a\nb\nc", total=3), tool=tool)
     assert not repeat(files, first)
     assert not repeat(files, first)
+
+
+def test_an_edit_between_two_ranges_read_moves_the_later_one_by_what_it_added() -> None:
+    """Without the original, each range read is edited where it is: the ranges are not
+    one text, and the lines after an edit move by the lines it added."""
+    files = FileTracker()
+    files.apply(read("/a.py", "l1\nl2", start=1, total=60))
+    files.apply(read("/a.py", "l50\nl51", start=50, total=60))
+    update = files.apply(change("/a.py", replacements=(("l1", "l1\nnew\nnew\nnew"),)))
+    assert update is not None and update.how == "edit"
+    assert files.files["/a.py"].lines == {
+        1: "l1", 2: "new", 3: "new", 4: "new", 5: "l2", 53: "l50", 54: "l51"
+    }  # fmt: skip
+    again = files.apply(read("/a.py", "l50\nl51", start=53, total=63))
+    assert again is not None and not again.changed
+
+
+def test_an_empty_old_string_is_put_first_by_the_tracker_as_by_the_edit() -> None:
+    files = FileTracker()
+    files.apply(read("/a.py", "a\nb"))
+    files.apply(change("/a.py", replacements=(("", "N\n"),)))
+    assert files.files["/a.py"].text == Replacement("", "N\n").apply("a\nb") == "N\na\nb"
