@@ -116,6 +116,9 @@ class Block:
     is_error: bool = False
     file_view: FileView | None = None
     file_change: FileChange | None = None
+    path: str | None = None
+    """The file a tool_use's input names, as the reader resolved it when the call was made
+    (a Serena `relative_path` under its project); None when it names none."""
     raw: Mapping[str, Any] | None = field(default=None, compare=False)
     """The API dict this block was read from, when it must pass on unchanged (the gateway)."""
 

@@ -5,7 +5,7 @@ conversation per thread) through replay/feed.py, the mapping `ectx gateway` uses
 requests too, and the request the engine builds is what the cache model prices.
 
 Honesty about eviction: after the engine builds a call's request, what the call uses is
-checked against what the engine left visible: its response's Edit/MultiEdit old strings,
+checked against what the engine left visible: the old strings its response's edits replace,
 what its request's Reads returned, and runs of 3 lines or 200 characters its response
 quotes (assistant text, tool input strings). Whatever is only in evicted content costs what
 a real model pays for it: the request just built becomes an extra round trip (the prefix
@@ -43,7 +43,7 @@ from ephemeral_context.prices import priced
 from ephemeral_context.replay.feed import feed_message
 from ephemeral_context.replay.flow import Call, Message, Session, Unanswered
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
-from ephemeral_context.replay.tools import replaced_strings, tool_file_path
+from ephemeral_context.replay.tools import replaced_strings
 from ephemeral_context.store import Store
 
 
@@ -185,14 +185,12 @@ suffices unless the policy evicts more at the rebuild; this bounds that case."""
 
 
 def _edit_needs(call: Call) -> list[Need]:
-    """The old strings of the response's edits, in the files they edit (a Serena path is
-    left relative: the needles are looked for in evicted content wherever it came from)."""
+    """The old strings of the response's edits, in the files they edit."""
     needs = []
     for block in call.response.blocks:
         replaced = replaced_strings(block.tool or "", block.tool_input or {})
         if block.type == "tool_use" and replaced:
-            path = tool_file_path(block.tool_input or {})
-            needs.append(Need(uri_of(path), tuple(r.old for r in replaced if r.old)))
+            needs.append(Need(uri_of(block.path or ""), tuple(r.old for r in replaced if r.old)))
     return needs
 
 

@@ -852,22 +852,20 @@ def _file_change(
     path = tool_file_path(tool_input, root)
     structured = result if isinstance(result, Mapping) else {}
     replaced = replaced_strings(tool, tool_input)
+    original = _text_field(structured, "originalFile")
     if replaced:
-        original = structured.get("originalFile")
         if original is None:  # MultiEdit's name for it
-            original = structured.get("originalFileContents")
-        return FileChange(
-            path=path,
-            replacements=tuple(replaced),
-            original=original,
-        )
+            original = _text_field(structured, "originalFileContents")
+        return FileChange(path=path, replacements=tuple(replaced), original=original)
     if builtin_tool(tool) == "Write":
-        return FileChange(
-            path=path,
-            content=str(tool_input.get("content", "")),
-            original=structured.get("originalFile"),
-        )
+        return FileChange(path=path, content=str(tool_input.get("content", "")), original=original)
     return None
+
+
+def _text_field(fields: Mapping[str, Any], name: str) -> str | None:
+    """A structured result's text field; None when absent or not text (untrusted)."""
+    value = fields.get(name)
+    return value if isinstance(value, str) else None
 
 
 def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -> Block:
@@ -937,6 +935,7 @@ def _tool_use_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -
         tool=name,
         tool_use_id=tool_use_id,
         tool_input=tool_input,
+        path=tool_file_path(tool_input, reading.calls.project_root or entry.cwd) or None,
     )
 
 
@@ -1519,9 +1518,10 @@ def _skills_in_tools(version: str | None) -> bool:
 
 def _skill_listing_changes(reading: _Reading) -> list[float]:
     """When the main conversation's skill listing changed, in time order: the times of the
-    results of Write and Edit calls (Claude Code's own or an editor's `mcp__*__` ones) that
-    gave a skill file a new name or description. A Write of content already listed, or an
-    Edit that touches neither field, leaves the listing as it was."""
+    results of the Writes and edits (Claude Code's own, a bridge's, Serena's literal
+    `replace_content`: `replaced_strings`) that gave a skill file a new name or description.
+    A Write of content already listed, or an edit that touches neither field, leaves the
+    listing as it was."""
     results = {
         str(item.get("tool_use_id")): entry.timestamp
         for entry in reading.entries
@@ -1539,7 +1539,7 @@ def _skill_listing_changes(reading: _Reading) -> list[float]:
         for item in entry.content:
             if not isinstance(item, Mapping) or item.get("type") != "tool_use":
                 continue
-            tool = builtin_tool(str(item.get("name", "")))
+            name = str(item.get("name", ""))
             tool_input = item.get("input")
             if not isinstance(tool_input, Mapping):
                 continue
@@ -1547,18 +1547,13 @@ def _skill_listing_changes(reading: _Reading) -> list[float]:
             done = results.get(str(item.get("id")))
             if done is None or not SKILL_FILE.search(path):
                 continue
-            if tool == "Write":
+            if builtin_tool(name) == "Write":
                 fields = tuple(_LISTED_FIELDS.findall(str(tool_input.get("content", ""))))
                 if listed.get(path) == fields:
                     continue
                 listed[path] = fields
-            elif tool in ("Edit", "MultiEdit"):
-                more = [e for e in tool_input.get("edits") or () if isinstance(e, Mapping)]
-                strings = (
-                    str(e.get(k, ""))
-                    for e in (tool_input, *more)
-                    for k in ("old_string", "new_string")
-                )
+            elif replaced := replaced_strings(name, tool_input):
+                strings = (text for r in replaced for text in (r.old, r.new))
                 if not any(_LISTED_FIELDS.search(text) for text in strings):
                     continue
                 listed.pop(path, None)

@@ -157,28 +157,44 @@ def stands_in(name: str) -> bool:
 def replaced_strings(name: str, tool_input: Mapping[str, Any]) -> list[Replacement]:
     """What an edit replaces: an Edit's strings, each of a MultiEdit's edits', a Serena
     `replace_content`'s in literal mode (its `allow_multiple_occurrences` is every one);
-    none for any other tool (a Serena regex names no text the model must have seen)."""
+    none for any other tool (a Serena regex names no text the model must have seen). A
+    string field that holds anything else (a transcript is untrusted) is an empty string."""
     if serena_tool(name) == "replace_content":
         if tool_input.get("mode") != "literal":
             return []
-        every = tool_input.get("allow_multiple_occurrences") in (True, "true")  # pydantic coerces
-        return [
-            Replacement(str(tool_input.get("needle", "")), str(tool_input.get("repl", "")), every)
-        ]
+        every = _flag(tool_input.get("allow_multiple_occurrences"))
+        return [Replacement(_string(tool_input, "needle"), _string(tool_input, "repl"), every)]
     tool = builtin_tool(name)
     if tool == "Edit":
         edits: list[Any] = [tool_input]
     elif tool == "MultiEdit":
-        edits = list(tool_input.get("edits") or ())
+        listed = tool_input.get("edits")
+        edits = listed if isinstance(listed, list) else []
     else:
         return []
     return [
         Replacement(
-            str(e.get("old_string", "")), str(e.get("new_string", "")), e.get("replace_all") is True
+            _string(e, "old_string"), _string(e, "new_string"), e.get("replace_all") is True
         )
         for e in edits
         if isinstance(e, Mapping)
     ]
+
+
+def _string(fields: Mapping[str, Any], name: str) -> str:
+    value = fields.get(name)
+    return value if isinstance(value, str) else ""
+
+
+_TRUE_WORDS = frozenset({"true", "t", "yes", "y", "on", "1"})
+"""The strings pydantic's lax mode takes for True (Serena's arguments are validated so)."""
+
+
+def _flag(value: Any) -> bool:
+    """A boolean argument as pydantic reads it: True, 1, or one of its words for true."""
+    if isinstance(value, str):
+        return value.strip().lower() in _TRUE_WORDS
+    return value is True or (type(value) in (int, float) and value == 1)
 
 
 def activated_root(text: str) -> str | None:

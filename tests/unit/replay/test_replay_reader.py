@@ -8,6 +8,7 @@ import json
 import os
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ephemeral_context.prices import REFERENCE_MODEL, priced
@@ -23,7 +24,12 @@ from ephemeral_context.replay.reader import (
     takes_system_messages,
 )
 from ephemeral_context.replay.strategies import STRATEGIES
-from ephemeral_context.replay.tools import ToolCalls, activated_root, tool_file_path
+from ephemeral_context.replay.tools import (
+    ToolCalls,
+    activated_root,
+    replaced_strings,
+    tool_file_path,
+)
 from ephemeral_context.tokens import estimate_block_tokens
 
 from tests.transcripts import (
@@ -1028,3 +1034,74 @@ def test_an_edit_that_replaces_all_changes_every_occurrence(tmp_path: Path) -> N
         last,
         "a = 0\nb = z\nc = v\nd = w\n",
     ]
+
+
+def test_a_serena_edit_call_names_its_file_as_its_result_does(tmp_path: Path) -> None:
+    """The tool_use carries the file resolved under the project in effect when it was made,
+    so `ours` looks for a needle in that file's copies, not under a relative path."""
+    t = Transcript()
+    t.user("tidy")
+    t.assistant([tool_use("p1", SERENA + "activate_project", project="shop")])
+    t.tool_result("p1", serena(ACTIVATED))
+    literal = {"needle": "a = 1", "repl": "a = 2", "mode": "literal"}
+    t.assistant([tool_use("e1", SERENA + "replace_content", relative_path="src/a.py", **literal)])
+    t.tool_result("e1", serena("OK"))
+    t.assistant([text("Done.")])
+    session = read_session(t.write(tmp_path / "replace.jsonl"))
+    calls = [
+        b for th in session.threads.values() for m in th.messages for b in m.blocks
+        if b.type == "tool_use"
+    ]  # fmt: skip
+    assert [b.path for b in calls] == [None, "/w/shop/src/a.py"]
+    change = tool_results(session)["e1"].file_change
+    assert change is not None and change.path == "/w/shop/src/a.py"
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input", "result"),
+    [
+        ("MultiEdit", {"file_path": "/w/a.py", "edits": 5}, None),
+        ("MultiEdit", {"file_path": "/w/a.py", "edits": [{"old_string": None}, 7]}, None),
+        ("Edit", {"file_path": "/w/a.py", "old_string": None, "new_string": {}}, None),
+        (
+            "Edit",
+            {"file_path": "/w/a.py", "old_string": "x", "new_string": "y"},
+            {"originalFile": 5},
+        ),
+        ("MultiEdit", {"file_path": "/w/a.py", "edits": []}, {"originalFileContents": []}),
+    ],
+)
+def test_an_edit_with_fields_of_the_wrong_type_replays_under_every_strategy(
+    tmp_path: Path, name: str, tool_input: dict[str, Any], result: Any
+) -> None:
+    """A transcript is untrusted: an edit's strings, edits or recorded original of another
+    type are taken as absent (a `None` old string is not the needle "None"), and no
+    strategy fails on them (an `edits` that is not a list names no edit)."""
+    t = Transcript()
+    t.user("edit it")
+    t.assistant([tool_use("r1", "Read", file_path="/w/a.py")])
+    t.tool_result("r1", cat_n("x = None\nz = 1"))
+    t.assistant([tool_use("e1", name, **tool_input)])
+    t.tool_result("e1", "The file has been updated.", result)
+    t.assistant([text("Done.")])
+    session = read_session(t.write(tmp_path / "odd.jsonl"))
+    change = tool_results(session)["e1"].file_change  # None: no edit it names is readable
+    assert change is None or change.original is None
+    assert change is None or all(
+        r.old in ("", "x") and r.new in ("", "y") for r in change.replacements
+    )
+    replayed = {name: strategy.replay(session) for name, strategy in STRATEGIES.items()}
+    assert all(len(result.calls) == 3 for result in replayed.values())
+    assert replayed["ours"].rehydrations == 0
+
+
+@pytest.mark.parametrize(
+    ("flag", "every"),
+    [(True, True), ("true", True), ("True", True), ("yes", True), (1, True), ("on", True),
+     (False, False), ("false", False), (0, False), ("no", False), (None, False), (2, False)],
+)  # fmt: skip
+def test_serenas_several_occurrences_flag_is_read_as_pydantic_reads_it(
+    flag: Any, every: bool
+) -> None:
+    literal = {"needle": "b", "repl": "c", "mode": "literal", "allow_multiple_occurrences": flag}
+    assert replaced_strings(SERENA + "replace_content", literal) == [Replacement("b", "c", every)]
