@@ -70,6 +70,7 @@ from ephemeral_context.replay.tools import (
     replaced_strings,
     serena_tool,
     stands_in,
+    text_field,
     tool_file_path,
 )
 from ephemeral_context.tokens import estimate_block_tokens, media_tokens
@@ -852,20 +853,14 @@ def _file_change(
     path = tool_file_path(tool_input, root)
     structured = result if isinstance(result, Mapping) else {}
     replaced = replaced_strings(tool, tool_input)
-    original = _text_field(structured, "originalFile")
+    original = text_field(structured, "originalFile")
     if replaced:
         if original is None:  # MultiEdit's name for it
-            original = _text_field(structured, "originalFileContents")
+            original = text_field(structured, "originalFileContents")
         return FileChange(path=path, replacements=tuple(replaced), original=original)
     if builtin_tool(tool) == "Write":
         return FileChange(path=path, content=str(tool_input.get("content", "")), original=original)
     return None
-
-
-def _text_field(fields: Mapping[str, Any], name: str) -> str | None:
-    """A structured result's text field; None when absent or not text (untrusted)."""
-    value = fields.get(name)
-    return value if isinstance(value, str) else None
 
 
 def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -> Block:

@@ -12,7 +12,8 @@ API:
 - `KNOWN_TOOLS`, `TASK_TOOLS`, `SKILL_TOOLS`,
   `BRIDGE_TOOLS`, `SERENA_TOOLS`, `SERENA_FAILURES`: the vocabularies.
 - `builtin_tool(name)`, `stands_in(name)`, `serena_tool(name)`,
-  `tool_file_path(tool_input, root)`, `replaced_strings(name, tool_input)`.
+  `tool_file_path(tool_input, root)`, `replaced_strings(name, tool_input)`,
+  `text_field(fields, name)`.
 - `ToolCalls`: a conversation's tool calls by id and the project root its Serena tools
   resolve against (`activated_root(text)` reads it from an activation's result).
 """
@@ -163,7 +164,11 @@ def replaced_strings(name: str, tool_input: Mapping[str, Any]) -> list[Replaceme
         if tool_input.get("mode") != "literal":
             return []
         every = _flag(tool_input.get("allow_multiple_occurrences"))
-        return [Replacement(_string(tool_input, "needle"), _string(tool_input, "repl"), every)]
+        return [
+            Replacement(
+                text_field(tool_input, "needle") or "", text_field(tool_input, "repl") or "", every
+            )
+        ]
     tool = builtin_tool(name)
     if tool == "Edit":
         edits: list[Any] = [tool_input]
@@ -174,16 +179,19 @@ def replaced_strings(name: str, tool_input: Mapping[str, Any]) -> list[Replaceme
         return []
     return [
         Replacement(
-            _string(e, "old_string"), _string(e, "new_string"), e.get("replace_all") is True
+            text_field(e, "old_string") or "",
+            text_field(e, "new_string") or "",
+            e.get("replace_all") is True,
         )
         for e in edits
         if isinstance(e, Mapping)
     ]
 
 
-def _string(fields: Mapping[str, Any], name: str) -> str:
+def text_field(fields: Mapping[str, Any], name: str) -> str | None:
+    """A recorded field's text; None when absent or not text (a transcript is untrusted)."""
     value = fields.get(name)
-    return value if isinstance(value, str) else ""
+    return value if isinstance(value, str) else None
 
 
 _TRUE_WORDS = frozenset({"true", "t", "yes", "y", "on", "1"})
