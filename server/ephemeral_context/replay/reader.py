@@ -61,6 +61,8 @@ from ephemeral_context.replay.flow import (
 )
 from ephemeral_context.replay.microcompact import SILENT_BEFORE, silently_cleared
 from ephemeral_context.replay.tools import (
+    BRIDGE_FAILURES,
+    BRIDGE_TOOLS,
     KNOWN_TOOLS,
     SERENA_FAILURES,
     TASK_TOOLS,
@@ -873,7 +875,11 @@ def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading
     builtin = builtin_tool(tool)
     serena = serena_tool(tool)
     answer = _serena_answer(text) if serena is not None and not is_error else None
-    failed = is_error or (serena is not None and answer is None)
+    failed = (
+        is_error
+        or (serena is not None and answer is None)
+        or (tool in BRIDGE_TOOLS and text.startswith(BRIDGE_FAILURES))
+    )
     root = reading.calls.project_root or entry.cwd
     if serena == "activate_project" and answer is not None:
         reading.calls.project_root = activated_root(answer) or reading.calls.project_root

@@ -10,7 +10,7 @@ built-ins (the file-unchanged stub, microcompaction) keys on the name as sent.
 
 API:
 - `KNOWN_TOOLS`, `TASK_TOOLS`, `SKILL_TOOLS`,
-  `BRIDGE_TOOLS`, `SERENA_TOOLS`, `SERENA_FAILURES`: the vocabularies.
+  `BRIDGE_TOOLS`, `BRIDGE_FAILURES`, `SERENA_TOOLS`, `SERENA_FAILURES`: the vocabularies.
 - `builtin_tool(name)`, `stands_in(name)`, `serena_tool(name)`,
   `tool_file_path(tool_input, root)`, `replaced_strings(name, tool_input)`,
   `text_field(fields, name)`.
@@ -92,6 +92,15 @@ reads and edits files through them and the editor answers. A bridge Read returns
 as they are, from `offset`, with a reminder appended; no bridge tool records a structured
 result. Claude Code's own handling of its built-ins (the file-unchanged stub, clearing old
 results) does not reach them, so only what a result means takes the built-in's name."""
+
+BRIDGE_FAILURES = (
+    "Reading file failed: ",
+    "Writing file failed: ",
+    "The user has left the building",
+)
+"""How the bridge's answers begin when the editor did not do what its tool asked (a path it
+refused, a file not found, the session gone). Releases from early 2026 mark them
+`is_error`; the first ones answered them as plain text, which is no change made."""
 
 
 SERENA_TOOLS = {"read_file": "Read", "create_text_file": "Write"}

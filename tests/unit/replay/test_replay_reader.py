@@ -829,6 +829,30 @@ def test_zeds_bridge_tools_read_and_change_files_as_the_built_ins_do(tmp_path: P
     assert blocks["r1"].tool == "mcp__acp__Read"  # sent under its own name
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        'Writing file failed: {"code":-32603,"message":"Internal error","data":"invalid path"}',
+        "The user has left the building",
+    ],
+)
+def test_a_bridge_write_the_editor_refused_changes_no_file(tmp_path: Path, answer: str) -> None:
+    """The bridge's first releases answered a Write the editor refused, or one sent after
+    its session ended, as plain text, not `is_error` (claude-code-acp's mcp-server.ts):
+    nothing was written, so the tracker must not take the content as the file."""
+    t = Transcript()
+    t.user("save it")
+    t.assistant([tool_use("w1", "mcp__acp__Write", file_path="/w/new.js", content="x = 1\n")])
+    t.tool_result("w1", answer)
+    t.assistant([tool_use("w2", "mcp__acp__Write", file_path="/w/new.js", content="x = 2\n")])
+    t.tool_result("w2", "")
+    t.assistant([text("Done.")])
+    blocks = tool_results(read_session(t.write(tmp_path / "zed.jsonl")))
+    assert blocks["w1"].file_change is None
+    written = blocks["w2"].file_change
+    assert written is not None and written.content == "x = 2\n"
+
+
 def test_the_gateway_reads_a_bridge_read_in_a_request_as_a_file_read() -> None:
     """`ectx gateway` sees requests, not transcripts: the same block reader gives a bridge
     Read's result its file view there too."""
