@@ -130,7 +130,7 @@ class ClaudeCode:
     def run(
         self,
         prompt: str,
-        script: Sequence[TurnSource | str | Mapping[str, Any]] = (),
+        script: Sequence[TurnSource] = (),
         *,
         api: FakeMessagesAPI | None = None,
         allowed_tools: Sequence[str] = ("Read",),
@@ -175,7 +175,7 @@ class ClaudeCode:
     def stream(
         self,
         prompts: Sequence[str],
-        script: Sequence[TurnSource | str | Mapping[str, Any]],
+        script: Sequence[TurnSource],
         *,
         interrupt_after_tool_result: bool = False,
         allowed_tools: Sequence[str] = ("Read",),

@@ -14,11 +14,11 @@ import asyncio
 import contextlib
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from ephemeral_context.cache_sim import usage_from_dict
 from ephemeral_context.context.engine import ContextEngine
@@ -30,6 +30,7 @@ from ephemeral_context.store import Store
 from tests.fakes.messages_api import RecordedRequest, Reply, ToolCall
 
 REFERENCE = re.compile(r"\[\[[a-z_]+:([0-9a-f]{8,})\]\]")
+Result = TypeVar("Result")
 
 
 class GatewayThread:
@@ -46,7 +47,7 @@ class GatewayThread:
         self._thread.start()
         self.base_url = self._run(self.gateway.start("127.0.0.1", 0))
 
-    def _run(self, coroutine: Any) -> Any:
+    def _run(self, coroutine: Coroutine[Any, Any, Result]) -> Result:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=60)
 
     def status(self) -> dict[str, Any]:
@@ -74,7 +75,7 @@ class GatewayThread:
         self.stop()
 
 
-async def _call(function: Any) -> Any:
+async def _call(function: Callable[[], Result]) -> Result:
     return function()
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import anthropic
+from anthropic.types import MessageParam
 from ephemeral_context.cache_sim import Block, PromptCache, Request
 from ephemeral_context.request_view import request_from_messages_api
 
@@ -77,18 +78,15 @@ def body_seconds(repeats: int) -> tuple[float, int]:
 def fake_api_ms(calls: int) -> tuple[float, float]:
     with FakeMessagesAPI(["a short answer of a few words"] * (2 * calls)) as api:
         client = anthropic.Anthropic(api_key="bench", base_url=api.base_url, max_retries=0)
-        kwargs = {
-            "model": "claude-sonnet-4-6",
-            "max_tokens": 50,
-            "messages": [{"role": "user", "content": "hi"}],
-        }
+        model = "claude-sonnet-4-6"
+        messages: list[MessageParam] = [{"role": "user", "content": "hi"}]
         plain, streamed = [], []
         for _ in range(calls):
             start = time.perf_counter()
-            client.messages.create(**kwargs)  # type: ignore[arg-type]
+            client.messages.create(model=model, max_tokens=50, messages=messages)
             plain.append(time.perf_counter() - start)
             start = time.perf_counter()
-            with client.messages.stream(**kwargs) as stream:  # type: ignore[arg-type]
+            with client.messages.stream(model=model, max_tokens=50, messages=messages) as stream:
                 stream.get_final_message()
             streamed.append(time.perf_counter() - start)
         client.close()

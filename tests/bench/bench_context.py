@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput
+from ephemeral_context.context.engine import BlockKind, ContextEngine, EngineConfig, ToolOutput
 from ephemeral_context.replay.plot import plot
 from ephemeral_context.replay.report import discover, replay
 from ephemeral_context.store import Store
@@ -78,7 +78,7 @@ def session(engine: ContextEngine, timings: list[float]) -> None:
             engine.add_tool_result(
                 conv,
                 ToolOutput(
-                    tool_id, texts[n], kind="file", uri=f"file:///m{n}.py", content=texts[n]
+                    tool_id, texts[n], kind=BlockKind.FILE, uri=f"file:///m{n}.py", content=texts[n]
                 ),
             )
         elif call % 5 == 1:
@@ -89,7 +89,9 @@ def session(engine: ContextEngine, timings: list[float]) -> None:
             )  # fmt: skip
             engine.add_tool_result(
                 conv,
-                ToolOutput(tool_id, "ok", kind="edit", uri=f"file:///m{n}.py", content=texts[n]),
+                ToolOutput(
+                    tool_id, "ok", kind=BlockKind.EDIT, uri=f"file:///m{n}.py", content=texts[n]
+                ),
             )
         else:
             engine.add_assistant_content(

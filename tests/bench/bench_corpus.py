@@ -17,12 +17,16 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from ephemeral_context.replay.parallel import available_cores
 from ephemeral_context.replay.report import replay
-from memory import peak_rss_mb, peak_rss_with_children_mb
+
+from tests.bench.memory import peak_rss_mb, peak_rss_with_children_mb
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CORPUS = Path(os.environ.get("ECTX_DATA") or REPO.parent / "shared") / "corpus"

@@ -9,12 +9,16 @@ the same modules, so the replay's own share is the difference. Aim: under 3 s an
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from ephemeral_context.replay.reader import read_session
 from ephemeral_context.replay.strategies import STRATEGIES
-from memory import peak_rss_mb
+
+from tests.bench.memory import peak_rss_mb
 
 ROUNDS = 5
 REPO = Path(__file__).resolve().parent.parent.parent

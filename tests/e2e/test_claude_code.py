@@ -51,6 +51,7 @@ from tests.claude_code import (
     ClaudeCodeRun,
 )
 from tests.fakes import FakeMessagesAPI, RecordedRequest
+from tests.fakes.messages_api import TurnSource
 
 pytestmark = pytest.mark.e2e
 
@@ -251,7 +252,11 @@ def test_reads_and_edits_are_reconstructed_call_by_call(
     app = claude_code.workspace / "app.py"
     app.write_text('def main():\n    print("hello")\n', encoding="utf-8")
     edit = {"file_path": str(app), "old_string": '"hello"', "new_string": '"goodbye"'}
-    script = [read_turn(app), {"tool_use": [{"name": "Edit", "input": edit}]}, "Done."]
+    script: list[TurnSource] = [
+        read_turn(app),
+        {"tool_use": [{"name": "Edit", "input": edit}]},
+        "Done.",
+    ]
     run = claude_code.run(
         "Make app.py say goodbye.", script, allowed_tools=("Read", "Edit"), args=("--model", model)
     )
@@ -275,7 +280,7 @@ def test_parallel_reads_are_one_message_each_way(claude_code: ClaudeCode) -> Non
     from the one written last, so the chain misses a tool use or a result, or both."""
     for name in ("a.py", "b.py"):
         (claude_code.workspace / name).write_text(f"{name[0].upper()} = 1\n", encoding="utf-8")
-    reads = [
+    reads: list[dict[str, Any]] = [
         {"name": "Read", "input": {"file_path": str(claude_code.workspace / n)}}
         for n in ("a.py", "b.py")
     ]
@@ -320,7 +325,7 @@ def test_a_sub_agent_is_its_own_session_linked_to_its_parent(
         # 2.1.332 starts a sub-agent in the background unless told not to: its requests and
         # the main session's next one would race for the scripted turns
         agent["run_in_background"] = False
-    script = [
+    script: list[TurnSource] = [
         {"tool_use": [{"name": "Agent", "input": agent}]},
         read_turn(app),  # the sub-agent's turns
         "app.py prints hello.",
@@ -449,7 +454,7 @@ def test_a_skill_written_mid_session_changes_the_tools_where_the_reader_says(
         "file_path": str(skills / "beta" / "SKILL.md"),
         "content": "---\nname: beta\ndescription: Use for beta\n---\nDo beta.\n",
     }
-    script = [
+    script: list[TurnSource] = [
         # the Write waits a few seconds, so that the watcher, set up after start-up, is in
         # place when the skill is written (on a quiet machine it was not, once)
         {"tool_use": [{"name": "Write", "input": beta}], "delay": 0.5},
@@ -480,7 +485,11 @@ def test_a_request_interrupted_after_a_tool_result_is_the_unanswered_one(
     it wrote, as the fake billed it."""
     app = claude_code.workspace / "app.py"
     app.write_text('def main():\n    print("hello")\n', encoding="utf-8")
-    script = [read_turn(app), {"text": "It prints hello.", "delay": 4}, "Going on."]
+    script: list[TurnSource] = [
+        read_turn(app),
+        {"text": "It prints hello.", "delay": 4},
+        "Going on.",
+    ]
     run = claude_code.stream(
         ["What does app.py do?", "Go on."], script, interrupt_after_tool_result=True
     )
@@ -567,7 +576,7 @@ def test_the_recorded_replay_bills_what_the_fake_billed(
     edited.write_text("def main():\n    return 1\n", encoding="utf-8")
     reads = [{"name": "Read", "input": {"file_path": str(path)}} for path in (big, small)]
     edit = {"file_path": str(edited), "old_string": "return 1", "new_string": "return 2"}
-    script = [
+    script: list[TurnSource] = [
         read_turn(edited),
         {"tool_use": reads},
         {"tool_use": [{"name": "Edit", "input": edit}]},

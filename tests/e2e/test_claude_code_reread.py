@@ -29,6 +29,7 @@ from tests.claude_code import (
     ClaudeCodeRun,
     claude_code_binary,
 )
+from tests.fakes.messages_api import TurnSource
 
 pytestmark = pytest.mark.e2e
 
@@ -78,7 +79,7 @@ def run_reread(claude_code: ClaudeCode, case: Reread) -> ClaudeCodeRun:
 
     edit = {"file_path": str(app), "old_string": "line 3\n", "new_string": "line three\n"}
     between = [{"tool_use": [{"name": "Edit", "input": edit}]}] if case.edit_between else []
-    script = [read(case.first), *between, read(case.second), "Done."]
+    script: list[TurnSource] = [read(case.first), *between, read(case.second), "Done."]
     run = claude_code.run("Look at app.py.", script, allowed_tools=("Read", "Edit"))
     assert run.returncode == 0, run.stderr
     return run

@@ -193,7 +193,7 @@ def edit_status_pin_and_ask(nvim: Any, source: Path, api: Any, first_line: str) 
 
     # the user types a line above the function (an incremental didChange)
     nvim.current.buffer.append(first_line, 0)
-    status = request(nvim, "ephemeralContext/status", {})
+    status: dict[str, Any] = request(nvim, "ephemeralContext/status", {})
     assert status["openDocuments"] == 1
 
     nvim.command("EctxPin")

@@ -152,7 +152,10 @@ class RecordedRequest:
     """Set when the server has finished with this request, answered or not."""
 
 
-TurnSource = Turn | Callable[[RecordedRequest], Turn]
+TurnLike = Turn | str | Mapping[str, Any]
+"""A turn, or what `parse_turn` makes one of: its text, or its JSON form."""
+
+TurnSource = TurnLike | Callable[[RecordedRequest], TurnLike]
 """A turn, or a function that chooses the turn from the request it answers."""
 
 
@@ -510,7 +513,7 @@ class FakeMessagesAPI:
 
     def __init__(
         self,
-        script: Sequence[TurnSource | str | Mapping[str, Any]] = (),
+        script: Sequence[TurnSource] = (),
         *,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -519,7 +522,9 @@ class FakeMessagesAPI:
         record_path: Path | None = None,
         chunk_size: int = 12,
     ) -> None:
-        self._script: list[TurnSource] = [t if callable(t) else parse_turn(t) for t in script]
+        self._script: list[Turn | Callable[[RecordedRequest], TurnLike]] = [
+            t if callable(t) else parse_turn(t) for t in script
+        ]
         self._api_keys = frozenset(api_keys) if api_keys is not None else None
         self._clock = clock
         self._record_path = record_path
@@ -610,7 +615,7 @@ class FakeMessagesAPI:
         with self._lock:
             return len(self._script)
 
-    def add_turns(self, *turns: TurnSource | str | Mapping[str, Any]) -> None:
+    def add_turns(self, *turns: TurnSource) -> None:
         with self._lock:
             self._script.extend(t if callable(t) else parse_turn(t) for t in turns)
 
@@ -866,6 +871,7 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             turn, blocks, output_tokens = reply
             self._delay = turn.delay
             for index, block in enumerate(blocks):
+                start: dict[str, Any]
                 if block["type"] == "text":
                     start = {"type": "text", "text": ""}
                     pieces = _chunks(block["text"], api._chunk_size)

@@ -30,7 +30,8 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND))
+# pytest-lsp's fixture decorator is unannotated
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND))  # type: ignore[untyped-decorator]
 async def lsp_process(lsp_client: LanguageClient) -> AsyncIterator[None]:
     """A running `ectx serve` subprocess with a pytest-lsp client attached (not initialized)."""
     yield

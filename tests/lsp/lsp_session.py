@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lsprotocol import types
 from pygls.workspace import PositionCodec, TextDocument
@@ -21,6 +21,15 @@ USAGE = "ephemeralContext/usage"
 USAGE_FIELDS = (
     "contextTokens", "budget", "cacheHitRate", "savedTokens", "savedUsd", "breakdown", "lastCall",
 )  # fmt: skip
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def feature(client: LanguageClient, method: str) -> Callable[[Handler], Handler]:
+    """`@client.feature(method)`, typed: pygls leaves the client's decorator unannotated (it
+    registers the handler and returns it unchanged)."""
+    register: Callable[[Handler], Handler] = client.feature(method)
+    return register
 
 
 def initialize_params(
@@ -50,16 +59,16 @@ class Editor:
         """Register the client-side handlers; call before `initialize`."""
         client = self.client
 
-        @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+        @feature(client, types.CLIENT_REGISTER_CAPABILITY)
         def register(params: types.RegistrationParams) -> None:
             self.registrations.extend(params.registrations)
 
-        @client.feature(types.CLIENT_UNREGISTER_CAPABILITY)
+        @feature(client, types.CLIENT_UNREGISTER_CAPABILITY)
         def unregister(params: types.UnregistrationParams) -> None:
             gone = {u.id for u in params.unregisterations}
             self.registrations[:] = [r for r in self.registrations if r.id not in gone]
 
-        @client.feature(types.WORKSPACE_APPLY_EDIT)
+        @feature(client, types.WORKSPACE_APPLY_EDIT)
         def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
             self.applied.append(params)
             return self._apply(params.edit)
@@ -70,7 +79,7 @@ class Editor:
     def _record(self, method: str) -> None:
         seen = self.notifications.setdefault(method, [])
 
-        @self.client.feature(method)
+        @feature(self.client, method)
         def handler(params: Any) -> None:
             seen.append(params)
 
@@ -182,7 +191,10 @@ class Editor:
         return await self.notified(USAGE, lambda usage: shows(usage, status), since)
 
     async def request(self, method: str, params: Any = None) -> Any:
-        return await self.client.protocol.send_request_async(method, params or {})
+        # pytest-lsp's override of send_request_async is unannotated
+        return await self.client.protocol.send_request_async(  # type: ignore[no-untyped-call]
+            method, params or {}
+        )
 
     async def command(self, name: str, *arguments: Any) -> Any:
         return await self.client.workspace_execute_command_async(

@@ -20,17 +20,33 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 SERVE = [sys.executable, "-m", "ephemeral_context", "serve"]
 TIMEOUT_S = 60.0
+
+
+class Outbox(Protocol):
+    """Where frames are written: a subprocess's stdin, or a socket's file."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
+class Inbox(Protocol):
+    """Where the server's frames are read from: a subprocess's stdout, or a socket's file."""
+
+    def readline(self) -> bytes: ...
+
+    def read(self, size: int, /) -> bytes: ...
 
 
 class RawServer:
     """A connection to a server (a subprocess's stdin/stdout, or a TCP socket's file) and a
     thread that parses whatever the server writes."""
 
-    def __init__(self, outbox: BinaryIO, inbox: BinaryIO) -> None:
+    def __init__(self, outbox: Outbox, inbox: Inbox) -> None:
         self.outbox = outbox
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.notifications: list[dict[str, Any]] = []
@@ -65,7 +81,7 @@ class RawServer:
     process: subprocess.Popen[bytes]
     """The server subprocess (connections made by `start`)."""
 
-    def _read(self, stdout: BinaryIO) -> None:
+    def _read(self, stdout: Inbox) -> None:
         try:
             self._read_messages(stdout)
         except (OSError, ValueError):
@@ -73,7 +89,7 @@ class RawServer:
         finally:
             self.closed.set()
 
-    def _read_messages(self, stdout: BinaryIO) -> None:
+    def _read_messages(self, stdout: Inbox) -> None:
         while True:
             length = 0
             while True:

@@ -67,16 +67,21 @@ def _read_through_gateway(url: str, api: FakeMessagesAPI) -> None:
     api.add_turns({"tool_use": [{"name": "Read", "input": {}, "id": "toolu_1"}]}, "read it")
     text = cat_n("\n".join(f"line {n}" for n in range(400)))
     messages: list[dict[str, Any]] = [{"role": "user", "content": "read"}]
+    body: dict[str, Any] = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 256,
+        "tools": [READ],
+        "messages": messages,
+    }
     with anthropic.Anthropic(api_key="sk-ant-test-hosted", base_url=url, max_retries=0) as sdk:
         for _ in range(2):
-            body = {"model": "claude-sonnet-4-6", "max_tokens": 256, "tools": [READ]}
-            answer = sdk.messages.create(**body, messages=messages)
+            answer = sdk.messages.create(**body)
             messages.append(
                 {"role": "assistant", "content": [b.model_dump() for b in answer.content]}
             )
             result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": text}
             messages.append({"role": "user", "content": [result]})
-    assert answer.content[0].text == "read it"  # type: ignore[union-attr]
+    assert answer.content[0].text == "read it"
 
 
 @pytest.mark.usefixtures("gateway_url")

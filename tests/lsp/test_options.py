@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from ephemeral_context.lsp.options import (
-    DEFAULT_MODEL,
     Limits,
     Options,
     merge_settings,
     options_to_json,
     parse_options,
 )
+from ephemeral_context.model import DEFAULT_MODEL
 
 
 def test_camel_case_sample() -> None:
@@ -78,6 +78,6 @@ def test_merge_is_per_key_and_nested() -> None:
 
 
 def test_default_model_is_the_agents() -> None:
-    from ephemeral_context.model.agent import DEFAULT_MODEL as AGENT_DEFAULT
+    from ephemeral_context.model.agent import AgentSettings
 
-    assert Options().model == DEFAULT_MODEL == AGENT_DEFAULT
+    assert Options().model == DEFAULT_MODEL == AgentSettings().model

@@ -43,7 +43,8 @@ SHORT_BUSY_SERVER = [
 REQUEST_FAILED = -32803
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SHORT_BUSY_SERVER))
+# pytest-lsp's fixture decorator is unannotated
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SHORT_BUSY_SERVER))  # type: ignore[untyped-decorator]
 async def busy_server(lsp_client: LanguageClient) -> AsyncIterator[None]:
     """`ectx serve` whose store gives up on a lock after BUSY_TIMEOUT_MS (not initialized)."""
     yield

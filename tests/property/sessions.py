@@ -153,7 +153,7 @@ class _Writer:
             shown = lines[start - 1 : start - 1 + size]
         shown = shown[:READ_LINES]
         content = "\n".join(shown)
-        tool_input = {"file_path": self.path(f)}
+        tool_input: dict[str, str | int] = {"file_path": self.path(f)}
         if start > 1 or len(shown) < len(lines):
             tool_input |= {"offset": start, "limit": len(shown)}
         structured = {

@@ -33,12 +33,12 @@ KNOWN = {4.0: {"3e72c419b0": FIVE_MINUTE_BET, "edd936fada": FIVE_MINUTE_BET}}
 FACTORS = (0.25, 4.0)
 
 
-def cases() -> list[object]:
+def cases() -> list[pytest.ParameterSet]:
     """Every transcript at every factor, marked as `files` marks it for that factor."""
     return [
         pytest.param(factor, *case.values, id=f"x{factor:g}-{case.id}", marks=case.marks)
         for factor in FACTORS
-        for case in files(KNOWN.get(factor))  # type: ignore[attr-defined]
+        for case in files(KNOWN.get(factor))
     ]
 
 

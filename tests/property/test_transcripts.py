@@ -19,12 +19,12 @@ from tests.transcripts import found_transcripts
 pytestmark = pytest.mark.slow
 
 
-def files(known: Mapping[str, str] | None = None) -> list[object]:
+def files(known: Mapping[str, str] | None = None) -> list[pytest.ParameterSet]:
     """Every transcript as a parameter: the repository's, then the shared ones (or one
     parameter that skips, saying how to get them). `known`: for a file whose name holds
     one of its keys, why it fails (a strict xfail, so that a fix shows)."""
 
-    def param(path: Path, name: str) -> object:
+    def param(path: Path, name: str) -> pytest.ParameterSet:
         reason = next((why for key, why in (known or {}).items() if key in path.name), None)
         marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
         return pytest.param(path, id=name, marks=marks)

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ephemeral_context.store import Store
+
+if TYPE_CHECKING:
+    from _typeshed import FileDescriptorLike
 
 
 def store_text(index: int, repeat: int) -> str:
@@ -25,7 +29,7 @@ def pause_at_fsync(target: int) -> None:
     real_fsync = os.fsync
     count = 0
 
-    def fsync(fd: int) -> None:
+    def fsync(fd: FileDescriptorLike) -> None:
         nonlocal count
         count += 1
         if count == target:

@@ -364,7 +364,7 @@ def test_parallel_results_render_in_the_order_of_their_tool_uses() -> None:
         return {**block, "cache_control": {"type": "ephemeral"}} if mark else block
 
     def ask(results: list[dict[str, Any]]) -> Usage:
-        messages = [
+        messages: list[dict[str, Any]] = [
             {"role": "user", "content": "p" * 2000},
             {"role": "assistant", "content": uses},
             {"role": "user", "content": results},

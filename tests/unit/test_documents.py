@@ -189,10 +189,10 @@ def run_script(
         assert b"".join(iter_bytes(document)) == reference.encode("utf-8")
         # The byte edits replay the change on the UTF-8 bytes, points included.
         data = before
-        for byte_edit, inserted in zip(change.byte_edits, inserted_bytes, strict=True):
+        for byte_edit, new_bytes in zip(change.byte_edits, inserted_bytes, strict=True):
             assert byte_edit.start_point == ref_point(data, byte_edit.start_byte)
             assert byte_edit.old_end_point == ref_point(data, byte_edit.old_end_byte)
-            data = apply_bytes(data, byte_edit, inserted)
+            data = apply_bytes(data, byte_edit, new_bytes)
             assert byte_edit.new_end_point == ref_point(data, byte_edit.new_end_byte)
         assert data == reference.encode("utf-8")
     assert [c.reason for c in seen] == ["open"] + ["edit"] * len(changes)
@@ -429,6 +429,7 @@ def test_touch_without_change_keeps_version(tmp_path: Path) -> None:
     seen: list[DocumentChange] = []
     mirror.subscribe(seen.append)
     first = mirror.get_path(path)
+    assert isinstance(first, Document)
     age(path, -60)
     again = mirror.get_path(path)
     assert isinstance(again, Document) and again.version == 0 and again.hash == first.hash

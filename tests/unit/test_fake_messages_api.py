@@ -20,6 +20,7 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+from anthropic.types import MessageParam, TextBlock, TextBlockParam
 from ephemeral_context.request_view import request_from_messages_api
 
 from tests.conftest import REPO_ROOT
@@ -39,7 +40,7 @@ from tests.fakes import (
 
 MODEL = "claude-sonnet-4-6"  # not on the SDK's deprecation list (warnings are errors here)
 Start = Callable[..., FakeMessagesAPI]
-HI = [{"role": "user", "content": "hi"}]
+HI: list[MessageParam] = [{"role": "user", "content": "hi"}]
 
 
 _OPEN_CLIENTS: list[anthropic.Anthropic] = []
@@ -304,7 +305,7 @@ def test_cache_expires_on_the_servers_clock(fake_messages_api: Start) -> None:
 def test_automatic_top_level_cache_control(fake_messages_api: Start) -> None:
     api = fake_messages_api(["a", "b"])
     sdk = client(api)
-    history = [{"role": "user", "content": "long question " * 400}]
+    history: list[MessageParam] = [{"role": "user", "content": "long question " * 400}]
     first = sdk.messages.create(
         model=MODEL, max_tokens=8, messages=history, cache_control={"type": "ephemeral"}
     )
@@ -312,7 +313,9 @@ def test_automatic_top_level_cache_control(fake_messages_api: Start) -> None:
     second = sdk.messages.create(
         model=MODEL, max_tokens=8, messages=history, cache_control={"type": "ephemeral"}
     )
-    assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens > 0
+    written = first.usage.cache_creation_input_tokens
+    assert written is not None and written > 0
+    assert second.usage.cache_read_input_tokens == written
 
 
 def test_count_tokens_matches_the_cache_models_view(fake_messages_api: Start) -> None:
@@ -380,7 +383,7 @@ def test_error_event_in_the_middle_of_a_stream(fake_messages_api: Start) -> None
 
 def test_bad_cache_control_is_a_400_and_keeps_the_turn(fake_messages_api: Start) -> None:
     api = fake_messages_api(["kept"])
-    marked = [
+    marked: list[TextBlockParam] = [
         {"type": "text", "text": f"part {i}", "cache_control": {"type": "ephemeral"}}
         for i in range(5)
     ]
@@ -426,10 +429,8 @@ def test_subprocess_prints_its_url_and_records_requests(fake_process: FakeProces
     assert url.startswith("http://127.0.0.1:")
     sdk = anthropic.Anthropic(api_key="sk-secret-9876", base_url=url, max_retries=0)
     _OPEN_CLIENTS.append(sdk)
-    assert (
-        sdk.messages.create(model=MODEL, max_tokens=8, messages=HI).content[0].text
-        == "from a subprocess"
-    )  # type: ignore[union-attr]
+    answer = sdk.messages.create(model=MODEL, max_tokens=8, messages=HI).content[0]
+    assert isinstance(answer, TextBlock) and answer.text == "from a subprocess"
     with sdk.messages.stream(model=MODEL, max_tokens=8, messages=HI) as stream:
         assert stream.get_final_message().stop_reason == "tool_use"
     lines = fake_process.requests()
@@ -637,7 +638,10 @@ def test_a_deferred_tool_is_billed_where_a_result_references_it(fake_messages_ap
             {"type": "text", "text": "Tool loaded."},
         ],
     }
-    before = {"tools": [search], "messages": [*HI, {"role": "assistant", "content": [load]}]}
+    before: dict[str, Any] = {
+        "tools": [search],
+        "messages": [*HI, {"role": "assistant", "content": [load]}],
+    }
     after = {
         "tools": [search, {**fetch, "defer_loading": True}],
         "messages": [*before["messages"], loaded],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ephemeral_context.cache_sim import PromptCache, Usage
-from ephemeral_context.context.engine import ContextEngine, ToolOutput
+from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 
 
 class Clock:
@@ -55,7 +55,8 @@ class Driver:
     def read(self, path: str, text: str) -> str:
         tool_id = self.tool("read_file", {"path": path})
         return self.engine.add_tool_result(
-            self.conv, ToolOutput(tool_id, text, kind="file", uri=f"file://{path}", content=text)
+            self.conv,
+            ToolOutput(tool_id, text, kind=BlockKind.FILE, uri=f"file://{path}", content=text),
         )
 
     def read_range(self, path: str, text: str, start_line: int) -> str:
@@ -64,7 +65,7 @@ class Driver:
         tool_id = self.tool("read_file", {"path": path, "offset": start_line, "limit": n})
         return self.engine.add_tool_result(
             self.conv,
-            ToolOutput(tool_id, text, kind="file", uri=f"file://{path}", content=text,
+            ToolOutput(tool_id, text, kind=BlockKind.FILE, uri=f"file://{path}", content=text,
                        start_line=start_line, whole=False),
         )  # fmt: skip
 
@@ -95,7 +96,7 @@ def grow_a_file_in_the_segment(engine: ContextEngine, clock: Clock, grown_by: in
         text = text.replace(f"return x + {k}\n", f"return x - {k}\n" + (extra if k == 3 else ""))
         tool_id = d.tool("edit_file", {"path": "/a.py", "old": f"x + {k}", "new": f"x - {k}"})
         engine.add_tool_result(
-            "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///a.py", content=text)
+            "c", ToolOutput(tool_id, "ok", kind=BlockKind.EDIT, uri="file:///a.py", content=text)
         )
         clock.advance(10)
     return d

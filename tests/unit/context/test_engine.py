@@ -10,6 +10,7 @@ import pytest
 from ephemeral_context.cache_sim import Usage
 from ephemeral_context.context.conversation import Conversation
 from ephemeral_context.context.engine import (
+    BlockKind,
     ContextEngine,
     EngineConfig,
     Need,
@@ -297,7 +298,7 @@ def test_a_cold_gap_leaves_a_file_read_once_in_the_thread_when_its_move_outgrows
         text = text.replace(f"return x + {k}\n", f"return x - {k}\n")
         tool_id = d.tool("edit_file", {"path": "/a.py", "old": f"x + {k}", "new": f"x - {k}"})
         engine.add_tool_result(
-            "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///a.py", content=text)
+            "c", ToolOutput(tool_id, "ok", kind=BlockKind.EDIT, uri="file:///a.py", content=text)
         )
         clock.advance(10)
     d.call()
@@ -395,7 +396,7 @@ def test_an_edit_after_a_range_read_does_not_count_as_seeing_the_whole_file(
     edited = text.replace("x + 25\n", "x - 25\n")
     tool_id = d.tool("edit_file", {"path": "/a.py", "old": "x + 25", "new": "x - 25"})
     engine.add_tool_result(
-        "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///a.py", content=edited)
+        "c", ToolOutput(tool_id, "ok", kind=BlockKind.EDIT, uri="file:///a.py", content=edited)
     )
     d.call()
     assert d.read("/a.py", edited) == edited
@@ -451,7 +452,7 @@ def test_a_demoted_file_keeps_the_definitions_the_conversation_edited(
     edited = text.replace("return x + 79\n", "return x - 79\n")
     tool_id = d.tool("edit_file", {"path": "/old.py", "old": "x + 79", "new": "return x - 79"})
     engine.add_tool_result(
-        "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///old.py", content=edited)
+        "c", ToolOutput(tool_id, "ok", kind=BlockKind.EDIT, uri="file:///old.py", content=edited)
     )
     d.call()
     clock.advance(7200)

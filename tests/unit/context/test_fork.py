@@ -7,7 +7,7 @@ down what a fork keeps and what it leaves behind.
 from __future__ import annotations
 
 import pytest
-from ephemeral_context.context.engine import ContextEngine, EngineConfig, ToolOutput
+from ephemeral_context.context.engine import BlockKind, ContextEngine, EngineConfig, ToolOutput
 from ephemeral_context.context.rehydration import Need
 from ephemeral_context.store import Store
 
@@ -100,7 +100,7 @@ def test_a_file_the_segment_took_in_after_the_fork_point_stays_behind(
     if edited_before:
         tool_id = d.tool("edit_file", {"path": "/later.py", "old": "x + 1", "new": "x - 1"})
         engine.add_tool_result(
-            "main", ToolOutput(tool_id, "ok", kind="edit", uri="file:///later.py")
+            "main", ToolOutput(tool_id, "ok", kind=BlockKind.EDIT, uri="file:///later.py")
         )
         d.call()
     engine.add_assistant_content("main", [{"type": "text", "text": "what next?"}])

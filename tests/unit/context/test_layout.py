@@ -107,7 +107,7 @@ def test_an_early_edit_in_a_long_thread_costs_a_delta_while_warm(
     edited = text.replace("x + 7\n", "x - 7\n")
     tool_id = d.tool("edit_file", {"path": "/a.py", "old": "x + 7", "new": "x - 7"})
     engine.add_tool_result(
-        "c", ToolOutput(tool_id, "ok", kind="edit", uri="file:///a.py", content=edited)
+        "c", ToolOutput(tool_id, "ok", kind=BlockKind.EDIT, uri="file:///a.py", content=edited)
     )
     clock.advance(15)
     before = d.call()

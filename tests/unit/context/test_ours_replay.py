@@ -69,7 +69,7 @@ def test_an_edit_of_evicted_text_pays_a_symbol_rehydration(
         for tb in conversation.thread
         if tb.evicted and tb.kind is not BlockKind.CONSOLIDATED
     )
-    fetched = sum(tb.tokens for tb in conversation.thread[-2:])
+    fetched = sum(tb.tokens for tb in conversation.thread.blocks[-2:])
     sent = sum(b.tokens for b in built.cache_request.messages)
     assert restored > 0 and sum(b.tokens for b in kept.messages) == sent - fetched + restored
     last = repr(d.requests[-1])

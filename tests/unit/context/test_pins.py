@@ -3,7 +3,7 @@ one row per file: what an editor client relies on (docs/protocol.md)."""
 
 from __future__ import annotations
 
-from ephemeral_context.context.engine import ContextEngine, ToolOutput
+from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 
 from tests.unit.context.context_helpers import MODEL, SYSTEM, Driver, source
 
@@ -60,7 +60,8 @@ def test_one_row_per_file_and_the_pin_survives_the_models_edit(engine: ContextEn
     tool_id = d.tool("edit_file", {"path": "/app.py", "old": "af1", "new": "af1b"})
     edited = source(5, "a").replace("af1", "af1b")
     engine.add_tool_result(
-        "c", ToolOutput(tool_id, "edited", kind="edit", uri="file:///app.py", content=edited)
+        "c",
+        ToolOutput(tool_id, "edited", kind=BlockKind.EDIT, uri="file:///app.py", content=edited),
     )
     d.call()
     rows = [i for i in engine.items() if i.uri == "file:///app.py"]

@@ -8,9 +8,10 @@ import pytest
 from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context import policy
 from ephemeral_context.context.policy import Boundary, Candidate, fit_budget
+from ephemeral_context.prices import Multipliers
 
 
-def pays(s: int, m: float, x: int, rates: policy.Rates = policy.RATES, ttl: Ttl = "5m") -> bool:
+def pays(s: int, m: float, x: int, rates: Multipliers = policy.RATES, ttl: Ttl = "5m") -> bool:
     """The cost gate on one item of `s` tokens whose eviction rewrites `x` warm tokens after
     it, never needed again, with `m` calls to come."""
     item = [Candidate(1, 10_000, s, 0.0)]

@@ -34,14 +34,15 @@ def test_outputs_quoted_after_a_while_make_an_idle_output_likely_needed() -> Non
     quoting, silent = ReuseLog(), ReuseLog()
     index = QuoteIndex()
     for call in range(4, 12):
-        quoting.observe(thread, index, [quote(call - 4)], call)
-        silent.observe(thread, index, ["Done."], call)
+        quoting.observe(thread.blocks, index, [quote(call - 4)], call)
+        silent.observe(thread.blocks, index, ["Done."], call)
     idle = thread[8]  # shown at call 8, idle for 3 calls at call 11
     chance, wait = quoting.estimate(idle, 11)
     # 8 spans of 4 calls ended in a use; 5 outputs quoted once have been idle 3 calls since
     assert chance == pytest.approx((8 + 1) / (8 + 5 + 2))
     assert wait == 1.0
-    assert silent.estimate(idle, 11) == (pytest.approx(1 / (8 + 2)), None)
+    silent_chance, silent_wait = silent.estimate(idle, 11)
+    assert silent_chance == pytest.approx(1 / (8 + 2)) and silent_wait is None
 
 
 def test_a_quote_is_one_use_per_call_and_files_keep_their_own_history() -> None:
@@ -50,7 +51,7 @@ def test_a_quote_is_one_use_per_call_and_files_keep_their_own_history() -> None:
     thread.append(2, "user", {"type": "text", "text": text}, 40, kind=BlockKind.FILE,
                   item_id="f", uri="file:///a.py", text=text)  # fmt: skip
     log = ReuseLog()
-    log.observe(thread, QuoteIndex(), [quote(0), quote(0), text], 3)
+    log.observe(thread.blocks, QuoteIndex(), [quote(0), quote(0), text], 3)
     assert log.uses == {"id0": [0, 3], "id1": [1]}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ephemeral_context.context.engine import ContextEngine, ToolOutput
+from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 
 from tests.unit.context.context_helpers import Clock, Driver
 
@@ -27,9 +27,9 @@ def test_persona_skill_is_never_evicted(engine: ContextEngine, clock: Clock) -> 
     engine.add_user_text("c", "Review the patch")
     d.call()
     persona = d.tool("Skill", {"skill": "reviewer-persona"})
-    engine.add_tool_result("c", ToolOutput(persona, PERSONA, kind="skill"))
+    engine.add_tool_result("c", ToolOutput(persona, PERSONA, kind=BlockKind.SKILL))
     knowledge = d.tool("Skill", {"skill": "pdf-tables"})
-    engine.add_tool_result("c", ToolOutput(knowledge, KNOWLEDGE, kind="skill"))
+    engine.add_tool_result("c", ToolOutput(knowledge, KNOWLEDGE, kind=BlockKind.SKILL))
     for step in range(150):
         d.call()
         d.bash(f"big output {step}\n" * 400)

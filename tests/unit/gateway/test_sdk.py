@@ -25,6 +25,7 @@ from ephemeral_context.context.engine import EngineStatus
 
 from tests.claude_code import cat_n
 from tests.fakes.messages_api import (
+    Cut,
     FakeMessagesAPI,
     Raw,
     RecordedRequest,
@@ -107,7 +108,7 @@ def test_a_plain_answer_passes_the_client_fields_through(
         extra_headers={"anthropic-beta": "interleaved-thinking-2025-05-14"},
     )
     assert [b.type for b in message.content] == ["text"]
-    assert message.content[0].text == "hello there"  # type: ignore[union-attr]
+    assert message.content[0].text == "hello there"
     sent = api.message_requests[0]
     auth = sent.headers.get("x-api-key") or sent.headers["authorization"]
     assert auth.endswith(KEY)  # the client's own credentials, to the upstream only
@@ -170,7 +171,7 @@ def test_a_reference_the_model_asks_for_hydrates_inside_one_answer(
     assert len(answers) == 3  # the hydration round never reached the client
     last = answers[-1]
     assert [b.type for b in last.content] == ["text"]
-    assert last.content[0].text == "app.py defines 200 helpers"  # type: ignore[union-attr]
+    assert last.content[0].text == "app.py defines 200 helpers"
     assert last.stop_reason == "end_turn"
     third, fourth = api.message_requests[2], api.message_requests[3]
     repeat = third.body["messages"][-1]["content"][0]["content"]
@@ -205,7 +206,7 @@ def test_the_merged_answer_comes_back_and_the_conversation_goes_on(
     answers = _conversation(client, stream=True)
     api.add_turns("f3 triples")
     final = client.messages.create(**ask(_follow_up(answers)))
-    assert final.content[0].text == "f3 triples"  # type: ignore[union-attr]
+    assert final.content[0].text == "f3 triples"
     sent = api.message_requests[-1].body["messages"]
     # the engine's copy still holds the hidden round: its call, and the answer it got
     uses = [b for m in sent if m["role"] == "assistant" for b in m["content"]]
@@ -241,7 +242,7 @@ def _run(start: Callable[..., FakeMessagesAPI], store: Path, middle: list[Any]) 
         anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as client,
     ):
         answers = _conversation(client, stream=True)
-        assert answers[-1].content[0].text == "200 helpers"  # type: ignore[union-attr]
+        assert answers[-1].content[0].text == "200 helpers"
         client.messages.create(**ask(_follow_up(answers)))
         engine = gateway.core.engine
         (conv,) = engine.conversations()
@@ -453,7 +454,7 @@ def test_an_answer_that_is_not_a_message_reaches_the_client_as_sent(
     assert (raw.status_code, raw.http_response.content) == (answer.status, answer.body)
     assert raw.headers["content-type"] == answer.content_type
     message = client.messages.create(**ask([{"role": "user", "content": "hi"}]))
-    assert message.content[0].text == "the session goes on"  # type: ignore[union-attr]
+    assert message.content[0].text == "the session goes on"
     total = gateway.status()["total"]
     assert (total["requests"], total["upstream_calls"]) == (2, 2)
 
@@ -495,7 +496,7 @@ def test_an_answer_that_stalls_is_a_timeout_error_and_the_next_request_works(
             },
         }
         message = sdk.messages.create(**ask([{"role": "user", "content": "hi"}], tools=tools))
-        assert message.content[0].text == "again"  # type: ignore[union-attr]
+        assert message.content[0].text == "again"
         total = gateway.status()["total"]
     answered = where == "mid-message"
     assert (total["requests"], total["upstream_calls"]) == (2, 1 + answered)
@@ -516,7 +517,7 @@ def test_an_answer_dropped_before_its_end_is_an_api_error(
     assert error.body["error"]["type"] == "api_error"  # type: ignore[index]
     assert f"ectx gateway: no answer from the upstream {api.base_url}" in error.message
     message = client.messages.create(**ask([{"role": "user", "content": "hi"}], tools=tools))
-    assert message.content[0].text == "again"  # type: ignore[union-attr]
+    assert message.content[0].text == "again"
     total = gateway.status()["total"]
     answered = where == "mid-message"
     assert (total["requests"], total["upstream_calls"]) == (2, 1 + answered)
@@ -548,7 +549,7 @@ def test_an_error_status_reaches_the_client_as_sent_with_or_without_its_json(
     http = _created(client, tools, stream)
     assert (http.status_code, http.response.content) == (answer.status, answer.body)
     message = client.messages.create(**ask([{"role": "user", "content": "hi"}], tools=tools))
-    assert message.content[0].text == "again"  # type: ignore[union-attr]
+    assert message.content[0].text == "again"
     total = gateway.status()["total"]
     assert (total["requests"], total["upstream_calls"]) == (2, 1)
 
@@ -561,7 +562,7 @@ def _events(
 ) -> bytes:
     """One streamed answer of one block (a text "odd" unless told), as SSE bytes."""
     start = {"id": "msg_1", "type": "message", "role": "assistant", "model": MODEL}
-    events = [
+    events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {**start, "content": [], "usage": usage}},
         {
             "type": "content_block_start",
@@ -652,9 +653,9 @@ def test_usage_that_cannot_be_read_costs_the_client_nothing(
         with client.messages.stream(**body) as s:
             assert s.get_final_text() == "odd"
     else:
-        assert client.messages.create(**body).content[0].text == "odd"  # type: ignore[union-attr]
+        assert client.messages.create(**body).content[0].text == "odd"
     message = client.messages.create(**ask([{"role": "user", "content": "hi"}]))
-    assert message.content[0].text == "next"  # type: ignore[union-attr]
+    assert message.content[0].text == "next"
     total = gateway.status()["total"]
     assert (total["requests"], total["upstream_calls"]) == (2, 2)
 
@@ -662,8 +663,11 @@ def test_usage_that_cannot_be_read_costs_the_client_nothing(
 def test_count_tokens_and_other_paths_pass_through_unchanged(
     api: FakeMessagesAPI, client: anthropic.Anthropic
 ) -> None:
-    request = {"model": MODEL, "messages": [{"role": "user", "content": "count me"}]}
-    counted = client.messages.count_tokens(**request)  # type: ignore[arg-type]
+    request: dict[str, Any] = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "count me"}],
+    }
+    counted = client.messages.count_tokens(**request)
     assert counted.input_tokens > 0
     assert api.requests[0].path == "/v1/messages/count_tokens"
     assert api.requests[0].body == request
@@ -690,8 +694,12 @@ def test_status_sums_sessions(
 ) -> None:
     api.add_turns("one", "two")
     client.messages.create(**ask([{"role": "user", "content": "hi"}]))
-    plain = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "x"}]}
-    client.messages.create(**plain)  # type: ignore[arg-type]
+    plain: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "x"}],
+    }
+    client.messages.create(**plain)
     status = httpx2.get(f"{gateway.base_url}/ectx/status").json()
     sessions = status["sessions"]
     assert set(sessions) == {"11111111-2222-3333-4444-555555555555", "anonymous"}
@@ -716,7 +724,7 @@ def test_an_unknown_model_goes_as_it_came_before_the_engine_reads_it(
     and the conversation is not fed into the engine on every request only to fail."""
     api.add_turns(unknown_model("claude-nothing-9"))
     call = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/a"}}
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "read /a"},
         {"role": "assistant", "content": [call]},
         {"role": "user", "content": [read_result("toolu_1")]},
@@ -744,7 +752,7 @@ def test_an_engine_failure_forwards_the_request_as_it_came(
     api.add_turns("still answered")
     body = ask([{"role": "user", "content": "hi"}])
     message = client.messages.create(**body)
-    assert message.content[0].text == "still answered"  # type: ignore[union-attr]
+    assert message.content[0].text == "still answered"
     assert api.message_requests[0].body == body
     assert "engine bug" in caplog.text
 
@@ -770,7 +778,7 @@ def test_a_failed_hydration_falls_back_to_the_request_as_it_came(
     monkeypatch.setattr(gateway.core, "_build", second_build_fails)
     body = ask([{"role": "user", "content": "hi"}])
     message = client.messages.create(**body)
-    assert message.content[0].text == "direct answer"  # type: ignore[union-attr]
+    assert message.content[0].text == "direct answer"
     assert api.message_requests[-1].body == body
     total = gateway.status()["total"]  # both upstream calls were billed
     assert (total["requests"], total["upstream_calls"]) == (1, 2)
@@ -786,7 +794,7 @@ def test_a_rewind_or_a_sub_agent_starts_another_conversation(
         "rewound",
         "sub-agent",
     )
-    first = [{"role": "user", "content": "What does app.py do?"}]
+    first: list[dict[str, Any]] = [{"role": "user", "content": "What does app.py do?"}]
     answer = client.messages.create(**ask(first))
     read = [b.model_dump(exclude_none=True) for b in answer.content]
     grown = [*first, {"role": "assistant", "content": read}]
@@ -812,7 +820,7 @@ def test_parallel_results_go_upstream_in_the_order_asked_and_all_cached(
         for name in ("big", "small")
     ]
     api.add_turns({"tool_use": reads}, "Both read.")
-    first = [{"role": "user", "content": "Read both."}]
+    first: list[dict[str, Any]] = [{"role": "user", "content": "Read both."}]
     answer = client.messages.create(**ask(first))
     uses = [b.model_dump(exclude_none=True) for b in answer.content]
     small = {"type": "tool_result", "tool_use_id": "toolu_small", "content": "Y = 2"}
@@ -837,7 +845,7 @@ def test_a_rewound_prompt_forks_the_conversation_at_the_shared_messages(
         "Done.",
         "Done again.",
     )
-    first = [{"role": "user", "content": "What does app.py do?"}]
+    first: list[dict[str, Any]] = [{"role": "user", "content": "What does app.py do?"}]
     answer = client.messages.create(**ask(first))
     read = [b.model_dump(exclude_none=True) for b in answer.content]
     grown = [*first, {"role": "assistant", "content": read}]
@@ -870,7 +878,7 @@ def test_a_lone_surrogate_passes_through_as_its_json_escape(
     JSON.stringify writes one as the escape, and the gateway answers the same way."""
     api.add_turns("half a pair: \ud83d, then more")
     result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "out \ud83d put"}
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "run it"},
         {
             "role": "assistant",
@@ -923,14 +931,14 @@ def test_a_lone_surrogate_in_an_event_the_gateway_rewrites_reaches_the_sdk(
         "half a pair: \ud83d, then more",
     )
     last = _conversation(client, stream=True)[-1]
-    texts = [b.text for b in last.content]  # type: ignore[union-attr]
+    texts = [b.text for b in last.content]
     assert texts == ["let me look", "half a pair: \ud83d, then more"]
 
 
 @pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
 @pytest.mark.parametrize(("cut", "status"), [("stall", 504), ("drop", 502)])
 def test_an_error_answer_broken_off_before_a_stream_began_is_an_error(
-    api: FakeMessagesAPI, tmp_path: Path, tools: list[Any], cut: str, status: int
+    api: FakeMessagesAPI, tmp_path: Path, tools: list[Any], cut: Cut, status: int
 ) -> None:
     api.add_turns(replace(BROKEN_OFF["mid-error"], cut=cut), "again")
     with (
@@ -960,7 +968,7 @@ def test_an_answer_that_stalls_after_a_hydration_round_is_a_timeout_error(
         assert raised.value.body["error"]["type"] == "timeout_error"  # type: ignore[index]
         api.add_turns("again")
         message = sdk.messages.create(**ask([{"role": "user", "content": "hi"}]))
-        assert message.content[0].text == "again"  # type: ignore[union-attr]
+        assert message.content[0].text == "again"
         figures = gateway.status()["sessions"]["11111111-2222-3333-4444-555555555555"]
     assert (figures["requests"], figures["hydrations"]) == (4, 1)
     assert figures["upstream_calls"] == 4 + stream
@@ -980,7 +988,7 @@ def test_a_client_that_gives_up_first_leaves_the_call_accounted_and_the_gateway_
             sdk.messages.create(**ask([{"role": "user", "content": "hi"}]), timeout=0.2)
         assert _recorded(gateway, 1)["requests"] == 1
         message = sdk.messages.create(**ask([{"role": "user", "content": "hi"}]))
-        assert message.content[0].text == "again"  # type: ignore[union-attr]
+        assert message.content[0].text == "again"
         assert (gateway.status()["total"]["requests"], len(api.message_requests)) == (2, 2)
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ephemeral_context.context.engine import ContextEngine, ToolOutput
+from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 from ephemeral_context.documents import DocumentMirror, TextEdit
 from ephemeral_context.model.pins import Pins
 from ephemeral_context.model.tools import ToolEnv
@@ -166,7 +166,7 @@ def test_a_pinned_definition_stays_one_when_the_model_reads_its_file(project: Pr
     )
     read = SOURCE + "# read later\n"
     engine.add_tool_result(
-        "c", ToolOutput("toolu_1", read, kind="file", uri=project.uri, content=read)
+        "c", ToolOutput("toolu_1", read, kind=BlockKind.FILE, uri=project.uri, content=read)
     )
     [row] = engine.items()
     assert row.pinned and row.id != pinned.id and engine.pinned_files() == []

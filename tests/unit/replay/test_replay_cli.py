@@ -36,10 +36,10 @@ STRATEGY_KEYS = {
 }
 
 
-def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
     assert main(["replay", "--json", *argv]) == 0
     out = capsys.readouterr().out
-    result: dict[str, object] = json.loads(out)
+    result: dict[str, Any] = json.loads(out)
     return result
 
 
@@ -47,7 +47,7 @@ def test_demo_json_has_the_documented_shape(capsys: pytest.CaptureFixture[str]) 
     report = run_json(capsys, "--demo")
     assert list(report) == ["sessions", "errors"]
     assert report["errors"] == []
-    (session,) = report["sessions"]  # type: ignore[misc]
+    (session,) = report["sessions"]
     assert list(session) == [
         "path",
         "parent",
@@ -79,7 +79,7 @@ def test_real_transcript_json_carries_recorded_usage_and_fidelity(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     path = transcript(DRMACIVER)
-    (session,) = run_json(capsys, str(path))["sessions"]  # type: ignore[misc]
+    (session,) = run_json(capsys, str(path))["sessions"]
     assert session["recorded_usage"] == {
         "input_tokens": 38,
         "cache_creation_input_tokens": 22988,
@@ -102,7 +102,7 @@ def test_plot_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_no_path_and_no_own_sessions_replays_the_demo(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    (session,) = run_json(capsys)["sessions"]  # type: ignore[misc]
+    (session,) = run_json(capsys)["sessions"]
     assert session["path"] == str(DEMO_SESSION)
 
 
@@ -124,16 +124,16 @@ def test_no_path_replays_own_sessions_newest_first_with_their_subagents(
         isolated_home, "-home-dev-api", "9a8b/subagents/agent-a1.jsonl", SUBAGENT, 1_700_000_400
     )
     sessions = run_json(capsys)["sessions"]
-    assert [s["path"] for s in sessions] == [str(new), str(agent), str(old)]  # type: ignore[index]
-    assert [s["calls"] for s in sessions] == [71, 71, 170]  # type: ignore[index]
-    assert [s["parent"] for s in sessions] == [None, str(new), None]  # type: ignore[index]
+    assert [s["path"] for s in sessions] == [str(new), str(agent), str(old)]
+    assert [s["calls"] for s in sessions] == [71, 71, 170]
+    assert [s["parent"] for s in sessions] == [None, str(new), None]
 
-    (latest, its_agent) = run_json(capsys, "--limit", "1")["sessions"]  # type: ignore[misc]
+    (latest, its_agent) = run_json(capsys, "--limit", "1")["sessions"]
     assert (latest["path"], its_agent["path"]) == (str(new), str(agent))
-    (shop,) = run_json(capsys, "--project", "/home/dev/shop")["sessions"]  # type: ignore[misc]
+    (shop,) = run_json(capsys, "--project", "/home/dev/shop")["sessions"]
     assert shop["path"] == str(old)
     since = datetime.fromtimestamp(1_700_000_450).isoformat()
-    assert len(run_json(capsys, "--since", since)["sessions"]) == 2  # type: ignore[arg-type]
+    assert len(run_json(capsys, "--since", since)["sessions"]) == 2
 
 
 def test_the_table_ends_with_what_the_sessions_cost_and_each_strategy_would(
@@ -149,7 +149,7 @@ def test_the_table_ends_with_what_the_sessions_cost_and_each_strategy_would(
     listed = dict(item.split(" $") for item in each.split(", "))
     assert list(listed) == list(STRATEGIES)
     for name, dollars in listed.items():
-        total = sum(s["strategies"][name]["cost_usd"] for s in sessions)  # type: ignore[index]
+        total = sum(s["strategies"][name]["cost_usd"] for s in sessions)
         assert float(dollars.replace(",", "")) == pytest.approx(total, abs=0.01)
 
 
@@ -196,7 +196,7 @@ def test_a_lone_surrogate_in_a_transcript_is_replayed_not_an_error(
     assert b"\\ud83d" in path.read_bytes()
     report = run_json(capsys, str(path))
     assert report["errors"] == []
-    assert [s["path"] for s in report["sessions"]] == [str(path)]  # type: ignore[index]
+    assert [s["path"] for s in report["sessions"]] == [str(path)]
 
 
 @pytest.mark.parametrize("count", ["many", -5], ids=["not-a-number", "negative"])

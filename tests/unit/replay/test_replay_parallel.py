@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from ephemeral_context.replay import report as report_module
 from ephemeral_context.replay.parallel import DIED, Lost, run_in_workers
 from ephemeral_context.replay.report import WORKER_DIED_ONCE, Report, replay, to_json
+from ephemeral_context.replay.strategies import STRATEGIES
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "data" / "transcripts"
 RANDLEE = TRANSCRIPTS / "randlee__claude-history__subagents__agent-aabf2dd.jsonl"
@@ -48,18 +50,18 @@ def test_workers_give_the_report_one_process_gives(tmp_path: Path, alone: Report
 
 
 def test_a_small_batch_or_own_strategies_stay_in_this_process() -> None:
-    assert report_module._workers([D_KIMUSON, RANDLEE], report_module.STRATEGIES) == 1
+    assert report_module._workers([D_KIMUSON, RANDLEE], STRATEGIES) == 1
     big = [D_KIMUSON] * (report_module.PARALLEL_FROM_BYTES // D_KIMUSON.stat().st_size + 1)
-    assert report_module._workers(big, report_module.STRATEGIES) >= min(2, os.cpu_count() or 1)
-    assert report_module._workers(big, dict(report_module.STRATEGIES)) == 1
+    assert report_module._workers(big, STRATEGIES) >= min(2, os.cpu_count() or 1)
+    assert report_module._workers(big, dict(STRATEGIES)) == 1
 
 
 def test_an_interpreter_without_an_executable_replays_in_itself(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     big = [D_KIMUSON] * (report_module.PARALLEL_FROM_BYTES // D_KIMUSON.stat().st_size + 1)
-    monkeypatch.setattr(report_module.sys, "executable", "")
-    assert report_module._workers(big, report_module.STRATEGIES) == 1
+    monkeypatch.setattr(sys, "executable", "")  # the interpreter report.py asks
+    assert report_module._workers(big, STRATEGIES) == 1
 
 
 def _workers_of(pid: int) -> list[int]:

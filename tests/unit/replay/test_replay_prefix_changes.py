@@ -6,6 +6,7 @@ the system prompt every turn). The recorded replay then writes the prefix again 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ephemeral_context.replay.reader import read_session
 from ephemeral_context.replay.strategies import STRATEGIES
@@ -23,7 +24,7 @@ def _usage(read: int, write: int) -> dict[str, int]:
 def _skill_session(version: str, *, edit: str | None = None) -> Transcript:
     """Write a skill, answer at once (the watcher has not seen it), then 5 s later again."""
     t = Transcript(model="claude-opus-4-5-20251101")
-    on = {"version": version, "cwd": "/w"}
+    on: dict[str, Any] = {"version": version, "cwd": "/w"}
     t.user("make a skill", **on)
     t.assistant(
         [tool_use("t1", "Write", file_path=SKILL, content=SKILL_TEXT)], _usage(20_000, 5_000), **on

@@ -804,8 +804,8 @@ def test_zeds_bridge_tools_read_and_change_files_as_the_built_ins_do(tmp_path: P
     t.tool_result("r5", "x = 1" + BRIDGE_REMINDER)
     t.assistant([tool_use("r3", "mcp__acp__Read", file_path="/w/gone.js")])
     t.tool_result("r3", 'Reading file failed: {"code":-32002,"message":"Resource not found"}')
-    edit = {"old_string": "line 7", "new_string": "seven"}
-    t.assistant([tool_use("e1", "mcp__acp__Edit", file_path="/w/app.js", **edit)])
+    edit_input = {"old_string": "line 7", "new_string": "seven"}
+    t.assistant([tool_use("e1", "mcp__acp__Edit", file_path="/w/app.js", **edit_input)])
     t.tool_result("e1", "--- /w/app.js\n+++ /w/app.js\n@@ -7 +7 @@\n-line 7\n+seven")
     t.assistant([tool_use("w1", "mcp__acp__Write", file_path="/w/new.js", content="x = 1\n")])
     t.tool_result("w1", "")
