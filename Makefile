@@ -24,7 +24,7 @@ lint: $(STAMP) ## ruff
 	$(VENV)/bin/ruff check server tests
 	$(VENV)/bin/ruff format --check server tests
 
-typecheck: $(STAMP) ## mypy (strict) over the package
+typecheck: $(STAMP) ## mypy (strict) over the package and its tests
 	$(VENV)/bin/mypy
 
 unit: $(STAMP) ## the suite without the real-editor end-to-end tests
