@@ -19,6 +19,7 @@ API:
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,6 +88,20 @@ class Conversation:
     evicted_tokens: dict[tuple[int, str], int] = field(default_factory=dict)
     """(block content key, placeholder text) -> tokens of that evicted form (eviction.py
     weighs every candidate before every call; the count is the same each time)."""
+
+    def names(self, item_id: str) -> bool:
+        """Whether this conversation showed its model `item_id`: a block's, a file view's or
+        a segment entry's id, or a reference (`[[kind:id]]`) in a block as sent. What its
+        hydration calls may fetch where the store is shared with other conversations."""
+        if any(v.item_id == item_id for v in self.files.values()) or any(
+            e.item_id == item_id for e in self.segment
+        ):
+            return True
+        reference = f":{item_id}]]"
+        return any(
+            tb.item_id == item_id or reference in json.dumps(tb.block, ensure_ascii=False)
+            for tb in self.thread
+        )
 
     def show_file(
         self,

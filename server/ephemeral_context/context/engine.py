@@ -403,10 +403,11 @@ class ContextEngine:
     # ------------------------------------------------------------------ hydration
 
     def read_session_file(
-        self, item_id: str, offset: int = 0, limit: int | None = None
+        self, item_id: str, offset: int = 0, limit: int | None = None, conv: str | None = None
     ) -> HydratedText:
-        """Any id ever shown, whole or a slice; store errors (unknown, expired) propagate."""
-        return item_api.read_session_file(self.state, item_id, offset, limit)
+        """Any id ever shown, whole or a slice (only those `conv` was shown, when given);
+        store errors (unknown, expired) propagate."""
+        return item_api.read_session_file(self.state, item_id, offset, limit, conv)
 
     def hydrate(
         self,

@@ -26,7 +26,7 @@ from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.ledger import ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.documents import Document, DocumentMirror, utf8
-from ephemeral_context.store import check_range
+from ephemeral_context.store import UnknownId, check_range
 from ephemeral_context.syntax import SymbolText, address, find_symbol
 
 
@@ -231,11 +231,15 @@ def listed(state: EngineState) -> list[ItemInfo]:
 
 
 def read_session_file(
-    state: EngineState, item_id: str, offset: int, limit: int | None
+    state: EngineState, item_id: str, offset: int, limit: int | None, conv: str | None = None
 ) -> HydratedText:
-    """Any id ever shown, whole or a slice; store errors (unknown, expired) propagate."""
-    item = state.ledger.get(item_id)
+    """Any id ever shown, whole or a slice, or only those conversation `conv` was shown
+    (`Conversation.names`: an id another one was shown is unknown there); store errors
+    (unknown, expired) propagate."""
     stored = state.store.get(item_id, offset, limit)
+    if conv is not None and not state.conversation(conv).names(stored.id):
+        raise UnknownId(item_id)
+    item = state.ledger.get(stored.id)
     return HydratedText(
         item_id,
         stored.text,

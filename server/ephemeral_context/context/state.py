@@ -33,6 +33,9 @@ class StoredEntryLike(Protocol):
 
 class StoredTextLike(Protocol):
     @property
+    def id(self) -> str: ...
+
+    @property
     def text(self) -> str: ...
 
     @property

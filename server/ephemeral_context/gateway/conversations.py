@@ -1,14 +1,14 @@
 """Which conversation a request continues, and what of it the engine has not seen yet.
 
 Claude Code re-sends the whole conversation on every call. The gateway keeps, per engine
-conversation, a key for each client message it has fed; a request continues the thread
-whose keys are a prefix of the request's (first among the threads of its Claude Code
-session, named in `metadata.user_id` or the `x-claude-code-session-id` header; the longest
-prefix wins). A request that extends no thread (a rewind, `/compact`, a sub-agent, a retry
-after a hydration round the client never received) starts a new one: forked from the thread
-of its session that shares the most leading messages with it (`branch`), at the engine's
-position after them, so the shared prefix goes out as it was sent; from its first message
-when none does.
+conversation, a key for each client message it has fed; a request continues the thread of
+its Claude Code session (named in `metadata.user_id` or the `x-claude-code-session-id`
+header) whose keys are a prefix of the request's (the longest prefix wins), never another
+session's. A request that extends no thread (a rewind, `/compact`, a sub-agent, a retry
+after a hydration round the client never received, a session opening with another one's
+history) starts a new one: forked from the thread that shares the most leading messages
+with it (`branch`: of its session, else of any), at the engine's position after them, so
+the shared prefix goes out as it was sent; from its first message when none does.
 
 A message's key is taken over what the model reads (types, texts, tool ids, names and
 inputs, result texts), not over `cache_control` or signatures, so Claude Code moving its
@@ -163,30 +163,31 @@ class Conversations:
         self._count = 0
 
     def find(self, session: str | None, keys: Sequence[str]) -> Thread | None:
-        """The thread this request continues: its session's first, else any; the longest."""
-        pools = [self._threads.get(session, [])] if session else []
-        pools.append([t for ts in self._threads.values() for t in ts])
-        for pool in pools:
-            found = [t for t in pool if t.extended_by(keys)]
-            if found:
-                return max(found, key=lambda t: len(t.keys))
-        return None
+        """The thread of this request's session that it continues (the longest): never
+        another session's, which would go on with the newcomer's messages in it."""
+        found = [t for t in self._threads.get(session or "anonymous", []) if t.extended_by(keys)]
+        return max(found, key=lambda t: len(t.keys)) if found else None
 
     def branch(self, session: str | None, keys: Sequence[str]) -> tuple[Thread | None, int]:
-        """The thread of `session` sharing the most leading messages with a request that
-        extends none, and how many; (None, 0) when none shares any it was fed."""
-        best: Thread | None = None
-        shared = 0
-        for thread in self._threads.get(session or "anonymous", []):
-            if thread.passthrough or len(thread.ends) != len(thread.keys):
-                continue
-            n = next(
-                (i for i, (a, b) in enumerate(zip(thread.keys, keys, strict=False)) if a != b),
-                min(len(thread.keys), len(keys)),
-            )
-            if n > shared:
-                best, shared = thread, n
-        return best, shared
+        """The thread sharing the most leading messages with a request that extends none,
+        and how many: of its session, else of any (a session that opens with another one's
+        history forks from it); (None, 0) when none shares any it was fed."""
+        own = self._threads.get(session or "anonymous", [])
+        for pool in (own, [t for ts in self._threads.values() for t in ts if t not in own]):
+            best: Thread | None = None
+            shared = 0
+            for thread in pool:
+                if thread.passthrough or len(thread.ends) != len(thread.keys):
+                    continue
+                n = next(
+                    (i for i, (a, b) in enumerate(zip(thread.keys, keys, strict=False)) if a != b),
+                    min(len(thread.keys), len(keys)),
+                )
+                if n > shared:
+                    best, shared = thread, n
+            if best is not None:
+                return best, shared
+        return None, 0
 
     def start(self, session: str | None) -> Thread:
         """A new thread (and engine conversation) for a request that continues none."""

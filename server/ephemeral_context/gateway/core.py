@@ -259,7 +259,8 @@ class GatewayCore:
         return True
 
     async def _hydrate(self, plan: Plan, call: Mapping[str, Any]) -> Fetched:
-        result = await run_tool(self._tools, HYDRATION_TOOL_NAME, call.get("input"))
+        tools = replace(self._tools, conversation=plan.thread.conv)  # its own ids only
+        result = await run_tool(tools, HYDRATION_TOOL_NAME, call.get("input"))
         plan.hydrations += 1
         plan.hydration_errors += int(result.is_error)
         if result.is_error:

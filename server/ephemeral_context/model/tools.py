@@ -118,6 +118,9 @@ class ToolEnv:
     engine: ContextEngine | None = None
     skills: SkillFolder | None = None
     memory_root: Path | None = None
+    conversation: str | None = None
+    """The engine conversation whose ids `read_session_file` may fetch (the gateway's, whose
+    store other conversations share); None: any id ever shown (the editor's, `ectx ask`)."""
 
     @classmethod
     def configured(
@@ -399,9 +402,11 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
     limit = _int(args, "limit", 1)
     if env.engine is None:
         return _error("read_session_file is not available in this session")
-    hydrated = env.engine.read_session_file(item_id, offset, limit)
+    hydrated = env.engine.read_session_file(item_id, offset, limit, env.conversation)
     path = uri_to_path(hydrated.uri) if hydrated.uri else None
-    if (finding := find_secret(hydrated.text)) is not None and not (
+    # The whole text is checked: a slice beside a key's header would carry its body.
+    whole = env.engine.read_session_file(hydrated.id) if limit is not None or offset else hydrated
+    if (finding := find_secret(whole.text)) is not None and not (
         path is not None and env.secrets.opted_in(path.resolve())
     ):
         reason = f"it contains what looks like {finding.kind}"

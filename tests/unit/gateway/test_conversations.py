@@ -13,6 +13,7 @@ from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.gateway import GatewayCore
 from ephemeral_context.gateway.conversations import working_directory
 from ephemeral_context.gateway.core import Plan
+from ephemeral_context.gateway.outbound import HYDRATION_TOOL_NAME
 from ephemeral_context.store import Store
 
 SERENA = "mcp__plugin_serena_serena__"
@@ -37,14 +38,16 @@ def core(tmp_path: Path) -> Iterator[GatewayCore]:
     store.close()
 
 
-def request(messages: list[dict[str, Any]], environment: str = ENVIRONMENT) -> dict[str, Any]:
+def request(
+    messages: list[dict[str, Any]], environment: str = ENVIRONMENT, session: str = "s-1"
+) -> dict[str, Any]:
     return {
         "model": "claude-sonnet-4-6",
         "max_tokens": 256,
         "system": [{"type": "text", "text": "You are a coding agent.\n" + environment}],
         "tools": TOOLS,
         "messages": messages,
-        "metadata": {"user_id": json.dumps({"session_id": "s-1"})},
+        "metadata": {"user_id": json.dumps({"session_id": session})},
     }
 
 
@@ -111,3 +114,64 @@ def test_the_working_directory_is_read_from_each_releases_environment_section(
     system: str, directory: str | None
 ) -> None:
     assert working_directory(system) == directory
+
+
+def hydrate(item_id: str) -> list[dict[str, Any]]:
+    """An upstream answer that only calls the hydration tool."""
+    call = {"type": "tool_use", "id": "h1", "name": HYDRATION_TOOL_NAME, "input": {"id": item_id}}
+    return [call]
+
+
+def hydrated(plan: Plan) -> dict[str, Any]:
+    """The answer the gateway gave the hydration call, as the next upstream request sends it."""
+    results: list[dict[str, Any]] = [
+        block
+        for message in plan.body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result" and block.get("tool_use_id") == "h1"
+    ]
+    [result] = results
+    return result
+
+
+async def test_a_conversation_fetches_back_only_what_it_was_shown(core: GatewayCore) -> None:
+    """The store behind the gateway is shared by every conversation it carries: an id that
+    another session's conversation was shown is unknown to this one, whole or in part."""
+    mine = core.prepare(request([{"role": "user", "content": "go"}, *read("r1", "a.js")]), {})
+    theirs = core.prepare(
+        request([{"role": "user", "content": "other"}, *read("r2", "b.js")], session="s-2"), {}
+    )
+    assert isinstance(mine, Plan) and isinstance(theirs, Plan)
+    [own] = core.engine.file_views(mine.thread.conv)
+    [foreign] = core.engine.file_views(theirs.thread.conv)
+    assert await core.answer_hydrations(mine, hydrate(own.item_id))
+    result = hydrated(mine)
+    assert not result.get("is_error") and "# a.js" in json.dumps(result)
+    for n, item_id in enumerate((foreign.item_id, f"[[file:{foreign.item_id}]]")):
+        # a third session with the first one's history: its fork was shown a.js, not b.js
+        other = core.prepare(
+            request([{"role": "user", "content": "go"}, *read("r1", "a.js")], session=f"s{n}"), {}
+        )
+        assert isinstance(other, Plan)
+        assert await core.answer_hydrations(other, hydrate(item_id))
+        refused = hydrated(other)
+        assert refused.get("is_error") and "# b.js" not in json.dumps(refused)
+
+
+def test_another_sessions_history_forks_from_it_and_leaves_it_as_it_was(
+    core: GatewayCore,
+) -> None:
+    """A session that opens with another one's messages (a `--fork-session` copy, the same
+    first prompt) starts from the prefix they share, in a conversation of its own: the
+    other session's goes on where it was, with nothing of the newcomer's in it."""
+    shared = [{"role": "user", "content": "tidy the store"}, *read("r1", "src/a.js")]
+    first = core.prepare(request(shared), {})
+    newcomer = core.prepare(request([*shared, *read("r2", "src/b.js")], session="s-2"), {})
+    assert isinstance(first, Plan) and isinstance(newcomer, Plan)
+    assert newcomer.thread is not first.thread and newcomer.thread.session == "s-2"
+    assert files(core, newcomer) == ["file:///w/here/src/a.js", "file:///w/here/src/b.js"]
+    assert files(core, first) == ["file:///w/here/src/a.js"]
+    going_on = core.prepare(request([*shared, *read("r3", "src/c.js")]), {})
+    assert isinstance(going_on, Plan) and going_on.thread is first.thread
+    assert files(core, going_on) == ["file:///w/here/src/a.js", "file:///w/here/src/c.js"]

@@ -83,6 +83,9 @@ async def test_read_session_file_through_the_engine(env: ToolEnv, store: Store) 
     withheld = await run_tool(env, "read_session_file", {"id": leaked.id})
     assert withheld.is_error and "a GitHub token" in withheld.text
     assert GITHUB_TOKEN not in withheld.text
+    # A slice is withheld with its whole: the part beside the token's prefix is its body.
+    beside = await run_tool(env, "read_session_file", {"id": leaked.id, "offset": 13})
+    assert beside.is_error and GITHUB_TOKEN[4:] not in beside.text
     unknown = await run_tool(env, "read_session_file", {"id": "deadbeefdeadbeef"})
     assert unknown.is_error and "deadbeef" in unknown.text
 
