@@ -145,6 +145,11 @@ class ContextEngine:
         prefix as it was sent, never by appending that history again."""
         self.state.conversations[conv] = fork(self.state.conversation(source), conv, at)
 
+    def end(self, conv: str) -> None:
+        """Forget `conv` (over, or no longer trusted): what it was shown stays in the store
+        under its ids; a later request of it starts a new one."""
+        self.state.conversations.pop(conv, None)
+
     def add_user_text(self, conv: str, text: str, *, tokens: int | None = None) -> None:
         """A user message (typed by the human)."""
         intake.add_user_text(self.state, conv, text, tokens)

@@ -142,6 +142,8 @@ class Thread:
     """The working directory the client's system prompt names (Serena's paths resolve
     under it until a project is activated)."""
     expected: Expected | None = None
+    used_at: float = 0.0
+    """When a request last went on in it (idle ones are dropped: `Conversations.idle`)."""
     passthrough: str | None = None
     """Why this conversation goes upstream unchanged (content the engine cannot hold)."""
 
@@ -198,10 +200,16 @@ class Conversations:
         return thread
 
     def forget(self, thread: Thread) -> None:
-        """Drop a thread whose engine conversation can no longer be trusted."""
+        """Drop a thread whose engine conversation can no longer be trusted, or has ended."""
         threads = self._threads.get(thread.session, [])
         if thread in threads:
             threads.remove(thread)
+        if not threads:
+            self._threads.pop(thread.session, None)
+
+    def idle(self, since: float) -> list[Thread]:
+        """The threads no request went on in since `since`."""
+        return [t for ts in self._threads.values() for t in ts if t.used_at < since]
 
     def sessions(self) -> list[str]:
         return list(self._threads)

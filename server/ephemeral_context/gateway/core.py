@@ -60,6 +60,11 @@ log = logging.getLogger(__name__)
 
 UNSUPPORTED_BLOCKS = frozenset({"image", "document"})
 
+IDLE_SECONDS = 6 * 3600
+"""A conversation no request went on in for this long is dropped, engine state and all:
+its cache (an hour at most) is long cold, and a request that comes back to it starts
+again from the client's messages."""
+
 
 class Unsupported(ValueError):
     """A request the engine cannot represent; it goes upstream as the client sent it."""
@@ -165,6 +170,8 @@ class GatewayCore:
             lookup(str(client.get("model", "")))  # the engine sizes and prices by the model
         except UnknownModelError as unknown:  # a model newer than prices.py, or a typo
             return self._passthrough(str(unknown), session, client, now)
+        for idle in self.conversations.idle(now - IDLE_SECONDS):
+            self._forget(idle)
         messages: list[Mapping[str, Any]] = client["messages"]
         keys = [message_key(m) for m in messages]
         thread = self.conversations.find(session, keys)
@@ -180,17 +187,23 @@ class GatewayCore:
                 thread.roots, thread.cwd = source.roots[:shared], source.cwd
                 thread.calls = source.calls.branch(source.roots[shared - 1])
                 thread.system_texts = set(source.system_texts)
+        thread.used_at = now
         try:
             body = self._feed_and_build(thread, client, messages, keys)
         except Unsupported as why:
             thread.passthrough, thread.keys = str(why), keys
             return self._passthrough(str(why), session, client, now)
         except Exception as error:  # the engine failed: this request goes as it came
-            self.conversations.forget(thread)
+            self._forget(thread)
             log.exception("the engine could not handle a request; forwarded unchanged")
             return self._passthrough(f"engine error: {error!r}", session, client, now)
         pricing = self.savings.price_direct(thread.session, client, body, now)
         return Plan(thread, client, body, pricing)
+
+    def _forget(self, thread: Thread) -> None:
+        """Drop a thread and its engine conversation (failed, or idle too long)."""
+        self.conversations.forget(thread)
+        self.engine.end(thread.conv)
 
     def _passthrough(
         self, reason: str, session: str, client: Mapping[str, Any], now: float
@@ -254,7 +267,7 @@ class GatewayCore:
             plan.body = self._build(plan.thread, plan.client)
         except Exception:
             log.exception("the engine failed while answering a hydration call")
-            self.conversations.forget(plan.thread)
+            self._forget(plan.thread)
             return False
         return True
 
@@ -277,7 +290,7 @@ class GatewayCore:
             owed = [await self._hydrate(plan, c) for c in hidden]
         except Exception:  # the answer still goes to the client; the conversation restarts
             log.exception("the engine failed while answering a hydration call")
-            self.conversations.forget(plan.thread)
+            self._forget(plan.thread)
             return
         key = message_key({"role": "assistant", "content": list(shown)})
         plan.thread.expected = Expected(key, [dict(b) for b in last], owed)

@@ -12,7 +12,7 @@ import pytest
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.gateway import GatewayCore
 from ephemeral_context.gateway.conversations import working_directory
-from ephemeral_context.gateway.core import Plan
+from ephemeral_context.gateway.core import IDLE_SECONDS, Plan
 from ephemeral_context.gateway.outbound import HYDRATION_TOOL_NAME
 from ephemeral_context.store import Store
 
@@ -175,3 +175,27 @@ def test_another_sessions_history_forks_from_it_and_leaves_it_as_it_was(
     going_on = core.prepare(request([*shared, *read("r3", "src/c.js")]), {})
     assert isinstance(going_on, Plan) and going_on.thread is first.thread
     assert files(core, going_on) == ["file:///w/here/src/a.js", "file:///w/here/src/c.js"]
+
+
+def test_a_conversation_idle_for_hours_is_dropped_with_its_engine_state(tmp_path: Path) -> None:
+    """The gateway runs for days: a conversation no request went on in for IDLE_SECONDS is
+    forgotten, the engine's copy too (its cache is long cold); one that comes back after
+    that starts again from its messages, and one still in use keeps its state."""
+    now = [1000.0]
+    store = Store(tmp_path / "store")
+    core = GatewayCore(ContextEngine(store), clock=lambda: now[0])
+    old = [{"role": "user", "content": "old work"}, *read("r1", "a.js")]
+    first = core.prepare(request(old, session="s-old"), {})
+    now[0] += IDLE_SECONDS - 60
+    busy = [{"role": "user", "content": "busy"}, *read("r2", "b.js")]
+    core.prepare(request(busy), {})
+    assert len(core.engine.conversations()) == 2
+    now[0] += 120  # the first one has been idle for longer than IDLE_SECONDS, not the second
+    going_on = core.prepare(request([*busy, *read("r3", "c.js")]), {})
+    assert isinstance(first, Plan) and isinstance(going_on, Plan)
+    assert first.thread.conv not in core.engine.conversations()
+    assert core.engine.conversations() == [going_on.thread.conv]
+    back = core.prepare(request([*old, *read("r4", "d.js")], session="s-old"), {})
+    assert isinstance(back, Plan) and back.thread.conv != first.thread.conv
+    assert files(core, back) == ["file:///w/here/a.js", "file:///w/here/d.js"]
+    store.close()
