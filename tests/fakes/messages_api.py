@@ -261,6 +261,26 @@ MID_CONVERSATION_SYSTEM = (4, 8)
 """The first model version that accepts role "system" messages inside `messages` (Opus 4.8)."""
 
 
+def _typed_text_problem(where: str, block: Mapping[str, Any]) -> str | None:
+    """A text block's text, or a tool result's content, of a type the API's schema refuses
+    (a number, an object): in its words, or None."""
+    kind = block.get("type")
+    if kind == "text" and not isinstance(block.get("text"), str):
+        return f"{where}.text.text: Input should be a valid string"
+    if kind != "tool_result" or "content" not in block:
+        return None
+    content = block["content"]
+    if isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return f"{where}.tool_result.content: Input should be a valid list"
+    for n, item in enumerate(content):
+        text = item.get("text") if isinstance(item, Mapping) and item.get("type") == "text" else ""
+        if not isinstance(text, str):
+            return f"{where}.tool_result.content.{n}.text.text: Input should be a valid string"
+    return None
+
+
 def conversation_problem(messages: Sequence[Any], *, system_messages: bool = True) -> str | None:
     """What the API would reject in this message list, in its words, or None.
 
@@ -306,6 +326,8 @@ def conversation_problem(messages: Sequence[Any], *, system_messages: bool = Tru
             kind = block.get("type")
             if kind == "text" and not block.get("text") and not final_prefill:
                 return f"messages.{m}.content.{j}: text content blocks must be non-empty"
+            if (problem := _typed_text_problem(f"messages.{m}.content.{j}", block)) is not None:
+                return problem
             if kind == "tool_result":
                 tool_use_id = str(block.get("tool_use_id"))
                 if tool_use_id not in pending:

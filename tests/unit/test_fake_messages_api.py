@@ -496,10 +496,10 @@ def tool_turn(tool_id: str) -> dict[str, Any]:
     }
 
 
-def result(tool_id: str) -> dict[str, Any]:
+def result(tool_id: str, content: Any = "ok") -> dict[str, Any]:
     return {
         "role": "user",
-        "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": "ok"}],
+        "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": content}],
     }
 
 
@@ -513,6 +513,12 @@ def result(tool_id: str) -> dict[str, Any]:
         ([*HI, tool_turn("toolu_a"), *HI], "without `tool_result` blocks"),
         ([*HI, tool_turn("toolu_a"), result("toolu_b")], "unexpected `tool_use_id`"),
         ([{"role": "system", "content": "x"}], "role"),
+        ([{"role": "user", "content": [{"type": "text", "text": 5}]}], "valid string"),
+        ([*HI, tool_turn("toolu_a"), result("toolu_a", 5)], "valid list"),
+        (
+            [*HI, tool_turn("toolu_a"), result("toolu_a", [{"type": "text", "text": None}])],
+            "valid string",
+        ),
     ],
 )
 def test_conversations_the_api_rejects_are_rejected(

@@ -125,6 +125,9 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
             isinstance(c, Mapping) and c.get("type") != "text" for c in nested
         ):
             raise Unsupported(f"{kind} content (the engine holds text only)")
+        if _not_text(item) or any(isinstance(c, Mapping) and _not_text(c) for c in nested):
+            # the API refuses it with a clear error; the engine would have sent it mended
+            raise Unsupported(f"a {kind} block whose text or content is not text")
         block, problems = api_content_block(item, thread.calls, thread.cwd)
         if block is None:
             if problems:  # an unknown block type: the engine would drop it
@@ -134,6 +137,15 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
         if role == "system" and block.type == "text":
             thread.system_texts.add(block.text)
     return Message("assistant" if role == "assistant" else "user", tuple(blocks), 0.0, 0)
+
+
+def _not_text(item: Mapping[str, Any]) -> bool:
+    """A text block whose text, or a tool result whose content, is of no type the API takes."""
+    if item.get("type") == "text":
+        return not isinstance(item.get("text"), str)
+    if item.get("type") == "tool_result":
+        return not isinstance(item.get("content", ""), str | list)
+    return False
 
 
 class GatewayCore:

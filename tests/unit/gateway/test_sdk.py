@@ -689,6 +689,30 @@ def test_a_request_the_engine_cannot_hold_goes_as_it_came(
     assert KEY not in caplog.text and KEY[-8:] not in caplog.text
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [{"type": "text", "text": 5}, {"type": "tool_result", "tool_use_id": "toolu_1", "content": 5}],
+)
+def test_a_block_of_the_wrong_type_goes_as_it_came_and_the_api_refuses_it(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, bad: dict[str, Any]
+) -> None:
+    """A text that is no string, a result whose content is neither text nor a list: the API
+    refuses them with a clear error, and the engine must not mend them into something it
+    accepts (a number's text, an empty result) before sending."""
+    call = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/a"}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "read /a"},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [read_result("toolu_1") if bad["type"] == "text" else bad]},
+    ]
+    if bad["type"] == "text":
+        messages += [{"role": "assistant", "content": "read"}, {"role": "user", "content": [bad]}]
+    body = ask(messages)
+    with pytest.raises(anthropic.BadRequestError, match="valid"):
+        client.with_options(max_retries=0).messages.create(**body)
+    assert api.message_requests[0].body == body
+
+
 def test_status_sums_sessions(
     api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread
 ) -> None:
