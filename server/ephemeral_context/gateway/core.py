@@ -15,7 +15,8 @@ conversation pass through: the engine's copy would be missing it. So does a mode
 list price in prices.py (newer than it, or a typo), before anything is fed.
 
 API:
-- `GatewayCore`: `prepare`, `answer_hydrations`, `finish` over one engine.
+- `GatewayCore`: `prepare`, `answer_hydrations`, `finish` over one engine;
+  `MAX_HYDRATION_ROUNDS`, `IDLE_SECONDS`.
 - `Plan`: the body for the next upstream call, and its thread.
 - `Passthrough`: forward unchanged, and why.
 - `hydration_calls(content)`, `visible(content)`: an answer's hydration calls, and what the
@@ -59,6 +60,10 @@ from ephemeral_context.replay.reader import api_content_block
 log = logging.getLogger(__name__)
 
 UNSUPPORTED_BLOCKS = frozenset({"image", "document"})
+
+MAX_HYDRATION_ROUNDS = 8
+"""Upstream calls the gateway adds for one client request, at most: the call after the last
+one it answers may call no tool (`tool_choice` none), so the client gets an answer."""
 
 IDLE_SECONDS = 6 * 3600
 """A conversation no request went on in for this long is dropped, engine state and all:
@@ -277,6 +282,8 @@ class GatewayCore:
             self.engine.round_trip(plan.thread.conv, fetched)
             plan.rounds += 1
             plan.body = self._build(plan.thread, plan.client)
+            if plan.rounds >= MAX_HYDRATION_ROUNDS:  # it answers now, with what it has
+                plan.body["tool_choice"] = {"type": "none"}
         except Exception:
             log.exception("the engine failed while answering a hydration call")
             self._forget(plan.thread)

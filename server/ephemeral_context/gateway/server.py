@@ -44,6 +44,7 @@ from multidict import CIMultiDict
 
 from ephemeral_context.cache_sim import usage_from_dict
 from ephemeral_context.gateway.core import (
+    MAX_HYDRATION_ROUNDS,
     GatewayCore,
     Passthrough,
     Plan,
@@ -61,8 +62,6 @@ from ephemeral_context.gateway.sse import (
 log = logging.getLogger(__name__)
 
 ANTHROPIC_API = "https://api.anthropic.com"
-MAX_HYDRATION_ROUNDS = 8
-"""Upstream calls the gateway adds for one client request, at most."""
 STALL_TIMEOUT_S = 600.0
 """Seconds without a byte from the upstream after which its answer has stalled (the
 anthropic SDK's own default timeout; a live stream sends pings long before)."""

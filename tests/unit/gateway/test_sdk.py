@@ -22,6 +22,7 @@ import anthropic
 import httpx2
 import pytest
 from ephemeral_context.context.engine import EngineStatus
+from ephemeral_context.gateway.core import MAX_HYDRATION_ROUNDS
 
 from tests.claude_code import cat_n
 from tests.fakes.messages_api import (
@@ -184,6 +185,27 @@ def test_a_reference_the_model_asks_for_hydrates_inside_one_answer(
     engine_status = gateway.core.engine.status()  # the engine heard the upstream's usage
     assert engine_status.last_call is not None and engine_status.cache_hit_rate > 0
     assert figures["hydrations"] == 1 and figures["hydration_errors"] == 0
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_a_model_that_keeps_fetching_answers_after_the_last_round(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, stream: bool
+) -> None:
+    """The gateway answers MAX_HYDRATION_ROUNDS hydration calls in a row for one request;
+    the call after the last may call no tool, so the client gets an answer, not nothing."""
+    api.add_turns(
+        {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_1"}]},
+        {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_2"}]},
+        *[hydrate_first_reference] * MAX_HYDRATION_ROUNDS,
+        "app.py defines 200 helpers",
+    )
+    answers = _conversation(client, stream)
+    assert answers[-1].content[0].text == "app.py defines 200 helpers"
+    rounds = api.message_requests[2:]
+    assert len(rounds) == MAX_HYDRATION_ROUNDS + 1
+    assert [r.body.get("tool_choice") for r in rounds] == [None] * MAX_HYDRATION_ROUNDS + [
+        {"type": "none"}
+    ]
 
 
 def _follow_up(answers: list[Any]) -> list[dict[str, Any]]:
