@@ -303,7 +303,10 @@ def _add_replay_command(sub: Subcommands) -> None:
         help="only your sessions changed since WHEN: a date (2026-11-30), date-time or age (7d)",
     )
     replay.add_argument(
-        "--limit", type=int, default=10, metavar="N", help="newest sessions to take (default 10)"
+        "--limit",
+        type=_positive,
+        metavar="N",
+        help="newest sessions to take (default 10)",
     )
     replay.add_argument(
         "--fit-tokens",
@@ -311,6 +314,17 @@ def _add_replay_command(sub: Subcommands) -> None:
         help="fit the token-estimate constants to the usage the transcripts record",
     )
     replay.set_defaults(handler=_replay)
+
+
+def _positive(text: str) -> int:
+    """A count of at least one (`--limit`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {value}")
+    return value
 
 
 def _since(text: str) -> datetime:

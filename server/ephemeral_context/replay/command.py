@@ -27,29 +27,48 @@ from ephemeral_context.replay.demo import DEMO_SESSION
 from ephemeral_context.replay.projects import claude_projects, own_sessions
 from ephemeral_context.replay.report import closing_line, discover, render, replay, to_json
 
+DEFAULT_LIMIT = 10
+"""Own sessions replayed when `--limit` is not given."""
+
+PLOT_FORMATS = frozenset({".png", ".svg", ".pdf"})
+"""What `--plot` writes, by the file's suffix."""
+
 
 def _groups(
     paths: Sequence[Path],
     demo: bool,
     project: str | None,
     since: datetime | None,
-    limit: int,
+    limit: int | None,
 ) -> list[tuple[str, tuple[Path, ...]]]:
     """What to replay, as (label, files) per session; LookupError when nothing matches."""
     if demo or paths:
+        if project is not None or since is not None or limit is not None:
+            raise LookupError(
+                "--project, --since and --limit choose among your own sessions; "
+                "they do not apply to a PATH or --demo"
+            )
         files = [DEMO_SESSION, *discover(paths)] if demo else discover(paths)
         if not files:
             raise LookupError("no transcripts found in " + ", ".join(map(str, paths)))
         return [(path.name, (path,)) for path in files]
     root = claude_projects()
     narrowed = project is not None or since is not None
-    own = own_sessions(root, project=project, since=since, limit=limit) if root.is_dir() else []
+    wanted = DEFAULT_LIMIT if limit is None else limit
+    own = own_sessions(root, project=project, since=since, limit=wanted) if root.is_dir() else []
     if own:
         return [(f"{s.project}/{s.files[0].name}", s.files) for s in own]
     if narrowed:
         raise LookupError(f"no sessions under {root} match --project/--since")
     print(f"no sessions under {root}: replaying the bundled demo session", file=sys.stderr)
     return [(DEMO_SESSION.name, (DEMO_SESSION,))]
+
+
+def _check_plot_path(path: Path) -> None:
+    """`--plot`'s file names a format it writes (LookupError otherwise, before the replay)."""
+    if path.suffix.lower() not in PLOT_FORMATS:
+        formats = ", ".join(sorted(PLOT_FORMATS))
+        raise LookupError(f"--plot {path}: name the file with one of {formats}")
 
 
 def run(
@@ -61,13 +80,16 @@ def run(
     fit_tokens: bool = False,
     project: str | None = None,
     since: datetime | None = None,
-    limit: int = 10,
+    limit: int | None = None,
 ) -> int:
-    """The whole subcommand; returns the exit status (1 when nothing could be replayed)."""
+    """The whole subcommand; returns the exit status (1 when nothing could be replayed, or
+    the arguments cannot be: checked before the replay, not after it)."""
     err = Console(stderr=True)
     try:
+        if plot_path is not None:
+            _check_plot_path(plot_path)
         groups = _groups(paths, demo, project, since, limit)
-    except LookupError as nothing:
+    except (LookupError, OSError) as nothing:
         print(f"error: {nothing}", file=sys.stderr)
         return 1
     sources = [path for _, files in groups for path in files]
@@ -99,12 +121,17 @@ def run(
         json.dump(to_json(report), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        out = Console(width=max(Console().width, 130))
+        terminal = Console()  # its own width in a terminal; piped, wide enough for the tables
+        out = terminal if terminal.is_terminal else Console(width=130)
         render(report, out)
         if report.sessions:
             out.print(closing_line(report), soft_wrap=True, highlight=False)
     if plot_path is not None and report.sessions:
         from ephemeral_context.replay.plot import plot
 
-        err.print(f"plot written to {plot(report, plot_path)}")
+        try:
+            err.print(f"plot written to {plot(report, plot_path)}")
+        except OSError as error:
+            print(f"error: --plot {plot_path}: {error.strerror or error}", file=sys.stderr)
+            return 1
     return 0 if report.sessions else 1

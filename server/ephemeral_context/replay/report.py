@@ -85,15 +85,16 @@ def discover(paths: Iterable[Path]) -> list[Path]:
     there and is no regular file (a FIFO, a broken link) is kept, so that reading it lists
     it under errors instead of leaving it out unsaid. Other markdown (a README, notes) is
     no transcript and no error: it is left out."""
-    found: list[Path] = []
+    found: dict[Path, Path] = {}  # by the file it is: a path named twice is replayed once
     for path in paths:
         if path.is_dir():
             named = [p for p in path.rglob("*.jsonl*") if _transcript_name(p)]
             named += [p for p in path.rglob("*.md") if _markdown_transcript(p)]
-            found.extend(sorted(named))
+            for each in sorted(named):
+                found.setdefault(each.resolve(), each)
         else:
-            found.append(path)
-    return found
+            found.setdefault(path.resolve(), path)
+    return list(found.values())
 
 
 def _transcript_name(path: Path) -> bool:
@@ -413,6 +414,9 @@ def render(report: Report, console: Console, per_session_limit: int = 6) -> None
         console.print(_fidelity_line(item))
         for line in _rehydration_lines(results):
             console.print(line)
+    if len(report.sessions) > per_session_limit:
+        left = len(report.sessions) - per_session_limit
+        console.print(f"{left} more transcript{'s' if left > 1 else ''}: each is in --json")
     if len(report.sessions) > 1:
         names = list(report.sessions[0].strategies)
         totals = {n: [s.strategies[n] for s in report.sessions] for n in names}

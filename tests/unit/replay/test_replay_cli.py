@@ -99,6 +99,56 @@ def test_plot_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "plot written to" in printed.err
 
 
+@pytest.mark.parametrize("name", ["replay.jsonl", "replay.xyz", "replay"])
+def test_a_plot_file_of_no_format_is_refused_before_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """`--plot` followed by a transcript (its file name forgotten), or a name with no
+    format: one clear error at once, not a traceback after the whole replay."""
+    assert main(["replay", "--demo", "--plot", str(tmp_path / name)]) == 1
+    printed = capsys.readouterr()
+    assert "error: --plot" in printed.err and ".png" in printed.err
+    assert printed.out == "" and "Traceback" not in printed.err
+
+
+@pytest.mark.parametrize("argv", [["--limit", "0"], ["--limit", "-1"], ["--limit", "x"]])
+def test_a_limit_below_one_is_refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit:
+        main(["replay", *argv])
+    assert exit.value.code == 2 and "--limit" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv", [["--limit", "2"], ["--since", "7d"], ["--project", "shop"], ["--demo", "--limit", "1"]]
+)
+def test_the_own_session_filters_are_refused_with_a_path_or_the_demo(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """They choose among the user's own sessions; given with a PATH or --demo they would
+    silently do nothing."""
+    paths = [] if "--demo" in argv else [str(DEMO_SESSION)]
+    assert main(["replay", *argv, *paths]) == 1
+    assert "do not apply to a PATH or --demo" in capsys.readouterr().err
+
+
+def test_a_transcript_named_twice_is_replayed_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shutil.copy(DEMO_SESSION, folder / "a.jsonl")
+    again = folder / ".." / "sessions" / "a.jsonl"
+    (session,) = run_json(capsys, str(folder / "a.jsonl"), str(again), str(folder))["sessions"]
+    assert session["path"] == str(folder / "a.jsonl")
+
+
+def test_the_tables_left_out_are_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for n in range(8):
+        shutil.copy(DEMO_SESSION, tmp_path / f"s{n}.jsonl")
+    assert main(["replay", str(tmp_path)]) == 0
+    assert "2 more transcripts: each is in --json" in capsys.readouterr().out
+
+
 def test_no_path_and_no_own_sessions_replays_the_demo(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
