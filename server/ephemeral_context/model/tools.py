@@ -423,9 +423,8 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     old, new = _text(args, "old_string"), _text(args, "new_string")
     if real.exists() and not real.is_file():
         return _error(f"{display} is not a regular file")
-    current = env.mirror.get_path(real) if real.exists() else None
-    if isinstance(current, Document):  # whether old_string matched would tell of a secret
-        env.withhold_secret(real, display, current.text)
+    if real.exists():  # what the model may not read, it may not edit: a match would tell
+        env.guarded_document(real, display)  # of a secret (and a huge file is read whole)
     outcome = await env.applier.apply(real, old, new)
     return ToolResult(
         f"{display}: {outcome.message}",

@@ -207,6 +207,30 @@ async def test_a_file_holding_a_key_is_not_edited_nor_probed_by_edits(
     assert (root / "deploy.py").read_text() == before
 
 
+@pytest.mark.parametrize(
+    ("name", "tail"),
+    [("dump.sql", b"-- " + b"x" * 2000 + b"\n"), ("blob.txt", b"\x00\n")],
+    ids=["too-large", "binary"],
+)
+async def test_a_file_the_model_may_not_read_is_not_edited_nor_probed(
+    root: Path, tmp_path: Path, name: str, tail: bytes
+) -> None:
+    """A file the mirror will not hold as text (too large, binary) was edited unread, its
+    secret unchecked: a hit or a miss told what it held, and its whole text, key and all,
+    went to the store. It is refused as a read of it is."""
+    env = ToolEnv(workspace=Workspace.of([root]), mirror=DocumentMirror(max_bytes=1000))
+    key = b"aws_key = 'AKIAQQQQQQQQQQQQQQQQ'\n"
+    (root / name).write_bytes(key + tail)
+    answers = set()
+    for guess in ("AKIAQQ", "AKIAZZ"):  # a hit and a miss
+        result = await run_tool(
+            env, "edit_file", {"path": name, "old_string": guess, "new_string": "x"}
+        )
+        assert result.is_error and "cannot read" in result.text
+        answers.add(result.text)
+    assert len(answers) == 1 and (root / name).read_bytes() == key + tail
+
+
 async def test_edit_creates_a_file_with_empty_old_string(env: ToolEnv, root: Path) -> None:
     result = await run_tool(
         env, "edit_file", {"path": "src/new/mod.py", "old_string": "", "new_string": "x = 1\n"}
