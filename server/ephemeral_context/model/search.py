@@ -4,8 +4,11 @@ Files are the ones ripgrep would search (indexer.project_files, VISIBLE); an ope
 searched as the editor holds it. A file whose name marks it secret is skipped; a file whose
 content holds a credential is not searched and gets one note, whatever the pattern
 (model/secrets.py).
-Bounds keep one call cheap: at most SEARCH_MAX_MATCHES lines, SEARCH_MAX_FILES files, and
-each line matched on its first SEARCH_MATCH_CHARS characters.
+Bounds keep one call cheap: at most SEARCH_MAX_MATCHES lines, SEARCH_MAX_FILES files, each
+line matched on its first SEARCH_MATCH_CHARS characters, and SEARCH_SECONDS of matching (the
+`regex` module, which times out and lets go of the GIL while it matches: a pattern that
+backtracks without end, `(a|aa)+$`, on a 40-character line, stops neither the search nor the
+server).
 
 API:
 - `search_workspace(...)`: matching lines as `path:line: text`.
@@ -15,10 +18,12 @@ API:
 from __future__ import annotations
 
 import fnmatch
-import re
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
+
+import regex
 
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
 from ephemeral_context.indexer import FileSet, project_files
@@ -29,17 +34,19 @@ SEARCH_MAX_MATCHES = 200
 SEARCH_MAX_FILES = 20_000
 SEARCH_MAX_LINE = 300
 SEARCH_MATCH_CHARS = 4000
+SEARCH_SECONDS = 10.0
 
 
 def search_workspace(
     workspace: Workspace,
     mirror: DocumentMirror,
     secrets: SecretPolicy,
-    regex: re.Pattern[str],
+    pattern: regex.Pattern[str],
     glob: str,
 ) -> str:
     """Matching lines as `path:line: text`, each line matched on its first SEARCH_MATCH_CHARS
-    characters (so a minified file cannot make a backtracking pattern run for minutes).
+    characters and all of them in SEARCH_SECONDS (a pattern that backtracks without end
+    stops the search with a note saying so, not the server).
 
     A file withheld for its content (a key or token inside) is not searched at all: it gets
     one note, the same whatever the pattern, so a withheld match reads exactly like a miss
@@ -47,9 +54,11 @@ def search_workspace(
     hits: list[str] = []
     withheld: list[str] = []
     scanned = 0
+    deadline = time.monotonic() + SEARCH_SECONDS
+    stalled = ""
     for real, display in _walk(workspace, glob):
         scanned += 1
-        if scanned > SEARCH_MAX_FILES or len(hits) >= SEARCH_MAX_MATCHES:
+        if stalled or scanned > SEARCH_MAX_FILES or len(hits) >= SEARCH_MAX_MATCHES:
             break
         if secrets.path_reason(real) is not None:
             continue
@@ -60,16 +69,27 @@ def search_workspace(
             withheld.append(f"{display}: [withheld: {reason}; not searched]")
             continue
         for number, line in enumerate(text.splitlines(), start=1):
-            if not regex.search(line, 0, SEARCH_MATCH_CHARS):
+            left = max(deadline - time.monotonic(), 0.001)
+            try:
+                found = pattern.search(line, 0, SEARCH_MATCH_CHARS, concurrent=True, timeout=left)
+            except TimeoutError:
+                stalled = f"{display}:{number}"
+                break
+            if not found:
                 continue
             shown = line if len(line) <= SEARCH_MAX_LINE else line[:SEARCH_MAX_LINE] + " …"
             hits.append(f"{display}:{number}: {shown}")
             if len(hits) >= SEARCH_MAX_MATCHES:
                 break
     lines = list(hits)
-    if not hits:
+    if stalled:
+        lines.append(
+            f"[stopped after {SEARCH_SECONDS:.0f} s of matching, at {stalled}: the pattern "
+            "backtracks too much (nested repeats such as (a|aa)+); simplify it]"
+        )
+    elif not hits:
         where = f" in {glob}" if glob else ""
-        lines.append(f"no matches for {regex.pattern!r}{where}")
+        lines.append(f"no matches for {pattern.pattern!r}{where}")
     elif len(hits) >= SEARCH_MAX_MATCHES or scanned > SEARCH_MAX_FILES:
         lines.append(f"[stopped after {len(hits)} matches; narrow the pattern or the path glob]")
     return "\n".join(lines + withheld)

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import regex
 
 from ephemeral_context.context.blocks import reference_id
 from ephemeral_context.context.engine import BlockKind, ContextEngine
@@ -487,12 +488,12 @@ async def _search(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     pattern = _text(args, "pattern")
     glob = _text(args, "path", required=False).strip().removeprefix("./")
     try:
-        regex = re.compile(pattern)
-    except re.error as exc:
+        compiled = regex.compile(pattern)
+    except regex.error as exc:
         return _error(f"invalid regular expression {pattern!r}: {exc}")
     # A worker thread: a big workspace must not stall the server's event loop.
     text = await asyncio.to_thread(
-        search_workspace, env.workspace, env.mirror, env.secrets, regex, glob
+        search_workspace, env.workspace, env.mirror, env.secrets, compiled, glob
     )
     return ToolResult(text)
 

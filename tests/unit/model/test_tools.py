@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
+from ephemeral_context.model import search
 from ephemeral_context.model.edits import DiskEditApplier, EditError, plan_edit
 from ephemeral_context.model.search import SEARCH_MAX_MATCHES
 from ephemeral_context.model.secrets import Workspace
@@ -431,3 +433,26 @@ async def test_search_matches_the_start_of_very_long_lines(env: ToolEnv, root: P
     found = await run_tool(env, "search", {"pattern": "needle|haystack", "path": "*.js"})
     assert found.text.startswith("min.js:1: needle") and found.text.endswith(" …")
     assert "min.js:2" not in found.text  # past SEARCH_MATCH_CHARS: not looked at
+
+
+async def test_a_pattern_that_backtracks_without_end_stops_the_search_not_the_server(
+    env: ToolEnv, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`(a|aa)+$` on 36 a's and a b backtracks for seconds (hours at 50): the search stops
+    after its matching time with a note saying why, and the event loop went on meanwhile
+    (the match lets go of the GIL; Python's `re` held it, so not even a tick ran)."""
+    monkeypatch.setattr(search, "SEARCH_SECONDS", 0.5)
+    (root / "long.txt").write_text("a" * 36 + "b\n")
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    found = await run_tool(env, "search", {"pattern": "(a|aa)+$", "path": "*.txt"})
+    ticker.cancel()
+    assert not found.is_error and "[stopped after 0 s of matching, at long.txt:1" in found.text
+    assert ticks > 3  # the loop kept running (about 50 in half a second)
