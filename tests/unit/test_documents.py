@@ -277,20 +277,29 @@ def test_full_replacement_and_out_of_range_positions_clamp() -> None:
     assert document.version == 3
 
 
-def test_unknown_uri_and_old_versions_are_ignored(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unknown_uri_is_ignored_and_an_old_version_puts_it_out_of_sync(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Versions only grow; one that does not came out of order, so an edit applied before
+    it was applied to the wrong text (v3 on v1's, v2 late): the mirror says it is out of
+    sync rather than show a text the editor never had."""
     mirror = DocumentMirror()
     edit = [TextEdit(None, "x")]
     with caplog.at_level(logging.WARNING):
         assert mirror.change("untitled:nobody", 5, edit) is None
     assert "not open" in caplog.text
-    mirror.open("untitled:v", None, 5, "kept")
+    mirror.open("untitled:v", None, 1, "hello\n")
     caplog.clear()
+    at_start = Range(Position(0, 0), Position(0, 0))
     with caplog.at_level(logging.WARNING):
-        assert mirror.change("untitled:v", 4, edit) is None
-        assert mirror.change("untitled:v", 5, edit) is None
-    assert "version 4, mirror has 5" in caplog.text
+        assert mirror.change("untitled:v", 3, [TextEdit(at_start, "Y")]) is not None
+        assert mirror.change("untitled:v", 2, [TextEdit(at_start, "X")]) is None
+    assert "version 2 after version 3" in caplog.text
+    lost = mirror.get("untitled:v")
+    assert isinstance(lost, Unmirrored) and lost.reason is UnmirroredReason.OUT_OF_SYNC
+    mirror.open("untitled:v", None, 4, "XYhello\n")  # the editor opens it again
     document = mirror.get("untitled:v")
-    assert isinstance(document, Document) and document.text == "kept"
+    assert isinstance(document, Document) and document.text == "XYhello\n"
 
 
 def test_untitled_lives_in_memory_only_and_close_drops_it() -> None:

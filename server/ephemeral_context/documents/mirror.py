@@ -179,7 +179,9 @@ class DocumentMirror:
             return document
 
     def change(self, uri: str, version: int, edits: Sequence[TextEdit]) -> DocumentChange | None:
-        """didChange: apply the edits in order. Unknown URIs and stale versions are ignored."""
+        """didChange: apply the edits in order. Unknown URIs are ignored; a version not above
+        the mirror's came out of order, so an edit applied before it was applied to the wrong
+        text: the document goes out of sync (`desync`) until the editor opens it again."""
         key = normalize_uri(uri)
         with self._lock:
             current = self._open.get(key)
@@ -190,12 +192,9 @@ class DocumentMirror:
                 log.info("didChange for unmirrored %s (%s): ignored", key, current.reason)
                 return None
             if version <= current.version:
-                log.warning(
-                    "didChange for %s with version %d, mirror has %d: ignored",
-                    key,
-                    version,
-                    current.version,
-                )
+                problem = f"didChange version {version} after version {current.version}"
+                log.warning("%s for %s: out of sync until reopened", problem, key)
+                self.desync(key, problem)
                 return None
             document = current
             byte_edits: list[ByteEdit] = []
