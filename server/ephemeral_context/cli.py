@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from ephemeral_context import __version__
+from ephemeral_context.store import StoreError
 
 Subcommands: TypeAlias = Callable[..., argparse.ArgumentParser]
 """What build_parser hands each `_add_<name>_command`: `add_parser` of its subparsers (so no
@@ -391,5 +392,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose, args.log_file)
-    result: int = args.handler(args)
+    try:
+        result: int = args.handler(args)
+    except StoreError as error:  # busy, read-only, full, an unknown id: one line, status 1
+        print(f"ectx: {error}", file=sys.stderr)
+        return 1
     return result

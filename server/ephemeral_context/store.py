@@ -24,7 +24,8 @@ API:
 - `Store`: `put`, `get`, `gc`, ...; one SQLite connection per instance.
 - `StoredEntry`: one stored content and what is known about it.
 - `StoreError` and its kinds (`UnknownId`, `ExpiredId`, `InvalidId`, `InvalidRange`,
-  `OffsetPastEnd`, `CorruptEntry`, `StoreBusy`): what a bad read is told.
+  `OffsetPastEnd`, `CorruptEntry`, and `StoreDown`'s `StoreBusy` and `StoreUnavailable`):
+  what a bad read is told.
 - `data_dir()`, `default_store_dir()`: where the data lives.
 - `TOMBSTONE_SECONDS`: how long an expired id still answers.
 """
@@ -171,7 +172,12 @@ def check_range(entry_id: str, offset: int, limit: int | None, length: int | Non
         raise OffsetPastEnd(entry_id, offset, length)
 
 
-class StoreBusy(StoreError):
+class StoreDown(StoreError):
+    """The store cannot serve now (busy, read-only, full): no fault of the request, which a
+    caller fails with the store's one line while the session goes on."""
+
+
+class StoreBusy(StoreDown):
     """SQLite's "database is locked": another process held the write lock past the busy
     timeout. Nothing is lost; the same request later works."""
 
@@ -184,6 +190,20 @@ class StoreBusy(StoreError):
 
 def _is_busy(error: sqlite3.OperationalError) -> bool:
     return "locked" in str(error) or "busy" in str(error)
+
+
+class StoreUnavailable(StoreDown):
+    """The store's folder or index cannot be written (read-only, full, gone): nothing
+    recorded is damaged, and what needed the store fails with this one line."""
+
+    def __init__(self, root: Path, error: BaseException) -> None:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        super().__init__(f"the store in {root} cannot be used: {reason}")
+        self.root = root
+
+
+_UNAVAILABLE = ("readonly", "read-only", "disk is full", "disk I/O error", "unable to open")
+"""SQLite's words for a store it cannot write (StoreUnavailable), not a fault of ours."""
 
 
 class CorruptEntry(StoreError):
@@ -280,15 +300,18 @@ class Store:
         self.clock = clock
         self._blobs = self.root / "blobs"
         self._tmp = self.root / "tmp"
-        self._blobs.mkdir(parents=True, exist_ok=True)
-        self._tmp.mkdir(parents=True, exist_ok=True)
+        try:
+            self._blobs.mkdir(parents=True, exist_ok=True)
+            self._tmp.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a read-only or full disk, a file in the way
+            raise StoreUnavailable(self.root, exc) from exc
         self._lock = threading.Lock()
         index = self.root / "index.sqlite3"
         try:
             self._db = self._open_index(index)
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):
-                raise  # unreadable, out of space: nothing is damaged
+                raise StoreUnavailable(self.root, exc) from exc  # nothing is damaged
             self._rebuild_index(index, exc)
 
     def _open_index(self, index: Path) -> sqlite3.Connection:
@@ -359,6 +382,8 @@ class Store:
         except sqlite3.OperationalError as exc:
             if _is_busy(exc):
                 raise StoreBusy(self.root) from exc
+            if any(words in str(exc) for words in _UNAVAILABLE):
+                raise StoreUnavailable(self.root, exc) from exc
             raise
 
     @contextlib.contextmanager
@@ -456,7 +481,14 @@ class Store:
         return self._blobs / digest[:2] / digest
 
     def _write_blob(self, blob: Path, data: bytes) -> None:
-        """Temp file, fsync, rename, fsync the directory: the name appears only when complete."""
+        """Temp file, fsync, rename, fsync the directory: the name appears only when complete
+        (a disk that is full or read-only: StoreUnavailable, nothing half-written left)."""
+        try:
+            self._write_blob_file(blob, data)
+        except OSError as exc:
+            raise StoreUnavailable(self.root, exc) from exc
+
+    def _write_blob_file(self, blob: Path, data: bytes) -> None:
         blob.parent.mkdir(exist_ok=True)
         handle, temp = tempfile.mkstemp(dir=self._tmp, prefix=blob.name[:16] + ".")
         try:

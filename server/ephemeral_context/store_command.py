@@ -6,17 +6,15 @@ arguments and calls one function here.
 API:
 - `run_status(entries_shown)`, `run_gc()`, `run_get(item_id, offset, limit)`,
   `run_index(paths, max_bytes, summary=...)`: each returns the exit status; a StoreError
-  (a bad id, a store another process holds locked) is one line on stderr and status 1.
+  they raise (a bad id, a store locked or unwritable) is cli.main's one line and status 1.
 """
 
 from __future__ import annotations
 
-import functools
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import ParamSpec
 
 from rich.console import Console
 from rich.progress import Progress
@@ -25,26 +23,9 @@ from rich.table import Table
 from ephemeral_context.documents import DocumentMirror
 from ephemeral_context.indexer import index_files, index_targets
 from ephemeral_context.model.secrets import SecretPolicy
-from ephemeral_context.store import Store, StoreError, data_dir
-
-P = ParamSpec("P")
+from ephemeral_context.store import Store, data_dir
 
 
-def _store_errors_told(command: Callable[P, int]) -> Callable[P, int]:
-    """What the store says went wrong, as one line and status 1, not a traceback."""
-
-    @functools.wraps(command)
-    def run(*args: P.args, **kwargs: P.kwargs) -> int:
-        try:
-            return command(*args, **kwargs)
-        except StoreError as error:
-            print(f"ectx: {error}", file=sys.stderr)
-            return 1
-
-    return run
-
-
-@_store_errors_told
 def run_status(entries_shown: int) -> int:
     """What the store holds, and its `entries_shown` most recent entries."""
     with Store() as store:
@@ -76,7 +57,6 @@ def run_status(entries_shown: int) -> int:
     return 0
 
 
-@_store_errors_told
 def run_gc() -> int:
     """Remove expired content, orphan blobs and stale temp files; say what went."""
     with Store() as store:
@@ -91,7 +71,6 @@ def run_gc() -> int:
     return 0
 
 
-@_store_errors_told
 def run_get(item_id: str, offset: int, limit: int | None) -> int:
     """The text stored under `item_id` (a character range of it) to stdout."""
     with Store() as store:
@@ -104,7 +83,6 @@ def run_get(item_id: str, offset: int, limit: int | None) -> int:
     return 0
 
 
-@_store_errors_told
 def run_index(paths: Sequence[Path], max_bytes: int, *, summary: bool) -> int:
     """Load `paths` (default: the repository's tracked files) into the mirror and the store."""
     missing = [path for path in paths if not path.exists()]

@@ -1,7 +1,8 @@
-"""A store another process holds locked, over a real `ectx serve`: each request that needs the
-store answers RequestFailed with the store's one line (never InternalError with a traceback),
-a notification that opens the store tells the editor (window/showMessage), the session goes
-on, and once the lock is gone the same requests work and store what the editor holds then.
+"""A store another process holds locked (or one that cannot be written), over a real `ectx
+serve`: each request that needs the store answers RequestFailed with the store's one line
+(never InternalError with a traceback), a notification that opens the store tells the
+editor (window/showMessage), the session goes on, and once the lock is gone the same
+requests work and store what the editor holds then.
 
 The server is `ectx serve` with the store's busy timeout shortened to BUSY_TIMEOUT_MS (its
 own 30 s would make each failure wait that long); the lock is a real SQLite write lock that
@@ -146,6 +147,31 @@ async def test_a_store_locked_at_initialize_is_told_and_the_next_request_opens_i
     pinned = await editor.request("ephemeralContext/pin", {"uri": uri})
     hydrated = await editor.request("ephemeralContext/hydrate", {"id": pinned.item.id})
     assert hydrated.text == (workspace / "src" / "app.py").read_text(encoding="utf-8")
+
+
+async def test_a_store_that_cannot_be_written_is_told_and_opened_once_it_can(
+    editor: Editor, workspace: Path
+) -> None:
+    """A store folder that cannot be made (here a file in its way; a read-only or full disk
+    alike): initialize succeeds and says so, each request that needs the store fails with
+    its one line, never InternalError with a traceback, and works once the way is clear."""
+    blocked = default_store()
+    blocked.parent.mkdir(parents=True, exist_ok=True)
+    blocked.write_text("not a folder")
+    try:
+        await editor.initialize("visual_studio_code", workspace)
+        await wait_until(lambda: editor.client.messages)
+        (shown,) = editor.client.messages
+        assert shown.type == types.MessageType.Warning
+        assert f"the store in {blocked} cannot be used" in shown.message
+        with pytest.raises(JsonRpcException) as raised:
+            await editor.request("ephemeralContext/status")
+        assert raised.value.code == REQUEST_FAILED
+        assert raised.value.message.startswith(f"the store in {blocked} cannot be used: ")
+        assert "Traceback" not in str(raised.value.data)
+    finally:
+        blocked.unlink()
+    assert (await editor.request("ephemeralContext/status")).items == 0
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -23,6 +24,7 @@ from ephemeral_context.store import (
     OffsetPastEnd,
     Store,
     StoreBusy,
+    StoreUnavailable,
     UnknownId,
     data_dir,
     default_store_dir,
@@ -295,6 +297,25 @@ def test_a_failed_put_leaves_no_row(store: Store, monkeypatch: pytest.MonkeyPatc
     assert store.entries() == [] and len(blob_files(store.root)) == 1  # an orphan for gc
     monkeypatch.undo()
     assert store.get(store.put("never committed").id).text == "never committed"
+
+
+def test_a_store_that_cannot_be_written_says_so_in_one_line(tmp_path: Path) -> None:
+    """A folder that cannot be made, a blob that cannot be written (a full or read-only disk
+    alike; here a file stands in the way, which even root cannot write through):
+    StoreUnavailable, a StoreError with the store's path and the system's reason, and
+    nothing half-written left behind."""
+    (tmp_path / "blocked").write_text("a file")
+    with pytest.raises(StoreUnavailable, match="blocked cannot be used: "):
+        Store(tmp_path / "blocked")
+    store = Store(tmp_path / "store")
+    kept = store.put("kept")
+    shutil.rmtree(store.root / "tmp")
+    (store.root / "tmp").write_text("a file where the temp folder was")
+    with pytest.raises(StoreUnavailable, match="store cannot be used: Not a directory"):
+        store.put("not written")
+    assert [e.id for e in store.entries()] == [kept.id]
+    assert store.get(kept.id).text == "kept"
+    store.close()
 
 
 def test_data_dir_comes_from_the_environment(

@@ -12,7 +12,7 @@ import pytest
 from ephemeral_context import store_command
 from ephemeral_context.cli import main
 from ephemeral_context.indexer import index_targets
-from ephemeral_context.store import Store
+from ephemeral_context.store import Store, data_dir
 
 
 def git(repo: Path, *args: str) -> None:
@@ -129,6 +129,21 @@ def test_a_locked_store_is_one_line_and_status_1(
     other.close()
     assert main(["store", "get", entry.id]) == 0
     assert capsys.readouterr().out == "stored once\n"
+
+
+def test_a_store_that_cannot_be_written_is_one_line_and_status_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file where the store's folder goes (a read-only or full disk alike): every command
+    that opens the store, the gateway's too, says so in one line on stderr, no traceback."""
+    monkeypatch.chdir(tmp_path)
+    root = data_dir() / "store"
+    root.parent.mkdir(parents=True, exist_ok=True)
+    root.write_text("not a folder")
+    for command in (["status"], ["store", "gc"], ["index"], ["gateway", "--port", "0"]):
+        assert main(command) == 1, command
+        captured = capsys.readouterr()
+        assert captured.err == f"ectx: the store in {root} cannot be used: Not a directory\n"
 
 
 def test_index_never_stores_a_secret_file(

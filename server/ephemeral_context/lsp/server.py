@@ -104,7 +104,7 @@ from ephemeral_context.store import (
     InvalidId,
     OffsetPastEnd,
     Store,
-    StoreBusy,
+    StoreDown,
     StoreError,
     UnknownId,
     data_dir,
@@ -188,12 +188,12 @@ class EphemeralContextServer(LanguageServer):
         A command takes the request's params object as its one argument (pygls structures
         it from the handler's annotation, through the same type checks), and no argument
         for a request without params. Both answer a busy store as RequestFailed
-        (`answers_store_busy`)."""
+        (`answers_store_down`)."""
         command = COMMAND_PREFIX + method.split("/", 1)[1]
         takes_params = REQUESTS[method][0] != OPTIONAL_EMPTY
 
         def register(handler: Handler) -> Handler:
-            answering = answers_store_busy(handler)
+            answering = answers_store_down(handler)
             self.feature(method)(answering)
             if takes_params:
                 self.command(command)(answering)
@@ -263,7 +263,7 @@ class EphemeralContextServer(LanguageServer):
         if self.engine is None or (moved and self.engine.empty()):
             try:
                 self.open_store()
-            except StoreBusy as exc:  # a notification, or initialize: the session goes on
+            except StoreDown as exc:  # a notification, or initialize: the session goes on
                 self.warn(f"Ephemeral Context: {exc} (the next request that needs it opens it)")
         else:
             if moved and self.store is not None:  # what it holds stays where it was recorded
@@ -277,9 +277,10 @@ class EphemeralContextServer(LanguageServer):
             self.engine.config = engine_config(options)
 
     def open_store(self) -> None:
-        """The store and the engine over it, where the settings say. StoreBusy when another
-        process holds that store locked: there is then no engine until a request opens it
-        (`require_pins`); the one replaced was empty, so nothing recorded is lost."""
+        """The store and the engine over it, where the settings say. StoreDown when it cannot
+        serve (another process holds it locked; a read-only or full disk): there is then no
+        engine until a request opens it (`require_pins`); the one replaced was empty, so
+        nothing recorded is lost."""
         if self.store is not None:
             self.store.close()
         self.store, self.engine, self.pins = None, None, None
@@ -426,30 +427,30 @@ def request_failed(exc: Exception) -> JsonRpcException:
 
 
 @contextlib.contextmanager
-def store_busy_fails_request() -> Iterator[None]:
-    """StoreBusy is not the request's fault and the same request works later: RequestFailed
+def store_down_fails_request() -> Iterator[None]:
+    """StoreDown (busy, read-only, full) is not the request's fault: RequestFailed
     with the store's one line, never InternalError with a traceback."""
     try:
         yield
-    except StoreBusy as exc:
+    except StoreDown as exc:
         raise request_failed(exc) from exc
 
 
-def answers_store_busy(handler: Handler) -> Handler:
+def answers_store_down(handler: Handler) -> Handler:
     """`handler` (a coroutine function or not, as pygls tells them apart) inside
-    `store_busy_fails_request`: every ephemeralContext/* request and ectx.* command."""
+    `store_down_fails_request`: every ephemeralContext/* request and ectx.* command."""
     if inspect.iscoroutinefunction(handler):
 
         @functools.wraps(handler)
         async def awaited(*args: Any) -> Any:
-            with store_busy_fails_request():
+            with store_down_fails_request():
                 return await handler(*args)
 
         return cast(Handler, awaited)
 
     @functools.wraps(handler)
     def called(*args: Any) -> Any:
-        with store_busy_fails_request():
+        with store_down_fails_request():
             return handler(*args)
 
     return cast(Handler, called)
@@ -704,7 +705,7 @@ def hydrate(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResult:
     engine = ls.require_engine()
     try:
         text = engine.hydrate(params.id, params.offset, params.limit, mirror=ls.mirror)
-    except StoreBusy:
+    except StoreDown:
         raise  # not the id's fault: answered as every request answers it
     except StoreError as exc:
         raise invalid_params(str(exc), STORE_ERROR_REASONS.get(type(exc), "invalid")) from exc
