@@ -227,10 +227,11 @@ class _Reading:
     """Sent lines by the line they link to."""
     unknown_tools: dict[str, list[int]] = field(default_factory=dict)
     """Tool names the reader does not know, with the lines that used them."""
-    unknown_records: dict[str, list[int]] = field(default_factory=dict)
-    """Record types the reader does not know (as written), with their lines."""
-    records_note: int | None = None
-    """Where the one note on them stands in `problems` (at the first such line)."""
+    tallies: dict[tuple[str, str], dict[str, list[int]]] = field(default_factory=dict)
+    """Per kind of line skipped (`tallied`), what each was (a record type, a JSON error)
+    with its lines."""
+    tally_notes: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Where the one note on each kind stands in `problems` (at its first line)."""
     queued_at: float | None = None
     """When the run that wrote the file's first lines queued its prompt (its first queue
     operation), while no line of the session's own has been read: lines stamped earlier
@@ -267,17 +268,19 @@ class _Reading:
         what = "unknown tool" if len(uses) == 1 else "unknown tools"
         self.problem(first, f"{what} {_tally(uses, 'use')}: results counted as plain tool output")
 
-    def unknown_record(self, line: int, kind: Any) -> None:
-        """One note for the whole file, however many lines a newer Claude Code writes of a
-        record type this reader does not know (it says how many, per type)."""
-        self.unknown_records.setdefault(repr(kind), []).append(line)
-        if self.records_note is None:
-            self.records_note = len(self.problems)
+    def tallied(self, line: int, skipped: tuple[str, str], what: Any) -> None:
+        """One note for the whole file per kind of line skipped (`skipped`: its name, said
+        of one kind of `what` and of several), however many lines it covers: a record type a
+        newer Claude Code writes, a log mixed into the file. It says how many, per `what`."""
+        found = self.tallies.setdefault(skipped, {})
+        found.setdefault(repr(what), []).append(line)
+        if skipped not in self.tally_notes:
+            self.tally_notes[skipped] = len(self.problems)
             self.problems.append(Problem(self.path, line, ""))
-        what = "unknown record type" if len(self.unknown_records) == 1 else "unknown record types"
-        first = self.problems[self.records_note].line
-        message = f"{what} {_tally(self.unknown_records, 'line')}; skipped"
-        self.problems[self.records_note] = Problem(self.path, first, message)
+        at = self.tally_notes[skipped]
+        name = skipped[0] if len(found) == 1 else skipped[1]
+        message = f"{name} {_tally(found, 'line')}; skipped"
+        self.problems[at] = Problem(self.path, self.problems[at].line, message)
 
     def keep(self, entry: _Entry) -> None:
         """Keep a line that was sent to the model."""
@@ -294,6 +297,12 @@ class _Reading:
             passed.add(parent)  # a record not sent (progress, a hook's note): look past it
             parent = self.links.get(parent)
         return parent
+
+
+NOT_JSON = ("not JSON", "not JSON")
+NOT_AN_OBJECT = ("not a JSON object but", "not a JSON object but")
+UNKNOWN_RECORD = ("unknown record type", "unknown record types")
+"""The kinds of line the reader skips, each with one note per file (`_Reading.tallied`)."""
 
 
 def _tally(found: Mapping[str, Sequence[int]], noun: str) -> str:
@@ -385,31 +394,34 @@ def _parse_lines(stream: BinaryIO, reading: _Reading) -> Iterator[tuple[int, dic
     A line that is not JSON is only known to be the truncated last line once nothing but
     blank lines follows it, so its report waits for the next line.
     """
-    failed: tuple[int, str] | None = None
+    failed: tuple[int, str, bool] | None = None
     for number, raw in enumerate(stream, 1):
         line = raw.decode("utf-8-sig" if number == 1 else "utf-8", errors="replace")
         if not line.strip():
             continue
         if failed is not None:
-            reading.problem(failed[0], f"not JSON ({failed[1]}); skipped")
+            reading.tallied(failed[0], NOT_JSON, failed[1])
             reading.not_json += 1
             failed = None
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            failed = (number, error.msg)
+            failed = (number, error.msg, not raw.endswith(b"\n"))
             continue
         reading.json_lines += 1
         if not isinstance(record, dict):
-            reading.problem(number, "not a JSON object; skipped")
+            reading.tallied(number, NOT_AN_OBJECT, type(record).__name__)
             continue
         kind = record.get("type")
         if not isinstance(kind, str) or kind not in KNOWN_RECORD_TYPES:
-            reading.unknown_record(number, kind)
+            reading.tallied(number, UNKNOWN_RECORD, kind)
             continue
         yield number, record
-    if failed is not None:
+    if failed is not None and failed[2]:  # cut off with no newline: a writer stopped there
         reading.problem(failed[0], f"truncated last line ({failed[1]}); skipped")
+    elif failed is not None:
+        reading.tallied(failed[0], NOT_JSON, failed[1])
+        reading.not_json += 1
 
 
 def parse_timestamp(value: Any, fallback: float) -> float:

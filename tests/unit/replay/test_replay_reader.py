@@ -174,14 +174,27 @@ def test_bad_lines_are_reported_with_file_and_line_and_skipped(tmp_path: Path) -
     path.write_text("\n".join(lines))
     session = read_session(path)
     assert len(session.calls) == 3
-    messages = [(p.line, p.message.split(" (")[0].split(";")[0]) for p in session.problems]
-    assert messages == [
-        (3, "not JSON"),
-        (4, "unknown record type 'mystery'"),
-        (5, "not a JSON object"),
-        (len(lines), "truncated last line"),
+    assert [(p.line, p.message) for p in session.problems] == [
+        (3, "not JSON 'Expecting value' (1 line); skipped"),
+        (4, "unknown record type 'mystery' (1 line); skipped"),
+        (5, "not a JSON object but 'list' (1 line); skipped"),
+        (len(lines), "truncated last line (Unterminated string starting at); skipped"),
     ]
     assert all(p.path == str(path) for p in session.problems)
+
+
+def test_a_log_mixed_into_a_transcript_is_one_note_not_a_line_each(tmp_path: Path) -> None:
+    """Three thousand lines of another program's log: one note says how many, and a last
+    line that ends as every line does is one of them, not a truncated record."""
+    good = hand_written(tmp_path).read_text().splitlines()
+    noise = [f"2026-12-06 INFO step {n}" for n in range(3000)]
+    path = tmp_path / "noisy.jsonl"
+    path.write_text("\n".join([*good[:2], *noise, *good[2:], "the end"]) + "\n")
+    session = read_session(path)
+    assert len(session.calls) == 3
+    assert [(p.line, p.message) for p in session.problems] == [
+        (3, "not JSON 'Extra data' (3000 lines), 'Expecting value' (1 line); skipped")
+    ]
 
 
 def test_record_types_a_newer_claude_code_writes_get_one_note_per_file(tmp_path: Path) -> None:
