@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ephemeral_context.replay.flow import Call, Session
-from ephemeral_context.replay.reader import read_session
+from ephemeral_context.replay.reader import TranscriptError, read_session
 from ephemeral_context.tokens import KINDS, script_counts
 
 SCRIPTS = ("wide", "other")
@@ -151,15 +151,28 @@ def _script_error(features: Any, predicted: Any, growth: Any) -> dict[str, tuple
     return {name: (len(e), float(np.median(e))) for name, e in sorted(groups.items())}
 
 
-def fit_paths(paths: Sequence[Path]) -> TokenFit:
-    """Read the transcripts and fit the constants on all their steps together."""
-    return fit([step for path in paths for step in steps(read_session(path))])
+def fit_paths(paths: Sequence[Path], unreadable: list[str] | None = None) -> TokenFit:
+    """Read the transcripts and fit the constants on all their steps together; a file that
+    cannot be read is left out, its error added to `unreadable` when given (raised when
+    not). ValueError when too few steps are left to fit."""
+    found: list[Step] = []
+    for path in paths:
+        try:
+            found += steps(read_session(path))
+        except TranscriptError as error:
+            if unreadable is None:
+                raise
+            unreadable.append(str(error))
+    return fit(found)
 
 
 def describe(result: TokenFit) -> str:
     """The fit as text, in the form docs/cost-model.md quotes it."""
     lines = [f"steps: {result.steps}", "chars per token:"]
-    lines += [f"  {kind}: {ratio}" for kind, ratio in result.chars_per_token.items()]
+    lines += [
+        f"  {kind}: {ratio}" if ratio != float("inf") else f"  {kind}: not fitted (none seen)"
+        for kind, ratio in result.chars_per_token.items()
+    ]
     lines.append("tokens per non-ASCII character:")
     lines += [f"  {script}: {cost}" for script, cost in result.tokens_per_char.items()]
     lines.append(f"per-block overhead: {result.block_overhead} tokens")

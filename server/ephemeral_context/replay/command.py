@@ -71,6 +71,23 @@ def _check_plot_path(path: Path) -> None:
         raise LookupError(f"--plot {path}: name the file with one of {formats}")
 
 
+def _fit_tokens(sources: Sequence[Path]) -> int:
+    """`--fit-tokens`: the fit over the files that can be read, each one that cannot said;
+    status 1 when too few steps are left to fit."""
+    problems: list[str] = []
+    try:
+        fitted = fit_paths(sources, problems)
+    except ValueError as too_few:
+        fitted = None
+        problems.append(str(too_few))
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if fitted is None:
+        return 1
+    print(describe(fitted))
+    return 0
+
+
 def run(
     paths: Sequence[Path],
     *,
@@ -94,8 +111,7 @@ def run(
         return 1
     sources = [path for _, files in groups for path in files]
     if fit_tokens:
-        print(describe(fit_paths(sources)))
-        return 0
+        return _fit_tokens(sources)
     ends = {files[-1]: label for label, files in groups}  # a session is done after its last file
     with Progress(
         TextColumn("replaying"),

@@ -149,6 +149,22 @@ def test_the_tables_left_out_are_said(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "2 more transcripts: each is in --json" in capsys.readouterr().out
 
 
+def test_fit_tokens_leaves_out_what_it_cannot_read_and_says_when_too_little_is_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gzip.compress(b'{"type": "user"}\n' * 50)[:40])
+    empty = tmp_path / "zero.jsonl"
+    empty.write_bytes(b"")
+    assert main(["replay", "--fit-tokens", str(transcript(VIEWER)), str(cut)]) == 0
+    printed = capsys.readouterr()
+    assert f"error: {cut}: cannot read" in printed.err
+    assert printed.out.startswith("steps: ") and "Traceback" not in printed.err
+    assert main(["replay", "--fit-tokens", str(empty)]) == 1
+    printed = capsys.readouterr()
+    assert "error: need at least" in printed.err and printed.out == ""
+
+
 def test_no_path_and_no_own_sessions_replays_the_demo(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
