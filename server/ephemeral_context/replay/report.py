@@ -421,7 +421,7 @@ def render(report: Report, console: Console, per_session_limit: int = 6) -> None
         names = list(report.sessions[0].strategies)
         totals = {n: [s.strategies[n] for s in report.sessions] for n in names}
         calls = sum(s.calls for s in report.sessions)
-        console.print(_table(f"All {len(report.sessions)} sessions", totals, calls))
+        console.print(_table(f"All {_counted(report.sessions)}", totals, calls))
         for line in _rehydration_lines(totals):
             console.print(line)
 
@@ -456,5 +456,14 @@ def closing_line(report: Report) -> str:
     names = list(items[0].strategies) if items else []
     each = ", ".join(f"{n} ${sum(i.strategies[n].cost_usd for i in items):,.2f}" for n in names)
     calls = sum(item.calls for item in items)
-    plural = "" if len(items) == 1 else "s"
-    return f"{len(items)} session{plural}, {calls} calls: {paid}; under each strategy: {each}"
+    return f"{_counted(items)}, {calls} calls: {paid}; under each strategy: {each}"
+
+
+def _counted(items: Sequence[SessionReport]) -> str:
+    """How many transcripts, and of them how many are sub-agents of a session replayed with
+    them (each is a file of its own, not a session of its own)."""
+    agents = sum(item.session.parent is not None for item in items)
+    counted = f"{len(items)} transcript{'' if len(items) == 1 else 's'}"
+    if not agents:
+        return counted
+    return f"{counted} ({len(items) - agents} sessions and {agents} of their sub-agents)"

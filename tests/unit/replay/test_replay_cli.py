@@ -190,6 +190,9 @@ def test_no_path_replays_own_sessions_newest_first_with_their_subagents(
         isolated_home, "-home-dev-api", "9a8b/subagents/agent-a1.jsonl", SUBAGENT, 1_700_000_400
     )
     sessions = run_json(capsys)["sessions"]
+    assert main(["replay"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("3 transcripts (2 sessions and 1 of their sub-agents), 312 calls")
     assert [s["path"] for s in sessions] == [str(new), str(agent), str(old)]
     assert [s["calls"] for s in sessions] == [71, 71, 170]
     assert [s["parent"] for s in sessions] == [None, str(new), None]
@@ -211,7 +214,7 @@ def test_the_table_ends_with_what_the_sessions_cost_and_each_strategy_would(
     assert main(["replay"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     head, each = last.split("; under each strategy: ")
-    assert head.startswith("2 sessions, 241 calls: $") and head.endswith(" at list prices")
+    assert head.startswith("2 transcripts, 241 calls: $") and head.endswith(" at list prices")
     listed = dict(item.split(" $") for item in each.split(", "))
     assert list(listed) == list(STRATEGIES)
     for name, dollars in listed.items():
