@@ -3,7 +3,8 @@
 Claude Code keeps one folder per project (its path with every other character turned into
 `-`), a `<session>.jsonl` per session in it, and each session's sub-agents in
 `<session>/subagents/agent-*.jsonl`. A session here is its main file plus those sub-agent
-files, dated by the newest of them; `--project`, `--since` and `--limit` narrow the list.
+files (the sub-agents alone when the main file is gone), dated by the newest of them;
+`--project`, `--since` and `--limit` narrow the list.
 
 API:
 - `claude_projects()`, `own_sessions(root, ...)`: the user's sessions.
@@ -39,13 +40,16 @@ def _folded(text: str) -> str:
 
 
 def _sessions(project: Path) -> Iterator[OwnSession]:
-    for main in sorted(project.glob("*.jsonl")):
-        if not main.is_file():
-            continue
-        agents = sorted(p for p in (project / main.stem / "subagents").glob("agent-*.jsonl"))
-        files = (main, *(p for p in agents if p.is_file()))
-        modified = max(f.stat().st_mtime for f in files)
-        yield OwnSession(project.name, files, modified)
+    """Each session of a project folder: its main file with its sub-agents', or its
+    sub-agents' alone when the main file is gone (deleted, or not yet written)."""
+    mains = {p.stem: p for p in project.glob("*.jsonl") if p.is_file()}
+    folders = {p.parent.name for p in project.glob("*/subagents")}
+    for stem in sorted(mains.keys() | folders):
+        agents = sorted(p for p in (project / stem / "subagents").glob("agent-*.jsonl"))
+        main = [mains[stem]] if stem in mains else []
+        files = (*main, *(p for p in agents if p.is_file()))
+        if files:
+            yield OwnSession(project.name, files, max(f.stat().st_mtime for f in files))
 
 
 def own_sessions(

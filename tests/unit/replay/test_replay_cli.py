@@ -197,6 +197,10 @@ def test_no_path_replays_own_sessions_newest_first_with_their_subagents(
     assert [s["calls"] for s in sessions] == [71, 71, 170]
     assert [s["parent"] for s in sessions] == [None, str(new), None]
 
+    orphan = own_session(
+        isolated_home, "-home-dev-api", "77aa/subagents/agent-b2.jsonl", SUBAGENT, 1_600_000_000
+    )  # a sub-agent whose session's main file is gone is replayed all the same
+    assert run_json(capsys)["sessions"][-1]["path"] == str(orphan)
     (latest, its_agent) = run_json(capsys, "--limit", "1")["sessions"]
     assert (latest["path"], its_agent["path"]) == (str(new), str(agent))
     (shop,) = run_json(capsys, "--project", "/home/dev/shop")["sessions"]
