@@ -8,7 +8,7 @@ Bounds keep one call cheap: at most SEARCH_MAX_MATCHES lines, SEARCH_MAX_FILES f
 line matched on its first SEARCH_MATCH_CHARS characters, and SEARCH_SECONDS of matching (the
 `regex` module, which times out and lets go of the GIL while it matches: a pattern that
 backtracks without end, `(a|aa)+$`, on a 40-character line, stops neither the search nor the
-server).
+server; each line costs a few microseconds more than with `re`: docs/benchmarks.md).
 
 API:
 - `search_workspace(...)`: matching lines as `path:line: text`.
@@ -34,7 +34,7 @@ SEARCH_MAX_MATCHES = 200
 SEARCH_MAX_FILES = 20_000
 SEARCH_MAX_LINE = 300
 SEARCH_MATCH_CHARS = 4000
-SEARCH_SECONDS = 10.0
+SEARCH_SECONDS = 20.0
 
 
 def search_workspace(
@@ -84,8 +84,9 @@ def search_workspace(
     lines = list(hits)
     if stalled:
         lines.append(
-            f"[stopped after {SEARCH_SECONDS:.0f} s of matching, at {stalled}: the pattern "
-            "backtracks too much (nested repeats such as (a|aa)+); simplify it]"
+            f"[stopped after {SEARCH_SECONDS:g} s of matching, at {stalled}: narrow the path "
+            "glob, or simplify the pattern (nested repeats such as (a|aa)+ can take that long "
+            "on one line)]"
         )
     elif not hits:
         where = f" in {glob}" if glob else ""

@@ -454,5 +454,6 @@ async def test_a_pattern_that_backtracks_without_end_stops_the_search_not_the_se
     ticker = asyncio.create_task(tick())
     found = await run_tool(env, "search", {"pattern": "(a|aa)+$", "path": "*.txt"})
     ticker.cancel()
-    assert not found.is_error and "[stopped after 0 s of matching, at long.txt:1" in found.text
+    assert not found.is_error and "[stopped after 0.5 s of matching, at long.txt:1" in found.text
+    assert "(a|aa)+" in found.text
     assert ticks > 3  # the loop kept running (about 50 in half a second)
