@@ -14,7 +14,7 @@ from ephemeral_context.store import Store
 from lsprotocol import types
 
 from tests.fakes.messages_api import FakeMessagesAPI
-from tests.lsp.lsp_session import Editor
+from tests.lsp.lsp_session import Editor, wait_until
 
 pytestmark = pytest.mark.usefixtures("api_key")
 
@@ -48,6 +48,30 @@ async def test_a_pinned_buffer_that_gains_a_secret_is_neither_sent_nor_stored(
     rows = (await raw_editor.request("ephemeralContext/items")).items
     assert [(r.uri, r.pinned) for r in rows] == [(uri, False)]
     assert any("AWS access key" in m.message for m in raw_editor.client.messages)
+
+
+async def test_a_pinned_file_the_new_secret_settings_withhold_is_released_at_once(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """A `secretPatterns` entry added after the pin: the pin is released when the settings
+    arrive, not at the next change of its text, so no conversation (the hosted gateway's
+    neither) is shown the file again; the user is told."""
+    settings = {"apiBaseUrl": api.base_url, "model": "claude-sonnet-4-6"}
+    await raw_editor.initialize("visual_studio_code", workspace, settings)
+    uri = raw_editor.open(workspace / "src" / "app.py")
+    await raw_editor.request("ephemeralContext/pin", {"uri": uri})
+    raw_editor.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"ephemeralContext": {**settings, "secretPatterns": ["app.py"]}}
+        )
+    )
+    await wait_until(
+        lambda: any("no longer pinned" in m.message for m in raw_editor.client.messages)
+    )
+    rows = (await raw_editor.request("ephemeralContext/items")).items
+    assert [(r.uri, r.pinned) for r in rows] == [(uri, False)]
+    (told,) = [m.message for m in raw_editor.client.messages if "no longer pinned" in m.message]
+    assert told.startswith("Ephemeral Context: ") and "app.py matches the secret pattern" in told
 
 
 @pytest.mark.parametrize("open_in_editor", [False, True], ids=["on-disk", "open"])

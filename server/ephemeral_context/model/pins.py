@@ -4,8 +4,9 @@ A pin is the user's: the engine shows every pinned file to each conversation as 
 The editor's buffer changes on every keystroke, so the text is not pinned again then: only
 right before a request (`follow`), and only if it still passes the checks of a model's read
 (workspace, secret names and contents, size). A file that no longer passes them (an AWS key
-typed into it) is unpinned instead, so its new text is neither sent nor stored; the version
-shown earlier stays hydratable. A pinned file deleted on disk leaves the context (the model
+typed into it, a `secretPatterns` entry added since: `recheck`) is unpinned instead, so its
+new text is neither sent nor stored; the version shown earlier stays hydratable. A pinned
+file deleted on disk leaves the context (the model
 must not read a file that is gone as if it were there): the user is told which, and the id
 that still reads the text last pinned. A pinned definition is shown once, as it was then;
 it is released likewise when its file is deleted, or when the file no longer defines it
@@ -14,7 +15,8 @@ it is released likewise when its file is deleted, or when the file no longer def
 
 API:
 - `Pins`: `follow` before a request, `pending_tokens` for the usage estimate,
-  `note_document_change` for the mirror's changes (pins released by a deletion).
+  `note_document_change` for the mirror's changes (pins released by a deletion), `recheck`
+  when the secret settings change.
 """
 
 from __future__ import annotations
@@ -107,6 +109,25 @@ class Pins:
                 changed[uri] = document
         return changed
 
+    def recheck(self, env: ToolEnv) -> list[str]:
+        """The user's secret settings changed (`env` has the new ones): each whole-file pin
+        passes a model's read checks again now, and one they withhold is unpinned, in every
+        conversation (the hosted gateway's too); returns one sentence per pin released."""
+        released = []
+        for uri in self.engine.pinned_files():
+            try:
+                env.readable(uri)
+            except AccessDenied as exc:
+                released.append(self._release(uri, exc))
+        return released
+
+    def _release(self, uri: str, why: AccessDenied) -> str:
+        """Unpin a whole file that no longer passes the checks; the sentence that says so."""
+        self.engine.unpin(uri)
+        self._hashes.pop(uri, None)
+        self._ids.pop(uri, None)
+        return f"{label_of(uri)} is no longer pinned: {why}"
+
     def follow(self, env: ToolEnv) -> list[str]:
         """Right before a request: pin each changed file again as it is now, or unpin it
         when it no longer passes the checks, and release each pinned definition its file
@@ -116,10 +137,7 @@ class Pins:
             try:
                 self.pin(env, uri)
             except AccessDenied as exc:
-                self.engine.unpin(uri)
-                self._hashes.pop(uri, None)
-                self._ids.pop(uri, None)
-                released.append(f"{label_of(uri)} is no longer pinned: {exc}")
+                released.append(self._release(uri, exc))
         return released
 
     def _follow_symbols(self, mirror: DocumentMirror) -> list[str]:
