@@ -329,9 +329,11 @@ class ContextEngine:
         """Usage the API returned for the last call (SDK object or dict).
 
         A call that read nothing from the cache tells the engine its boundaries are gone.
+        A conversation that has ended (`end`) hears nothing: it is not made again.
         """
-        c = self.conversation(conv)
-        c.accounting.record_usage(c.thread, usage)
+        c = self.state.conversations.get(conv)
+        if c is not None:
+            c.accounting.record_usage(c.thread, usage)
 
     # ------------------------------------------------------------------ human controls and views
 

@@ -57,6 +57,8 @@ class StoreLike(Protocol):
 
     def get(self, id: str, offset: int = ..., limit: int | None = ...) -> StoredTextLike: ...
 
+    def info(self, id: str) -> StoredEntryLike: ...
+
 
 @dataclass(frozen=True)
 class EngineConfig:

@@ -191,20 +191,11 @@ class GatewayCore:
             self._forget(idle)
         messages: list[Mapping[str, Any]] = client["messages"]
         keys = [message_key(m) for m in messages]
-        thread = self.conversations.find(session, keys)
-        if thread is not None and thread.passthrough:
+        thread = self.conversations.find(session, keys) or self._branch(session, keys)
+        thread.used_at = now  # in use, passed through or not: not idle
+        if thread.passthrough:
             thread.keys = keys
             return self._passthrough(thread.passthrough, session, client, now)
-        if thread is None:
-            source, shared = self.conversations.branch(session, keys)
-            thread = self.conversations.start(session)
-            if source is not None:
-                self.engine.fork(source.conv, thread.conv, source.ends[shared - 1])
-                thread.keys, thread.ends = keys[:shared], source.ends[:shared]
-                thread.roots, thread.cwd = source.roots[:shared], source.cwd
-                thread.calls = source.calls.branch(source.roots[shared - 1])
-                thread.system_texts = set(source.system_texts)
-        thread.used_at = now
         try:
             body = self._feed_and_build(thread, client, messages, keys)
         except Unsupported as why:
@@ -216,6 +207,19 @@ class GatewayCore:
             return self._passthrough(f"engine error: {error!r}", session, client, now)
         pricing = self.savings.price_direct(thread.session, client, body, now)
         return Plan(thread, client, body, pricing)
+
+    def _branch(self, session: str, keys: list[str]) -> Thread:
+        """A new thread for a request that continues none: forked from the one sharing the
+        most leading messages with it, else empty."""
+        source, shared = self.conversations.branch(session, keys)
+        thread = self.conversations.start(session)
+        if source is not None:
+            self.engine.fork(source.conv, thread.conv, source.ends[shared - 1])
+            thread.keys, thread.ends = keys[:shared], source.ends[:shared]
+            thread.roots, thread.cwd = source.roots[:shared], source.cwd
+            thread.calls = source.calls.branch(source.roots[shared - 1])
+            thread.system_texts = set(source.system_texts)
+        return thread
 
     def _forget(self, thread: Thread) -> None:
         """Drop a thread and its engine conversation (failed, or idle too long)."""

@@ -148,15 +148,20 @@ async def test_a_conversation_fetches_back_only_what_it_was_shown(core: GatewayC
     assert await core.answer_hydrations(mine, hydrate(own.item_id))
     result = hydrated(mine)
     assert not result.get("is_error") and "# a.js" in json.dumps(result)
-    for n, item_id in enumerate((foreign.item_id, f"[[file:{foreign.item_id}]]")):
+    asked = (foreign.item_id, f"[[file:{foreign.item_id}]]", f"{foreign.item_id}@1000000")
+    for n, item_id in enumerate(asked):
         # a third session with the first one's history: its fork was shown a.js, not b.js
         other = core.prepare(
             request([{"role": "user", "content": "go"}, *read("r1", "a.js")], session=f"s{n}"), {}
         )
         assert isinstance(other, Plan)
-        assert await core.answer_hydrations(other, hydrate(item_id))
+        wanted, _, offset = item_id.partition("@")  # past the end of what it holds
+        call = hydrate(wanted)
+        call[0]["input"] |= {"offset": int(offset)} if offset else {}
+        assert await core.answer_hydrations(other, call)
         refused = hydrated(other)
         assert refused.get("is_error") and "# b.js" not in json.dumps(refused)
+        assert "no stored content has id" in json.dumps(refused)  # its size not told either
 
 
 def test_another_sessions_history_forks_from_it_and_leaves_it_as_it_was(
@@ -199,3 +204,23 @@ def test_a_conversation_idle_for_hours_is_dropped_with_its_engine_state(tmp_path
     assert isinstance(back, Plan) and back.thread.conv != first.thread.conv
     assert files(core, back) == ["file:///w/here/a.js", "file:///w/here/d.js"]
     store.close()
+
+
+async def test_a_conversation_dropped_on_a_failure_is_not_made_again_by_its_usage(
+    core: GatewayCore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine failed in a hydration round: the conversation is forgotten, the engine's
+    copy too, and the usage the server then records for the calls made does not bring an
+    empty one back (which no idle expiry could reach)."""
+    plan = core.prepare(request([{"role": "user", "content": "go"}, *read("r1", "a.js")]), {})
+    assert isinstance(plan, Plan)
+    [view] = core.engine.file_views(plan.thread.conv)
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("the engine failed")
+
+    monkeypatch.setattr(core.engine, "round_trip", broken)
+    assert not await core.answer_hydrations(plan, hydrate(view.item_id))
+    usage = {"input_tokens": 10, "output_tokens": 5}
+    core.record(plan.thread.session, plan.pricing, [usage], plan)
+    assert core.engine.conversations() == []
