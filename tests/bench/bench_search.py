@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import regex
 from ephemeral_context.documents import DocumentMirror
 from ephemeral_context.model import search
 from ephemeral_context.model.secrets import SecretPolicy, Workspace
@@ -67,10 +66,10 @@ def run() -> str:
 
 def _pattern_row(pattern: str, tree: Path, lines: list[str]) -> tuple[str, float, float]:
     """One pattern's table row, its matching time with the timeout, and the whole call's."""
-    ours, plain = regex.compile(pattern), re.compile(pattern)
+    ours, plain = search.compile_pattern(pattern), re.compile(pattern)
     workspace, limit = Workspace.of([tree]), search.SEARCH_MATCH_CHARS
     whole = _best(
-        lambda: search.search_workspace(workspace, DocumentMirror(), SecretPolicy(), ours, "")
+        lambda: search.search_workspace(workspace, DocumentMirror(), SecretPolicy(), pattern, "")
     )
     guarded = _best(
         lambda: [ours.search(x, 0, limit, concurrent=True, timeout=60.0) for x in lines]

@@ -5,12 +5,13 @@ searched as the editor holds it. A file whose name marks it secret is skipped; a
 content holds a credential is not searched and gets one note, whatever the pattern
 (model/secrets.py).
 Bounds keep one call cheap: at most SEARCH_MAX_MATCHES lines, SEARCH_MAX_FILES files, each
-line matched on its first SEARCH_MATCH_CHARS characters, and SEARCH_SECONDS of matching (the
+line matched on its first SEARCH_MATCH_CHARS characters, and SEARCH_SECONDS in all (the
 `regex` module, which times out and lets go of the GIL while it matches: a pattern that
 backtracks without end, `(a|aa)+$`, on a 40-character line, stops neither the search nor the
 server; each line costs a few microseconds more than with `re`: docs/benchmarks.md).
 
 API:
+- `compile_pattern(text)`: the model's pattern, read as Python's `re` reads it.
 - `search_workspace(...)`: matching lines as `path:line: text`.
 - `SEARCH_MAX_MATCHES`: the bound on lines.
 """
@@ -18,8 +19,10 @@ API:
 from __future__ import annotations
 
 import fnmatch
+import re
 import stat
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,20 +40,59 @@ SEARCH_MATCH_CHARS = 4000
 SEARCH_SECONDS = 20.0
 
 
+_REPEAT = re.compile(r"\{(?:\d+(?:,\d*)?|,\d+)\}")
+"""A brace `re` reads as a repeat ({3}, {2,}, {,4}, {2,4}); any other brace is a literal."""
+
+
+def compile_pattern(text: str) -> regex.Pattern[str]:
+    """The model's pattern as Python's `re` reads it (what the tool's description promises),
+    matched by `regex`: what `re` refuses is refused (regex.error, with `re`'s reason); a
+    brace `re` takes literally stays literal (`regex` reads `{e}` as a fuzzy match), and so
+    does a `[` inside a set (`regex` reads `[[:alpha:]]` as a POSIX class)."""
+    try:
+        with warnings.catch_warnings():  # re's FutureWarning on "[[": the reading is kept
+            warnings.simplefilter("ignore", FutureWarning)
+            re.compile(text)
+    except re.error as error:
+        raise regex.error(str(error)) from None
+    out: list[str] = []
+    at, in_set, first = 0, False, 0  # first: where a set's members start ("]" there is one)
+    while at < len(text):
+        char = text[at]
+        if char == "\\":
+            out.append(text[at : at + 2])
+            at += 2
+            continue
+        if in_set:
+            in_set = char != "]" or at == first
+            out.append("\\[" if char == "[" else char)
+        elif char == "[":
+            in_set, first = True, at + 2 if text[at + 1 : at + 2] == "^" else at + 1
+            out.append(char)
+        elif char == "{" and not _REPEAT.match(text, at):
+            out.append("\\{")
+        else:
+            out.append(char)
+        at += 1
+    return regex.compile("".join(out))
+
+
 def search_workspace(
     workspace: Workspace,
     mirror: DocumentMirror,
     secrets: SecretPolicy,
-    pattern: regex.Pattern[str],
+    pattern: str,
     glob: str,
 ) -> str:
     """Matching lines as `path:line: text`, each line matched on its first SEARCH_MATCH_CHARS
-    characters and all of them in SEARCH_SECONDS (a pattern that backtracks without end
-    stops the search with a note saying so, not the server).
+    characters and the whole search in SEARCH_SECONDS (a pattern that backtracks without end
+    stops the search with a note saying so, not the server); regex.error before any file is
+    read when `re` would refuse the pattern (`compile_pattern`).
 
     A file withheld for its content (a key or token inside) is not searched at all: it gets
     one note, the same whatever the pattern, so a withheld match reads exactly like a miss
     and no probe can recover a secret (or the rest of that file) a character at a time."""
+    compiled = compile_pattern(pattern)
     hits: list[str] = []
     withheld: list[str] = []
     scanned = 0
@@ -69,9 +111,11 @@ def search_workspace(
             withheld.append(f"{display}: [withheld: {reason}; not searched]")
             continue
         for number, line in enumerate(text.splitlines(), start=1):
-            left = max(deadline - time.monotonic(), 0.001)
+            left = deadline - time.monotonic()
             try:
-                found = pattern.search(line, 0, SEARCH_MATCH_CHARS, concurrent=True, timeout=left)
+                if left <= 0:
+                    raise TimeoutError
+                found = compiled.search(line, 0, SEARCH_MATCH_CHARS, concurrent=True, timeout=left)
             except TimeoutError:
                 stalled = f"{display}:{number}"
                 break
@@ -84,13 +128,13 @@ def search_workspace(
     lines = list(hits)
     if stalled:
         lines.append(
-            f"[stopped after {SEARCH_SECONDS:g} s of matching, at {stalled}: narrow the path "
+            f"[stopped after {SEARCH_SECONDS:g} s, at {stalled}: narrow the path "
             "glob, or simplify the pattern (nested repeats such as (a|aa)+ can take that long "
             "on one line)]"
         )
     elif not hits:
         where = f" in {glob}" if glob else ""
-        lines.append(f"no matches for {pattern.pattern!r}{where}")
+        lines.append(f"no matches for {pattern!r}{where}")
     elif len(hits) >= SEARCH_MAX_MATCHES or scanned > SEARCH_MAX_FILES:
         lines.append(f"[stopped after {len(hits)} matches; narrow the pattern or the path glob]")
     return "\n".join(lines + withheld)

@@ -487,14 +487,12 @@ def _view_range(value: object) -> tuple[int, int] | None:
 async def _search(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     pattern = _text(args, "pattern")
     glob = _text(args, "path", required=False).strip().removeprefix("./")
-    try:
-        compiled = regex.compile(pattern)
+    try:  # a worker thread: a big workspace must not stall the server's event loop
+        text = await asyncio.to_thread(
+            search_workspace, env.workspace, env.mirror, env.secrets, pattern, glob
+        )
     except regex.error as exc:
         return _error(f"invalid regular expression {pattern!r}: {exc}")
-    # A worker thread: a big workspace must not stall the server's event loop.
-    text = await asyncio.to_thread(
-        search_workspace, env.workspace, env.mirror, env.secrets, compiled, glob
-    )
     return ToolResult(text)
 
 

@@ -454,6 +454,30 @@ async def test_a_pattern_that_backtracks_without_end_stops_the_search_not_the_se
     ticker = asyncio.create_task(tick())
     found = await run_tool(env, "search", {"pattern": "(a|aa)+$", "path": "*.txt"})
     ticker.cancel()
-    assert not found.is_error and "[stopped after 0.5 s of matching, at long.txt:1" in found.text
+    assert not found.is_error and "[stopped after 0.5 s, at long.txt:1" in found.text
     assert "(a|aa)+" in found.text
     assert ticks > 3  # the loop kept running (about 50 in half a second)
+
+
+async def test_a_pattern_means_what_pythons_re_reads_in_it(env: ToolEnv, root: Path) -> None:
+    """The search matches with `regex`, which reads some patterns `re` takes literally
+    otherwise: `{e}` as a fuzzy match (any line with a one-character difference), `[[:x:]]`
+    as a POSIX class. They mean what the tool's description (Python's re) says."""
+    (root / "log.py").write_text('print(f"{e}")\nname = "abc"\nxd = 1\n')
+    braces = await run_tool(env, "search", {"pattern": '"{e}"', "path": "log.py"})
+    assert braces.text == 'log.py:1: print(f"{e}")'
+    fuzzy = await run_tool(env, "search", {"pattern": "x{d}", "path": "log.py"})
+    assert fuzzy.text == "no matches for 'x{d}' in log.py"
+    refused = await run_tool(env, "search", {"pattern": r"(?<=a+)b"})
+    assert refused.is_error and "look-behind requires fixed-width pattern" in refused.text
+
+
+async def test_a_search_ends_after_its_time_whatever_the_pattern_costs(
+    env: ToolEnv, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bound is on the whole search, not only on one slow line: each line is cheap here."""
+    monkeypatch.setattr(search, "SEARCH_SECONDS", 0.0)
+    for n in range(3):
+        (root / f"big{n}.txt").write_text("plain text\n" * 100)
+    found = await run_tool(env, "search", {"pattern": "nowhere", "path": "*.txt"})
+    assert found.text.startswith("[stopped after 0 s, at big0.txt:1: narrow the path glob")
