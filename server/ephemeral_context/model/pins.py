@@ -112,13 +112,15 @@ class Pins:
     def recheck(self, env: ToolEnv) -> list[str]:
         """The user's secret settings changed (`env` has the new ones): each whole-file pin
         passes a model's read checks again now, and one they withhold is unpinned, in every
-        conversation (the hosted gateway's too); returns one sentence per pin released."""
+        conversation (the hosted gateway's too); returns one sentence per pin released. A
+        pin refused for another reason (a buffer out of sync, a file gone) is `follow`'s."""
         released = []
         for uri in self.engine.pinned_files():
             try:
                 env.readable(uri)
             except AccessDenied as exc:
-                released.append(self._release(uri, exc))
+                if exc.reason == "secret":
+                    released.append(self._release(uri, exc))
         return released
 
     def _release(self, uri: str, why: AccessDenied) -> str:

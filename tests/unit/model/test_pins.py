@@ -177,3 +177,25 @@ def test_a_pinned_definition_stays_one_when_the_model_reads_its_file(project: Pr
     assert [s.split(";")[0] for s in project.said] == [
         f"{path} was deleted on disk and its definition run is no longer pinned"
     ]
+
+
+def test_new_secret_settings_release_only_the_pins_they_withhold(
+    project: Project, tmp_path: Path
+) -> None:
+    """`recheck` is for the secret settings: a pin refused for another reason (its buffer
+    out of sync here) is left to `follow`, not released in the settings' name."""
+    project.open()
+    project.pins.pin(project.env, project.uri)
+    project.mirror.desync(project.uri, "an edit was lost")
+    assert project.pins.recheck(project.env) == []
+    assert project.engine.pinned_files() == [project.uri]
+    withholding = ToolEnv.configured(
+        mirror=DocumentMirror(),
+        folders=[project.path.parent],
+        engine=project.engine,
+        secret_patterns=["app.py"],
+        memory_root=tmp_path / "memories",
+    )
+    (released,) = project.pins.recheck(withholding)
+    assert "no longer pinned" in released and "secret pattern 'app.py'" in released
+    assert project.engine.pinned_files() == []
