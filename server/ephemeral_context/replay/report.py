@@ -91,10 +91,19 @@ def discover(paths: Iterable[Path]) -> list[Path]:
             named = [p for p in path.rglob("*.jsonl*") if _transcript_name(p)]
             named += [p for p in path.rglob("*.md") if _markdown_transcript(p)]
             for each in sorted(named):
-                found.setdefault(each.resolve(), each)
+                found.setdefault(_identity(each), each)
         else:
-            found.setdefault(path.resolve(), path)
+            found.setdefault(_identity(path), path)
     return list(found.values())
+
+
+def _identity(path: Path) -> Path:
+    """The file a path names (links followed); itself when that cannot be told (a link
+    loop: reading it then lists it under errors)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a link loop, before Python 3.13
+        return path
 
 
 def _transcript_name(path: Path) -> bool:

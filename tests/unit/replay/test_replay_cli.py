@@ -142,6 +142,25 @@ def test_a_transcript_named_twice_is_replayed_once(
     assert session["path"] == str(folder / "a.jsonl")
 
 
+def test_a_link_loop_in_a_folder_is_one_error_and_the_rest_replays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shutil.copy(DEMO_SESSION, folder / "a.jsonl")
+    (folder / "loop1.jsonl").symlink_to(folder / "loop2.jsonl")
+    (folder / "loop2.jsonl").symlink_to(folder / "loop1.jsonl")
+    assert main(["replay", "--json", str(folder)]) == 0
+    printed = capsys.readouterr()
+    report = json.loads(printed.out)
+    assert [s["path"] for s in report["sessions"]] == [str(folder / "a.jsonl")]
+    assert [e["path"] for e in report["errors"]] == [
+        str(folder / "loop1.jsonl"),
+        str(folder / "loop2.jsonl"),
+    ]
+    assert "Traceback" not in printed.err
+
+
 def test_the_tables_left_out_are_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for n in range(8):
         shutil.copy(DEMO_SESSION, tmp_path / f"s{n}.jsonl")
