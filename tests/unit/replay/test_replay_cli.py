@@ -36,6 +36,14 @@ STRATEGY_KEYS = {
 }
 
 
+def demo_folder(tmp_path: Path) -> Path:
+    """A folder of transcripts holding one, the demo session as `a.jsonl`."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shutil.copy(DEMO_SESSION, folder / "a.jsonl")
+    return folder
+
+
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
     assert main(["replay", "--json", *argv]) == 0
     out = capsys.readouterr().out
@@ -134,9 +142,7 @@ def test_the_own_session_filters_are_refused_with_a_path_or_the_demo(
 def test_a_transcript_named_twice_is_replayed_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    shutil.copy(DEMO_SESSION, folder / "a.jsonl")
+    folder = demo_folder(tmp_path)
     again = folder / ".." / "sessions" / "a.jsonl"
     (session,) = run_json(capsys, str(folder / "a.jsonl"), str(again), str(folder))["sessions"]
     assert session["path"] == str(folder / "a.jsonl")
@@ -145,9 +151,7 @@ def test_a_transcript_named_twice_is_replayed_once(
 def test_a_link_loop_in_a_folder_is_one_error_and_the_rest_replays(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    shutil.copy(DEMO_SESSION, folder / "a.jsonl")
+    folder = demo_folder(tmp_path)
     (folder / "loop1.jsonl").symlink_to(folder / "loop2.jsonl")
     (folder / "loop2.jsonl").symlink_to(folder / "loop1.jsonl")
     assert main(["replay", "--json", str(folder)]) == 0
@@ -259,9 +263,7 @@ def test_own_sessions_that_match_nothing_are_an_error_not_the_demo(
 def test_a_bad_file_is_reported_and_the_others_still_replay(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    shutil.copy(DEMO_SESSION, folder / "a.jsonl")
+    folder = demo_folder(tmp_path)
     (folder / "b.jsonl").write_bytes(b"\xff\xfe not json at all\n{}\n")
     (folder / "c.jsonl").mkdir()  # a folder named like a transcript is searched, not read
     missing = tmp_path / "missing.jsonl"
