@@ -236,8 +236,10 @@ def read_session_file(
     """Any id ever shown, whole or a slice, or only those conversation `conv` was shown
     (`Conversation.names`: an id another one was shown is unknown there); store errors
     (unknown, expired) propagate."""
-    if conv is not None and not state.conversation(conv).names(state.store.info(item_id).id):
-        raise UnknownId(item_id)  # asked before reading: nothing of it is told, nor refreshed
+    if conv is not None:  # asked before reading: nothing of it is told, nor refreshed
+        shown = state.conversations.get(conv)  # an ended one is not made again by asking
+        if shown is None or not shown.names(state.store.info(item_id).id):
+            raise UnknownId(item_id)
     stored = state.store.get(item_id, offset, limit)
     item = state.ledger.get(stored.id)
     return HydratedText(

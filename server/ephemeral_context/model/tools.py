@@ -36,7 +36,7 @@ from ephemeral_context.model.edits import DiskEditApplier, EditApplier
 from ephemeral_context.model.memory import MemoryFolder, MemoryRefused
 from ephemeral_context.model.search import SEARCH_MAX_MATCHES, search_workspace
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace, find_secret
-from ephemeral_context.store import StoreError, data_dir
+from ephemeral_context.store import StoreError, check_range, data_dir
 from ephemeral_context.syntax.outline import Outline, outline_text
 from ephemeral_context.syntax.symbols import LookupStatus, address, find_symbol
 from ephemeral_context.syntax.synopsis import render_synopsis
@@ -403,20 +403,21 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
     limit = _int(args, "limit", 1)
     if env.engine is None:
         return _error("read_session_file is not available in this session")
-    hydrated = env.engine.read_session_file(item_id, offset, limit, env.conversation)
-    path = uri_to_path(hydrated.uri) if hydrated.uri else None
-    # The whole text is checked: a slice beside a key's header would carry its body.
-    whole = env.engine.read_session_file(hydrated.id) if limit is not None or offset else hydrated
+    # Read whole, checked whole: a slice beside a key's header would carry its body.
+    whole = env.engine.read_session_file(item_id, conv=env.conversation)
+    check_range(item_id, offset, limit, whole.total_length)
+    path = uri_to_path(whole.uri) if whole.uri else None
     if (finding := find_secret(whole.text)) is not None and not (
         path is not None and env.secrets.opted_in(path.resolve())
     ):
         reason = f"it contains what looks like {finding.kind}"
         return _error(SecretPolicy.withheld_message(item_id, reason))
-    end = offset + len(hydrated.text)
-    if offset == 0 and end >= hydrated.total_length:
-        return ToolResult(hydrated.text)
-    note = f"[{item_id}: characters {offset}-{end} of {hydrated.total_length}]\n"
-    return ToolResult(note + hydrated.text)
+    text = whole.text[offset : None if limit is None else offset + limit]
+    end = offset + len(text)
+    if offset == 0 and end >= whole.total_length:
+        return ToolResult(text)
+    note = f"[{item_id}: characters {offset}-{end} of {whole.total_length}]\n"
+    return ToolResult(note + text)
 
 
 async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
