@@ -184,7 +184,6 @@ def request_from_messages_api(
             "tool_choice": body.get("tool_choice"),
             "thinking": body.get("thinking"),
             "effort": output_config.get("effort") if isinstance(output_config, Mapping) else None,
-            "images": any(_has_image(m.get("content")) for m in body.get("messages") or []),
         },
     )
     top = body.get("cache_control")
@@ -199,22 +198,14 @@ def _is_tool_use(block: Any) -> bool:
 def _salt(blocks: list[Block], settings: Mapping[str, Any]) -> None:
     """Fold request settings the API renders into the prompt into the first block's key.
 
-    "What invalidates the cache": tool_choice, images anywhere, thinking parameters and
-    effort change the message blocks; the speed setting changes system and messages.
-    Unset settings leave keys as they are, so plain requests hash the same as before.
+    "What invalidates the cache": tool_choice, thinking parameters and effort change the
+    message blocks; the speed setting changes system and messages. Unset settings leave keys
+    as they are, so plain requests hash the same as before. Images are not among them, though
+    the table lists them: the real cache kept every message across a conversation's first
+    image (docs/cost-model.md, "Invalidation by settings").
     """
     if not blocks or not any(settings.values()):
         return
     first = blocks[0]
     salted = _text_key(canonical_json({k: v for k, v in settings.items() if v}))
     blocks[0] = replace(first, key=hash((salted, first.key)))
-
-
-def _has_image(content: Any) -> bool:
-    if not isinstance(content, list):
-        return False
-    return any(
-        isinstance(item, Mapping)
-        and (item.get("type") == "image" or _has_image(item.get("content")))
-        for item in content
-    )
