@@ -28,7 +28,20 @@ FIVE_MINUTE_BET = (
     "minutes and an hour, which no earlier gap announced, and the rewrite there costs more "
     "than the bet had saved (docs/cost-model.md, 'Gaps no earlier call announced')"
 )
-KNOWN = {4.0: {"3e72c419b0": FIVE_MINUTE_BET, "edd936fada": FIVE_MINUTE_BET}}
+KNOWN = {
+    4.0: dict.fromkeys(
+        (
+            "3e72c419b0",
+            "edd936fada",
+            "11fc04ef4e",
+            "16a34e7df3",
+            "17811a8fcb",
+            "59c5cfc155",
+            "e6bc5aa98d",
+        ),
+        FIVE_MINUTE_BET,
+    )
+}
 """Per factor, where the 1% bound is missed and why (strict: a fix shows)."""
 FACTORS = (0.25, 4.0)
 

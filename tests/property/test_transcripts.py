@@ -58,8 +58,29 @@ def _replayed(path: Path, replays: dict[Path, Invariants]) -> Invariants:
     return replays[path]
 
 
-@pytest.mark.parametrize("invariant", NAMES)
-@pytest.mark.parametrize("path", files())
+FIRST_GAP = (
+    "a 5-minute bet against a 1-hour client before any gap was seen, lost at the first gap "
+    "over 5 minutes: the rewrite costs more than the bet had saved "
+    "(docs/cost-model.md, 'Gaps no earlier call announced')"
+)
+KNOWN = {("6200b25791__agent-aside_question", "harm"): FIRST_GAP}
+"""Where an invariant does not hold on a real transcript, and why (strict: a fix shows)."""
+
+
+def cases() -> list[pytest.ParameterSet]:
+    """Every transcript with every invariant, marked where `KNOWN` says it fails."""
+    out = []
+    for case in files():
+        path = case.values[0]
+        for invariant in NAMES:
+            name = path.name if isinstance(path, Path) else ""
+            why = next((r for (f, i), r in KNOWN.items() if f in name and i == invariant), None)
+            marks = [*case.marks, *([pytest.mark.xfail(strict=True, reason=why)] if why else [])]
+            out.append(pytest.param(path, invariant, id=f"{case.id}-{invariant}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize(("path", "invariant"), cases())
 def test_invariant_holds(path: Path, invariant: str, replays: dict[Path, Invariants]) -> None:
     found = _replayed(path, replays)
     assert found.calls > 0

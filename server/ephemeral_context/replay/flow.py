@@ -34,6 +34,7 @@ from typing import Any, Literal, NamedTuple
 
 import xxhash
 
+from ephemeral_context.cache_sim import Block as CacheBlock
 from ephemeral_context.cache_sim import Ttl, Usage
 from ephemeral_context.documents import utf8
 from ephemeral_context.prices import Geo, PriceRow, Speed, priced
@@ -224,6 +225,28 @@ class PrefixState:
 
 FIRST_PREFIX = PrefixState()
 """The state of a prefix nothing is known to have changed."""
+
+
+def prefix(
+    thread: Thread, ttl: Ttl | None, state: PrefixState = FIRST_PREFIX
+) -> tuple[CacheBlock, ...]:
+    """The thread's fixed prefix (with Claude Code's breakpoint) and any unrecorded context.
+
+    A new skill listing changes the tools, so the whole prefix; a new working directory
+    changes the system prompt after its first breakpoint: the unrecorded context when the
+    prefix was sized as what other sessions had cached (the tools and that first part),
+    else the whole prefix.
+    """
+    skills = str(state.skills)
+    head = (skills,) if thread.hidden_tokens else (skills, state.cwd)
+    blocks = [
+        CacheBlock(block_key("prefix", thread.id, *head), max(thread.prefix_tokens, 1), ttl),
+    ]
+    if thread.hidden_tokens:
+        blocks.append(
+            CacheBlock(block_key("hidden", thread.id, skills, state.cwd), thread.hidden_tokens)
+        )
+    return tuple(blocks)
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,21 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ephemeral_context.cache_sim import Block as CacheBlock
 from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context.blocks import input_strings, uri_of
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, Need
 from ephemeral_context.prices import priced
 from ephemeral_context.replay.feed import feed_message
-from ephemeral_context.replay.flow import Call, Message, Session, Unanswered
+from ephemeral_context.replay.flow import (
+    Call,
+    Message,
+    PrefixState,
+    Session,
+    Thread,
+    Unanswered,
+    prefix,
+)
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
 from ephemeral_context.replay.tools import replaced_strings
 from ephemeral_context.store import Store
@@ -176,7 +185,20 @@ class OursLayout:
         built = self.engine.last_request(call.thread)
         assert built is not None
         request = built.cache_request
-        return Prompt(tuple(request.system), tuple(request.messages))
+        system = tuple(request.system)
+        if thread.hidden_tokens and system:
+            system = (*_as_cached(thread, call.prefix, system[0]), *system[1:])
+        return Prompt(system, tuple(request.messages))
+
+
+def _as_cached(thread: Thread, state: PrefixState, head: CacheBlock) -> tuple[CacheBlock, ...]:
+    """The engine's system block as the cache sees it: the client's prefix, which a cache
+    outside the transcript may hold (the replay warms it before the thread's first call),
+    then the context Claude Code added unrecorded, as `recorded` lays them out. One block
+    would let the warm entry cover the unrecorded context too, read where `recorded` writes
+    it (4% of `ours`'s bill on the corpus, unbilled until 2026-12-06)."""
+    parts = prefix(thread, None, state)
+    return (*parts[:-1], replace(parts[-1], cache_ttl=head.cache_ttl))
 
 
 MAX_ROUND_TRIPS = 3

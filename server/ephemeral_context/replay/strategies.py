@@ -51,6 +51,7 @@ from ephemeral_context.replay.flow import (
     Unanswered,
     block_key,
     mark_position,
+    prefix,
 )
 from ephemeral_context.replay.ours import OURS_STRATEGIES
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt, Strategy
@@ -103,28 +104,6 @@ def with_breakpoint(
             marked[i] = replace(block, cache_ttl=ttl)
             break
     return tuple(marked)
-
-
-def prefix(
-    thread: Thread, ttl: cache_sim.Ttl, state: PrefixState = FIRST_PREFIX
-) -> tuple[cache_sim.Block, ...]:
-    """The thread's fixed prefix (with Claude Code's breakpoint) and any unrecorded context.
-
-    A new skill listing changes the tools, so the whole prefix; a new working directory
-    changes the system prompt after its first breakpoint: the unrecorded context when the
-    prefix was sized as what other sessions had cached (the tools and that first part),
-    else the whole prefix.
-    """
-    skills = str(state.skills)
-    head = (skills,) if thread.hidden_tokens else (skills, state.cwd)
-    blocks = [
-        cache_sim.Block(block_key("prefix", thread.id, *head), max(thread.prefix_tokens, 1), ttl),
-    ]
-    if thread.hidden_tokens:
-        blocks.append(
-            cache_sim.Block(block_key("hidden", thread.id, skills, state.cwd), thread.hidden_tokens)
-        )
-    return tuple(blocks)
 
 
 def claude_code_mark(out: Outgoing, blocks: Sequence[cache_sim.Block]) -> int | None:
