@@ -54,7 +54,7 @@ class GatewayThread:
         """GET /ectx/status's JSON (read on the gateway's loop while it runs)."""
         if self._loop.is_closed():
             return self.core.status()
-        return self._run(_call(self.core.status))
+        return self._run(self.gateway.status())
 
     def stop(self) -> None:
         self._run(self.gateway.stop())
@@ -73,10 +73,6 @@ class GatewayThread:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-async def _call(function: Callable[[], Result]) -> Result:
-    return function()
 
 
 def request_text(request: RecordedRequest) -> str:

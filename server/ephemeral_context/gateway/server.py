@@ -5,7 +5,9 @@ savings; every other request (count_tokens, models, ...) and every request the e
 handle is forwarded unchanged, its answer back unchanged (a stream as it comes, any other
 answer once the whole of it came). The client's headers (its API key or OAuth token, beta
 flags, versions) go to the upstream with each request and nowhere else: nothing here logs,
-stores or writes them.
+stores or writes them. The engine's work (parsing a body, preparing it, encoding what goes
+upstream, answering hydration calls, accounting) runs where worker.py says: on a thread of its
+own, so a big request holds up no other session's stream.
 
 Answers: upstream errors reach the client as the upstream sent them (status, headers, body;
 an `error` event inside a stream), and so does an answer that is not a message (a proxy's
@@ -51,6 +53,7 @@ from ephemeral_context.gateway.core import (
     hydration_calls,
     visible,
 )
+from ephemeral_context.gateway.savings import Pricing
 from ephemeral_context.gateway.sse import (
     MessageBuilder,
     block_index,
@@ -58,6 +61,7 @@ from ephemeral_context.gateway.sse import (
     parse_event,
     read_events,
 )
+from ephemeral_context.gateway.worker import EngineWorker
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +149,11 @@ def _as_sent(upstream: aiohttp.ClientResponse, body: bytes) -> web.Response:
     )
 
 
+def _encoded(body: Mapping[str, Any]) -> bytes:
+    """A request body as aiohttp's `json=` would send it."""
+    return json.dumps(body).encode()
+
+
 def _error_body(kind: str, message: str) -> dict[str, Any]:
     """The API's own error shape."""
     return {"type": "error", "error": {"type": kind, "message": message}}
@@ -167,8 +176,12 @@ class Gateway:
         upstream: str = ANTHROPIC_API,
         on_update: Callable[[], None] | None = None,
         stall_timeout: float = STALL_TIMEOUT_S,
+        engine_thread: bool = True,
     ) -> None:
         self.core = core
+        self.worker = EngineWorker(engine_thread)
+        """Where the engine runs: its own thread, unless hosted by the editor's server
+        (`engine_thread` off; worker.py says why)."""
         self.upstream = upstream.rstrip("/")
         self.on_update = on_update
         self.stall_timeout = stall_timeout
@@ -205,6 +218,7 @@ class Gateway:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+        await self.worker.close()  # after the handlers: their last accounts are kept
         if self._client is not None:
             await self._client.close()
 
@@ -225,8 +239,12 @@ class Gateway:
 
     # ------------------------------------------------------------------ routes
 
+    async def status(self) -> dict[str, Any]:
+        """GET /ectx/status's JSON, read where the engine runs."""
+        return await self.worker.call(self.core.status)
+
     async def _status(self, request: web.Request) -> web.Response:
-        return web.json_response(self.core.status())
+        return web.json_response(await self.status())
 
     async def _passthrough(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -235,24 +253,33 @@ class Gateway:
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
+        plan = await self.worker.call(self._plan, raw, request.headers)
+        if isinstance(plan, Passthrough):
+            log.info("POST /v1/messages passed through unchanged: %s", plan.reason)
+            response, usage = await self._forward(request, raw)
+            await self._record(plan.session, plan.pricing, [] if usage is None else [usage])
+            return response
+        if plan.client.get("stream"):
+            return await self._stream(request, plan)
+        return await self._json(request, plan, raw)
+
+    def _plan(self, raw: bytes, headers: Mapping[str, str]) -> Plan | Passthrough:
+        """The client's body parsed and prepared (engine work: a big body takes seconds)."""
         try:
             client: Any = json.loads(raw)
         except ValueError:
             client = None
         try:
-            plan = self.core.prepare(client, request.headers)
+            return self.core.prepare(client, headers)
         except Exception as error:  # fail open: a gateway must never break the session
             log.exception("gateway: preparing a request failed; forwarded unchanged")
-            plan = Passthrough(f"gateway error: {error!r}")
-        if isinstance(plan, Passthrough):
-            log.info("POST /v1/messages passed through unchanged: %s", plan.reason)
-            response, usage = await self._forward(request, raw)
-            self.core.record(plan.session, plan.pricing, [] if usage is None else [usage])
-            self._updated()
-            return response
-        if client.get("stream"):
-            return await self._stream(request, plan)
-        return await self._json(request, plan, raw)
+            return Passthrough(f"gateway error: {error!r}")
+
+    async def _record(
+        self, session: str, pricing: Pricing, usages: list[Any], plan: Plan | None = None
+    ) -> None:
+        await self.worker.call(self.core.record, session, pricing, usages, plan)
+        self._updated()
 
     # ------------------------------------------------------------------ unchanged
 
@@ -337,10 +364,12 @@ class Gateway:
             await response.write(encode("error", body))
             await response.write_eof()
 
-    async def _post(self, request: web.Request, body: Mapping[str, Any]) -> aiohttp.ClientResponse:
-        return await self.client.post(
-            self._url(request), json=body, headers=_forwarded(request.headers)
-        )
+    async def _post(self, request: web.Request, plan: Plan) -> aiohttp.ClientResponse:
+        """The plan's next upstream call (its body encoded where the engine runs: megabytes)."""
+        data = await self.worker.call(_encoded, plan.body)
+        headers = _forwarded(request.headers)
+        headers["content-type"] = "application/json"
+        return await self.client.post(self._url(request), data=data, headers=headers)
 
     # ------------------------------------------------------------------ through the engine
 
@@ -348,9 +377,9 @@ class Gateway:
         rounds = _Rounds()
         while True:
             try:
-                upstream = await self._post(request, plan.body)
+                upstream = await self._post(request, plan)
             except UPSTREAM_ERRORS as error:
-                self._finish_record(plan, rounds)  # the rounds before it were billed
+                await self._finish_record(plan, rounds)  # the rounds before it were billed
                 return self._no_answer(error)
             async with upstream:
                 try:
@@ -364,19 +393,19 @@ class Gateway:
             content = list(answer.get("content") or [])
             rounds.add(answer.get("usage"), content)
             if self._hydrate_again(plan, content, answer.get("stop_reason")):
-                if await self.core.answer_hydrations(plan, content):
+                if await self.worker.wait(self.core.answer_hydrations, plan, content):
                     continue
                 log.warning("POST /v1/messages: hydration failed; forwarded unchanged instead")
                 response, usage = await self._forward(request, raw)
                 if usage is not None:
                     rounds.add(usage, [])
-                self._finish_record(plan, rounds)  # every call made for it was billed
+                await self._finish_record(plan, rounds)  # every call made for it was billed
                 return response
-            await self.core.finish(plan, rounds.shown, content)
+            await self.worker.wait(self.core.finish, plan, rounds.shown, content)
             answer["content"] = rounds.shown
             answer["usage"] = {**rounds.usages[-1], "output_tokens": rounds.output}
             answer["stop_reason"] = self._stop_reason(content, answer.get("stop_reason"))
-            self._finish_record(plan, rounds)
+            await self._finish_record(plan, rounds)
             return web.Response(body=json.dumps(answer).encode(), headers=headers)
 
     @staticmethod
@@ -397,9 +426,8 @@ class Gateway:
             return "end_turn"
         return stop
 
-    def _finish_record(self, plan: Plan, rounds: _Rounds) -> None:
-        self.core.record(plan.thread.session, plan.pricing, list(rounds.usages), plan)
-        self._updated()
+    async def _finish_record(self, plan: Plan, rounds: _Rounds) -> None:
+        await self._record(plan.thread.session, plan.pricing, list(rounds.usages), plan)
 
     async def _failed(
         self, response: web.StreamResponse | None, error: BaseException
@@ -425,7 +453,7 @@ class Gateway:
         counts as billed (its usage unread)."""
         if upstream.status == 200:
             rounds.add({}, [])
-        self._finish_record(plan, rounds)
+        await self._finish_record(plan, rounds)
         return await self._failed(response, error)
 
     async def _as_sent_whole(
@@ -441,7 +469,7 @@ class Gateway:
         event; a 200's call counts as billed (its usage when readable)."""
         if upstream.status == 200:
             rounds.add(_usage_of(raw, upstream.headers.get("content-type", "")), [])
-        self._finish_record(plan, rounds)
+        await self._finish_record(plan, rounds)
         if response is None:
             return _as_sent(upstream, raw)
         await response.write(_error_event(upstream.status, raw))
@@ -453,9 +481,9 @@ class Gateway:
         rounds = _Rounds()
         while True:
             try:
-                upstream = await self._post(request, plan.body)
+                upstream = await self._post(request, plan)
             except UPSTREAM_ERRORS as error:
-                self._finish_record(plan, rounds)  # the rounds before it were billed
+                await self._finish_record(plan, rounds)  # the rounds before it were billed
                 return await self._failed(response, error)
             async with upstream:
                 content_type = upstream.headers.get("content-type", "")
@@ -473,29 +501,29 @@ class Gateway:
                     async for event in read_events(upstream.content.iter_any()):
                         if not await relay.pass_on(event):
                             await response.write_eof()  # the upstream's error event, passed on
-                            self._finish_record(plan, rounds)
+                            await self._finish_record(plan, rounds)
                             return response
                 except UPSTREAM_ERRORS as error:  # the call is billed all the same
                     await self._broken_off(request, response, error)
                     rounds.add(relay.builder.usage, [])
-                    self._finish_record(plan, rounds)
+                    await self._finish_record(plan, rounds)
                     return response
             builder = relay.builder
             content = builder.content
             rounds.add(builder.usage, content)
             if not builder.complete:  # ended without message_stop: end it the same way
                 await response.write_eof()
-                self._finish_record(plan, rounds)
+                await self._finish_record(plan, rounds)
                 return response
             stop = self._stop_reason(content, builder.stop_reason)
             if self._hydrate_again(plan, content, builder.stop_reason):
-                if await self.core.answer_hydrations(plan, content):
+                if await self.worker.wait(self.core.answer_hydrations, plan, content):
                     continue
                 stop = "end_turn"  # the engine failed: end the answer where it stands
             else:
-                await self.core.finish(plan, rounds.shown, content)
+                await self.worker.wait(self.core.finish, plan, rounds.shown, content)
             await relay.close(rounds.output, stop)
-            self._finish_record(plan, rounds)
+            await self._finish_record(plan, rounds)
             return response
 
 

@@ -1,0 +1,95 @@
+"""`ectx gateway` under load: one request's engine work holds up no other session's stream.
+
+Real HTTP on both sides (tests/fakes upstream), with the engine's `prepare` held on a
+threading.Event for one session: the other session's stream must go on meanwhile.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from ephemeral_context.gateway.conversations import session_of
+from ephemeral_context.gateway.core import Passthrough, Plan
+from ephemeral_context.gateway.worker import EngineWorker
+
+from tests.fakes.messages_api import FakeMessagesAPI, Reply
+from tests.gateway_harness import GatewayThread
+from tests.unit.gateway.test_sdk import KEY, ask
+
+HELD, STREAMING = "aaaaaaaa-0000-0000-0000-000000000001", "bbbbbbbb-0000-0000-0000-000000000002"
+HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+TIMEOUT = httpx2.Timeout(60.0)
+"""Only a bound on a hang: a client's default 5 s read timeout could fire on a busy machine."""
+
+
+def _body(session: str, stream: bool) -> dict[str, Any]:
+    user_id = json.dumps({"session_id": session})
+    return ask([{"role": "user", "content": "hi"}], stream=stream, metadata={"user_id": user_id})
+
+
+def _event_names(lines: Iterator[str]) -> Iterator[str]:
+    return (line.removeprefix("event: ") for line in lines if line.startswith("event: "))
+
+
+def test_a_request_whose_engine_work_is_held_holds_up_no_other_stream(
+    api: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = threading.Event()
+    api.add_turns(Reply(text="streamed " * 40, gate=gate), "the held one's answer")
+    entered, release, held_too_long = threading.Event(), threading.Event(), threading.Event()
+    with GatewayThread(api.base_url, tmp_path / "store") as gateway:
+        prepare = gateway.core.prepare
+
+        def held(client: Any, headers: Mapping[str, str]) -> Plan | Passthrough:
+            if session_of(client, headers) == HELD:
+                entered.set()
+                if not release.wait(timeout=30):  # on the event loop it would stop every stream
+                    held_too_long.set()
+            return prepare(client, headers)
+
+        monkeypatch.setattr(gateway.core, "prepare", held)
+        url, first = f"{gateway.base_url}/v1/messages", _body(STREAMING, True)
+        with (
+            ThreadPoolExecutor(1) as other,
+            httpx2.stream("POST", url, json=first, headers=HEADERS, timeout=TIMEOUT) as streaming,
+        ):
+            events = _event_names(streaming.iter_lines())
+            assert "content_block_delta" in events  # the stream began; the upstream holds it
+            answer = other.submit(
+                httpx2.post, url, json=_body(HELD, False), headers=HEADERS, timeout=TIMEOUT
+            )
+            assert entered.wait(timeout=30)  # the other session's engine work is under way
+            gate.set()
+            block = list(itertools.takewhile(lambda name: name != "content_block_stop", events))
+            assert not held_too_long.is_set()  # the stream went on while that work was held
+            assert block.count("content_block_delta") > 1
+            release.set()
+            assert list(events)[-1] == "message_stop"
+            assert answer.result().json()["content"][0]["text"] == "the held one's answer"
+
+
+async def test_the_engine_runs_on_one_thread_of_its_own_or_hosted_on_the_loop() -> None:
+    """`ectx gateway` runs all engine work on one worker thread; hosted by the editor's
+    server, on the loop its handlers share (they touch the same engine, unlocked)."""
+    own, hosted = EngineWorker(), EngineWorker(own_thread=False)
+    try:
+        threads = {await own.call(threading.get_ident) for _ in range(3)}
+        threads.add(await own.wait(_thread_of_coroutine))
+        assert len(threads) == 1 and threading.get_ident() not in threads
+        assert await hosted.call(threading.get_ident) == threading.get_ident()
+        assert await hosted.wait(_thread_of_coroutine) == threading.get_ident()
+    finally:
+        await own.close()
+        await hosted.close()
+
+
+async def _thread_of_coroutine() -> int:
+    return threading.get_ident()
