@@ -23,7 +23,9 @@ the same message (one `message_start`, later blocks numbered on, one `message_de
 output tokens add up the rounds); a stream pauses for the length of one more upstream call.
 A stream the upstream drops is dropped for the client too; one that stalls ends with an
 `error` event that says so. A call counts in the status as made (billed) once the upstream
-answered it with a 200, however its answer ended, even when the client walked away from it.
+answered it with a 200, however its answer ended (an `error` event in its stream included),
+even when the client walked away from it or the gateway stopped mid-answer: a request is
+accounted once its answer ended, whatever ended it.
 
 API:
 - `Gateway`: the aiohttp application and its upstream client session.
@@ -53,7 +55,6 @@ from ephemeral_context.gateway.core import (
     hydration_calls,
     visible,
 )
-from ephemeral_context.gateway.savings import Pricing
 from ephemeral_context.gateway.sse import (
     MessageBuilder,
     block_index,
@@ -247,21 +248,21 @@ class Gateway:
         return web.json_response(await self.status())
 
     async def _passthrough(self, request: web.Request) -> web.StreamResponse:
-        raw = await request.read()
-        response, _ = await self._forward(request, raw)
-        return response
+        return await self._forward(request, await request.read())
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
         plan = await self.worker.call(self._plan, raw, request.headers)
-        if isinstance(plan, Passthrough):
-            log.info("POST /v1/messages passed through unchanged: %s", plan.reason)
-            response, usage = await self._forward(request, raw)
-            await self._record(plan.session, plan.pricing, [] if usage is None else [usage])
-            return response
-        if plan.client.get("stream"):
-            return await self._stream(request, plan)
-        return await self._json(request, plan, raw)
+        rounds = _Rounds()
+        try:
+            if isinstance(plan, Passthrough):
+                log.info("POST /v1/messages passed through unchanged: %s", plan.reason)
+                return await self._forward(request, raw, rounds)
+            if plan.client.get("stream"):
+                return await self._stream(request, plan, rounds)
+            return await self._json(request, plan, raw, rounds)
+        finally:  # however the answer ended (the client gone, the handler cancelled)
+            await self._record(plan, rounds)
 
     def _plan(self, raw: bytes, headers: Mapping[str, str]) -> Plan | Passthrough:
         """The client's body parsed and prepared (engine work: a big body takes seconds)."""
@@ -275,49 +276,58 @@ class Gateway:
             log.exception("gateway: preparing a request failed; forwarded unchanged")
             return Passthrough(f"gateway error: {error!r}")
 
-    async def _record(
-        self, session: str, pricing: Pricing, usages: list[Any], plan: Plan | None = None
-    ) -> None:
-        await self.worker.call(self.core.record, session, pricing, usages, plan)
+    async def _record(self, plan: Plan | Passthrough, rounds: _Rounds) -> None:
+        """Account one client request: every upstream call made for it was billed."""
+        if isinstance(plan, Passthrough):
+            await self.worker.call(self.core.record, plan.session, plan.pricing, rounds.billed())
+        else:
+            usages = rounds.billed()
+            await self.worker.call(
+                self.core.record, plan.thread.session, plan.pricing, usages, plan
+            )
         self._updated()
 
     # ------------------------------------------------------------------ unchanged
 
     async def _forward(
-        self, request: web.Request, raw: bytes
-    ) -> tuple[web.StreamResponse, dict[str, Any] | None]:
+        self, request: web.Request, raw: bytes, rounds: _Rounds | None = None
+    ) -> web.StreamResponse:
         """The client's request as it came, the upstream's answer back unchanged (a stream
-        as it comes, any other answer once whole); with its usage ({} unreadable, or the
-        answer broken off), None when it gave no answer or an error."""
+        as it comes, any other answer once whole). A 200 adds its usage to `rounds` ({}
+        unreadable), however its answer ended."""
         try:
             upstream = await self.client.request(
                 request.method, self._url(request), data=raw, headers=_forwarded(request.headers)
             )
         except UPSTREAM_ERRORS as error:
-            return self._no_answer(error), None
-        async with upstream:
-            content_type = upstream.headers.get("content-type", "")
-            answered = upstream.status == 200  # from here on the call was billed
-            if "event-stream" not in content_type:
+            return self._no_answer(error)
+        seen = bytearray()
+        content_type = upstream.headers.get("content-type", "")
+        try:
+            async with upstream:
+                if "event-stream" not in content_type:
+                    try:
+                        seen += await upstream.read()
+                    except UPSTREAM_ERRORS as error:  # broken off: its usage unread
+                        return self._no_answer(error)
+                    return _as_sent(upstream, bytes(seen))
+                response = web.StreamResponse(
+                    status=upstream.status,
+                    reason=upstream.reason,
+                    headers=_forwarded(upstream.headers),
+                )
+                await response.prepare(request)
                 try:
-                    body = await upstream.read()
-                except UPSTREAM_ERRORS as error:
-                    return self._no_answer(error), {} if answered else None
-                return _as_sent(upstream, body), _usage_of(body, content_type) if answered else None
-            response = web.StreamResponse(
-                status=upstream.status, reason=upstream.reason, headers=_forwarded(upstream.headers)
-            )
-            await response.prepare(request)
-            seen = bytearray()
-            try:
-                async for chunk in upstream.content.iter_any():
-                    seen += chunk
-                    await response.write(chunk)
-            except UPSTREAM_ERRORS as error:  # the call is billed all the same
-                await self._broken_off(request, response, error)
-            else:
-                await response.write_eof()
-            return response, _usage_of(bytes(seen), content_type) if answered else None
+                    async for chunk in upstream.content.iter_any():
+                        seen += chunk
+                        await response.write(chunk)
+                    await response.write_eof()
+                except UPSTREAM_ERRORS as error:  # dropped, stalled, or the client gone
+                    await self._broken_off(request, response, error)
+                return response
+        finally:
+            if rounds is not None and upstream.status == 200:  # from then on it was billed
+                rounds.add(_usage_of(bytes(seen), content_type), [])
 
     def _failure(self, error: BaseException, *, mid_answer: bool) -> tuple[int, dict[str, Any]]:
         """A failed upstream call as the API's own error: one that stalled (no byte for the
@@ -373,22 +383,22 @@ class Gateway:
 
     # ------------------------------------------------------------------ through the engine
 
-    async def _json(self, request: web.Request, plan: Plan, raw: bytes) -> web.StreamResponse:
-        rounds = _Rounds()
+    async def _json(
+        self, request: web.Request, plan: Plan, raw: bytes, rounds: _Rounds
+    ) -> web.StreamResponse:
         while True:
             try:
                 upstream = await self._post(request, plan)
             except UPSTREAM_ERRORS as error:
-                await self._finish_record(plan, rounds)  # the rounds before it were billed
                 return self._no_answer(error)
             async with upstream:
                 try:
                     body = await upstream.read()
                 except UPSTREAM_ERRORS as error:  # broken off: nothing reached the client
-                    return await self._broken_off_whole(upstream, plan, rounds, None, error)
+                    return await self._broken_off_whole(upstream, rounds, None, error)
                 answer = _json_object(body)
                 if upstream.status != 200 or not _readable_message(answer):
-                    return await self._as_sent_whole(upstream, plan, rounds, None, body)
+                    return await self._as_sent_whole(upstream, rounds, None, body)
                 headers = _forwarded(upstream.headers)
             content = list(answer.get("content") or [])
             rounds.add(answer.get("usage"), content)
@@ -396,16 +406,11 @@ class Gateway:
                 if await self.worker.wait(self.core.answer_hydrations, plan, content):
                     continue
                 log.warning("POST /v1/messages: hydration failed; forwarded unchanged instead")
-                response, usage = await self._forward(request, raw)
-                if usage is not None:
-                    rounds.add(usage, [])
-                await self._finish_record(plan, rounds)  # every call made for it was billed
-                return response
+                return await self._forward(request, raw, rounds)
             await self.worker.wait(self.core.finish, plan, rounds.shown, content)
             answer["content"] = rounds.shown
             answer["usage"] = {**rounds.usages[-1], "output_tokens": rounds.output}
             answer["stop_reason"] = self._stop_reason(content, answer.get("stop_reason"))
-            await self._finish_record(plan, rounds)
             return web.Response(body=json.dumps(answer).encode(), headers=headers)
 
     @staticmethod
@@ -426,9 +431,6 @@ class Gateway:
             return "end_turn"
         return stop
 
-    async def _finish_record(self, plan: Plan, rounds: _Rounds) -> None:
-        await self._record(plan.thread.session, plan.pricing, list(rounds.usages), plan)
-
     async def _failed(
         self, response: web.StreamResponse | None, error: BaseException
     ) -> web.StreamResponse:
@@ -444,7 +446,6 @@ class Gateway:
     async def _broken_off_whole(
         self,
         upstream: aiohttp.ClientResponse,
-        plan: Plan,
         rounds: _Rounds,
         response: web.StreamResponse | None,
         error: BaseException,
@@ -453,13 +454,11 @@ class Gateway:
         counts as billed (its usage unread)."""
         if upstream.status == 200:
             rounds.add({}, [])
-        await self._finish_record(plan, rounds)
         return await self._failed(response, error)
 
     async def _as_sent_whole(
         self,
         upstream: aiohttp.ClientResponse,
-        plan: Plan,
         rounds: _Rounds,
         response: web.StreamResponse | None,
         raw: bytes,
@@ -469,21 +468,20 @@ class Gateway:
         event; a 200's call counts as billed (its usage when readable)."""
         if upstream.status == 200:
             rounds.add(_usage_of(raw, upstream.headers.get("content-type", "")), [])
-        await self._finish_record(plan, rounds)
         if response is None:
             return _as_sent(upstream, raw)
         await response.write(_error_event(upstream.status, raw))
         await response.write_eof()
         return response
 
-    async def _stream(self, request: web.Request, plan: Plan) -> web.StreamResponse:
+    async def _stream(
+        self, request: web.Request, plan: Plan, rounds: _Rounds
+    ) -> web.StreamResponse:
         response: web.StreamResponse | None = None
-        rounds = _Rounds()
         while True:
             try:
                 upstream = await self._post(request, plan)
             except UPSTREAM_ERRORS as error:
-                await self._finish_record(plan, rounds)  # the rounds before it were billed
                 return await self._failed(response, error)
             async with upstream:
                 content_type = upstream.headers.get("content-type", "")
@@ -491,29 +489,26 @@ class Gateway:
                     try:  # an error, or no stream (a proxy's page): read whole
                         raw = await upstream.read()
                     except UPSTREAM_ERRORS as error:
-                        return await self._broken_off_whole(upstream, plan, rounds, response, error)
-                    return await self._as_sent_whole(upstream, plan, rounds, response, raw)
+                        return await self._broken_off_whole(upstream, rounds, response, error)
+                    return await self._as_sent_whole(upstream, rounds, response, raw)
                 if response is None:
                     response = web.StreamResponse(headers=_forwarded(upstream.headers))
                     await response.prepare(request)
                 relay = _Relay(response, first=not rounds.usages, offset=len(rounds.shown))
+                rounds.relaying = relay.builder  # a 200: billed, however its answer ends
                 try:
                     async for event in read_events(upstream.content.iter_any()):
                         if not await relay.pass_on(event):
                             await response.write_eof()  # the upstream's error event, passed on
-                            await self._finish_record(plan, rounds)
                             return response
-                except UPSTREAM_ERRORS as error:  # the call is billed all the same
+                except UPSTREAM_ERRORS as error:  # dropped, stalled, or the client gone
                     await self._broken_off(request, response, error)
-                    rounds.add(relay.builder.usage, [])
-                    await self._finish_record(plan, rounds)
                     return response
             builder = relay.builder
             content = builder.content
             rounds.add(builder.usage, content)
             if not builder.complete:  # ended without message_stop: end it the same way
                 await response.write_eof()
-                await self._finish_record(plan, rounds)
                 return response
             stop = self._stop_reason(content, builder.stop_reason)
             if self._hydrate_again(plan, content, builder.stop_reason):
@@ -523,7 +518,6 @@ class Gateway:
             else:
                 await self.worker.wait(self.core.finish, plan, rounds.shown, content)
             await relay.close(rounds.output, stop)
-            await self._finish_record(plan, rounds)
             return response
 
 
@@ -535,12 +529,21 @@ class _Rounds:
     """Their blocks as the client sees them, merged."""
     usages: list[dict[str, Any]] = field(default_factory=list)
     output: int = 0
+    relaying: MessageBuilder | None = None
+    """The answer being streamed now (a 200, so billed), until it is added."""
 
     def add(self, raw_usage: Any, content: list[dict[str, Any]]) -> None:
         usage = _readable_usage(raw_usage)
         self.usages.append(usage)
         self.output += int(usage.get("output_tokens") or 0)
         self.shown += visible(content)
+        self.relaying = None
+
+    def billed(self) -> list[dict[str, Any]]:
+        """Every upstream call's usage ({} unreadable), the one still streaming included."""
+        if self.relaying is None:
+            return list(self.usages)
+        return [*self.usages, _readable_usage(self.relaying.usage)]
 
 
 class _Relay:

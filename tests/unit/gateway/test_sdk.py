@@ -7,6 +7,7 @@ client of the gateway sees.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -18,9 +19,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anthropic
 import httpx2
 import pytest
+from aiohttp import web
 from ephemeral_context.context.engine import EngineStatus
 from ephemeral_context.gateway.core import MAX_HYDRATION_ROUNDS
 
@@ -365,15 +368,18 @@ def test_upstream_errors_reach_the_client_as_sent(
     }
 
 
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
 def test_an_error_event_mid_stream_reaches_the_client(
-    api: FakeMessagesAPI, client: anthropic.Anthropic
+    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread, tools: list[Any]
 ) -> None:
+    """The call was answered with a 200: it counts as made, through the engine or not."""
     api.add_turns(overloaded(mid_stream=True))
     with (
         pytest.raises(anthropic.APIStatusError, match="Overloaded"),
-        client.messages.stream(**ask([{"role": "user", "content": "hi"}])) as s,
+        client.messages.stream(**ask([{"role": "user", "content": "hi"}], tools=tools)) as s,
     ):
         s.get_final_message()
+    assert _recorded(gateway, 1)["upstream_calls"] == 1
 
 
 def test_a_dropped_stream_is_dropped_for_the_client(
@@ -440,6 +446,44 @@ def test_a_stream_broken_off_is_still_billed_in_the_status(
     total = _recorded(gateway, 1)
     assert total["upstream_calls"] == 1
     assert total["billed_input_sent"] == round(billed(api.message_requests), 1) > 0
+
+
+@pytest.mark.parametrize(
+    ("tools", "gone"),
+    [
+        ([READ_TOOL], aiohttp.ClientConnectionResetError("Cannot write to closing transport")),
+        ([READ_TOOL], asyncio.CancelledError()),
+        ([], aiohttp.ClientConnectionResetError("Cannot write to closing transport")),
+    ],
+    ids=["engine-left", "engine-cancelled", "passthrough-left"],
+)
+def test_a_client_gone_as_its_stream_closes_leaves_the_call_accounted(
+    api: FakeMessagesAPI,
+    gateway: GatewayThread,
+    monkeypatch: pytest.MonkeyPatch,
+    tools: list[Any],
+    gone: BaseException,
+) -> None:
+    """The client goes exactly as the gateway ends its stream (aiohttp's error for a write to
+    a closed connection, or the handler cancelled, as the gateway stopping does): the call's
+    usage still reaches the status and the engine's ledger."""
+
+    async def client_gone(response: web.StreamResponse, data: bytes = b"") -> None:
+        raise gone
+
+    api.add_turns("the whole answer")
+    monkeypatch.setattr(web.StreamResponse, "write_eof", client_gone)
+    body = ask([{"role": "user", "content": "hi"}], tools=tools, stream=True)
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+    with (
+        contextlib.suppress(httpx2.HTTPError),
+        httpx2.stream("POST", f"{gateway.base_url}/v1/messages", json=body, headers=headers) as s,
+    ):
+        assert "message_stop" in "".join(s.iter_text())  # everything but the stream's end
+    total = _recorded(gateway, 1)
+    assert (total["requests"], total["upstream_calls"]) == (1, 1)
+    assert total["billed_input_sent"] == round(billed(api.message_requests), 1) > 0
+    assert (gateway.core.engine.status().last_call is not None) == bool(tools)
 
 
 def _message(usage: dict[str, Any], content: Any = None) -> bytes:
