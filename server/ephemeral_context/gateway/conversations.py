@@ -140,7 +140,8 @@ class Thread:
     paths under the one in effect where it branched)."""
     cwd: str | None = None
     """The working directory the client's system prompt names (Serena's paths resolve
-    under it until a project is activated)."""
+    under it until a project is activated). None: they stay relative, one file per path,
+    never guessed under a root (a wrong guess could make two files one)."""
     expected: Expected | None = None
     used_at: float = 0.0
     """When a request last went on in it (idle ones are dropped: `Conversations.idle`)."""

@@ -101,6 +101,34 @@ def test_serenas_paths_resolve_where_the_branch_left_off(core: GatewayCore) -> N
     assert "file:///w/here/src/f.js" in files(core, before)
 
 
+async def test_with_no_working_directory_each_relative_path_stays_one_file_of_its_own(
+    core: GatewayCore,
+) -> None:
+    """No directory in the system prompt and no activation: the project Serena's paths are
+    under is unknown, and a guessed one could make two files one (a re-read then answered
+    "unchanged" from another file's text). So a relative path stays relative: one file per
+    path however it is spelled, never another path's, and its reference fetches it back."""
+    text = "\n".join(f"def f{i}(x):\n    return x * {i}" for i in range(60))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for use_id, path in (("r1", "src/a.js"), ("r2", "lib/a.js"), ("r3", "./src/a.js")):
+        messages += [call(use_id, "read_file", relative_path=path), answer(use_id, text)]
+    plan = core.prepare(request(messages, environment=""), {})
+    assert isinstance(plan, Plan)
+    assert files(core, plan) == ["file://lib/a.js", "file://src/a.js"]
+    results = {
+        block["tool_use_id"]: json.dumps(block["content"])
+        for message in plan.body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    }
+    assert "return x * 59" in results["r2"]  # the same text in another file: read whole
+    [item_id] = {view.item_id for view in core.engine.file_views(plan.thread.conv)}
+    assert results["r3"].startswith(f'"unchanged since [[file:{item_id}]]')
+    assert await core.answer_hydrations(plan, hydrate(item_id))
+    assert "return x * 59" in json.dumps(hydrated(plan))
+
+
 @pytest.mark.parametrize(
     ("system", "directory"),
     [
