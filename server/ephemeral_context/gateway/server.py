@@ -402,7 +402,7 @@ class Gateway:
                 headers = _forwarded(upstream.headers)
             content = list(answer.get("content") or [])
             rounds.add(answer.get("usage"), content)
-            if self._hydrate_again(plan, content, answer.get("stop_reason")):
+            if self._hydrate_again(request, plan, content, answer.get("stop_reason")):
                 if await self.worker.wait(self.core.answer_hydrations, plan, content):
                     continue
                 log.warning("POST /v1/messages: hydration failed; forwarded unchanged instead")
@@ -414,14 +414,20 @@ class Gateway:
             return web.Response(body=json.dumps(answer).encode(), headers=headers)
 
     @staticmethod
-    def _hydrate_again(plan: Plan, content: list[dict[str, Any]], stop: Any) -> bool:
-        """The answer called only the hydration tool: the gateway answers and asks again."""
+    def _hydrate_again(
+        request: web.Request, plan: Plan, content: list[dict[str, Any]], stop: Any
+    ) -> bool:
+        """The answer called only the hydration tool: the gateway answers and asks again,
+        unless the client is gone (another call would be billed for nobody)."""
         own_calls = any(b.get("type") == "tool_use" for b in visible(content))
+        transport = request.transport
         return (
             stop == "tool_use"
             and bool(hydration_calls(content))
             and not own_calls
             and plan.rounds < MAX_HYDRATION_ROUNDS
+            and transport is not None
+            and not transport.is_closing()
         )
 
     @staticmethod
@@ -511,7 +517,7 @@ class Gateway:
                 await response.write_eof()
                 return response
             stop = self._stop_reason(content, builder.stop_reason)
-            if self._hydrate_again(plan, content, builder.stop_reason):
+            if self._hydrate_again(request, plan, content, builder.stop_reason):
                 if await self.worker.wait(self.core.answer_hydrations, plan, content):
                     continue
                 stop = "end_turn"  # the engine failed: end the answer where it stands

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
 import threading
 import time
 import urllib.request
@@ -1080,6 +1081,31 @@ def test_a_client_that_gives_up_first_leaves_the_call_accounted_and_the_gateway_
         message = sdk.messages.create(**ask([{"role": "user", "content": "hi"}]))
         assert message.content[0].text == "again"
         assert (gateway.status()["total"]["requests"], len(api.message_requests)) == (2, 2)
+
+
+def test_a_client_gone_during_a_hydration_round_is_not_asked_for_again(
+    api: FakeMessagesAPI, gateway: GatewayThread
+) -> None:
+    """The client closed its connection while the upstream answered with a hydration call:
+    the gateway does not call the upstream again for nobody (each call is billed)."""
+    left = threading.Event()
+
+    def fetch_once_it_left(request: RecordedRequest) -> Reply:
+        assert left.wait(timeout=30)
+        return Reply(tool_calls=(ToolCall("read_session_file", {"id": "0123abcd"}),))
+
+    api.add_turns(fetch_once_it_left, "an answer for nobody")
+    body = json.dumps(ask([{"role": "user", "content": "hi"}])).encode()
+    host, port = gateway.base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as connection:
+        head = (
+            f"POST /v1/messages HTTP/1.1\r\nHost: {host}\r\nx-api-key: {KEY}\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        )
+        connection.sendall(head.encode() + body)
+    left.set()
+    total = _recorded(gateway, 1)
+    assert (total["upstream_calls"], len(api.message_requests)) == (1, 1)
 
 
 @pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
