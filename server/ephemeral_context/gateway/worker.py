@@ -6,9 +6,10 @@ all engine work (parsing a body included) on one worker thread, one job at a tim
 order asked: the engine's state needs no locks, and its calls keep their order.
 
 Hosted in the editor's server (`ectx serve --gateway`), the engine is the one the LSP
-handlers touch on the same event loop, unlocked; there the work stays on that loop (`own
-thread` off), serialised with the handlers by the loop itself, at the old cost to the
-streams' latency.
+handlers touch on the same event loop, unlocked; there the work stays on that loop
+(`own_thread` off), serialised with the handlers by the loop itself, at the old cost to the
+streams' latency (a worker thread would race the handlers unless every one of them went
+through it too).
 
 API:
 - `EngineWorker`: `call` a function, `wait` for a coroutine function, `close`.
