@@ -499,10 +499,10 @@ class Gateway:
                     return await self._as_sent_whole(upstream, rounds, response, raw)
                 if response is None:
                     response = web.StreamResponse(headers=_forwarded(upstream.headers))
-                    await response.prepare(request)
                 relay = _Relay(response, first=not rounds.usages, offset=len(rounds.shown))
                 rounds.relaying = relay.builder  # a 200: billed, however its answer ends
                 try:
+                    await response.prepare(request)  # the first round's; later ones go on
                     async for event in read_events(upstream.content.iter_any()):
                         if not await relay.pass_on(event):
                             await response.write_eof()  # the upstream's error event, passed on

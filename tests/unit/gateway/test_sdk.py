@@ -487,6 +487,26 @@ def test_a_client_gone_as_its_stream_closes_leaves_the_call_accounted(
     assert (gateway.core.engine.status().last_call is not None) == bool(tools)
 
 
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
+def test_a_client_gone_before_its_stream_began_leaves_the_call_accounted(
+    api: FakeMessagesAPI, gateway: GatewayThread, monkeypatch: pytest.MonkeyPatch, tools: list[Any]
+) -> None:
+    """The upstream answered with a 200, billed; the client left before the gateway could
+    send it the stream's headers (aiohttp's error for a write to a closed connection)."""
+
+    async def client_gone(response: web.StreamResponse, request: web.Request) -> None:
+        raise aiohttp.ClientConnectionResetError("Cannot write to closing transport")
+
+    api.add_turns("an answer for nobody")
+    monkeypatch.setattr(web.StreamResponse, "prepare", client_gone)
+    body = ask([{"role": "user", "content": "hi"}], tools=tools, stream=True)
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+    with pytest.raises(httpx2.HTTPError):
+        httpx2.post(f"{gateway.base_url}/v1/messages", json=body, headers=headers)
+    total = _recorded(gateway, 1)
+    assert (total["requests"], total["upstream_calls"]) == (1, 1)
+
+
 def _message(usage: dict[str, Any], content: Any = None) -> bytes:
     content = [{"type": "text", "text": "odd"}] if content is None else content
     body = {"id": "msg_1", "type": "message", "role": "assistant", "model": MODEL}
