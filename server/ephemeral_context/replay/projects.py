@@ -13,6 +13,7 @@ API:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,15 +42,42 @@ def _folded(text: str) -> str:
 
 def _sessions(project: Path) -> Iterator[OwnSession]:
     """Each session of a project folder: its main file with its sub-agents', or its
-    sub-agents' alone when the main file is gone (deleted, or not yet written)."""
-    mains = {p.stem: p for p in project.glob("*.jsonl") if p.is_file()}
-    folders = {p.parent.name for p in project.glob("*/subagents")}
-    for stem in sorted(mains.keys() | folders):
-        agents = sorted(p for p in (project / stem / "subagents").glob("agent-*.jsonl"))
+    sub-agents' alone when the main file is gone (deleted, or not yet written). A folder
+    that cannot be listed is kept in the files of what it holds (the project folder: a
+    session of its own), so that replaying it says why, as for a file that cannot be read."""
+    try:
+        entries = sorted(project.iterdir())
+    except OSError:
+        yield OwnSession(project.name, (project,), _modified(project))
+        return
+    mains = {p.stem: p for p in entries if p.suffix == ".jsonl" and p.is_file()}
+    agents = {p.name: _agents(p / "subagents") for p in entries if p.is_dir()}
+    for stem in sorted(mains.keys() | agents.keys()):
         main = [mains[stem]] if stem in mains else []
-        files = (*main, *(p for p in agents if p.is_file()))
+        files = (*main, *agents.get(stem, ()))
         if files:
-            yield OwnSession(project.name, files, max(f.stat().st_mtime for f in files))
+            yield OwnSession(project.name, files, max(map(_modified, files)))
+
+
+def _agents(subagents: Path) -> list[Path]:
+    """The sub-agent files of a session's `subagents` folder; the folder in their place
+    when it cannot be listed."""
+    try:
+        names = sorted(os.listdir(subagents))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError:
+        return [subagents]
+    found = (subagents / n for n in names if n.startswith("agent-") and n.endswith(".jsonl"))
+    return [p for p in found if p.is_file()]
+
+
+def _modified(path: Path) -> float:
+    """When a file last changed; 0 for one that cannot be told (in a locked folder)."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def own_sessions(

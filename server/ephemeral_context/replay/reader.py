@@ -32,6 +32,7 @@ import bisect
 import gzip
 import itertools
 import json
+import os
 import re
 import stat
 import zlib
@@ -356,6 +357,8 @@ def _open_transcript(file: Path) -> BinaryIO:
     """The file opened for reading, once it is known to be a regular file (gzip'd or not)."""
     try:
         mode = file.stat().st_mode
+        if stat.S_ISDIR(mode):  # one that cannot be listed (found locked in a search) says why
+            os.scandir(file).close()
         if not stat.S_ISREG(mode):
             raise TranscriptError(f"{file}: cannot read: not a regular file ({_file_kind(mode)})")
         stream = file.open("rb")

@@ -17,6 +17,7 @@ API:
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 import sys
@@ -82,15 +83,13 @@ class Report:
 def discover(paths: Iterable[Path]) -> list[Path]:
     """Transcript files named directly, or found under the named folders (*.jsonl and
     *.jsonl.gz, and *.md files that hold a Claude Code session: sorted); what is found
-    there and is no regular file (a FIFO, a broken link) is kept, so that reading it lists
-    it under errors instead of leaving it out unsaid. Other markdown (a README, notes) is
-    no transcript and no error: it is left out."""
+    there and is no regular file (a FIFO, a broken link, a folder that cannot be listed) is
+    kept, so that reading it lists it under errors instead of leaving it out unsaid. Other
+    markdown (a README, notes) is no transcript and no error: it is left out."""
     found: dict[Path, Path] = {}  # by the file it is: a path named twice is replayed once
     for path in paths:
         if path.is_dir():
-            named = [p for p in path.rglob("*.jsonl*") if _transcript_name(p)]
-            named += [p for p in path.rglob("*.md") if _markdown_transcript(p)]
-            for each in sorted(named):
+            for each in sorted(_found_under(path)):
                 found.setdefault(_identity(each), each)
         else:
             found.setdefault(_identity(path), path)
@@ -106,9 +105,26 @@ def _identity(path: Path) -> Path:
         return path
 
 
-def _transcript_name(path: Path) -> bool:
-    """A session file as Claude Code names it, or gzip'd (the reader reads both)."""
-    return path.name.endswith((".jsonl", ".jsonl.gz")) and not path.is_dir()
+def _found_under(folder: Path) -> list[Path]:
+    """The transcripts under a folder, and each folder in it that cannot be listed (a
+    locked one: reading it lists it under errors with why, as for a file that cannot be
+    read, instead of leaving out unsaid what it holds)."""
+    found: list[Path] = []
+
+    def unlisted(error: OSError) -> None:
+        found.append(Path(error.filename))
+
+    for parent, _, names in os.walk(folder, onerror=unlisted):  # links to folders: not followed
+        for name in names:  # what is no folder: files, FIFOs, broken links, link loops
+            path = Path(parent, name)
+            markdown = name.endswith(".md") and _markdown_transcript(path)
+            if markdown or name.endswith(TRANSCRIPT_NAMES):
+                found.append(path)
+    return found
+
+
+TRANSCRIPT_NAMES = (".jsonl", ".jsonl.gz")
+"""A session file as Claude Code names it, or gzip'd (the reader reads both)."""
 
 
 SNIFFED_BYTES = 256 * 1024

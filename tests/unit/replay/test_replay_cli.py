@@ -365,6 +365,65 @@ def test_a_folder_lists_what_it_could_not_read_under_errors(
     }
 
 
+def locked(*folders: Path) -> list[str]:
+    """Lock the folders (chmod 000); the command prefix under which they stay locked: none
+    for a user, and for root (a CI container), setpriv dropping the capabilities by which
+    root reads any folder."""
+    for folder in folders:
+        folder.chmod(0)
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: chmod 000 locks no folder for root")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
+def replay_locked(folders: list[Path], *argv: str) -> subprocess.CompletedProcess[str]:
+    """`ectx replay *argv` in its own process, with the folders locked while it runs."""
+    try:
+        command = [*locked(*folders), sys.executable, "-m", "ephemeral_context", "replay"]
+        return subprocess.run(
+            [*command, *argv], capture_output=True, text=True, timeout=120, check=False
+        )
+    finally:
+        for folder in folders:
+            folder.chmod(0o700)
+
+
+def test_a_folder_that_cannot_be_listed_is_an_error_and_the_rest_replays(tmp_path: Path) -> None:
+    """A locked sub-folder is listed under errors, as a file that cannot be read is, not
+    left out unsaid; the terminal says it too."""
+    folder = demo_folder(tmp_path)
+    private = folder / "private"
+    private.mkdir()
+    shutil.copy(DEMO_SESSION, private / "b.jsonl")
+    done = replay_locked([private], "--json", str(folder))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [s["path"] for s in report["sessions"]] == [str(folder / "a.jsonl")]
+    assert report["errors"] == [{"path": str(private), "error": "cannot read: Permission denied"}]
+    done = replay_locked([private], str(folder))
+    assert f"error: {private}: cannot read: Permission denied" in done.stderr
+
+
+def test_own_sessions_in_folders_that_cannot_be_listed_are_errors(isolated_home: Path) -> None:
+    """A locked project folder, or a session's locked sub-agents folder, is an error of
+    its own; the sessions that can be read replay."""
+    main = own_session(isolated_home, "-home-dev-api", "9a8b.jsonl", SUBAGENT, 1_700_000_500)
+    own_session(isolated_home, "-home-dev-api", "9a8b/subagents/agent-a1.jsonl", SUBAGENT, 1)
+    shop = own_session(isolated_home, "-home-dev-shop", "0f1e.jsonl", VIEWER, 1_700_000_000)
+    agents = main.with_suffix("") / "subagents"
+    done = replay_locked([agents, shop.parent], "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [s["path"] for s in report["sessions"]] == [str(main)]
+    assert report["errors"] == [
+        {"path": str(shop.parent), "error": "cannot read: Permission denied"},  # dated now
+        {"path": str(agents), "error": "cannot read: Permission denied"},
+    ]
+
+
 def _markdown_folder(root: Path) -> None:
     """A folder of markdown: a session's records saved as .md, a conversation exported as
     markdown prose, and markdown that is no session at all (a README, notes)."""
