@@ -19,7 +19,8 @@ API:
 - `splice(text, start_line, part)`: a range read spliced into the file the model saw.
 - `text_hash(text)`: the mirror's content hash of a text.
 - `clip_tokens(text, budget)`: text cut to about `budget` tokens.
-- `uri_of(path)`, `label_of(uri)`: a tool's path as a URI, and back.
+- `uri_of(path)`, `label_of(uri)`: a tool's path as a URI, and back; `tool_file(tool_input)`:
+  the file a tool_use names.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 import xxhash
 
 from ephemeral_context.documents import content_hash, utf8
+from ephemeral_context.replay.tools import tool_file_path
 
 SHRINK_KEEP_CHARS = 120
 """Input fields up to this long (paths, short commands) stay; longer ones become the reference."""
@@ -174,6 +176,16 @@ def stand_in(
 def uri_of(path: str) -> str:
     """A tool's path as a URI (`file://` unless it already names a scheme)."""
     return path if "://" in path else f"file://{path}"
+
+
+def tool_file(tool_input: Mapping[str, Any]) -> str | None:
+    """The file a tool_use input names, read as the replay's reader reads it (replay/tools.py:
+    a built-in file tool's or its bridge's path), or our own tools' `path`. A Serena
+    `relative_path` is none: it is relative to a project the engine is not told (the tool's
+    result names the file resolved: replay/feed.py)."""
+    named = {k: v for k, v in tool_input.items() if k != "relative_path"}
+    path = tool_file_path(named) or tool_input.get("path")
+    return path if isinstance(path, str) and path else None
 
 
 def label_of(uri: str) -> str:

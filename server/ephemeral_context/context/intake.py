@@ -30,6 +30,7 @@ from ephemeral_context.context.blocks import (
     input_strings,
     input_text,
     result_block,
+    tool_file,
     uri_of,
 )
 from ephemeral_context.context.conversation import Conversation, SkillState
@@ -38,14 +39,13 @@ from ephemeral_context.context.ledger import LedgerItem
 from ephemeral_context.context.skills import SkillMeta, parse_skill
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.documents import utf8
+from ephemeral_context.replay.tools import builtin_tool
 from ephemeral_context.tokens import BLOCK_OVERHEAD_TOKENS
 
 log = logging.getLogger(__name__)
 
 INPUT_EVICTION_MIN_TOKENS = 2 * BLOCK_OVERHEAD_TOKENS
 """A tool_use input smaller than this cannot shrink below its placeholder plus framing."""
-
-WRITE_TOOLS = frozenset({"Write", "write_file"})
 
 
 def add_user_text(state: EngineState, conv: str, text: str, tokens: int | None) -> None:
@@ -106,7 +106,7 @@ def add_assistant_content(
         name = str(block.get("name", ""))
         tool_input = block.get("input") or {}
         c.tool_uses[str(block.get("id", ""))] = (name, tool_input)
-        path = tool_input.get("file_path") or tool_input.get("path")
+        path = tool_file(tool_input)
         item_id = None
         if persisted is not None:
             kept, item_id = persisted
@@ -124,9 +124,9 @@ def add_assistant_content(
             c.calls, "assistant", block, count,
             kind=BlockKind.TOOL_INPUT if item_id else BlockKind.TEXT,
             item_id=item_id, text=input_text(tool_input),
-            uri=uri_of(path) if isinstance(path, str) else None,
+            uri=uri_of(path) if path is not None else None,
         )  # fmt: skip
-        if isinstance(path, str):
+        if path is not None:
             reads.touch(state, c, uri_of(path))
 
 
@@ -143,10 +143,10 @@ class _Kept:
 def _kept(state: EngineState, block: Mapping[str, Any], count: int) -> _Kept | None:
     if block.get("type") != "tool_use":
         return None
-    tool_input = block.get("input") or {}
-    content = tool_input.get("content") if str(block.get("name", "")) in WRITE_TOOLS else None
-    path = tool_input.get("file_path") or tool_input.get("path")
-    if isinstance(content, str) and isinstance(path, str):
+    name, tool_input = str(block.get("name", "")), block.get("input") or {}
+    content = tool_input.get("content") if builtin_tool(name) == "Write" else None
+    path = tool_file(tool_input)
+    if isinstance(content, str) and path is not None:
         return _Kept(content, uri_of(path), state.count(content, "code"))
     if count > INPUT_EVICTION_MIN_TOKENS:
         return _Kept(json.dumps(tool_input, ensure_ascii=False, indent=1), None, count)

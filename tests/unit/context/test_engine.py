@@ -469,6 +469,30 @@ def test_a_demoted_file_keeps_the_definitions_the_conversation_edited(
     assert [i.state for i in engine.items() if i.uri == "file:///old.py"][-1] == "partial"
 
 
+@pytest.mark.parametrize(
+    ("tool", "field"),
+    [
+        ("Write", "file_path"),
+        ("mcp__acp__Write", "file_path"),  # claude-code-acp, late 2025 on
+        ("mcp__acp__write", "abs_path"),  # its first releases
+    ],
+)
+def test_a_write_through_zeds_bridge_is_the_files_new_version(
+    engine: ContextEngine, tool: str, field: str
+) -> None:
+    """The bridge's Write writes the file as the built-in does (replay/tools.py, BRIDGE_TOOLS,
+    as the replay's reader reads it): reading the file back is a reference to what the
+    model wrote, not a second copy."""
+    d = Driver(engine)
+    engine.add_user_text("c", "write it")
+    d.call()
+    content = source(30)
+    written = d.tool(tool, {field: "/w.py", "content": content})
+    engine.add_tool_result("c", ToolOutput(written, "File written"))
+    d.call()
+    assert d.read("/w.py", content).startswith("unchanged since")
+
+
 def test_the_latest_response_and_what_follows_it_are_never_evicted(
     engine: ContextEngine, clock: Clock
 ) -> None:
