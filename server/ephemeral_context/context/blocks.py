@@ -31,7 +31,7 @@ from typing import Any
 
 import xxhash
 
-from ephemeral_context.documents import content_hash, utf8
+from ephemeral_context.documents import content_hash, shown_name, utf8
 from ephemeral_context.replay.tools import tool_file_path
 
 SHRINK_KEEP_CHARS = 120
@@ -189,8 +189,9 @@ def tool_file(tool_input: Mapping[str, Any]) -> str | None:
 
 
 def label_of(uri: str) -> str:
-    """A URI as the model is shown it (the path of a `file://` URI)."""
-    return uri.removeprefix("file://")
+    """A URI as the model is shown it (the path of a `file://` URI; a byte that is not
+    UTF-8 escaped: `shown_name`)."""
+    return shown_name(uri.removeprefix("file://"))
 
 
 def clip_tokens(text: str, budget: int) -> str:

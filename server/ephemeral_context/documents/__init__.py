@@ -10,7 +10,7 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 - pieces.py: a version's text as pieces; `content_hash`.
 - lines.py: `LineIndex`, the line table carried across edits.
 - document.py: `Document` (one version), `TextEdit`, `ByteEdit`, `DocumentSource`.
-- uris.py: `normalize_uri`, `uri_to_path`, `path_to_uri`.
+- uris.py: `normalize_uri`, `uri_to_path`, `path_to_uri`, `shown_name`, `taken_name`.
 - mirror.py: `DocumentMirror`, `DocumentChange`, `ChangeReason`, `Unmirrored`,
   `UnmirroredReason`.
 """
@@ -34,7 +34,13 @@ from ephemeral_context.documents.positions import (
     utf8,
     without_lone_surrogates,
 )
-from ephemeral_context.documents.uris import normalize_uri, path_to_uri, uri_to_path
+from ephemeral_context.documents.uris import (
+    normalize_uri,
+    path_to_uri,
+    shown_name,
+    taken_name,
+    uri_to_path,
+)
 
 __all__ = [
     "ByteEdit",
@@ -55,6 +61,8 @@ __all__ = [
     "content_hash",
     "normalize_uri",
     "path_to_uri",
+    "shown_name",
+    "taken_name",
     "uri_to_path",
     "utf8",
     "without_lone_surrogates",

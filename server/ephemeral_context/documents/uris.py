@@ -4,12 +4,19 @@ API:
 - `normalize_uri(uri)`: the one key of a file (file: URIs re-encoded canonically).
 - `uri_to_path(uri)`: the path of a file: URI, None for other schemes.
 - `path_to_uri(path)`: the canonical file: URI of a path.
+- `shown_name(path)`, `taken_name(text)`: a path as the model is shown it, and back.
+
+A file name need not be UTF-8 (Linux allows any byte but `/` and NUL). Paths keep such a
+byte as os.fsdecode does (a lone surrogate), so the file on disk is found; the model is
+shown it as a `\\xNN` escape, since the API refuses a lone surrogate, and a tool reads the
+escape back to the same file.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import urllib.parse
 from pathlib import Path
 
@@ -19,7 +26,7 @@ def uri_to_path(uri: str) -> Path | None:
     parsed = urllib.parse.urlsplit(uri)
     if parsed.scheme != "file":
         return None
-    return Path(urllib.parse.unquote(parsed.path))
+    return Path(urllib.parse.unquote(parsed.path, errors="surrogateescape"))
 
 
 def path_to_uri(path: str | os.PathLike[str]) -> str:
@@ -32,3 +39,27 @@ def normalize_uri(uri: str) -> str:
     """One key per file: file: URIs are re-encoded canonically, other URIs kept as given."""
     path = uri_to_path(uri)
     return path_to_uri(path) if path is not None else uri
+
+
+_NOT_UTF8 = re.compile(r"\\(?=x(?:[89a-fA-F][0-9a-fA-F]|5[cC]))|[\udc80-\udcff]")
+"""What `shown_name` escapes: a byte that is not UTF-8 (os.fsdecode's lone surrogate), and
+a backslash that would read as such an escape (or as an escaped backslash)."""
+_ESCAPE = re.compile(rb"\\x([89a-fA-F][0-9a-fA-F]|5[cC])")
+
+
+def shown_name(path: str) -> str:
+    """A path as the model is shown it: each byte that is not UTF-8 as `\\xNN`, a backslash
+    that would read as an escape as `\\x5c` (so that `taken_name` gives the path back)."""
+    return _NOT_UTF8.sub(lambda m: f"\\x{os.fsencode(m.group()).hex()}", path)
+
+
+def taken_name(text: str) -> str:
+    """A path the model wrote, its `\\xNN` escapes (`shown_name`'s) read back to the bytes
+    they stand for, as os.fsdecode keeps them."""
+    if "\\x" not in text:
+        return text
+    try:
+        raw = os.fsencode(text)
+    except UnicodeEncodeError:  # half a surrogate pair from JSON: no file's name
+        return text
+    return os.fsdecode(_ESCAPE.sub(lambda m: bytes.fromhex(m.group(1).decode()), raw))

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ephemeral_context.documents import UnmirroredReason
+from ephemeral_context.documents import UnmirroredReason, shown_name
 
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     ".env",
@@ -139,12 +139,13 @@ class Workspace:
         return real
 
     def relative(self, real: Path) -> str:
-        """The short name the model sees: relative to the folder that holds it."""
+        """The short name the model sees: relative to the folder that holds it (a byte that
+        is not UTF-8 escaped: `shown_name`)."""
         for root in self.roots:
             if real == root or real.is_relative_to(root):
                 rel = real.relative_to(root).as_posix()
-                return rel if len(self.roots) == 1 else f"{root.name}/{rel}"
-        return real.as_posix()
+                return shown_name(rel if len(self.roots) == 1 else f"{root.name}/{rel}")
+        return shown_name(real.as_posix())
 
 
 @dataclass

@@ -31,7 +31,13 @@ import regex
 from ephemeral_context.context.blocks import reference_id
 from ephemeral_context.context.engine import BlockKind, ContextEngine
 from ephemeral_context.context.skills import parse_skill
-from ephemeral_context.documents import Document, DocumentMirror, path_to_uri, uri_to_path
+from ephemeral_context.documents import (
+    Document,
+    DocumentMirror,
+    path_to_uri,
+    taken_name,
+    uri_to_path,
+)
 from ephemeral_context.model.edits import DiskEditApplier, EditApplier
 from ephemeral_context.model.memory import MemoryFolder, MemoryRefused
 from ephemeral_context.model.search import SEARCH_MAX_MATCHES, search_workspace
@@ -331,6 +337,12 @@ def _text(args: Mapping[str, Any], key: str, *, required: bool = True) -> str:
     return value
 
 
+def _path(args: Mapping[str, Any]) -> str:
+    """The file the model names: its `path`, escapes of bytes that are not UTF-8 read back
+    (the names it is shown: `shown_name`)."""
+    return taken_name(_text(args, "path"))
+
+
 def _int(args: Mapping[str, Any], key: str, minimum: int) -> int | None:
     value = args.get(key)
     if value is None:
@@ -348,7 +360,7 @@ def _error(text: str) -> ToolResult:
 
 
 async def _read_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    real, display = env.guarded_path(_text(args, "path"))
+    real, display = env.guarded_path(_path(args))
     offset = _int(args, "offset", 1) or 1
     limit = _int(args, "limit", 1)
     doc = env.guarded_document(real, display)
@@ -374,7 +386,7 @@ def _outline_of(doc: Document, display: str) -> Outline:
 
 
 async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    real, display = env.guarded_path(_text(args, "path"))
+    real, display = env.guarded_path(_path(args))
     symbol = _text(args, "symbol")
     doc = env.guarded_document(real, display)
     outline = _outline_of(doc, display)
@@ -392,7 +404,7 @@ async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
 
 
 async def _outline(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    real, display = env.guarded_path(_text(args, "path"))
+    real, display = env.guarded_path(_path(args))
     doc = env.guarded_document(real, display)
     return ToolResult(render_synopsis(_outline_of(doc, display)), uri=doc.uri)
 
@@ -421,7 +433,7 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
 
 
 async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    real, display = env.guarded_path(_text(args, "path"))
+    real, display = env.guarded_path(_path(args))
     old, new = _text(args, "old_string"), _text(args, "new_string")
     if real.exists() and not real.is_file():
         return _error(f"{display} is not a regular file")

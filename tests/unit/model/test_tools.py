@@ -8,8 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ephemeral_context.context.blocks import label_of, uri_of
 from ephemeral_context.context.engine import ContextEngine
-from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
+from ephemeral_context.documents import Document, DocumentMirror, path_to_uri, uri_to_path
 from ephemeral_context.model import search
 from ephemeral_context.model.edits import DiskEditApplier, EditError, plan_edit
 from ephemeral_context.model.search import SEARCH_MAX_MATCHES
@@ -481,3 +482,33 @@ async def test_a_search_ends_after_its_time_whatever_the_pattern_costs(
         (root / f"big{n}.txt").write_text("plain text\n" * 100)
     found = await run_tool(env, "search", {"pattern": "nowhere", "path": "*.txt"})
     assert found.text.startswith("[stopped after 0 s, at big0.txt:1: narrow the path glob")
+
+
+async def test_a_file_name_that_is_not_utf8_round_trips_through_the_tools(
+    env: ToolEnv, root: Path
+) -> None:
+    """Linux allows any byte in a name: `caf\\xe9.py` (Latin-1) is shown escaped, never as
+    a lone surrogate (the API refuses one), and that escape names the same file again; a
+    name whose backslash is literal stays another file."""
+    latin = root / "src" / os.fsdecode(b"caf\xe9.py")
+    latin.write_text("def latin():\n    return 'caf'\n")
+    literal = root / "src" / "caf\\xe9.py"  # a backslash, an x, an e and a 9
+    literal.write_text("def literal():\n    return 'backslash'\n")
+    found = await run_tool(env, "search", {"pattern": "def "})
+    found.text.encode("utf-8")  # no lone surrogate
+    assert "src/caf\\xe9.py:1: def latin():" in found.text
+    assert "src/caf\\x5cxe9.py:1: def literal():" in found.text
+    read = await run_tool(env, "read_file", {"path": "src/caf\\xe9.py"})
+    assert not read.is_error, read.text
+    assert "return 'caf'" in read.text and read.uri == path_to_uri(latin)
+    assert read.uri is not None and uri_to_path(read.uri) == latin
+    assert label_of(uri_of(str(latin))) == f"{root}/src/caf\\xe9.py"  # the engine's labels
+    other = await run_tool(env, "read_file", {"path": "src/caf\\x5cxe9.py"})
+    assert "return 'backslash'" in other.text
+    edit = {"path": "src/caf\\xe9.py", "old_string": "'caf'", "new_string": "'cafe'"}
+    edited = await run_tool(env, "edit_file", edit)
+    assert not edited.is_error, edited.text
+    assert "'cafe'" in latin.read_text() and "backslash" in literal.read_text()
+    missing = await run_tool(env, "outline", {"path": "src/caf\\xe8.py"})
+    assert missing.is_error and "src/caf\\xe8.py" in missing.text
+    missing.text.encode("utf-8")
