@@ -5,8 +5,10 @@ proposal's file block, our engine) need each file's current text after every Rea
 Write. A transcript shows only what was read (often a line range) and what was changed, so
 the tracker keeps the lines it has seen, applies the model's own replacements to them, and
 takes a whole file when the transcript recorded one (a Write, or an Edit's `originalFile`).
-A Read that shows different lines from the ones known, with no change by the model in
-between, is an external change (a formatter, git, the user).
+A change it cannot apply exactly (a regular expression over a file not known whole, a
+Serena symbol edit, a rename that may touch any file) leaves the file unknown until it is
+read again: never stale text. A Read that shows different lines from the ones known, with
+no change by the model in between, is an external change (a formatter, git, the user).
 
 API:
 - `FileTracker`: files of one thread, block by block.
@@ -28,6 +30,9 @@ class FileState:
     path: str
     lines: dict[int, str] = field(default_factory=dict)
     version: int = 0
+    whole: bool = False
+    """The lines are the whole file (a whole Read, a Write, an Edit's recorded original, and
+    the exact changes since), so a change that depends on all of it can be applied."""
 
     @property
     def text(self) -> str:
@@ -36,6 +41,11 @@ class FileState:
     def replace_all(self, text: str) -> None:
         """Know `text` as the whole file."""
         self.lines = dict(enumerate(text.split("\n"), 1))
+        self.whole = True
+
+    def forget(self) -> None:
+        """Know nothing of the file's text (a change that cannot be applied exactly)."""
+        self.lines, self.whole = {}, False
 
     def runs(self) -> list[tuple[int, str]]:
         """The known lines as runs of consecutive ones: (first line, text), in order."""
@@ -94,10 +104,17 @@ class FileTracker:
             self._last_view[view.path] = seen
             update = self._read(view)
             return Update(update.path, update.how, update.changed, update.replaced_tokens, repeat)
-        if block.file_change is not None:
-            self._last_view.pop(block.file_change.path, None)
-            return self._change(block.file_change)
-        return None
+        change = block.file_change
+        if change is None:
+            return None
+        if change.elsewhere:  # any file may have changed, unseen by Claude Code's check too
+            self._last_view.clear()
+            for state in self.files.values():
+                if state.lines:
+                    state.forget()
+                    state.version += 1
+        self._last_view.pop(change.path, None)
+        return self._change(change)
 
     def tokens(self, path: str) -> int:
         """Estimated tokens of the file's known text (memoised per version)."""
@@ -122,6 +139,7 @@ class FileTracker:
         shown = dict(enumerate(view.content.split("\n"), view.start_line))
         if view.whole_file:
             differs = bool(state.lines) and state.lines != shown
+            state.whole = True
             if not state.lines or differs:
                 replaced = self.tokens(view.path) if differs else 0
                 state.lines = shown
@@ -135,7 +153,8 @@ class FileTracker:
             return Update(view.path, "read", False)
         replaced = self.tokens(view.path) if differs and state.lines else 0
         if differs:
-            state.lines = {}
+            state.forget()
+        state.whole = state.whole and not new  # lines past its end: it was not all of it
         state.lines.update(shown)
         state.version += 1
         return Update(view.path, "external" if differs else "read", True, replaced)
@@ -143,18 +162,38 @@ class FileTracker:
     def _change(self, change: FileChange) -> Update:
         state = self._state(change.path)
         previous = self.tokens(change.path) if state.lines else 0
+        state.version += 1
         if change.content is not None:
             state.replace_all(change.content)
-            state.version += 1
             return Update(change.path, "write", True, previous)
-        # The whole file when recorded, else the known lines edited where they are (each
-        # range read stays at its lines, the ones after an edit move by what it added).
-        runs = [(1, change.original)] if change.original is not None else state.runs()
+        if change.original is not None:
+            state.replace_all(change.original)
+        if change.replacements:
+            self._replace(state, change)
+        elif change.lines is not None:
+            state.lines = change.lines.apply(state.lines)
+        elif change.pattern is not None and state.whole:
+            edited = change.pattern.apply(state.text)
+            if edited is None:  # not the text Serena edited: what it made is unknown
+                state.forget()
+                return Update(change.path, "edit", True, previous)
+            state.replace_all(edited)
+        else:  # a result it does not say, or a pattern over lines not known to be all
+            state.forget()
+            return Update(change.path, "edit", True, previous)
+        return Update(change.path, "edit", True)
+
+    @staticmethod
+    def _replace(state: FileState, change: FileChange) -> None:
+        """The known lines edited where they are (each range read stays at its lines, the
+        ones after an edit move by what it added)."""
+        runs = state.runs()
         for replacement in change.replacements:
             at = next((n for n, (_, text) in enumerate(runs) if replacement.old in text), None)
             if at is None:  # not in what is known: the new text is known, somewhere after it
                 first, text = runs[-1] if runs else (1, "")
                 runs[-1:] = [(first, f"{text}\n{replacement.new}")]
+                state.whole = False
             else:
                 first, text = runs[at]
                 edited = replacement.apply(text)
@@ -164,5 +203,3 @@ class FileTracker:
         state.lines = {
             n: line for first, text in runs for n, line in enumerate(text.split("\n"), first)
         }
-        state.version += 1
-        return Update(change.path, "edit", True)

@@ -15,7 +15,8 @@ thread from the first recorded call (see docs/cost-model.md, "Replay and fidelit
 
 API:
 - `Session`, `Thread`, `Call`, `Message`, `Block`, `Role`: the flow.
-- `FileView`, `FileChange`, `Replacement`: what a Read showed, what an edit changed.
+- `FileView`, `FileChange`, `Replacement`, `Pattern`, `LineEdit`: what a Read showed, what
+  an edit changed.
 - `RecordedUsage`: the usage a call recorded.
 - `PrefixState`, `FIRST_PREFIX`: what a call's fixed prefix was built from (it can change
   mid-session).
@@ -27,7 +28,8 @@ API:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, NamedTuple
@@ -84,10 +86,92 @@ class Replacement(NamedTuple):
         return text.replace(self.old, self.new, -1 if every else 1)
 
 
+_GROUP_REFERENCE = re.compile(r"\$!(\d+)")
+"""A group of the match in Serena's replacement text: `$!1`, `$!2`, ..."""
+
+
+class Pattern(NamedTuple):
+    """A regular expression's matches replaced, as Serena's `replace_content` in regex mode
+    replaces them (oraios/serena src/serena/util/text_utils.py, `ContentReplacer`): Python's
+    `re` with DOTALL and MULTILINE; `repl` verbatim but for `$!N`, group N of the match (left
+    as written when the group matched nothing); every match with `every`, else exactly one."""
+
+    pattern: str
+    repl: str
+    every: bool = False
+
+    def apply(self, text: str) -> str | None:
+        """`text` after the replacement; None where Serena refuses it (no match, several
+        without `every`, a match over lines the pattern matches again inside, a group it
+        lacks, a pattern `re` does not read), so `text` is not the file it edited."""
+        try:
+            compiled = re.compile(self.pattern, re.DOTALL | re.MULTILINE)
+            matches = list(compiled.finditer(text))
+            if not matches or (len(matches) > 1 and not self.every):
+                return None
+            if any("\n" in m[0] and compiled.search(m[0][1:]) for m in matches):
+                return None  # Serena's check for a match that swallowed another one
+            parts, at = [], 0
+            for m in matches:
+                parts += [text[at : m.start()], _GROUP_REFERENCE.sub(_group_of(m), self.repl)]
+                at = m.end()
+        except (re.error, IndexError):
+            return None
+        return "".join(parts) + text[at:]
+
+    def matched(self, text: str) -> list[str]:
+        """What the pattern matches in `text`, in order (none where `re` cannot read it)."""
+        try:
+            return [m[0] for m in re.finditer(self.pattern, text, re.DOTALL | re.MULTILINE)]
+        except re.error:
+            return []
+
+
+def _group_of(match: re.Match[str]) -> Callable[[re.Match[str]], str]:
+    """A `$!N` reference's text: group N of `match`, or the reference itself when the group
+    matched nothing (IndexError when the pattern has no group N)."""
+
+    def group(reference: re.Match[str]) -> str:
+        value = match[int(reference[1])]
+        return reference[0] if value is None else value
+
+    return group
+
+
+class LineEdit(NamedTuple):
+    """Lines replaced by number, as Serena's `delete_lines`, `insert_at_line` and
+    `replace_lines` do (oraios/serena src/serena/code_editor.py: a 0-based line `n` is line
+    `n + 1` here): `removed` lines from line `first` deleted, `inserted` put in their place."""
+
+    first: int
+    removed: int
+    inserted: tuple[str, ...] = ()
+
+    def apply(self, lines: Mapping[int, str]) -> dict[int, str]:
+        """Lines by number (1-based, some of a file's) after the edit: those after the
+        removed ones move by what it added."""
+        end, moved = self.first + self.removed, len(self.inserted) - self.removed
+        before = {n: t for n, t in lines.items() if n < self.first}
+        after = {n + moved: t for n, t in lines.items() if n >= end}
+        return {**before, **dict(enumerate(self.inserted, self.first)), **after}
+
+    def old(self, text: str, start_line: int) -> str | None:
+        """The lines it removes, as `text` (the file's lines from `start_line`) shows them;
+        None unless it shows every one of them."""
+        lines = text.split("\n")
+        at = self.first - start_line
+        if not self.removed or at < 0 or at + self.removed > len(lines):
+            return None
+        return "\n".join(lines[at : at + self.removed])
+
+
 @dataclass(frozen=True)
 class FileChange:
     """A change the model made to a file: replacements (Edit, MultiEdit, a literal Serena
-    `replace_content`) or whole content (Write).
+    `replace_content`), whole content (Write), a regular expression's matches replaced
+    (`pattern`) or lines replaced by number (`lines`); with none of them, a change whose
+    result the transcript does not say (Serena's symbol edits: where a definition ends is
+    the language server's answer), the body of definition `symbol` when it says which.
 
     `original` is the whole file before the change when the transcript recorded it.
     """
@@ -96,6 +180,12 @@ class FileChange:
     replacements: tuple[Replacement, ...] = ()
     content: str | None = None
     original: str | None = None
+    pattern: Pattern | None = None
+    lines: LineEdit | None = None
+    symbol: str | None = None
+    """The definition whose body it replaced (Serena's `name_path`, `Class/method`)."""
+    elsewhere: bool = False
+    """It may have changed other files too, which ones unsaid (Serena's `rename_symbol`)."""
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,7 @@ from ephemeral_context.replay.tools import (
     activated_root,
     builtin_tool,
     replaced_strings,
+    serena_change,
     serena_tool,
     stands_in,
     text_field,
@@ -877,7 +878,7 @@ def _file_change(
         return FileChange(path=path, replacements=tuple(replaced), original=original)
     if builtin_tool(tool) == "Write":
         return FileChange(path=path, content=str(tool_input.get("content", "")), original=original)
-    return None
+    return serena_change(tool, tool_input, path)
 
 
 def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -> Block:

@@ -13,7 +13,7 @@ API:
   `BRIDGE_TOOLS`, `BRIDGE_FAILURES`, `SERENA_TOOLS`, `SERENA_FAILURES`: the vocabularies.
 - `builtin_tool(name)`, `stands_in(name)`, `serena_tool(name)`,
   `tool_file_path(tool_input, root)`, `replaced_strings(name, tool_input)`,
-  `text_field(fields, name)`.
+  `serena_change(name, tool_input, path)`, `text_field(fields, name)`.
 - `ToolCalls`: a conversation's tool calls by id and the project root its Serena tools
   resolve against (`activated_root(text)` reads it from an activation's result).
 """
@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ephemeral_context.replay.flow import Replacement
+from ephemeral_context.replay.flow import FileChange, LineEdit, Pattern, Replacement
 
 KNOWN_TOOLS = frozenset(
     {
@@ -110,8 +110,8 @@ SERENA_TOOLS = {"read_file": "Read", "create_text_file": "Write"}
 the 0-based `start_line` to the inclusive `end_line` (the whole file by default; a
 `limit` or `offset` the model passes is ignored), joined without the last newline, as
 `{"result": ...}` JSON (plain text from other releases or clients). Its `replace_content`
-in literal mode is an edit (`replaced_strings`); in regex mode, and its symbol and line
-edits, name no text the replay can check, so they stay tool outputs."""
+in literal mode is an edit (`replaced_strings`); its other edits are changes of the file
+they name too (`serena_change`)."""
 
 SERENA_FAILURES = (
     "Error: ",
@@ -195,6 +195,54 @@ def replaced_strings(name: str, tool_input: Mapping[str, Any]) -> list[Replaceme
         for e in edits
         if isinstance(e, Mapping)
     ]
+
+
+def serena_change(name: str, tool_input: Mapping[str, Any], path: str) -> FileChange | None:
+    """The change a Serena edit other than a literal `replace_content` (`replaced_strings`)
+    or `create_text_file` (a Write) made to `path`, as its source says
+    (oraios/serena src/serena/tools/file_tools.py, symbol_tools.py, code_editor.py); None
+    for any other tool. A regex `replace_content` is a `Pattern`, a line edit a `LineEdit`
+    (line numbers that are not 0-based lines in order leave what it did unsaid); a
+    definition's body replaced or text put before or after one, a `FileChange` that does
+    not say what the file holds (the language server says where a definition ends), and a
+    rename one that may have changed other files as well."""
+    tool = serena_tool(name)
+    if tool == "replace_content" and tool_input.get("mode") == "regex":
+        every = _flag(tool_input.get("allow_multiple_occurrences"))
+        needle, repl = text_field(tool_input, "needle") or "", text_field(tool_input, "repl") or ""
+        return FileChange(path, pattern=Pattern(needle, repl, every))
+    if tool in ("delete_lines", "replace_lines", "insert_at_line"):
+        return FileChange(path, lines=_line_edit(tool, tool_input))
+    if tool == "replace_symbol_body":
+        return FileChange(path, symbol=text_field(tool_input, "name_path"))
+    if tool in ("insert_after_symbol", "insert_before_symbol", "rename_symbol"):
+        return FileChange(path, elsewhere=tool == "rename_symbol")
+    return None
+
+
+def _line_edit(tool: str, tool_input: Mapping[str, Any]) -> LineEdit | None:
+    """What a Serena line edit did: `delete_lines` removes its 0-based `start_line` to
+    `end_line`, inclusive; `insert_at_line` puts `content`, a newline added when it has
+    none, before its 0-based `line`; `replace_lines` does both at `start_line`. None when
+    the numbers are not such lines."""
+    if tool == "insert_at_line":
+        start, removed = _number(tool_input.get("line")), 0
+    else:
+        start, end = _number(tool_input.get("start_line")), _number(tool_input.get("end_line"))
+        removed = end - start + 1 if start is not None and end is not None else -1
+    if start is None or start < 0 or removed < 0:
+        return None
+    if tool == "delete_lines":
+        return LineEdit(start + 1, removed)
+    content = text_field(tool_input, "content") or ""
+    return LineEdit(start + 1, removed, tuple(content.removesuffix("\n").split("\n")))
+
+
+def _number(value: Any) -> int | None:
+    """A whole-number argument as pydantic reads it (an int, or a string of digits)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return value if type(value) is int else None
 
 
 def text_field(fields: Mapping[str, Any], name: str) -> str | None:

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 from ephemeral_context.replay.files import FileTracker
 from ephemeral_context.replay.flow import Block, FileChange, FileView, Replacement
+from ephemeral_context.replay.tools import serena_change
 
 
 def read(path: str, content: str, start: int = 1, total: int | None = None) -> Block:
@@ -145,3 +146,105 @@ def test_an_empty_old_string_is_put_first_by_the_tracker_as_by_the_edit() -> Non
     files.apply(read("/a.py", "a\nb"))
     files.apply(change("/a.py", replacements=(("", "N\n"),)))
     assert files.files["/a.py"].text == Replacement("", "N\n").apply("a\nb") == "N\na\nb"
+
+
+def serena(path: str, tool: str, **tool_input: object) -> Block:
+    """The result of a Serena edit (`serena_change`) of `path`."""
+    made = serena_change(f"mcp__serena__{tool}", tool_input, path)
+    assert made is not None
+    return Block(hash((path, str(made))), "tool_result", "OK", 5, file_change=made)
+
+
+def test_a_serena_regex_over_a_file_known_whole_is_applied_as_serena_applies_it() -> None:
+    """DOTALL and MULTILINE, `$!1` for a group, a backslash verbatim: the tracker knows the
+    file after it, and reading that text again is no news (it had been the edit's
+    text left stale, then an outside change)."""
+    files = FileTracker()
+    files.apply(read("/a.py", "def f(x):\n    return x\n\ndef g():\n    pass"))
+    regex = {"needle": r"def (f)\(x\):.*?return x", "repl": "def $!1(y):\n    return '\\n'"}
+    update = files.apply(serena("/a.py", "replace_content", mode="regex", **regex))
+    assert update is not None and (update.how, update.changed) == ("edit", True)
+    after = "def f(y):\n    return '\\n'\n\ndef g():\n    pass"
+    assert files.files["/a.py"].text == after
+    again = files.apply(read("/a.py", after))
+    assert again is not None and not again.changed
+
+
+@pytest.mark.parametrize(
+    "needle",
+    [
+        "zzz",  # no match in what is known: not the text Serena edited
+        "pass|return",  # two matches, several not allowed
+        "def.*?:",  # the same, on the known text
+    ],
+)
+def test_a_serena_regex_the_known_text_does_not_take_as_serena_did_leaves_it_unknown(
+    needle: str,
+) -> None:
+    files = FileTracker()
+    files.apply(read("/a.py", "def f():\n    return 1\n\ndef g():\n    pass"))
+    update = files.apply(serena("/a.py", "replace_content", mode="regex", needle=needle, repl="x"))
+    assert update is not None and update.changed and update.replaced_tokens > 0
+    assert files.files["/a.py"].lines == {}
+    reread = files.apply(read("/a.py", "x"))
+    assert reread is not None and (reread.how, reread.changed) == ("read", True)
+
+
+def test_a_serena_regex_over_a_range_read_leaves_the_file_unknown_not_stale() -> None:
+    """A pattern may match in lines never read (and must match once only): over a range
+    the result is not known, so the range is not kept as it was."""
+    files = FileTracker()
+    files.apply(read("/a.py", "l50\nl51 = x", start=50, total=60))
+    files.apply(serena("/a.py", "replace_content", mode="regex", needle="x$", repl="y"))
+    assert files.files["/a.py"].lines == {}
+    stale = files.apply(read("/a.py", "l50\nl51 = x", start=50, total=60))
+    assert stale is not None and (stale.how, stale.changed) == ("read", True)
+
+
+def test_serenas_line_edits_count_lines_from_0_and_move_the_lines_after_them() -> None:
+    """`delete_lines` and `replace_lines` take 0-based inclusive ranges, `insert_at_line`
+    puts its content before a 0-based line (a newline added): exact over any range read."""
+    files = FileTracker()
+    files.apply(read("/a.py", "l1\nl2\nl3", total=60))
+    files.apply(read("/a.py", "l50\nl51", start=50, total=60))
+    files.apply(serena("/a.py", "replace_lines", start_line=1, end_line=1, content="a\nb\n"))
+    files.apply(serena("/a.py", "insert_at_line", line=0, content="top"))
+    files.apply(serena("/a.py", "delete_lines", start_line=3, end_line=3))
+    assert files.files["/a.py"].lines == {1: "top", 2: "l1", 3: "a", 4: "l3", 51: "l50", 52: "l51"}
+    again = files.apply(read("/a.py", "l50\nl51", start=51, total=61))
+    assert again is not None and not again.changed
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        ("replace_symbol_body", {"name_path": "f", "body": "def f():\n    return 2"}),
+        ("insert_after_symbol", {"name_path": "f", "body": "def h():\n    pass"}),
+        ("insert_before_symbol", {"name_path": "f", "body": "import os"}),
+        ("delete_lines", {"start_line": 2, "end_line": 0}),  # not lines in order
+    ],
+)
+def test_a_serena_edit_whose_result_is_unsaid_leaves_the_file_unknown(
+    tool: str, tool_input: dict[str, object]
+) -> None:
+    """Where a definition starts and ends is the language server's answer: the file is
+    unknown after it, and the same Read again is not Claude Code's repeat (the edit changed
+    the file's time: no stub), even when the lines it shows are the same."""
+    files = FileTracker()
+    whole = "def f():\n    return 1\n\n\ndef g():\n    pass"
+    files.apply(read("/a.py", "def g():\n    pass", start=5, total=6))
+    files.apply(read("/a.py", whole, total=6))
+    update = files.apply(serena("/a.py", tool, **tool_input))
+    assert update is not None and update.changed and files.files["/a.py"].lines == {}
+    assert not repeat(files, read("/a.py", whole, total=6))
+
+
+def test_a_serena_rename_leaves_every_file_unknown() -> None:
+    """A rename changes the references wherever they are, and its answer does not say
+    where: no file's known text or last Read stands after it."""
+    files = FileTracker()
+    files.apply(read("/a.py", "def f():\n    pass", total=2))
+    files.apply(read("/b.py", "from a import f", total=1))
+    files.apply(serena("/a.py", "rename_symbol", name_path="f", new_name="g"))
+    assert files.files["/a.py"].lines == {} and files.files["/b.py"].lines == {}
+    assert not repeat(files, read("/b.py", "from a import f", total=1))

@@ -13,7 +13,15 @@ from typing import Any
 import pytest
 from ephemeral_context.prices import REFERENCE_MODEL, priced
 from ephemeral_context.replay.feed import after_change
-from ephemeral_context.replay.flow import Block, Message, Replacement, Session
+from ephemeral_context.replay.flow import (
+    Block,
+    FileChange,
+    LineEdit,
+    Message,
+    Pattern,
+    Replacement,
+    Session,
+)
 from ephemeral_context.replay.reader import (
     AGENT_LISTING,
     CLEARED_RESULT,
@@ -947,8 +955,8 @@ def test_serenas_file_tools_read_and_write_files_under_the_project_it_activated(
 
 def test_a_serena_literal_replacement_is_an_edit_of_the_file_it_names(tmp_path: Path) -> None:
     """`replace_content` in literal mode changes the file under the project root (every
-    occurrence when it allows several, as Serena reads `"true"` too); in regex mode, or when
-    it fails, it is an output."""
+    occurrence when it allows several, as Serena reads `"true"` too); in regex mode it
+    replaces a pattern's matches; when it fails, it is an output."""
     t = Transcript()
     t.user("tidy")
     t.assistant([tool_use("p1", SERENA + "activate_project", project="shop")])
@@ -971,7 +979,42 @@ def test_a_serena_literal_replacement_is_an_edit_of_the_file_it_names(tmp_path: 
     assert first is not None and first.path == "/w/shop/src/a.py"
     assert first.replacements == (Replacement("a = 1", "a = 2"),)
     assert every is not None and every.replacements == (Replacement("b", "c", True),)
-    assert blocks["e3"].file_change is None and blocks["e4"].file_change is None
+    regex = FileChange("/w/shop/src/a.py", pattern=Pattern("a.*?2", "a = 3"))
+    assert blocks["e3"].file_change == regex and blocks["e4"].file_change is None
+
+
+def test_serenas_line_and_symbol_edits_are_changes_of_the_file_they_name(
+    tmp_path: Path,
+) -> None:
+    """Line edits count lines from 0 (`end_line` inclusive; pydantic reads a string of
+    digits as the number); a symbol edit says which definition, not what the file holds;
+    a rename may change any file."""
+    t = Transcript()
+    t.user("tidy")
+    t.assistant([tool_use("p1", SERENA + "activate_project", project="shop")])
+    t.tool_result("p1", serena(ACTIVATED))
+    calls: dict[str, tuple[str, dict[str, Any]]] = {
+        "d": ("delete_lines", {"start_line": 3, "end_line": "4"}),
+        "r": ("replace_lines", {"start_line": 0, "end_line": 0, "content": "a\nb"}),
+        "i": ("insert_at_line", {"line": 7, "content": "c\n"}),
+        "x": ("insert_at_line", {"line": -1, "content": "c\n"}),
+        "s": ("replace_symbol_body", {"name_path": "Cart/total", "body": "return 0"}),
+        "a": ("insert_after_symbol", {"name_path": "Cart", "body": "x = 1"}),
+        "n": ("rename_symbol", {"name_path": "Cart", "new_name": "Basket"}),
+    }
+    for use, (tool, tool_input) in calls.items():
+        t.assistant([tool_use(use, SERENA + tool, relative_path="src/a.py", **tool_input)])
+        t.tool_result(use, serena("OK"))
+    t.assistant([text("Done.")])
+    blocks = tool_results(read_session(t.write(tmp_path / "lines.jsonl")))
+    path = "/w/shop/src/a.py"
+    assert blocks["d"].file_change == FileChange(path, lines=LineEdit(4, 2))
+    assert blocks["r"].file_change == FileChange(path, lines=LineEdit(1, 1, ("a", "b")))
+    assert blocks["i"].file_change == FileChange(path, lines=LineEdit(8, 0, ("c",)))
+    assert blocks["x"].file_change == FileChange(path)  # what it did is unsaid
+    assert blocks["s"].file_change == FileChange(path, symbol="Cart/total")
+    assert blocks["a"].file_change == FileChange(path)
+    assert blocks["n"].file_change == FileChange(path, elsewhere=True)
 
 
 def test_serenas_paths_are_under_the_working_directory_until_a_project_is_activated(

@@ -114,6 +114,38 @@ def test_cc_dedup_stubs_only_a_reread_with_the_same_arguments(
     assert deduped.peak_context == recorded.peak_context - (r2 - stub if stubbed else 0)
 
 
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        ("replace_symbol_body", {"name_path": "handler_50", "body": "def handler_50(r): pass"}),
+        ("delete_lines", {"start_line": 100, "end_line": 101}),
+        ("replace_content", {"needle": "50\\)$", "repl": "0)", "mode": "regex"}),
+    ],
+)
+def test_cc_dedup_does_not_stub_a_reread_after_a_serena_edit_of_the_file(
+    tmp_path: Path, tool: str, tool_input: dict[str, object]
+) -> None:
+    """Serena's edit changes the file's time, outside the lines read again: Claude Code
+    sends the Read in full (its stub needs the file unchanged since the last Read)."""
+    t = Transcript()
+    t.user("Why does handler_7 return the wrong value?")
+    t.assistant([tool_use("p", "mcp__serena__activate_project", project="w")])
+    t.tool_result("p", "The project with name 'w' at /w is activated.")
+    head = "\n".join(APP.split("\n")[:20])
+    for use in ("t1", "t3"):
+        t.assistant([tool_use(use, "Read", file_path="/w/app.py", limit=20)])
+        t.tool_result(use, cat_n(head))
+        if use == "t1":
+            t.assistant(
+                [tool_use("t2", f"mcp__serena__{tool}", relative_path="app.py", **tool_input)]
+            )
+            t.tool_result("t2", "OK")
+    t.assistant([text("It returns 7 by design.")])
+    session = read_session(t.write(tmp_path / "edited.jsonl"))
+    recorded = STRATEGIES["recorded"].replay(session)
+    assert STRATEGIES["cc-dedup"].replay(session).peak_context == recorded.peak_context
+
+
 def test_seed_inplace_puts_the_file_before_the_conversation(reread: Session) -> None:
     u1, a1, _r1, a2, _ = tokens(reread)
     ref = estimate_block_tokens(FILE_REFERENCE.format(path="/w/app.py"), "prose")
