@@ -5,8 +5,9 @@ conversation per thread) through replay/feed.py, the mapping `ectx gateway` uses
 requests too, and the request the engine builds is what the cache model prices.
 
 Honesty about eviction: after the engine builds a call's request, what the call uses is
-checked against what the engine left visible: the old strings its response's edits replace,
-what its request's Reads returned, and runs of 3 lines or 200 characters its response
+checked against what the engine left visible: the old strings its response's edits replace
+(for a Serena edit that does not quote them, what it replaces of the file as the model saw
+it), what its request's Reads returned, and runs of 3 lines or 200 characters its response
 quotes (assistant text, tool input strings). Whatever is only in evicted content costs what
 a real model pays for it: the request just built becomes an extra round trip (the prefix
 read from the cache, the model answering with a read_session_file or read_symbol tool_use),
@@ -39,11 +40,12 @@ from pathlib import Path
 from ephemeral_context.cache_sim import Block as CacheBlock
 from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context.blocks import input_strings, uri_of
-from ephemeral_context.context.engine import ContextEngine, EngineConfig, Need
+from ephemeral_context.context.engine import ContextEngine, EngineConfig, Need, UnknownItem
 from ephemeral_context.prices import priced
 from ephemeral_context.replay.feed import feed_message
 from ephemeral_context.replay.flow import (
     Call,
+    FileChange,
     Message,
     PrefixState,
     Session,
@@ -52,7 +54,7 @@ from ephemeral_context.replay.flow import (
     prefix,
 )
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
-from ephemeral_context.replay.tools import replaced_strings
+from ephemeral_context.replay.tools import replaced_strings, serena_change
 from ephemeral_context.store import Store
 
 
@@ -106,7 +108,8 @@ class OursLayout:
 
     def prompt(self, call: Call) -> Prompt:
         new = self._feed(call)
-        needs = [*self._pending.pop(call.thread, []), *_read_needs(new), *_edit_needs(call)]
+        edits = _edit_needs(call, self.engine)
+        needs = [*self._pending.pop(call.thread, []), *_read_needs(new), *edits]
         quoting = _quoting(call)
         prompt = self._build(call)
         trips: list[Prompt] = []
@@ -206,14 +209,49 @@ MAX_ROUND_TRIPS = 3
 suffices unless the policy evicts more at the rebuild; this bounds that case."""
 
 
-def _edit_needs(call: Call) -> list[Need]:
-    """The old strings of the response's edits, in the files they edit."""
+def _edit_needs(call: Call, engine: ContextEngine) -> list[Need]:
+    """The old strings of the response's edits, in the files they edit (an Edit's, a
+    literal Serena `replace_content`'s); for Serena's edits that replace text they do not
+    quote, that text as the model saw it (`_unquoted`)."""
     needs = []
     for block in call.response.blocks:
-        replaced = replaced_strings(block.tool or "", block.tool_input or {})
-        if block.type == "tool_use" and replaced:
-            needs.append(Need(uri_of(block.path or ""), tuple(r.old for r in replaced if r.old)))
+        if block.type != "tool_use":
+            continue
+        uri, tool_input = uri_of(block.path or ""), block.tool_input or {}
+        replaced = replaced_strings(block.tool or "", tool_input)
+        change = serena_change(block.tool or "", tool_input, block.path or "")
+        if replaced:
+            needs.append(Need(uri, tuple(r.old for r in replaced if r.old)))
+        elif change is not None:
+            needs.extend(_unquoted(change, uri, engine, call.thread))
     return needs
+
+
+def _unquoted(change: FileChange, uri: str, engine: ContextEngine, conv: str) -> list[Need]:
+    """What a Serena edit replaces without quoting it, in the text the model last saw of
+    the file: a pattern's matches, the lines a line edit removes, the definition whose body
+    it replaces (none where that text does not show it: the model had not seen it either,
+    as for an Edit); for an insertion at a line number, the file itself (its current
+    version, when the model cannot see it). A name is all the others need."""
+    if change.lines is not None and not change.lines.removed:
+        return [Need(uri)]
+    view = next((v for v in engine.file_views(conv) if v.uri == uri), None)
+    if view is None:
+        return []
+    if change.pattern is not None:
+        needles = change.pattern.matched(view.text)
+    elif change.lines is not None:
+        needles = [change.lines.old(view.text, view.start_line) or ""]
+    elif change.symbol is not None:
+        name = change.symbol.strip("/").replace("/", ".")  # Serena's name path, ours
+        try:
+            needles = [engine.definition(uri, view.text, name)]
+        except UnknownItem:
+            needles = []
+    else:
+        return []
+    found = tuple(needle for needle in needles if needle)
+    return [Need(uri, found)] if found else []
 
 
 def _read_needs(messages: Sequence[Message]) -> list[Need]:

@@ -118,16 +118,65 @@ def test_a_serena_literal_replacement_of_evicted_text_costs_a_round_trip(
     tmp_path: Path,
 ) -> None:
     """Serena's `replace_content` in literal mode names the text it replaces, as an Edit's
-    old string does; in regex mode it names a pattern, which the model need not have
-    seen whole."""
+    old string does."""
     needle = "    value = request.get('k42')\n    return value * 42"
     literal = {"needle": needle, "repl": "    return 0", "mode": "literal"}
     edit = tool_use("e", "mcp__serena__replace_content", relative_path="app.py", **literal)
     ours, free = _ours(_session(tmp_path, [edit], through="serena"))
     _assert_one_round_trip(ours, free)
-    pattern = {**literal, "mode": "regex", "needle": "value = request.get\\('k42'\\).*?42"}
-    edit = tool_use("e", "mcp__serena__replace_content", relative_path="app.py", **pattern)
+
+
+REGEX = {"needle": "value = request.get\\('k42'\\).*?42", "repl": "return 0", "mode": "regex"}
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        ("replace_content", REGEX),
+        ("replace_symbol_body", {"name_path": "handler_42", "body": "def handler_42(r): 0"}),
+        ("replace_lines", {"start_line": 211, "end_line": 212, "content": "    return 0"}),
+        ("delete_lines", {"start_line": 211, "end_line": 212}),
+    ],
+)
+def test_a_serena_edit_of_evicted_text_it_does_not_quote_costs_a_round_trip(
+    tmp_path: Path, tool: str, tool_input: dict[str, Any]
+) -> None:
+    """A regex's matches, a definition's body, lines by their 0-based numbers: the text
+    such an edit replaces is what the model saw there, which it needs as an Edit needs its
+    old string; it comes back by its one definition."""
+    edit = tool_use("e", f"mcp__serena__{tool}", relative_path="app.py", **tool_input)
     ours, free = _ours(_session(tmp_path, [edit], through="serena"))
+    _assert_one_round_trip(ours, free)
+    assert ours.rehydrated_tokens < 200
+
+
+def test_a_serena_insertion_by_line_number_in_an_evicted_file_fetches_the_file(
+    tmp_path: Path,
+) -> None:
+    """Which line to insert at is known from the file: its current version comes back."""
+    edit = tool_use(
+        "e", "mcp__serena__insert_at_line", relative_path="app.py", line=213, content="x = 1"
+    )
+    ours, free = _ours(_session(tmp_path, [edit], through="serena"))
+    _assert_one_round_trip(ours, free)
+    assert ours.rehydrated_tokens > estimate_block_tokens(APP, "code") // 2
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        ("insert_after_symbol", {"name_path": "handler_42", "body": "def handler_x(): 0"}),
+        ("rename_symbol", {"name_path": "handler_42", "new_name": "handler_x"}),
+        # text the model never saw in the file (as an Edit of lines it never read)
+        ("replace_content", {**REGEX, "needle": "def handler_99.*?99"}),
+        ("replace_symbol_body", {"name_path": "handler_99", "body": "def handler_99(): 0"}),
+    ],
+)
+def test_a_serena_edit_that_needs_only_a_name_costs_nothing(
+    tmp_path: Path, tool: str, tool_input: dict[str, Any]
+) -> None:
+    edit = tool_use("e", f"mcp__serena__{tool}", relative_path="app.py", **tool_input)
+    ours, _ = _ours(_session(tmp_path, [edit], through="serena"))
     assert ours.rehydrations == 0
 
 
