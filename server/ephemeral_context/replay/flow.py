@@ -29,7 +29,7 @@ API:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, NamedTuple
@@ -94,11 +94,15 @@ class Pattern(NamedTuple):
     """A regular expression's matches replaced, as Serena's `replace_content` in regex mode
     replaces them (oraios/serena src/serena/util/text_utils.py, `ContentReplacer`): Python's
     `re` with DOTALL and MULTILINE; `repl` verbatim but for `$!N`, group N of the match (left
-    as written when the group matched nothing); every match with `every`, else exactly one."""
+    as written when the group matched nothing); every match with `every`, else exactly one.
+    With `template`, as the `replace_regex` of Serena's releases before it replaces them
+    (src/serena/tools/file_tools.py, `ReplaceRegexTool`: `re.subn`, `repl` a Python template
+    with `\\1` and escapes, no check for a match holding another)."""
 
     pattern: str
     repl: str
     every: bool = False
+    template: bool = False
 
     def apply(self, text: str) -> str | None:
         """`text` after the replacement; None where Serena refuses it (no match, several
@@ -109,11 +113,14 @@ class Pattern(NamedTuple):
             matches = list(compiled.finditer(text))
             if not matches or (len(matches) > 1 and not self.every):
                 return None
-            if any("\n" in m[0] and compiled.search(m[0][1:]) for m in matches):
+            if not self.template and any(
+                "\n" in m[0] and compiled.search(m[0][1:]) for m in matches
+            ):
                 return None  # Serena's check for a match that swallowed another one
             parts, at = [], 0
             for m in matches:
-                parts += [text[at : m.start()], _GROUP_REFERENCE.sub(_group_of(m), self.repl)]
+                new = m.expand(self.repl) if self.template else _dollar_groups(m, self.repl)
+                parts += [text[at : m.start()], new]
                 at = m.end()
         except (re.error, IndexError):
             return None
@@ -127,15 +134,15 @@ class Pattern(NamedTuple):
             return []
 
 
-def _group_of(match: re.Match[str]) -> Callable[[re.Match[str]], str]:
-    """A `$!N` reference's text: group N of `match`, or the reference itself when the group
-    matched nothing (IndexError when the pattern has no group N)."""
+def _dollar_groups(match: re.Match[str], repl: str) -> str:
+    """`repl` with each `$!N` replaced by group N of `match`, or left as written when the
+    group matched nothing (IndexError when the pattern has no group N)."""
 
     def group(reference: re.Match[str]) -> str:
         value = match[int(reference[1])]
         return reference[0] if value is None else value
 
-    return group
+    return _GROUP_REFERENCE.sub(group, repl)
 
 
 class LineEdit(NamedTuple):

@@ -201,16 +201,21 @@ def serena_change(name: str, tool_input: Mapping[str, Any], path: str) -> FileCh
     """The change a Serena edit other than a literal `replace_content` (`replaced_strings`)
     or `create_text_file` (a Write) made to `path`, as its source says
     (oraios/serena src/serena/tools/file_tools.py, symbol_tools.py, code_editor.py); None
-    for any other tool. A regex `replace_content` is a `Pattern`, a line edit a `LineEdit`
+    for any other tool. A regex `replace_content` (or an older release's `replace_regex`)
+    is a `Pattern`, a line edit a `LineEdit`
     (line numbers that are not 0-based lines in order leave what it did unsaid); a
     definition's body replaced or text put before or after one, a `FileChange` that does
     not say what the file holds (the language server says where a definition ends), and a
     rename one that may have changed other files as well."""
     tool = serena_tool(name)
+    every = _flag(tool_input.get("allow_multiple_occurrences"))
+    repl = text_field(tool_input, "repl") or ""
     if tool == "replace_content" and tool_input.get("mode") == "regex":
-        every = _flag(tool_input.get("allow_multiple_occurrences"))
-        needle, repl = text_field(tool_input, "needle") or "", text_field(tool_input, "repl") or ""
+        needle = text_field(tool_input, "needle") or ""
         return FileChange(path, pattern=Pattern(needle, repl, every))
+    if tool == "replace_regex":  # its releases before replace_content
+        regex = text_field(tool_input, "regex") or ""
+        return FileChange(path, pattern=Pattern(regex, repl, every, template=True))
     if tool in ("delete_lines", "replace_lines", "insert_at_line"):
         return FileChange(path, lines=_line_edit(tool, tool_input))
     if tool == "replace_symbol_body":

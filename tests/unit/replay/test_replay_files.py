@@ -248,3 +248,17 @@ def test_a_serena_rename_leaves_every_file_unknown() -> None:
     files.apply(serena("/a.py", "rename_symbol", name_path="f", new_name="g"))
     assert files.files["/a.py"].lines == {} and files.files["/b.py"].lines == {}
     assert not repeat(files, read("/b.py", "from a import f", total=1))
+
+
+def test_an_older_serenas_replace_regex_is_applied_as_re_subn_applies_it() -> None:
+    """Before `replace_content`, Serena had `replace_regex`: its `repl` a Python template
+    (`\\1`, `\\n`) and no check for a match that holds another one, which `replace_content`
+    refuses (the file is then unknown)."""
+    files = FileTracker()
+    files.apply(read("/a.py", "x = 1\nx = 1\ny"))
+    files.apply(serena("/a.py", "replace_regex", regex=r"(x) = 1.*?y", repl=r"\1 = 2\ny"))
+    assert files.files["/a.py"].text == "x = 2\ny"
+    files.apply(read("/b.py", "x = 1\nx = 1\ny"))
+    regex = {"needle": r"(x) = 1.*?y", "repl": "$!1 = 2\ny", "mode": "regex"}
+    files.apply(serena("/b.py", "replace_content", **regex))
+    assert files.files["/b.py"].lines == {}

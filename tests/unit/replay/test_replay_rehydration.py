@@ -133,6 +133,7 @@ REGEX = {"needle": "value = request.get\\('k42'\\).*?42", "repl": "return 0", "m
     ("tool", "tool_input"),
     [
         ("replace_content", REGEX),
+        ("replace_regex", {"regex": REGEX["needle"], "repl": "return 0"}),
         ("replace_symbol_body", {"name_path": "handler_42", "body": "def handler_42(r): 0"}),
         ("replace_lines", {"start_line": 211, "end_line": 212, "content": "    return 0"}),
         ("delete_lines", {"start_line": 211, "end_line": 212}),
