@@ -24,6 +24,7 @@ from pathlib import Path
 from ephemeral_context.documents import DocumentMirror
 from ephemeral_context.model import search
 from ephemeral_context.model.secrets import SecretPolicy, Workspace
+from ephemeral_context.patterns import compile_pattern
 
 STDLIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
 LEFT_OUT = ("site-packages", "dist-packages", "test", "tests", "idlelib", "__pycache__")
@@ -66,7 +67,7 @@ def run() -> str:
 
 def _pattern_row(pattern: str, tree: Path, lines: list[str]) -> tuple[str, float, float]:
     """One pattern's table row, its matching time with the timeout, and the whole call's."""
-    ours, plain = search.compile_pattern(pattern), re.compile(pattern)
+    ours, plain = compile_pattern(pattern), re.compile(pattern)
     workspace, limit = Workspace.of([tree]), search.SEARCH_MATCH_CHARS
     whole = _best(
         lambda: search.search_workspace(workspace, DocumentMirror(), SecretPolicy(), pattern, "")

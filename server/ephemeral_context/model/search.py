@@ -11,7 +11,6 @@ backtracks without end, `(a|aa)+$`, on a 40-character line, stops neither the se
 server; each line costs a few microseconds more than with `re`: docs/benchmarks.md).
 
 API:
-- `compile_pattern(text)`: the model's pattern, read as Python's `re` reads it.
 - `search_workspace(...)`: matching lines as `path:line: text`.
 - `SEARCH_MAX_MATCHES`: the bound on lines.
 """
@@ -19,18 +18,15 @@ API:
 from __future__ import annotations
 
 import fnmatch
-import re
 import stat
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
-
-import regex
 
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
 from ephemeral_context.indexer import FileSet, project_files
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
+from ephemeral_context.patterns import compile_pattern
 from ephemeral_context.syntax.outline import binary_reason
 
 SEARCH_MAX_MATCHES = 200
@@ -38,43 +34,6 @@ SEARCH_MAX_FILES = 20_000
 SEARCH_MAX_LINE = 300
 SEARCH_MATCH_CHARS = 4000
 SEARCH_SECONDS = 20.0
-
-
-_REPEAT = re.compile(r"\{(?:\d+(?:,\d*)?|,\d+)\}")
-"""A brace `re` reads as a repeat ({3}, {2,}, {,4}, {2,4}); any other brace is a literal."""
-
-
-def compile_pattern(text: str) -> regex.Pattern[str]:
-    """The model's pattern as Python's `re` reads it (what the tool's description promises),
-    matched by `regex`: what `re` refuses is refused (regex.error, with `re`'s reason); a
-    brace `re` takes literally stays literal (`regex` reads `{e}` as a fuzzy match), and so
-    does a `[` inside a set (`regex` reads `[[:alpha:]]` as a POSIX class)."""
-    try:
-        with warnings.catch_warnings():  # re's FutureWarning on "[[": the reading is kept
-            warnings.simplefilter("ignore", FutureWarning)
-            re.compile(text)
-    except re.error as error:
-        raise regex.error(str(error)) from None
-    out: list[str] = []
-    at, in_set, first = 0, False, 0  # first: where a set's members start ("]" there is one)
-    while at < len(text):
-        char = text[at]
-        if char == "\\":
-            out.append(text[at : at + 2])
-            at += 2
-            continue
-        if in_set:
-            in_set = char != "]" or at == first
-            out.append("\\[" if char == "[" else char)
-        elif char == "[":
-            in_set, first = True, at + 2 if text[at + 1 : at + 2] == "^" else at + 1
-            out.append(char)
-        elif char == "{" and not _REPEAT.match(text, at):
-            out.append("\\{")
-        else:
-            out.append(char)
-        at += 1
-    return regex.compile("".join(out))
 
 
 def search_workspace(

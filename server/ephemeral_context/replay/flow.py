@@ -34,11 +34,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, NamedTuple
 
+import regex
 import xxhash
 
 from ephemeral_context.cache_sim import Block as CacheBlock
 from ephemeral_context.cache_sim import Ttl, Usage
 from ephemeral_context.documents import utf8
+from ephemeral_context.patterns import compile_pattern
 from ephemeral_context.prices import Geo, PriceRow, Speed, priced
 
 BlockType = Literal["text", "thinking", "tool_use", "tool_result", "image", "hidden"]
@@ -86,6 +88,10 @@ class Replacement(NamedTuple):
         return text.replace(self.old, self.new, -1 if every else 1)
 
 
+PATTERN_SECONDS = 2.0
+"""The longest one transcript's pattern may take to match: a pattern written to backtrack
+for hours leaves its file unknown, not the replay stalled."""
+
 _GROUP_REFERENCE = re.compile(r"\$!(\d+)")
 """A group of the match in Serena's replacement text: `$!1`, `$!2`, ..."""
 
@@ -107,14 +113,15 @@ class Pattern(NamedTuple):
     def apply(self, text: str) -> str | None:
         """`text` after the replacement; None where Serena refuses it (no match, several
         without `every`, a match over lines the pattern matches again inside, a group it
-        lacks, a pattern `re` does not read), so `text` is not the file it edited."""
+        lacks, a pattern `re` does not read) or where matching takes longer than
+        PATTERN_SECONDS, so `text` is not known to be the file it edited."""
         try:
-            compiled = re.compile(self.pattern, re.DOTALL | re.MULTILINE)
-            matches = list(compiled.finditer(text))
+            compiled = compile_pattern(self.pattern, re.DOTALL | re.MULTILINE)
+            matches = list(compiled.finditer(text, timeout=PATTERN_SECONDS))
             if not matches or (len(matches) > 1 and not self.every):
                 return None
             if not self.template and any(
-                "\n" in m[0] and compiled.search(m[0][1:]) for m in matches
+                "\n" in m[0] and compiled.search(m[0][1:], timeout=PATTERN_SECONDS) for m in matches
             ):
                 return None  # Serena's check for a match that swallowed another one
             parts, at = [], 0
@@ -122,19 +129,21 @@ class Pattern(NamedTuple):
                 new = m.expand(self.repl) if self.template else _dollar_groups(m, self.repl)
                 parts += [text[at : m.start()], new]
                 at = m.end()
-        except (re.error, IndexError):
+        except (regex.error, IndexError, TimeoutError):
             return None
         return "".join(parts) + text[at:]
 
     def matched(self, text: str) -> list[str]:
-        """What the pattern matches in `text`, in order (none where `re` cannot read it)."""
+        """What the pattern matches in `text`, in order (none where `re` cannot read it, or
+        not within PATTERN_SECONDS)."""
         try:
-            return [m[0] for m in re.finditer(self.pattern, text, re.DOTALL | re.MULTILINE)]
-        except re.error:
+            compiled = compile_pattern(self.pattern, re.DOTALL | re.MULTILINE)
+            return [m[0] for m in compiled.finditer(text, timeout=PATTERN_SECONDS)]
+        except (regex.error, TimeoutError):
             return []
 
 
-def _dollar_groups(match: re.Match[str], repl: str) -> str:
+def _dollar_groups(match: regex.Match[str], repl: str) -> str:
     """`repl` with each `$!N` replaced by group N of `match`, or left as written when the
     group matched nothing (IndexError when the pattern has no group N)."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from ephemeral_context.replay import flow
 from ephemeral_context.replay.files import FileTracker
 from ephemeral_context.replay.flow import Block, FileChange, FileView, Replacement
 from ephemeral_context.replay.tools import serena_change
@@ -262,3 +263,18 @@ def test_an_older_serenas_replace_regex_is_applied_as_re_subn_applies_it() -> No
     regex = {"needle": r"(x) = 1.*?y", "repl": "$!1 = 2\ny", "mode": "regex"}
     files.apply(serena("/b.py", "replace_content", **regex))
     assert files.files["/b.py"].lines == {}
+
+
+def test_a_serena_regex_that_backtracks_without_end_leaves_the_file_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A transcript's pattern may take hours on the known text: past PATTERN_SECONDS its
+    edit is not applied (the file is unknown until read again), and the replay goes on."""
+    monkeypatch.setattr(flow, "PATTERN_SECONDS", 0.01)
+    files = FileTracker()
+    files.apply(read("/a.py", "a" * 34 + "b\naa"))
+    update = files.apply(
+        serena("/a.py", "replace_content", mode="regex", needle="(a|aa)+$", repl="x")
+    )
+    assert update is not None and update.changed
+    assert files.files["/a.py"].lines == {}
