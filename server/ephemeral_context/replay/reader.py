@@ -678,11 +678,47 @@ def attachment_text(attachment: Any) -> str:
         return SKILL_LISTING + content if isinstance(content, str) and content else ""
     if kind == "file":
         return _file_attachment_text(attachment)
+    if isinstance(kind, str) and (kind.startswith("hook_") or kind in UNSENT_ATTACHMENTS):
+        return _hook_text(attachment)
     memory = attachment.get("content")
     if kind == "nested_memory" and isinstance(memory, Mapping):
         path, text = memory.get("path") or attachment.get("path"), memory.get("content")
         return f"Contents of {path}:\n\n{text}" if isinstance(text, str) and text else ""
     return "\n".join(_strings({k: v for k, v in attachment.items() if k != "type"}))
+
+
+UNSENT_ATTACHMENTS = frozenset(
+    {"already_read_file", "command_permissions", "edited_image_file", "structured_output",
+     "context_efficiency"}
+)  # fmt: skip
+"""Attachment types Claude Code records and does not send (2.1.22 and 2.1.97 sources: the
+function that makes messages of attachments returns none for them), as every hook record
+but the four `_hook_text` renders."""
+
+HOOK_SUCCESS_SENT = ("SessionStart", "UserPromptSubmit")
+"""The events whose hooks' plain output Claude Code sends; a PostToolUse formatter's stdout
+is recorded and not sent."""
+
+
+def _hook_text(attachment: Mapping[str, Any]) -> str:
+    """A hook's record as Claude Code sends it (2.1.22 to 2.1.197, their sources and runs
+    against tests/fakes), "" for what it does not send."""
+    kind, name = attachment.get("type"), attachment.get("hookName")
+    if kind == "hook_success" and attachment.get("hookEvent") in HOOK_SUCCESS_SENT:
+        content = attachment.get("content")
+        return f"{name} hook success: {content}" if isinstance(content, str) and content else ""
+    if kind == "hook_additional_context":
+        lines = attachment.get("content")
+        if isinstance(lines, list) and lines:
+            return f"{name} hook additional context: " + "\n".join(map(str, lines))
+    if kind == "hook_blocking_error":
+        error = attachment.get("blockingError")
+        if isinstance(error, Mapping):
+            command, reason = error.get("command"), error.get("blockingError")
+            return f'{name} hook blocking error from command: "{command}": {reason}'
+    if kind == "hook_stopped_continuation":
+        return f"{name} hook stopped continuation: {attachment.get('message')}"
+    return ""
 
 
 def _file_attachment_text(attachment: Mapping[str, Any]) -> str:

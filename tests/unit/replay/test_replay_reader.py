@@ -492,6 +492,35 @@ def reminder(body: str) -> str:
     return f"<system-reminder>\n{body}\n</system-reminder>"
 
 
+def test_hooks_are_sent_as_claude_code_sends_them(tmp_path: Path) -> None:
+    """2.1.22 to 2.1.197 record hooks without their text as sent: a prompt hook's output goes
+    as "<event> hook success: ...", added context as "<name> hook additional context: ...",
+    a PostToolUse formatter's stdout and a permission decision not at all (their sources and
+    runs against tests/fakes). Every string field had been sent, the command included."""
+    t = Transcript()
+    hook = {"hookName": "UserPromptSubmit", "hookEvent": "UserPromptSubmit", "toolUseID": "u1"}
+    t.user("go").other(
+        "attachment",
+        attachment={"type": "hook_success", "content": "be brief", "command": "echo", **hook},
+    )
+    t.assistant([tool_use("t1", "Read", file_path="/a.py")], usage={"write": 5000})
+    t.tool_result("t1", "1\tx = 1")
+    post = {"hookName": "PostToolUse:Read", "hookEvent": "PostToolUse", "toolUseID": "t1"}
+    t.other("attachment", attachment={"type": "hook_success", "content": "1\n2\n3", **post})
+    t.other(
+        "attachment", attachment={"type": "hook_additional_context", "content": ["NOTE"], **post}
+    )
+    t.other("attachment", attachment={"type": "hook_permission_decision", "decision": "allow"})
+    t.other("attachment", attachment={"type": "command_permissions", "allowedTools": ["Bash"]})
+    t.assistant([text("ok")], usage={"read": 5000, "write": 30})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    first, _, last = session.request(session.calls[1])
+    assert reminder("UserPromptSubmit hook success: be brief") in [b.text for b in first.blocks]
+    assert [b.text for b in last.blocks[1:]] == [
+        reminder("PostToolUse:Read hook additional context: NOTE")
+    ]
+
+
 def recorded_session(model: str, tmp_path: Path) -> Transcript:
     """What 2.1.332 writes: attachments with the text they were sent as and the role asked
     for, some with none (not sent), a request log and running totals (bookkeeping)."""
