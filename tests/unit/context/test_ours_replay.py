@@ -95,12 +95,14 @@ def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_session
         assert results["ours"].retrievable == 1.0
         peaks.append(results["ours"].peak_context / results["recorded"].peak_context - 1)
         billed.append(results["ours"].billed_input / results["recorded"].billed_input - 1)
-    # Issue 11's targets: billed at least 25% below recorded (-27.0%), peak at least 35%
-    # below: -30.5%, not reached (docs/cost-model.md, Do no harm); the floor keeps it there.
+    # Issue 11's targets: billed at least 25% below recorded, peak at least 35% below:
+    # neither reached, -24.7% and -30.5% (since 2026-12-06 `ours` pays for the context
+    # Claude Code adds unrecorded, as `recorded` does: -27.0% before; docs/cost-model.md,
+    # Known limits); the floors keep them there.
     # Over the four traces alone the peak is -0.4% since a warm cut must be able to lose a
     # round trip (-20.4% before): against 5-minute clients the engine is level with its
     # twins and has only the 1% tolerance to bet with.
-    assert statistics.median(billed) <= -0.25
+    assert statistics.median(billed) <= -0.24
     assert statistics.median(peaks) <= -0.30
 
 
@@ -108,7 +110,7 @@ def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_session
 @pytest.mark.xfail(
     strict=True,
     reason="a cut is a bet that can lose on the session it is made in: over the 65 sessions "
-    "ours bills more than the cheapest lossless strategy on 10, by at most 4.9% "
+    "ours bills more than the cheapest lossless strategy on 12, by at most 4.9% "
     "(docs/benchmarks.md, baselines), most by a read cut and then edited or quoted "
     "right after, a round trip at one of their last calls (docs/cost-model.md, Do no harm "
     "and the eighth round)",
