@@ -25,6 +25,8 @@ reminders on every model).
 from __future__ import annotations
 
 import json
+import struct
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,23 @@ Shape = list[tuple[str, list[str]]]
 
 def read_turn(path: Path) -> dict[str, Any]:
     return {"tool_use": [{"name": "Read", "input": {"file_path": str(path)}}]}
+
+
+def write_png(path: Path, width: int = 64, height: int = 64) -> None:
+    """A real gradient PNG (Claude Code decodes what Read sends as an image), made with zlib
+    and struct: no imaging dependency for one small file."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data)
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    rows = b"".join(
+        b"\0" + b"".join(bytes([x * 4 % 256, y * 4 % 256, 128]) for x in range(width))
+        for y in range(height)
+    )
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB
+    png = chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + png)
 
 
 def _block_line(kind: str, ident: str, body: str) -> str:
@@ -597,3 +616,22 @@ def test_the_recorded_replay_bills_what_the_fake_billed(
     assert replayed == billed
     found = fidelity(session, STRATEGIES["recorded"].replay(session))
     assert found is not None and found.billed_input_error == 0.0
+
+
+@EVERY_RELEASE
+def test_an_image_read_keeps_the_messages_before_it_cached(claude_code: ClaudeCode) -> None:
+    """Read of a PNG sends an image block as the tool's result. The session's first image
+    does not invalidate the messages before it (real billing in the corpus sessions that
+    send one, 2.1.22 and 2.1.97), so its call reads them all, as the replay bills it."""
+    picture = claude_code.workspace / "picture.png"
+    write_png(picture)
+    run = claude_code.run("What is in picture.png?", [read_turn(picture), "A gradient."])
+    assert run.returncode == 0, run.stderr
+    [result] = [b for b in run.requests[1].body["messages"][-1]["content"] if "content" in b]
+    assert [block["type"] for block in result["content"]] == ["image"]
+    session = read_session(run.transcript)
+    assert_reconstructs(session, run.requests)
+    replayed, billed = replayed_and_billed(session, run.requests)
+    assert replayed == billed
+    [(_, read, written), (_, read_again, _)] = billed
+    assert read_again == read + written  # all the first call cached, its messages included
