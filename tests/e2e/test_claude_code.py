@@ -25,6 +25,7 @@ reminders on every model).
 from __future__ import annotations
 
 import json
+import shlex
 import struct
 import zlib
 from collections.abc import Mapping, Sequence
@@ -70,7 +71,9 @@ RELEASES = pytest.mark.parametrize(
 
 OPUS_48 = "claude-opus-4-8"
 """The first model Claude Code sends role "system" messages (2.1.154 and later)."""
-MODELS = pytest.mark.parametrize("model", [OPUS_48, "claude-sonnet-4-6"])
+SONNET_46 = "claude-sonnet-4-6"
+"""A model Claude Code sends no role "system" message, on every release."""
+MODELS = pytest.mark.parametrize("model", [OPUS_48, SONNET_46])
 
 RECORDED_RELEASES = (CURRENT_RELEASE, INFERRED_RELEASE, OLDER_RELEASE, SKILL_TOOL_RELEASE)
 """Every release installed here (2.1.22: how much of the corpus was written)."""
@@ -635,3 +638,80 @@ def test_an_image_read_keeps_the_messages_before_it_cached(claude_code: ClaudeCo
     assert replayed == billed
     [(_, read, written), (_, read_again, _)] = billed
     assert read_again == read + written  # all the first call cached, its messages included
+
+
+HOOK_CONTEXT = "HOOK CONTEXT: be brief"
+ADDED_CONTEXT = {"hookEventName": "PostToolUse", "additionalContext": "POST HOOK NOTE"}
+
+
+def _command(line: str) -> dict[str, str]:
+    return {"type": "command", "command": line}
+
+
+HOOKS = {
+    "UserPromptSubmit": [{"hooks": [_command(f"echo '{HOOK_CONTEXT}'")]}],
+    "PostToolUse": [
+        {
+            "matcher": "Read",
+            "hooks": [
+                _command("echo " + shlex.quote(json.dumps({"hookSpecificOutput": ADDED_CONTEXT}))),
+                _command("seq 1 300"),
+            ],
+        }
+    ],
+}
+"""Hooks whose output Claude Code sends (a prompt's hook's stdout, a tool's hook's added
+context) and one whose long stdout it records and does not send (a formatter's, say)."""
+
+
+def _differs(release: str, model: str | None, reason: str) -> object:
+    """A release (and model) whose requests the reader does not reconstruct, and why."""
+    return pytest.param(release, model, marks=pytest.mark.xfail(strict=True, reason=reason))
+
+
+@pytest.mark.parametrize(
+    ("claude_code", "model"),
+    [
+        (CURRENT_RELEASE, None),
+        _differs(
+            INFERRED_RELEASE,
+            OPUS_48,
+            "2.1.197 sends Opus 4.8 a tool's hook's added context as a reminder after the "
+            "result; the reader infers a system message, as for other attachments (the "
+            "record names no role)",
+        ),
+        (INFERRED_RELEASE, SONNET_46),
+        (OLDER_RELEASE, None),
+        _differs(
+            SKILL_TOOL_RELEASE,
+            None,
+            "2.1.22 in print mode records no hook attachment: what its hooks add is sent "
+            "and in no record",
+        ),
+    ],
+    indirect=["claude_code"],
+)
+def test_hooks_are_read_as_claude_code_sends_them(
+    claude_code: ClaudeCode, model: str | None
+) -> None:
+    """A prompt's hook's output and a Read's hook's added context are sent; a Read's hook's
+    plain stdout (300 lines here) is recorded and not sent. The reader's requests are those
+    Claude Code sent, and the replay bills what the fake billed."""
+    home = claude_code.root / "home-hooks"
+    (home / ".claude").mkdir(parents=True)
+    settings = json.dumps({"hooks": HOOKS})
+    (home / ".claude" / "settings.json").write_text(settings, encoding="utf-8")
+    app = claude_code.workspace / "app.py"
+    app.write_text("X = 1\n", encoding="utf-8")
+    args = ("--model", model) if model else ()
+    run = claude_code.run("What is X?", [read_turn(app), "X is 1."], home=home, args=args)
+    assert run.returncode == 0, run.stderr
+
+    session = read_session(run.transcript)
+    assert_reconstructs(session, run.requests)
+    replayed, billed = replayed_and_billed(session, run.requests)
+    assert replayed == billed
+    sent = json.dumps(run.requests[-1].body["messages"])
+    assert HOOK_CONTEXT in sent and ADDED_CONTEXT["additionalContext"] in sent
+    assert "299\\n300" in run.transcript.read_text(encoding="utf-8")
+    assert "299\\n300" not in sent
