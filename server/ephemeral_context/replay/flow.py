@@ -29,6 +29,7 @@ API:
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -114,14 +115,15 @@ class Pattern(NamedTuple):
         """`text` after the replacement; None where Serena refuses it (no match, several
         without `every`, a match over lines the pattern matches again inside, a group it
         lacks, a pattern `re` does not read) or where matching takes longer than
-        PATTERN_SECONDS, so `text` is not known to be the file it edited."""
+        PATTERN_SECONDS in all, so `text` is not known to be the file it edited."""
+        deadline = time.monotonic() + PATTERN_SECONDS
         try:
             compiled = compile_pattern(self.pattern, re.DOTALL | re.MULTILINE)
-            matches = list(compiled.finditer(text, timeout=PATTERN_SECONDS))
+            matches = list(compiled.finditer(text, timeout=_left(deadline)))
             if not matches or (len(matches) > 1 and not self.every):
                 return None
             if not self.template and any(
-                "\n" in m[0] and compiled.search(m[0][1:], timeout=PATTERN_SECONDS) for m in matches
+                "\n" in m[0] and compiled.search(m[0][1:], timeout=_left(deadline)) for m in matches
             ):
                 return None  # Serena's check for a match that swallowed another one
             parts, at = [], 0
@@ -129,7 +131,7 @@ class Pattern(NamedTuple):
                 new = m.expand(self.repl) if self.template else _dollar_groups(m, self.repl)
                 parts += [text[at : m.start()], new]
                 at = m.end()
-        except (regex.error, IndexError, TimeoutError):
+        except (regex.error, IndexError, ValueError, TimeoutError):
             return None
         return "".join(parts) + text[at:]
 
@@ -141,6 +143,14 @@ class Pattern(NamedTuple):
             return [m[0] for m in compiled.finditer(text, timeout=PATTERN_SECONDS)]
         except (regex.error, TimeoutError):
             return []
+
+
+def _left(deadline: float) -> float:
+    """Seconds to `deadline`; a timeout of 0 would mean none at all to `regex`."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return left
 
 
 def _dollar_groups(match: regex.Match[str], repl: str) -> str:

@@ -76,6 +76,7 @@ from ephemeral_context.replay.tools import (
     stands_in,
     text_field,
     tool_file_path,
+    whole_number,
 )
 from ephemeral_context.tokens import estimate_block_tokens, media_tokens
 
@@ -853,11 +854,14 @@ def _file_view_from_text(path: str, text: str) -> FileView | None:
     )
 
 
-def _serena_file_view(path: str, content: str, tool_input: Mapping[str, Any]) -> FileView:
+def _serena_file_view(path: str, content: str, tool_input: Mapping[str, Any]) -> FileView | None:
     """What Serena's `read_file` answered (SERENA_TOOLS, `_serena_answer`): its lines from
-    the 0-based `start_line` (the whole file when it starts at 0 and no `end_line` cuts it)."""
-    start, end = tool_input.get("start_line"), tool_input.get("end_line")
-    first = start if isinstance(start, int) and not isinstance(start, bool) and start > 0 else 0
+    the 0-based `start_line` (the whole file when it starts at 0 and no `end_line` cuts it);
+    None when the transcript's `start_line` is no line number (where they go is unknown)."""
+    start, end = tool_input.get("start_line", 0), tool_input.get("end_line")
+    first = whole_number(start)
+    if first is None or first < 0:
+        return None
     lines = content.count("\n") + 1
     if first == 0 and end is None:
         return FileView(path, content, 1, lines, total_lines=lines)

@@ -13,7 +13,8 @@ API:
   `BRIDGE_TOOLS`, `BRIDGE_FAILURES`, `SERENA_TOOLS`, `SERENA_FAILURES`: the vocabularies.
 - `builtin_tool(name)`, `stands_in(name)`, `serena_tool(name)`,
   `tool_file_path(tool_input, root)`, `replaced_strings(name, tool_input)`,
-  `serena_change(name, tool_input, path)`, `text_field(fields, name)`.
+  `serena_change(name, tool_input, path)`, `text_field(fields, name)`,
+  `whole_number(value)`.
 - `ToolCalls`: a conversation's tool calls by id and the project root its Serena tools
   resolve against (`activated_root(text)` reads it from an activation's result).
 """
@@ -231,9 +232,10 @@ def _line_edit(tool: str, tool_input: Mapping[str, Any]) -> LineEdit | None:
     none, before its 0-based `line`; `replace_lines` does both at `start_line`. None when
     the numbers are not such lines."""
     if tool == "insert_at_line":
-        start, removed = _number(tool_input.get("line")), 0
+        start, removed = whole_number(tool_input.get("line")), 0
     else:
-        start, end = _number(tool_input.get("start_line")), _number(tool_input.get("end_line"))
+        start = whole_number(tool_input.get("start_line"))
+        end = whole_number(tool_input.get("end_line"))
         removed = end - start + 1 if start is not None and end is not None else -1
     if start is None or start < 0 or removed < 0:
         return None
@@ -243,10 +245,17 @@ def _line_edit(tool: str, tool_input: Mapping[str, Any]) -> LineEdit | None:
     return LineEdit(start + 1, removed, tuple(content.removesuffix("\n").split("\n")))
 
 
-def _number(value: Any) -> int | None:
-    """A whole-number argument as pydantic reads it (an int, or a string of digits)."""
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
+_DIGITS = re.compile(r"\s*([0-9]{1,18})\s*")
+"""A whole number written as text: ASCII digits only (`str.isdigit` takes "²", which `int`
+refuses), and no more than fit a line number (`int` refuses 4,300 digits and more)."""
+
+
+def whole_number(value: Any) -> int | None:
+    """A whole-number argument as pydantic reads it (an int, or a string of digits); None
+    for anything else a transcript may hold there."""
+    if isinstance(value, str):
+        digits = _DIGITS.fullmatch(value)
+        return int(digits[1]) if digits else None
     return value if type(value) is int else None
 
 

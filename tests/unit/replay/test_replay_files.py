@@ -278,3 +278,19 @@ def test_a_serena_regex_that_backtracks_without_end_leaves_the_file_unknown(
     )
     assert update is not None and update.changed
     assert files.files["/a.py"].lines == {}
+
+
+def test_one_deadline_serves_a_whole_serena_regex_edit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every match's check for a swallowed one shares the edit's PATTERN_SECONDS (a fresh
+    limit per match let 40 matches take 68 s): a clock a second further at each look."""
+    clock = iter(range(1000))
+    monkeypatch.setattr("ephemeral_context.replay.flow.time.monotonic", lambda: float(next(clock)))
+    text = "Z\na\n" * 5
+    assert flow.Pattern("Z\na", "x", every=True).apply(text) is None
+    monkeypatch.setattr(flow, "PATTERN_SECONDS", 100.0)
+    assert flow.Pattern("Z\na", "x", every=True).apply(text) == "x\n" * 5
+
+
+@pytest.mark.parametrize("repl", ["$!" + "9" * 5000, "$!99"])
+def test_a_group_a_serena_replacement_cannot_name_leaves_the_edit_unapplied(repl: str) -> None:
+    assert flow.Pattern("(a)", repl).apply("a") is None

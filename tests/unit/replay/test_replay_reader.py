@@ -37,6 +37,7 @@ from ephemeral_context.replay.tools import (
     activated_root,
     replaced_strings,
     tool_file_path,
+    whole_number,
 )
 from ephemeral_context.tokens import estimate_block_tokens
 
@@ -964,9 +965,16 @@ def test_serenas_file_tools_read_and_write_files_under_the_project_it_activated(
         [tool_use("w1", SERENA + "create_text_file", relative_path="src/b.js", content="b = 2\n")]
     )
     t.tool_result("w1", serena("File created: src/b.js."))
+    for key, start in (("r5", "9"), ("r6", "\u00b2")):  # as pydantic reads it; not a number
+        read = tool_use(key, SERENA + "read_file", relative_path="src/a.js", start_line=start)
+        t.assistant([read])
+        t.tool_result(key, serena("line 10\nline 11"))
     t.assistant([text("Done.")])
     session = read_session(t.write(tmp_path / "serena.jsonl"))
     blocks = tool_results(session)
+    texted = blocks["r5"].file_view
+    assert texted is not None and texted.start_line == 10 and not texted.whole_file
+    assert blocks["r6"].file_view is None  # where its lines go is unknown
     whole, part = blocks["r1"].file_view, blocks["r2"].file_view
     assert whole is not None and whole.content == source and whole.path == "/w/shop/src/a.js"
     assert whole.whole_file and whole.num_lines == 40
@@ -1214,3 +1222,16 @@ def test_serenas_several_occurrences_flag_is_read_as_pydantic_reads_it(
 ) -> None:
     literal = {"needle": "b", "repl": "c", "mode": "literal", "allow_multiple_occurrences": flag}
     assert replaced_strings(SERENA + "replace_content", literal) == [Replacement("b", "c", every)]
+
+
+@pytest.mark.parametrize(
+    ("value", "number"),
+    [("12", 12), (" 7 ", 7), (12, 12), ("\u00b2", None), ("9" * 5000, None), (True, None),
+     (1.0, None), ("-1", None), (None, None)],
+)  # fmt: skip
+def test_a_line_number_is_read_as_pydantic_reads_it_or_not_at_all(
+    value: object, number: int | None
+) -> None:
+    """A superscript two is a digit to `str.isdigit` and not to `int`: it had crashed the
+    whole session's replay, as had 5,000 digits."""
+    assert whole_number(value) == number
