@@ -31,7 +31,7 @@ from typing import Any
 
 import xxhash
 
-from ephemeral_context.documents import content_hash, shown_name, utf8
+from ephemeral_context.documents import content_hash, holds_raw_bytes, shown_name, utf8
 from ephemeral_context.replay.tools import tool_file_path
 
 SHRINK_KEEP_CHARS = 120
@@ -189,9 +189,11 @@ def tool_file(tool_input: Mapping[str, Any]) -> str | None:
 
 
 def label_of(uri: str) -> str:
-    """A URI as the model is shown it (the path of a `file://` URI; a byte that is not
-    UTF-8 escaped: `shown_name`)."""
-    return shown_name(uri.removeprefix("file://"))
+    """A URI as the model is shown it: the path of a `file://` URI, as it is unless a byte
+    of it is not UTF-8 (then escaped: `shown_name`). The client's own tools take a label as
+    it is, so a Windows `build\\x86` must not become `build\\x5cx86`."""
+    path = uri.removeprefix("file://")
+    return shown_name(path) if holds_raw_bytes(path) else path
 
 
 def clip_tokens(text: str, budget: int) -> str:

@@ -10,7 +10,8 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 - pieces.py: a version's text as pieces; `content_hash`.
 - lines.py: `LineIndex`, the line table carried across edits.
 - document.py: `Document` (one version), `TextEdit`, `ByteEdit`, `DocumentSource`.
-- uris.py: `normalize_uri`, `uri_to_path`, `path_to_uri`, `shown_name`, `taken_name`.
+- uris.py: `normalize_uri`, `uri_to_path`, `path_to_uri`, `shown_name`, `taken_name`,
+  `holds_raw_bytes`.
 - mirror.py: `DocumentMirror`, `DocumentChange`, `ChangeReason`, `Unmirrored`,
   `UnmirroredReason`.
 """
@@ -35,6 +36,7 @@ from ephemeral_context.documents.positions import (
     without_lone_surrogates,
 )
 from ephemeral_context.documents.uris import (
+    holds_raw_bytes,
     normalize_uri,
     path_to_uri,
     shown_name,
@@ -59,6 +61,7 @@ __all__ = [
     "Unmirrored",
     "UnmirroredReason",
     "content_hash",
+    "holds_raw_bytes",
     "normalize_uri",
     "path_to_uri",
     "shown_name",

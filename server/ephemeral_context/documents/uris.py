@@ -4,7 +4,8 @@ API:
 - `normalize_uri(uri)`: the one key of a file (file: URIs re-encoded canonically).
 - `uri_to_path(uri)`: the path of a file: URI, None for other schemes.
 - `path_to_uri(path)`: the canonical file: URI of a path.
-- `shown_name(path)`, `taken_name(text)`: a path as the model is shown it, and back.
+- `shown_name(path)`, `taken_name(text)`: a path as the model is shown it, and back;
+  `holds_raw_bytes(path)`: whether it needs that.
 
 A file name need not be UTF-8 (Linux allows any byte but `/` and NUL). Paths keep such a
 byte as os.fsdecode does (a lone surrogate), so the file on disk is found; the model is
@@ -45,6 +46,12 @@ _NOT_UTF8 = re.compile(r"\\(?=x(?:[89a-fA-F][0-9a-fA-F]|5[cC]))|[\udc80-\udcff]"
 """What `shown_name` escapes: a byte that is not UTF-8 (os.fsdecode's lone surrogate), and
 a backslash that would read as such an escape (or as an escaped backslash)."""
 _ESCAPE = re.compile(rb"\\x([89a-fA-F][0-9a-fA-F]|5[cC])")
+_RAW_BYTE = re.compile(r"[\udc80-\udcff]")
+
+
+def holds_raw_bytes(path: str) -> bool:
+    """Whether a path holds a byte that is not UTF-8 (os.fsdecode's lone surrogate)."""
+    return not path.isascii() and _RAW_BYTE.search(path) is not None
 
 
 def shown_name(path: str) -> str:

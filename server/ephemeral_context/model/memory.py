@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ephemeral_context.documents import path_to_uri
+from ephemeral_context.documents import path_to_uri, shown_name, taken_name
 from ephemeral_context.model.edits import DiskEditApplier, write_atomically
 from ephemeral_context.model.secrets import Workspace
 
@@ -39,15 +39,17 @@ class MemoryFolder:
     root: Path
 
     def _path(self, raw: str) -> Path:
-        """A path under the folder; `/memories/x.md` and `x.md` mean the same file."""
-        parts = [part for part in raw.strip().split("/") if part]
+        """A path under the folder; `/memories/x.md` and `x.md` mean the same file (a name
+        shown escaped, `_name`, is read back to its bytes)."""
+        parts = [part for part in taken_name(raw.strip()).split("/") if part]
         if parts and parts[0] == "memories":
             parts = parts[1:]
         self.root.mkdir(parents=True, exist_ok=True)
         return Workspace((self.root.resolve(),)).resolve("/".join(parts) or ".")
 
     def _name(self, path: Path) -> str:
-        name = "/memories/" + path.relative_to(self.root.resolve()).as_posix()
+        """The name the model is shown (a byte that is not UTF-8 escaped: `shown_name`)."""
+        name = "/memories/" + shown_name(path.relative_to(self.root.resolve()).as_posix())
         return name.rstrip("/.") or "/memories"
 
     def _file(self, raw: str) -> tuple[Path, str]:
@@ -62,11 +64,8 @@ class MemoryFolder:
         path = self._path(raw)
         name = self._name(path)
         if path.is_dir():
-            entries = sorted(
-                p.relative_to(self.root.resolve()).as_posix() + ("/" if p.is_dir() else "")
-                for p in path.rglob("*")
-            )
-            listing = "\n".join(f"/memories/{entry}" for entry in entries) or "(empty)"
+            entries = sorted(self._name(p) + ("/" if p.is_dir() else "") for p in path.rglob("*"))
+            listing = "\n".join(entries) or "(empty)"
             return MemoryReply(f"{name}:\n{listing}")
         path, name = self._file(raw)
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -116,4 +115,4 @@ class MemoryFolder:
             raise MemoryRefused(f"{new_raw} already exists")
         new.parent.mkdir(parents=True, exist_ok=True)
         old.rename(new)
-        return MemoryReply(f"renamed to /memories/{new.relative_to(self.root.resolve())}")
+        return MemoryReply(f"renamed to {self._name(new)}")

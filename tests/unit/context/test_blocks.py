@@ -44,6 +44,14 @@ def test_uri_and_label_round_trip_paths_and_keep_other_schemes() -> None:
     assert uri_of("untitled://1") == "untitled://1"
 
 
+def test_a_label_is_the_path_the_clients_tools_take_unless_a_byte_is_not_utf8() -> None:
+    """Claude Code's Read takes a label as written: a Windows `build\\x86` folder stays
+    (it had been shown `build\\x5cx86`); only a name the API cannot carry is escaped."""
+    windows = "C:\\build\\x86\\main.c"
+    assert label_of(uri_of(windows)) == windows
+    assert label_of(uri_of("/w/caf\udce9\\x86.py")) == "/w/caf\\xe9\\x5cx86.py"
+
+
 def test_result_block_marks_errors_only_when_there_is_one() -> None:
     assert "is_error" not in result_block("t1", "ok", False)
     assert result_block("t1", "boom", True)["is_error"] is True

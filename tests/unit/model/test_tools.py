@@ -343,6 +343,21 @@ async def test_memory_commands_round_trip(env: ToolEnv) -> None:
     assert not (env.memory_root / "old" / "notes.md").exists()
 
 
+async def test_a_memory_whose_name_is_not_utf8_is_listed_escaped_and_read_back(
+    env: ToolEnv,
+) -> None:
+    """A file put in the folder by hand may have any bytes in its name: the listing shows
+    them escaped (a lone surrogate is refused by the API) and the name reads the file."""
+    assert env.memory_root is not None
+    env.memory_root.mkdir(parents=True, exist_ok=True)
+    (env.memory_root / os.fsdecode(b"caf\xe9.md")).write_text("kept\n", encoding="utf-8")
+    listing = await run_tool(env, "memory", {"command": "view", "path": "/memories"})
+    assert "/memories/caf\\xe9.md" in listing.text
+    listing.text.encode("utf-8")  # strict: no lone surrogate
+    viewed = await run_tool(env, "memory", {"command": "view", "path": "/memories/caf\\xe9.md"})
+    assert not viewed.is_error and "kept" in viewed.text
+
+
 async def test_memory_cannot_leave_its_folder(env: ToolEnv, tmp_path: Path) -> None:
     result = await run_tool(
         env, "memory", {"command": "create", "path": "/memories/../../escape.md", "file_text": "x"}
