@@ -31,8 +31,8 @@ from typing import Any
 
 import xxhash
 
+from ephemeral_context.claude_tools import tool_file_path
 from ephemeral_context.documents import content_hash, holds_raw_bytes, shown_name, utf8
-from ephemeral_context.replay.tools import tool_file_path
 
 SHRINK_KEEP_CHARS = 120
 """Input fields up to this long (paths, short commands) stay; longer ones become the reference."""
@@ -179,7 +179,7 @@ def uri_of(path: str) -> str:
 
 
 def tool_file(tool_input: Mapping[str, Any]) -> str | None:
-    """The file a tool_use input names, read as the replay's reader reads it (replay/tools.py:
+    """The file a tool_use input names, read as the replay's reader reads it (claude_tools.py:
     a built-in file tool's or its bridge's path), or our own tools' `path`. A Serena
     `relative_path` is none: it is relative to a project the engine is not told (the tool's
     result names the file resolved: replay/feed.py)."""

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ephemeral_context.claude_tools import builtin_tool
 from ephemeral_context.context import reads
 from ephemeral_context.context.blocks import (
     as_dict,
@@ -39,7 +40,6 @@ from ephemeral_context.context.ledger import LedgerItem
 from ephemeral_context.context.skills import SkillMeta, parse_skill
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.documents import utf8
-from ephemeral_context.replay.tools import builtin_tool
 from ephemeral_context.tokens import BLOCK_OVERHEAD_TOKENS
 
 log = logging.getLogger(__name__)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ephemeral_context.claude_tools import SKILL_TOOLS
 from ephemeral_context.context.blocks import uri_of
 from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 from ephemeral_context.context.skills import HARNESS_HEADER
 from ephemeral_context.replay.flow import Block, FileChange, Message
-from ephemeral_context.replay.tools import SKILL_TOOLS
 
 ASSISTANT_TYPES = frozenset({"text", "thinking", "tool_use"})
 

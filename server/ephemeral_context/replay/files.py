@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ephemeral_context.claude_tools import stands_in
 from ephemeral_context.replay.flow import Block, FileChange, FileView, block_key
-from ephemeral_context.replay.tools import stands_in
 from ephemeral_context.tokens import estimate_block_tokens
 
 

@@ -43,6 +43,17 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from ephemeral_context.cache_sim import rendered_order, tool_result_text, usage_from_dict
+from ephemeral_context.claude_tools import (
+    BRIDGE_FAILURES,
+    BRIDGE_TOOLS,
+    KNOWN_TOOLS,
+    SERENA_FAILURES,
+    TASK_TOOLS,
+    builtin_tool,
+    serena_tool,
+    stands_in,
+    tool_file_path,
+)
 from ephemeral_context.prices import REFERENCE_MODEL, Geo, Speed, parse_model, priced, rows
 from ephemeral_context.replay.anchor import anchor_tokens, anchor_unmarked
 from ephemeral_context.replay.flow import (
@@ -62,20 +73,11 @@ from ephemeral_context.replay.flow import (
 )
 from ephemeral_context.replay.microcompact import SILENT_BEFORE, silently_cleared
 from ephemeral_context.replay.tools import (
-    BRIDGE_FAILURES,
-    BRIDGE_TOOLS,
-    KNOWN_TOOLS,
-    SERENA_FAILURES,
-    TASK_TOOLS,
     ToolCalls,
     activated_root,
-    builtin_tool,
     replaced_strings,
     serena_change,
-    serena_tool,
-    stands_in,
     text_field,
-    tool_file_path,
     whole_number,
 )
 from ephemeral_context.tokens import estimate_block_tokens, media_tokens

@@ -1,127 +1,24 @@
-"""Claude Code's tool vocabulary: which tools exist, what their results mean, and what a
-bridge's or an MCP server's tools stand for.
-
-The reader, the engine's feed and the `ours` replay ask the same questions of a tool name
-(does it change a file, start a sub-agent, load a skill?) and of a file tool's input (which
-file?); the answers live here once. A tool of Zed's bridge answers them as the built-in it
-stands for (`builtin_tool`), and so do Serena's file tools, whose paths are relative to
-the project it activated (`ToolCalls.project_root`); Claude Code's own handling of its
-built-ins (the file-unchanged stub, microcompaction) keys on the name as sent.
+"""What the model's tool calls did, as far as the replay follows them: what an edit
+replaces (Edit, MultiEdit, the bridge's, Serena's), the change a Serena edit made, and the
+project root Serena's relative paths resolve under. The names themselves, and which tools
+stand for which built-in, are claude_tools.py's.
 
 API:
-- `KNOWN_TOOLS`, `TASK_TOOLS`, `SKILL_TOOLS`,
-  `BRIDGE_TOOLS`, `BRIDGE_FAILURES`, `SERENA_TOOLS`, `SERENA_FAILURES`: the vocabularies.
-- `builtin_tool(name)`, `stands_in(name)`, `serena_tool(name)`,
-  `tool_file_path(tool_input, root)`, `replaced_strings(name, tool_input)`,
-  `serena_change(name, tool_input, path)`, `text_field(fields, name)`,
-  `whole_number(value)`.
+- `replaced_strings(name, tool_input)`, `serena_change(name, tool_input, path)`,
+  `text_field(fields, name)`, `whole_number(value)`.
 - `ToolCalls`: a conversation's tool calls by id and the project root its Serena tools
   resolve against (`activated_root(text)` reads it from an activation's result).
 """
 
 from __future__ import annotations
 
-import ntpath
-import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ephemeral_context.claude_tools import builtin_tool, serena_tool
 from ephemeral_context.replay.flow import FileChange, LineEdit, Pattern, Replacement
-
-KNOWN_TOOLS = frozenset(
-    {
-        "Read",
-        "Edit",
-        "MultiEdit",
-        "Write",
-        "NotebookEdit",
-        "NotebookRead",
-        "Bash",
-        "BashOutput",
-        "KillBash",
-        "KillShell",
-        "Grep",
-        "Glob",
-        "LS",
-        "Task",
-        "TaskOutput",
-        "TodoWrite",
-        "WebFetch",
-        "WebSearch",
-        "Skill",
-        "SlashCommand",
-        "ExitPlanMode",
-        "EnterPlanMode",
-        "AskUserQuestion",
-        "Agent",
-        "ToolSearch",
-        "TaskCreate",
-        "TaskGet",
-        "TaskList",
-        "TaskUpdate",
-        "TaskStop",
-        "SendMessage",
-        "CronCreate",
-        "CronDelete",
-        "CronList",
-        "ScheduleWakeup",
-        "EnterWorktree",
-        "ExitWorktree",
-        "Workflow",
-        "ReportFindings",
-    }
-)
-"""Claude Code's built-in tools (2.0 to 2.1.x); MCP tools (mcp__*) are known by their prefix."""
-
-TASK_TOOLS = frozenset({"Task", "Agent"})
-"""The tools that start a sub-agent (Task until 2.1.x renamed it Agent)."""
-
-SKILL_TOOLS = frozenset({"Skill"})
-"""The tool whose result is a skill's body."""
-
-BRIDGE_TOOLS = {
-    **dict.fromkeys(("mcp__acp__Read", "mcp__acp__read"), "Read"),
-    **dict.fromkeys(("mcp__acp__Edit", "mcp__acp__edit"), "Edit"),
-    **dict.fromkeys(("mcp__acp__MultiEdit", "mcp__acp__multi-edit"), "MultiEdit"),
-    **dict.fromkeys(("mcp__acp__Write", "mcp__acp__write"), "Write"),
-}
-"""Tools of Zed's bridge to Claude Code (claude-code-acp's in-process `acp` MCP server,
-late 2025 to early 2026; lower-case names first) that stand for built-in ones: the model
-reads and edits files through them and the editor answers. A bridge Read returns the lines
-as they are, from `offset`, with a reminder appended; no bridge tool records a structured
-result. Claude Code's own handling of its built-ins (the file-unchanged stub, clearing old
-results) does not reach them, so only what a result means takes the built-in's name."""
-
-BRIDGE_FAILURES = (
-    "Reading file failed: ",
-    "Writing file failed: ",
-    "The user has left the building",
-)
-"""How the bridge's answers begin when the editor did not do what its tool asked (a path it
-refused, a file not found, the session gone). Releases from early 2026 mark them
-`is_error`; the first ones answered them as plain text, which is no change made."""
-
-
-SERENA_TOOLS = {"read_file": "Read", "create_text_file": "Write"}
-"""Serena's file tools (an MCP server, `mcp__serena__*` or, as Claude Code's plugin,
-`mcp__plugin_serena_serena__*`) that stand for built-in ones. Their paths are
-`relative_path`s under the project Serena activated; `read_file` returns the lines from
-the 0-based `start_line` to the inclusive `end_line` (the whole file by default; a
-`limit` or `offset` the model passes is ignored), joined without the last newline, as
-`{"result": ...}` JSON (plain text from other releases or clients). Its `replace_content`
-in literal mode is an edit (`replaced_strings`); its other edits are changes of the file
-they name too (`serena_change`)."""
-
-SERENA_FAILURES = (
-    "Error: ",
-    "Error executing tool",
-    "RuntimeError while",
-    "The answer is too long",
-)
-"""How Serena's answers that carry no result begin (its tools' errors, a failed check, an
-answer over `max_answer_chars`): answers all the same, not `is_error` results."""
 
 _ACTIVATED = re.compile(
     r"project with name .+? at (.+?)(?: is activated\.|, language:|\.(?:\s|$))", re.DOTALL
@@ -145,24 +42,6 @@ class ToolCalls:
         """An independent copy for a fork, under the project in effect where it branched
         (the source may have activated another one since)."""
         return ToolCalls(dict(self.uses), project_root)
-
-
-def serena_tool(name: str) -> str | None:
-    """The Serena tool `name` calls (`read_file`, ...), None unless Serena's."""
-    server, _, tool = name.rpartition("__")
-    return tool if server.startswith("mcp__") and "serena" in server else None
-
-
-def builtin_tool(name: str) -> str:
-    """The built-in tool `name` stands for: itself unless a bridge (BRIDGE_TOOLS) or
-    Serena (SERENA_TOOLS) file tool."""
-    return BRIDGE_TOOLS.get(name) or SERENA_TOOLS.get(serena_tool(name) or "", name)
-
-
-def stands_in(name: str) -> bool:
-    """Whether `name` is another tool standing for a built-in one (Claude Code's own
-    handling of its built-ins does not reach it)."""
-    return builtin_tool(name) != name
 
 
 def replaced_strings(name: str, tool_input: Mapping[str, Any]) -> list[Replacement]:
@@ -280,24 +159,3 @@ def activated_root(text: str) -> str | None:
     """The project root a Serena `activate_project` result names, if it does."""
     found = _ACTIVATED.search(text)
     return found.group(1) if found else None
-
-
-_WINDOWS_ROOT = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
-"""A drive letter's root (`C:\\`, `C:/`) or a UNC share (`\\\\server`)."""
-
-
-def tool_file_path(tool_input: Mapping[str, Any], root: str | None = None) -> str:
-    """The file a file tool's input names (`abs_path` in the bridge's first releases; a
-    Serena `relative_path` under `root`, left relative when no root is known, joined as
-    the root's system joins paths: Windows roots by Windows rules)."""
-    path = tool_input.get("file_path") or tool_input.get("abs_path")
-    if path:
-        return str(path)
-    relative = str(tool_input.get("relative_path") or "")
-    if not relative:
-        return ""
-    if not root:
-        return posixpath.normpath(relative)
-    if _WINDOWS_ROOT.match(root):
-        return ntpath.normpath(ntpath.join(root, relative))
-    return posixpath.normpath(posixpath.join(root, relative))

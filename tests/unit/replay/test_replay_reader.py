@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ephemeral_context.claude_tools import tool_file_path
 from ephemeral_context.prices import REFERENCE_MODEL, priced
 from ephemeral_context.replay.feed import after_change
 from ephemeral_context.replay.flow import (
@@ -32,13 +33,7 @@ from ephemeral_context.replay.reader import (
     takes_system_messages,
 )
 from ephemeral_context.replay.strategies import STRATEGIES
-from ephemeral_context.replay.tools import (
-    ToolCalls,
-    activated_root,
-    replaced_strings,
-    tool_file_path,
-    whole_number,
-)
+from ephemeral_context.replay.tools import ToolCalls, activated_root, replaced_strings, whole_number
 from ephemeral_context.tokens import estimate_block_tokens
 
 from tests.transcripts import (
