@@ -51,10 +51,11 @@ class GatewayThread:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=60)
 
     def status(self) -> dict[str, Any]:
-        """GET /ectx/status's JSON (read on the gateway's loop while it runs)."""
+        """GET /ectx/status's JSON once the engine work asked so far is done (an answer the
+        client has is accounted by then)."""
         if self._loop.is_closed():
             return self.core.status()
-        return self._run(self.gateway.status())
+        return self._run(self.gateway.worker.call(self.core.status))
 
     def stop(self) -> None:
         self._run(self.gateway.stop())

@@ -161,6 +161,7 @@ class GatewayCore:
         self.clock = clock
         self.conversations = Conversations()
         self.savings = Savings()
+        self._status = self.savings.as_json()
         self._tools = ToolEnv(workspace=Workspace.of(["/"]), mirror=DocumentMirror(), engine=engine)
 
     def serve_from(self, engine: ContextEngine) -> None:
@@ -333,7 +334,10 @@ class GatewayCore:
             figures = self.savings.figures(session)
             figures.hydrations += plan.hydrations
             figures.hydration_errors += plan.hydration_errors
+        self._status = self.savings.as_json()
 
     def status(self) -> dict[str, Any]:
-        """GET /ectx/status: per session and in total."""
-        return self.savings.as_json()
+        """GET /ectx/status: per session and in total, as of the last request accounted.
+        A snapshot, never changed once made: read from any thread without waiting for the
+        engine's work (a big request's takes seconds); not to be changed by its reader."""
+        return self._status

@@ -7,7 +7,8 @@ answer once the whole of it came). The client's headers (its API key or OAuth to
 flags, versions) go to the upstream with each request and nowhere else: nothing here logs,
 stores or writes them. The engine's work (parsing a body, preparing it, encoding what goes
 upstream, answering hydration calls, accounting) runs where worker.py says: on a thread of its
-own, so a big request holds up no other session's stream.
+own, so a big request holds up no other session's stream; the status is read from the snapshot
+the last accounting left, so it waits for none of that work.
 
 Answers: upstream errors reach the client as the upstream sent them (status, headers, body;
 an `error` event inside a stream), and so does an answer that is not a message (a proxy's
@@ -240,12 +241,10 @@ class Gateway:
 
     # ------------------------------------------------------------------ routes
 
-    async def status(self) -> dict[str, Any]:
-        """GET /ectx/status's JSON, read where the engine runs."""
-        return await self.worker.call(self.core.status)
-
     async def _status(self, request: web.Request) -> web.Response:
-        return web.json_response(await self.status())
+        """The savings as of the last request accounted: never behind a big request's
+        engine work."""
+        return web.json_response(self.core.status())
 
     async def _passthrough(self, request: web.Request) -> web.StreamResponse:
         return await self._forward(request, await request.read())

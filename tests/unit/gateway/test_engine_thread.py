@@ -76,6 +76,38 @@ def test_a_request_whose_engine_work_is_held_holds_up_no_other_stream(
             assert answer.result().json()["content"][0]["text"] == "the held one's answer"
 
 
+def test_the_status_answers_while_a_request_is_prepared(
+    api: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GET /ectx/status reads the savings as last accounted; it does not wait for a request
+    whose engine work is under way."""
+    api.add_turns("the first answer", "the held one's answer")
+    entered, release, held_too_long = threading.Event(), threading.Event(), threading.Event()
+    with GatewayThread(api.base_url, tmp_path / "store") as gateway:
+        url = f"{gateway.base_url}/v1/messages"
+        httpx2.post(url, json=_body(STREAMING, False), headers=HEADERS, timeout=TIMEOUT)
+        prepare = gateway.core.prepare
+
+        def held(client: Any, headers: Mapping[str, str]) -> Plan | Passthrough:
+            entered.set()
+            if not release.wait(timeout=30):  # behind this, the status would wait it out
+                held_too_long.set()
+            return prepare(client, headers)
+
+        monkeypatch.setattr(gateway.core, "prepare", held)
+        with ThreadPoolExecutor(1) as other:
+            answer = other.submit(
+                httpx2.post, url, json=_body(HELD, False), headers=HEADERS, timeout=TIMEOUT
+            )
+            assert entered.wait(timeout=30)
+            status = httpx2.get(f"{gateway.base_url}/ectx/status", timeout=TIMEOUT).json()
+            assert not held_too_long.is_set()  # it answered while the request was held
+            release.set()
+            assert answer.result().json()["content"][0]["text"] == "the held one's answer"
+        assert status["total"]["requests"] == 1  # the first request, accounted before
+        assert gateway.status()["total"]["requests"] == 2
+
+
 async def test_the_engine_runs_on_one_thread_of_its_own_or_hosted_on_the_loop() -> None:
     """`ectx gateway` runs all engine work on one worker thread; hosted by the editor's
     server, on the loop its handlers share (they touch the same engine, unlocked)."""
