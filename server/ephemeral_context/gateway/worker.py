@@ -49,9 +49,11 @@ class EngineWorker:
         *args: Params.args,
         **kwargs: Params.kwargs,
     ) -> Result:
-        """`await work(*args)`, run to its end before any other engine work starts."""
+        """`await work(*args)`, run to its end before any other engine work starts. Shielded
+        like `call`: a client gone must not cut a hydration short, its conversation half fed
+        (hosted, the work then runs on as a task of its own, beside its caller's account)."""
         if self._pool is None:
-            return await work(*args, **kwargs)
+            return await asyncio.shield(work(*args, **kwargs))
         return await self.call(lambda: self._own_loop().run_until_complete(work(*args, **kwargs)))
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:

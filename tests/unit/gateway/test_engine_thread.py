@@ -6,6 +6,7 @@ threading.Event for one session: the other session's stream must go on meanwhile
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import threading
@@ -125,3 +126,27 @@ async def test_the_engine_runs_on_one_thread_of_its_own_or_hosted_on_the_loop() 
 
 async def _thread_of_coroutine() -> int:
     return threading.get_ident()
+
+
+@pytest.mark.parametrize("own_thread", [True, False], ids=["own-thread", "hosted"])
+async def test_engine_work_runs_to_its_end_when_its_caller_is_cancelled(own_thread: bool) -> None:
+    """A client gone cancels its handler; a hydration under way must not stop half done."""
+    worker = EngineWorker(own_thread)
+    entered, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    async def hydration() -> None:
+        entered.set()
+        await asyncio.to_thread(release.wait, 30)
+        finished.set()
+
+    try:
+        caller = asyncio.create_task(worker.wait(hydration))
+        assert await asyncio.to_thread(entered.wait, 30)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        release.set()
+        assert await asyncio.to_thread(finished.wait, 30)
+    finally:
+        release.set()
+        await worker.close()
