@@ -150,6 +150,9 @@ class RecordedRequest:
     """The whole answer was written (false when the client went away mid-stream)."""
     done: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
     """Set when the server has finished with this request, answered or not."""
+    left: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
+    """Set when the client went away from an answer that stalled (`cut="stall"`), before
+    the fake gave up on it."""
 
 
 TurnLike = Turn | str | Mapping[str, Any]
@@ -967,10 +970,18 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 deadline = time.monotonic() + 60
                 while time.monotonic() < deadline:
                     readable, _, _ = select.select([self.connection], [], [], 0.05)
-                    if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                    if readable and self._gone():
+                        self._record.left.set()
                         break
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
+
+        def _gone(self) -> bool:
+            """The client closed its connection (readable: its end, or a reset)."""
+            try:
+                return not self.connection.recv(1, socket.MSG_PEEK)
+            except ConnectionResetError:
+                return True
 
         def _event(self, name: str, data: Mapping[str, Any]) -> None:
             if self._delay:

@@ -26,7 +26,11 @@ A stream the upstream drops is dropped for the client too; one that stalls ends 
 `error` event that says so. A call counts in the status as made (billed) once the upstream
 answered it with a 200, however its answer ended (an `error` event in its stream included),
 even when the client walked away from it or the gateway stopped mid-answer: a request is
-accounted once its answer ended, whatever ended it.
+accounted once its answer ended, whatever ended it. A client that walks away is noticed at
+once, not at the next write to it: its handler is cancelled (aiohttp's handler cancellation),
+which closes the upstream call it waits on (a stalled one would stay open for the stall
+timeout); engine work once asked runs to its end all the same (worker.py). One gone before
+its request was prepared is not counted: nothing went upstream for it.
 
 API:
 - `Gateway`: the aiohttp application and its upstream client session.
@@ -205,7 +209,8 @@ class Gateway:
         self._client = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=self.stall_timeout)
         )
-        self._runner = web.AppRunner(self.application(), access_log=None)
+        # a client gone cancels its handler, and with it the upstream call it waits on
+        self._runner = web.AppRunner(self.application(), access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port)
         try:
@@ -392,9 +397,9 @@ class Gateway:
                 return self._no_answer(error)
             async with upstream:
                 try:
-                    body = await upstream.read()
+                    body = await self._read_whole(upstream, rounds)
                 except UPSTREAM_ERRORS as error:  # broken off: nothing reached the client
-                    return await self._broken_off_whole(upstream, rounds, None, error)
+                    return self._no_answer(error)
                 answer = _json_object(body)
                 if upstream.status != 200 or not _readable_message(answer):
                     return await self._as_sent_whole(upstream, rounds, None, body)
@@ -448,18 +453,13 @@ class Gateway:
         await response.write_eof()
         return response
 
-    async def _broken_off_whole(
-        self,
-        upstream: aiohttp.ClientResponse,
-        rounds: _Rounds,
-        response: web.StreamResponse | None,
-        error: BaseException,
-    ) -> web.StreamResponse:
-        """An answer read whole that broke off before its end: the error; a 200's call
-        counts as billed (its usage unread)."""
+    @staticmethod
+    async def _read_whole(upstream: aiohttp.ClientResponse, rounds: _Rounds) -> bytes:
+        """An answer read whole. A 200's call counts as billed (its usage unread) however
+        the reading ends: broken off, stalled, or the client gone (its handler cancelled)."""
         if upstream.status == 200:
-            rounds.add({}, [])
-        return await self._failed(response, error)
+            rounds.reading = MessageBuilder()
+        return await upstream.read()
 
     async def _as_sent_whole(
         self,
@@ -492,14 +492,14 @@ class Gateway:
                 content_type = upstream.headers.get("content-type", "")
                 if upstream.status != 200 or "event-stream" not in content_type:
                     try:  # an error, or no stream (a proxy's page): read whole
-                        raw = await upstream.read()
+                        raw = await self._read_whole(upstream, rounds)
                     except UPSTREAM_ERRORS as error:
-                        return await self._broken_off_whole(upstream, rounds, response, error)
+                        return await self._failed(response, error)
                     return await self._as_sent_whole(upstream, rounds, response, raw)
                 if response is None:
                     response = web.StreamResponse(headers=_forwarded(upstream.headers))
                 relay = _Relay(response, first=not rounds.usages, offset=len(rounds.shown))
-                rounds.relaying = relay.builder  # a 200: billed, however its answer ends
+                rounds.reading = relay.builder  # a 200: billed, however its answer ends
                 try:
                     await response.prepare(request)  # the first round's; later ones go on
                     async for event in read_events(upstream.content.iter_any()):
@@ -534,21 +534,22 @@ class _Rounds:
     """Their blocks as the client sees them, merged."""
     usages: list[dict[str, Any]] = field(default_factory=list)
     output: int = 0
-    relaying: MessageBuilder | None = None
-    """The answer being streamed now (a 200, so billed), until it is added."""
+    reading: MessageBuilder | None = None
+    """The answer being read now (a 200, so billed), until it is added: a stream's events
+    so far, or nothing yet for one read whole."""
 
     def add(self, raw_usage: Any, content: list[dict[str, Any]]) -> None:
         usage = _readable_usage(raw_usage)
         self.usages.append(usage)
         self.output += int(usage.get("output_tokens") or 0)
         self.shown += visible(content)
-        self.relaying = None
+        self.reading = None
 
     def billed(self) -> list[dict[str, Any]]:
-        """Every upstream call's usage ({} unreadable), the one still streaming included."""
-        if self.relaying is None:
+        """Every upstream call's usage ({} unreadable), the one still read included."""
+        if self.reading is None:
             return list(self.usages)
-        return [*self.usages, _readable_usage(self.relaying.usage)]
+        return [*self.usages, _readable_usage(self.reading.usage)]
 
 
 class _Relay:

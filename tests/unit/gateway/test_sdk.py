@@ -590,6 +590,49 @@ def test_an_answer_that_stalls_is_a_timeout_error_and_the_next_request_works(
 
 
 @pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_a_client_gone_while_the_upstream_stalls_closes_the_upstream_call(
+    api: FakeMessagesAPI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    stream: bool,
+    tools: list[Any],
+) -> None:
+    """The client leaves while the upstream's answer has stalled: the gateway closes its
+    upstream call then (the stall timeout here outlasts the test), and the call counts as
+    billed, as one broken off does."""
+    stalled = Reply(text="partial " * 50) if stream else BROKEN_OFF["mid-message"]
+    api.add_turns(replace(stalled, cut="stall"))
+    reading = threading.Event()
+    read = aiohttp.ClientResponse.read
+
+    async def reading_whole(response: aiohttp.ClientResponse) -> bytes:
+        reading.set()  # the upstream's 200 came; the gateway waits for the rest
+        return await read(response)
+
+    monkeypatch.setattr(aiohttp.ClientResponse, "read", reading_whole)
+    body = json.dumps(ask([{"role": "user", "content": "hi"}], tools=tools, stream=stream))
+    head = (
+        "POST /v1/messages HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+        f"x-api-key: {KEY}\r\nanthropic-version: 2023-06-01\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    )
+    with GatewayThread(api.base_url, tmp_path / "store", stall_timeout=3600) as gateway:
+        host, port = gateway.base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=60) as client:
+            client.sendall(head.encode() + body.encode())
+            received = b""
+            while stream and b"text_delta" not in received:  # its first text came
+                received += client.recv(65536) or pytest.fail("the stream ended")
+            assert stream or reading.wait(timeout=60)
+        (upstream_call,) = api.message_requests
+        assert upstream_call.done.wait(timeout=120)  # the fake gives up a stall after 60 s
+        assert upstream_call.left.is_set()  # the gateway left it before that
+        total = _recorded(gateway, 1)
+    assert (total["requests"], total["upstream_calls"]) == (1, 1)
+
+
+@pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
 @pytest.mark.parametrize("where", list(BROKEN_OFF))
 def test_an_answer_dropped_before_its_end_is_an_api_error(
     api: FakeMessagesAPI,
@@ -1103,18 +1146,20 @@ def test_a_client_that_gives_up_first_leaves_the_call_accounted_and_the_gateway_
         assert (gateway.status()["total"]["requests"], len(api.message_requests)) == (2, 2)
 
 
-def test_a_client_gone_during_a_hydration_round_is_not_asked_for_again(
+def test_a_client_gone_before_the_upstream_answered_ends_the_call_there(
     api: FakeMessagesAPI, gateway: GatewayThread
 ) -> None:
-    """The client closed its connection while the upstream answered with a hydration call:
-    the gateway does not call the upstream again for nobody (each call is billed)."""
-    left = threading.Event()
+    """The client closed its connection while the upstream prepared its answer (a hydration
+    call): the gateway ends that call and the request at once, and calls the upstream
+    again for nobody (each call is billed)."""
+    asked, accounted = threading.Event(), threading.Event()
 
-    def fetch_once_it_left(request: RecordedRequest) -> Reply:
-        assert left.wait(timeout=30)
+    def fetch_once_accounted(request: RecordedRequest) -> Reply:
+        asked.set()
+        assert accounted.wait(timeout=120)  # no answer before the gateway is done with it
         return Reply(tool_calls=(ToolCall("read_session_file", {"id": "0123abcd"}),))
 
-    api.add_turns(fetch_once_it_left, "an answer for nobody")
+    api.add_turns(fetch_once_accounted, "an answer for nobody")
     body = json.dumps(ask([{"role": "user", "content": "hi"}])).encode()
     host, port = gateway.base_url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port))) as connection:
@@ -1123,9 +1168,13 @@ def test_a_client_gone_during_a_hydration_round_is_not_asked_for_again(
             f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
         )
         connection.sendall(head.encode() + body)
-    left.set()
-    total = _recorded(gateway, 1)
-    assert (total["upstream_calls"], len(api.message_requests)) == (1, 1)
+        assert asked.wait(timeout=30)  # the upstream has the request: the client leaves
+    total = _recorded(gateway, 1)  # the upstream has not answered yet
+    accounted.set()
+    (unanswered,) = asyncio.run(api.wait_for_message_requests(1))
+    assert unanswered.done.wait(timeout=30)
+    assert (total["requests"], total["upstream_calls"]) == (1, 0)  # no 200: counted unmade
+    assert len(api.message_requests) == 1
 
 
 @pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
