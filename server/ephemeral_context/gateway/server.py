@@ -71,6 +71,11 @@ from ephemeral_context.gateway.worker import EngineWorker
 
 log = logging.getLogger(__name__)
 
+STOP_SECONDS = 5.0
+"""How long a stopping gateway lets the answers in flight run before it cancels them (their
+accounts are kept all the same); aiohttp's default of 60 s, spent twice, had made a stop
+with one stalled stream take two minutes."""
+
 ANTHROPIC_API = "https://api.anthropic.com"
 STALL_TIMEOUT_S = 600.0
 """Seconds without a byte from the upstream after which its answer has stalled (the
@@ -210,7 +215,12 @@ class Gateway:
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=self.stall_timeout)
         )
         # a client gone cancels its handler, and with it the upstream call it waits on
-        self._runner = web.AppRunner(self.application(), access_log=None, handler_cancellation=True)
+        self._runner = web.AppRunner(
+            self.application(),
+            access_log=None,
+            handler_cancellation=True,
+            shutdown_timeout=STOP_SECONDS,
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port)
         try:

@@ -559,6 +559,34 @@ BROKEN_OFF: dict[str, Reply | Raw] = {
 made), after a 200's (it counts as made, its usage unread) or an error's (as not made)."""
 
 
+def test_a_stopping_gateway_cuts_a_stalled_stream_and_keeps_its_account(
+    api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """Stopped while a stream has stalled, the gateway cancels it after STOP_SECONDS and
+    leaves the upstream call before the fake gives the stall up (60 s; aiohttp's own wait,
+    spent twice, had made such a stop take two minutes); the call is counted."""
+    api.add_turns(replace(Reply(text="partial " * 50), cut="stall"))
+    body = json.dumps(ask([{"role": "user", "content": "hi"}], tools=[READ_TOOL], stream=True))
+    head = (
+        "POST /v1/messages HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+        f"x-api-key: {KEY}\r\nanthropic-version: 2023-06-01\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    )
+    gateway = GatewayThread(api.base_url, tmp_path / "store", stall_timeout=3600)
+    host, port = gateway.base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as client:
+        client.sendall(head.encode() + body.encode())
+        received = b""
+        while b"text_delta" not in received:  # its first text came; the rest stalls
+            received += client.recv(65536) or pytest.fail("the stream ended")
+        gateway.stop()
+    (upstream_call,) = api.message_requests
+    assert upstream_call.done.wait(timeout=120)
+    assert upstream_call.left.is_set()  # left by the gateway, not given up by the fake
+    total = gateway.core.status()["total"]
+    assert (total["requests"], total["upstream_calls"]) == (1, 1)
+
+
 @pytest.mark.parametrize("tools", [[READ_TOOL], []], ids=["engine", "passthrough"])
 @pytest.mark.parametrize("where", list(BROKEN_OFF))
 def test_an_answer_that_stalls_is_a_timeout_error_and_the_next_request_works(
