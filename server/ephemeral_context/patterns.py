@@ -6,11 +6,13 @@ replay applies): either may be written to backtrack for hours.
 
 API:
 - `compile_pattern(text, flags)`: the pattern, read as `re` reads it.
+- `time_left(deadline)`: the `timeout=` that keeps several matches within one deadline.
 """
 
 from __future__ import annotations
 
 import re
+import time
 import warnings
 
 import regex
@@ -30,8 +32,8 @@ def compile_pattern(text: str, flags: int = 0) -> regex.Pattern[str]:
         with warnings.catch_warnings():  # re's FutureWarning on "[[": the reading is kept
             warnings.simplefilter("ignore", FutureWarning)
             re.compile(text, flags)
-    except re.error as error:
-        raise regex.error(str(error)) from None
+    except (re.error, OverflowError, RecursionError) as error:  # a{10**20}, 3,000 nested groups
+        raise regex.error(str(error) or type(error).__name__) from None
     out: list[str] = []
     at, in_set, first = 0, False, 0  # first: where a set's members start ("]" there is one)
     while at < len(text):
@@ -52,3 +54,12 @@ def compile_pattern(text: str, flags: int = 0) -> regex.Pattern[str]:
             out.append(char)
         at += 1
     return regex.compile("".join(out), flags)
+
+
+def time_left(deadline: float) -> float:
+    """Seconds until `deadline` (a `time.monotonic()` value), for `regex`'s `timeout=`;
+    TimeoutError once it has passed (a timeout of 0 or less is none at all to `regex`)."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return left

@@ -72,9 +72,10 @@ from ephemeral_context.gateway.worker import EngineWorker
 log = logging.getLogger(__name__)
 
 STOP_SECONDS = 5.0
-"""How long a stopping gateway lets the answers in flight run before it cancels them (their
-accounts are kept all the same); aiohttp's default of 60 s, spent twice, had made a stop
-with one stalled stream take two minutes."""
+"""How long a stopping gateway may take with answers in flight: half of it to let them
+run, half for them to end once cancelled (their accounts are kept all the same);
+aiohttp's default of 60 s, spent twice, had made a stop with one stalled stream take two
+minutes."""
 
 ANTHROPIC_API = "https://api.anthropic.com"
 STALL_TIMEOUT_S = 600.0
@@ -219,7 +220,7 @@ class Gateway:
             self.application(),
             access_log=None,
             handler_cancellation=True,
-            shutdown_timeout=STOP_SECONDS,
+            shutdown_timeout=STOP_SECONDS / 2,  # spent twice: before and after cancelling
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port)

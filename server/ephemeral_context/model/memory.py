@@ -49,8 +49,8 @@ class MemoryFolder:
 
     def _name(self, path: Path) -> str:
         """The name the model is shown (a byte that is not UTF-8 escaped: `shown_name`)."""
-        name = "/memories/" + shown_name(path.relative_to(self.root.resolve()).as_posix())
-        return name.rstrip("/.") or "/memories"
+        relative = path.relative_to(self.root.resolve()).as_posix()
+        return "/memories" if relative == "." else f"/memories/{shown_name(relative)}"
 
     def _file(self, raw: str) -> tuple[Path, str]:
         path = self._path(raw)

@@ -26,7 +26,7 @@ from pathlib import Path
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
 from ephemeral_context.indexer import FileSet, project_files
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
-from ephemeral_context.patterns import compile_pattern
+from ephemeral_context.patterns import compile_pattern, time_left
 from ephemeral_context.syntax.outline import binary_reason
 
 SEARCH_MAX_MATCHES = 200
@@ -70,10 +70,8 @@ def search_workspace(
             withheld.append(f"{display}: [withheld: {reason}; not searched]")
             continue
         for number, line in enumerate(text.splitlines(), start=1):
-            left = deadline - time.monotonic()
             try:
-                if left <= 0:
-                    raise TimeoutError
+                left = time_left(deadline)
                 found = compiled.search(line, 0, SEARCH_MATCH_CHARS, concurrent=True, timeout=left)
             except TimeoutError:
                 stalled = f"{display}:{number}"

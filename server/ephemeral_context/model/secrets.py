@@ -190,13 +190,13 @@ class SecretPolicy:
         if self.opted_in(real):
             return None
         if ".git" in real.parts[:-1] or real.name == ".git":
-            return f"{real.name} is inside .git/ (repository internals are never sent)"
+            return f"{shown_name(real.name)} is inside .git/ (repository internals are never sent)"
         name = real.name.lower()
         for pattern in self.patterns:
             if fnmatch.fnmatchcase(name, pattern.lower()) or (
                 "/" in pattern and PurePosixPath(real.as_posix()).match(pattern)
             ):
-                return f"{real.name} matches the secret pattern {pattern!r}"
+                return f"{shown_name(real.name)} matches the secret pattern {pattern!r}"
         return None
 
     def content_reason(self, real: Path, text: str) -> str | None:
@@ -206,7 +206,8 @@ class SecretPolicy:
         finding = find_secret(text)
         if finding is None:
             return None
-        return f"{real.name} contains what looks like {finding.kind} (line {finding.line})"
+        shown = shown_name(real.name)
+        return f"{shown} contains what looks like {finding.kind} (line {finding.line})"
 
     @staticmethod
     def withheld_message(display: str, reason: str) -> str:

@@ -167,6 +167,22 @@ class ToolEnv:
             raise AccessDenied(SecretPolicy.withheld_message(display, reason), "secret")
         return real, display
 
+    def named_path(self, written: str) -> tuple[Path, str]:
+        """`guarded_path` for a name the model wrote: its `\\xNN` escapes read back to the
+        bytes they stand for (the names the tools show: `shown_name`), unless only the name
+        as written is a file (the engine's labels are escaped only where a byte is not
+        UTF-8: a Windows `build\\x86` is a folder of that name)."""
+        decoded = taken_name(written)
+        if decoded != written and not self._exists(decoded) and self._exists(written):
+            return self.guarded_path(written)
+        return self.guarded_path(decoded)
+
+    def _exists(self, written: str) -> bool:
+        try:
+            return self.workspace.resolve(written).exists()
+        except AccessDenied:
+            return False
+
     def guarded_document(self, real: Path, display: str, uri: str | None = None) -> Document:
         """The current text (the editor's buffer if open, by `uri` when the editor named
         it), after the secret-content check: what the model may be shown."""
@@ -337,12 +353,6 @@ def _text(args: Mapping[str, Any], key: str, *, required: bool = True) -> str:
     return value
 
 
-def _path(args: Mapping[str, Any]) -> str:
-    """The file the model names: its `path`, escapes of bytes that are not UTF-8 read back
-    (the names it is shown: `shown_name`)."""
-    return taken_name(_text(args, "path"))
-
-
 def _int(args: Mapping[str, Any], key: str, minimum: int) -> int | None:
     value = args.get(key)
     if value is None:
@@ -360,7 +370,7 @@ def _error(text: str) -> ToolResult:
 
 
 async def _read_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    real, display = env.guarded_path(_path(args))
+    real, display = env.named_path(_text(args, "path"))
     offset = _int(args, "offset", 1) or 1
     limit = _int(args, "limit", 1)
     doc = env.guarded_document(real, display)
@@ -386,7 +396,7 @@ def _outline_of(doc: Document, display: str) -> Outline:
 
 
 async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    real, display = env.guarded_path(_path(args))
+    real, display = env.named_path(_text(args, "path"))
     symbol = _text(args, "symbol")
     doc = env.guarded_document(real, display)
     outline = _outline_of(doc, display)
@@ -404,7 +414,7 @@ async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
 
 
 async def _outline(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    real, display = env.guarded_path(_path(args))
+    real, display = env.named_path(_text(args, "path"))
     doc = env.guarded_document(real, display)
     return ToolResult(render_synopsis(_outline_of(doc, display)), uri=doc.uri)
 
@@ -433,7 +443,7 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
 
 
 async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
-    real, display = env.guarded_path(_path(args))
+    real, display = env.named_path(_text(args, "path"))
     old, new = _text(args, "old_string"), _text(args, "new_string")
     if real.exists() and not real.is_file():
         return _error(f"{display} is not a regular file")

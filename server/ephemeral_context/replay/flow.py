@@ -41,7 +41,7 @@ import xxhash
 from ephemeral_context.cache_sim import Block as CacheBlock
 from ephemeral_context.cache_sim import Ttl, Usage
 from ephemeral_context.documents import utf8
-from ephemeral_context.patterns import compile_pattern
+from ephemeral_context.patterns import compile_pattern, time_left
 from ephemeral_context.prices import Geo, PriceRow, Speed, priced
 
 BlockType = Literal["text", "thinking", "tool_use", "tool_result", "image", "hidden"]
@@ -119,11 +119,12 @@ class Pattern(NamedTuple):
         deadline = time.monotonic() + PATTERN_SECONDS
         try:
             compiled = compile_pattern(self.pattern, re.DOTALL | re.MULTILINE)
-            matches = list(compiled.finditer(text, timeout=_left(deadline)))
+            matches = list(compiled.finditer(text, timeout=time_left(deadline)))
             if not matches or (len(matches) > 1 and not self.every):
                 return None
             if not self.template and any(
-                "\n" in m[0] and compiled.search(m[0][1:], timeout=_left(deadline)) for m in matches
+                "\n" in m[0] and compiled.search(m[0][1:], timeout=time_left(deadline))
+                for m in matches
             ):
                 return None  # Serena's check for a match that swallowed another one
             parts, at = [], 0
@@ -143,14 +144,6 @@ class Pattern(NamedTuple):
             return [m[0] for m in compiled.finditer(text, timeout=PATTERN_SECONDS)]
         except (regex.error, TimeoutError):
             return []
-
-
-def _left(deadline: float) -> float:
-    """Seconds to `deadline`; a timeout of 0 would mean none at all to `regex`."""
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError
-    return left
 
 
 def _dollar_groups(match: regex.Match[str], repl: str) -> str:

@@ -124,18 +124,26 @@ def _line_edit(tool: str, tool_input: Mapping[str, Any]) -> LineEdit | None:
     return LineEdit(start + 1, removed, tuple(content.removesuffix("\n").split("\n")))
 
 
-_DIGITS = re.compile(r"\s*([0-9]{1,18})\s*")
-"""A whole number written as text: ASCII digits only (`str.isdigit` takes "²", which `int`
-refuses), and no more than fit a line number (`int` refuses 4,300 digits and more)."""
+_NUMBER = re.compile(r"\s*\+?([0-9](?:_?[0-9]){0,39})(?:\.0*)?\s*")
+"""A whole number written as text, as pydantic's lax mode reads one ("3", " +3 ", "1_000",
+"3.0"): ASCII digits only (`str.isdigit` takes "²", which `int` refuses), and not so many
+that `int` refuses them (4,300 digits)."""
+
+LINE_LIMIT = 10**18
+"""Line numbers are below it (a larger one, which `int` can print only up to 4,300 digits,
+names no line)."""
 
 
 def whole_number(value: Any) -> int | None:
-    """A whole-number argument as pydantic reads it (an int, or a string of digits); None
-    for anything else a transcript may hold there."""
-    if isinstance(value, str):
-        digits = _DIGITS.fullmatch(value)
-        return int(digits[1]) if digits else None
-    return value if type(value) is int else None
+    """A whole-number argument as pydantic's lax mode reads it (Serena's are validated so:
+    an int, a bool, a float with no fraction, or such a number written as text), if it can
+    be a line number; None for anything else a transcript may hold there."""
+    number: int | None = None
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        number = int(value)  # a bool too: True is 1
+    elif isinstance(value, str) and (digits := _NUMBER.fullmatch(value)):
+        number = int(digits[1])
+    return number if number is not None and 0 <= number < LINE_LIMIT else None
 
 
 def text_field(fields: Mapping[str, Any], name: str) -> str | None:

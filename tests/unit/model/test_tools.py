@@ -527,3 +527,41 @@ async def test_a_file_name_that_is_not_utf8_round_trips_through_the_tools(
     missing = await run_tool(env, "outline", {"path": "src/caf\\xe8.py"})
     assert missing.is_error and "src/caf\\xe8.py" in missing.text
     missing.text.encode("utf-8")
+
+
+async def test_a_label_with_a_literal_backslash_x_names_its_file(env: ToolEnv, root: Path) -> None:
+    """The engine's labels are escaped only where a byte is not UTF-8: a folder named
+    `build\\x86` (Windows' build folders) is read by the label it is shown (the escape had
+    been read back as the byte 0x86: no such file)."""
+    folder = root / "build\\x86"
+    folder.mkdir()
+    (folder / "main.c").write_text("int main;\n")
+    label = label_of(uri_of(str(folder / "main.c")))
+    read = await run_tool(env, "read_file", {"path": label})
+    assert not read.is_error and "int main;" in read.text
+
+
+async def test_a_secret_file_whose_name_is_not_utf8_is_withheld_in_utf8(
+    env: ToolEnv, root: Path
+) -> None:
+    (root / os.fsdecode(b"caf\xe9.env")).write_text("TOKEN=x\n")
+    withheld = await run_tool(env, "read_file", {"path": "caf\\xe9.env"})
+    assert withheld.is_error and "TOKEN" not in withheld.text
+    withheld.text.encode("utf-8")  # strict: the reason names it escaped too
+
+
+async def test_a_memory_whose_name_ends_in_a_dot_keeps_it(env: ToolEnv) -> None:
+    created = await run_tool(
+        env, "memory", {"command": "create", "path": "/memories/todo.", "file_text": "x\n"}
+    )
+    assert not created.is_error and "/memories/todo." in created.text
+    listing = await run_tool(env, "memory", {"command": "view", "path": "/memories"})
+    assert "/memories/todo.\n" in listing.text + "\n"
+    viewed = await run_tool(env, "memory", {"command": "view", "path": "/memories/todo."})
+    assert not viewed.is_error
+
+
+@pytest.mark.parametrize("pattern", ["a{99999999999999999999}", "(" * 3000 + "a" + ")" * 3000])
+async def test_a_pattern_re_cannot_build_is_refused_not_a_crash(env: ToolEnv, pattern: str) -> None:
+    refused = await run_tool(env, "search", {"pattern": pattern})
+    assert refused.is_error and "invalid regular expression" in refused.text

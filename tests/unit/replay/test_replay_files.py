@@ -294,3 +294,11 @@ def test_one_deadline_serves_a_whole_serena_regex_edit(monkeypatch: pytest.Monke
 @pytest.mark.parametrize("repl", ["$!" + "9" * 5000, "$!99"])
 def test_a_group_a_serena_replacement_cannot_name_leaves_the_edit_unapplied(repl: str) -> None:
     assert flow.Pattern("(a)", repl).apply("a") is None
+
+
+@pytest.mark.parametrize("needle", ["a{99999999999999999999}", "(" * 3000 + "a" + ")" * 3000])
+def test_a_serena_pattern_re_cannot_build_leaves_the_edit_unapplied(needle: str) -> None:
+    """`re` raises OverflowError or RecursionError on these, not re.error: the whole
+    session's replay had failed, even where Serena had refused the edit."""
+    assert flow.Pattern(needle, "x").apply("a") is None
+    assert flow.Pattern(needle, "x").matched("a") == []

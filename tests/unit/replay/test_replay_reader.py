@@ -1221,12 +1221,16 @@ def test_serenas_several_occurrences_flag_is_read_as_pydantic_reads_it(
 
 @pytest.mark.parametrize(
     ("value", "number"),
-    [("12", 12), (" 7 ", 7), (12, 12), ("\u00b2", None), ("9" * 5000, None), (True, None),
-     (1.0, None), ("-1", None), (None, None)],
+    [("12", 12), (" +7 ", 7), ("1_000", 1000), ("3.0", 3), ("0" * 18 + "1", 1), (12, 12),
+     (True, 1), (3.0, 3), (3.5, None), ("\u00b2", None),
+     pytest.param("9" * 5000, None, id="5000 digits"),
+     pytest.param(10**4000, None, id="an int of 4001 digits"),
+     ("-1", None), (-1, None), (float("inf"), None), (None, None), ([3], None)],
 )  # fmt: skip
 def test_a_line_number_is_read_as_pydantic_reads_it_or_not_at_all(
     value: object, number: int | None
 ) -> None:
     """A superscript two is a digit to `str.isdigit` and not to `int`: it had crashed the
-    whole session's replay, as had 5,000 digits."""
+    whole session's replay, as had 5,000 digits, as text or as a number (a line number
+    printed past `int`'s 4,300 digits)."""
     assert whole_number(value) == number
