@@ -63,7 +63,7 @@ FIRST_GAP = (
     "over 5 minutes: the rewrite costs more than the bet had saved "
     "(docs/cost-model.md, 'Gaps no earlier call announced')"
 )
-KNOWN = {("6200b25791__agent-aside_question", "harm"): FIRST_GAP}
+KNOWN: dict[tuple[str, str], str] = {}
 """Where an invariant does not hold on a real transcript, and why (strict: a fix shows)."""
 
 

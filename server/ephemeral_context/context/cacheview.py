@@ -83,7 +83,12 @@ class CacheView:
         return found
 
     def record_call(
-        self, written: dict[int, int], now: float, prefix_ttl: float, thread_ttl: float
+        self,
+        written: dict[int, int],
+        now: float,
+        prefix_ttl: float,
+        thread_ttl: float,
+        ttls: dict[int, float] | None = None,
     ) -> None:
         """After a request: the entries it read are refreshed, the ones it wrote exist.
 
@@ -99,4 +104,5 @@ class CacheView:
         for p, end in written.items():
             if p not in hits:
                 ttl = thread_ttl if p >= 0 else prefix_ttl
+                ttl = (ttls or {}).get(p, ttl)
                 self.entries[p] = (now + ttl, end, ttl)

@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from ephemeral_context.cache_sim import Block, Ttl
+from ephemeral_context.cache_sim import LOOKBACK_POSITIONS, Block, Ttl
 from ephemeral_context.context import eviction, intake, reads, rehydration, status
 from ephemeral_context.context import items as item_api
 from ephemeral_context.context.blocks import content_key
@@ -68,6 +68,7 @@ from ephemeral_context.context.state import (
     TokenCounter,
 )
 from ephemeral_context.context.status import EngineStatus
+from ephemeral_context.context.thread import THINKING
 from ephemeral_context.documents import DocumentMirror
 
 __all__ = [
@@ -281,6 +282,7 @@ class ContextEngine:
         if config.eviction and c.calls > 0:
             eviction.consolidate(state, c, head, outlook)
         # 5. The layout, with at most four breakpoints.
+        hedge = self._hedge(c) if outlook.hedge else None
         points = place_breakpoints(
             bool(system),
             bool(c.segment),
@@ -288,6 +290,7 @@ class ContextEngine:
             c.thread.cache.latest_thread_hit,
             outlook.ttl,
             outlook.thread_ttl,
+            hedge,
         )
         built = build(
             model=model,
@@ -306,6 +309,21 @@ class ContextEngine:
         c.policy.sent(c.thread.tokens, now)
         c.calls += 1
         return built.kwargs
+
+    @staticmethod
+    def _hedge(c: Conversation) -> int | None:
+        """Where the 1-hour breakpoint of a hedged 5-minute bet goes (policy.py,
+        `Outlook.hedge`): the first block after the warm prefix that may carry one and
+        comes before the last, within the lookback of the last cache hit, whose read it
+        then finds in the anchor's stead; None when there is none."""
+        thread, last = c.thread, c.thread.last_cacheable
+        hit = thread.cache.latest_thread_hit
+        first = 0 if hit is None else hit + 1
+        reach = last if hit is None else min(last, first + LOOKBACK_POSITIONS - 1)
+        return next(
+            (p for p in range(first, reach) if thread[p].block.get("type") not in THINKING),
+            None,
+        )
 
     def last_request(self, conv: str) -> BuiltRequest | None:
         """The last request built for `conv`, with the cache model's view of it."""

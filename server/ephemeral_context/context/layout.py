@@ -58,6 +58,15 @@ class Breakpoints:
     """TTL of the system and segment breakpoints."""
     thread_ttl: Ttl = "5m"
     """TTL of the thread breakpoints (never 1h after a 5m one, as the API requires)."""
+    anchor_ttl: Ttl | None = None
+    """TTL of the anchor when it differs from the thread's: a hedge, a 1-hour breakpoint
+    before a 5-minute last one (the prefix then takes an hour too)."""
+
+    def ttl_at(self, position: int) -> Ttl:
+        """The TTL of the thread breakpoint at `position`."""
+        if position == self.anchor and self.anchor_ttl is not None:
+            return self.anchor_ttl
+        return self.thread_ttl
 
     @property
     def count(self) -> int:
@@ -83,12 +92,19 @@ def place_breakpoints(
     hit: int | None,
     ttl: Ttl,
     thread_ttl: Ttl | None = None,
+    hedge: int | None = None,
 ) -> Breakpoints:
     """Breakpoints for this request (never more than four); `thread_len` counts up to the
-    last block that may carry one (not a thinking block)."""
+    last block that may carry one (not a thinking block). `hedge`: a thread position for
+    a 1-hour anchor before a 5-minute last breakpoint (within the lookback of `hit`, which
+    it then reaches in the anchor's stead), with an hour on the prefix."""
     last = thread_len - 1 if thread_len else None
     anchor = choose_anchor(last, hit) if last is not None else None
     inner: Ttl = ttl if thread_ttl is None or ttl == "5m" else thread_ttl
+    if hedge is not None and last is not None and hedge < last and ttl == "1h" and inner == "5m":
+        points = Breakpoints(has_system, has_segment, hedge, last, ttl, inner, "1h")
+        assert points.count <= MAX_BREAKPOINTS
+        return points
     points = Breakpoints(has_system, has_segment, anchor, last, ttl, inner)
     assert points.count <= MAX_BREAKPOINTS
     return points
@@ -162,8 +178,8 @@ def build(
             messages.append({"role": tb.role, "content": content})
             role = tb.role
         if index in marked:
-            content.append({**tb.block, "cache_control": _control(points.thread_ttl)})
-            block_ttl = points.thread_ttl
+            block_ttl = points.ttl_at(index)
+            content.append({**tb.block, "cache_control": _control(block_ttl)})
             cache_messages.append(
                 message_block(tb.key, tb.role, first, tb.tokens, tb.run, block_ttl)
             )

@@ -305,6 +305,11 @@ class Outlook:
     """The call each file was last used in."""
     retouch_gaps: Sequence[int]
     """Gaps (in calls) between consecutive uses of a file so far."""
+    hedge: bool = False
+    """The thread's 5-minute breakpoint is a bet against a 1-hour client: hedge it with a
+    1-hour breakpoint on the first block after the warm prefix (the prefix takes an hour
+    too), so that a gap between five minutes and an hour rewrites only what this request
+    adds after that block, never the whole conversation."""
 
     def file_reuse(self, uri: str, since: int) -> tuple[float, float | None]:
         """Chance the file is used again and the expected wait, from the other files'
@@ -358,6 +363,7 @@ class Policy:
         if self.last_call_time is not None:
             self.gaps.append(max(0.0, now - self.last_call_time))
         rates = priced(c.accounting.model).multipliers
+        hedge = False
         until_full = self.horizon(c, budget)
         a = c.accounting
         # The TTL bets are weighed by what the requests with nothing evicted (the kept
@@ -390,6 +396,12 @@ class Policy:
                     ttl = twin_ttl
                 if rates.write(thread_ttl) > rates.write(twin_ttl):
                     thread_ttl = twin_ttl
+            # A 5-minute thread against a 1-hour client is hedged (`Outlook.hedge`): the
+            # hour on the prefix and on the request's first new block costs what the
+            # client pays there, and keeps a gap from finding all but the tail gone.
+            hedge = twin_ttl == "1h" and thread_ttl == "5m"
+            if hedge:
+                ttl = "1h"
         retouch_gaps: list[int] = []
         for uses in self.touches.values():
             calls = sorted(set(uses))
@@ -404,6 +416,7 @@ class Policy:
             c.calls,
             {uri: max(uses) for uri, uses in self.touches.items()},
             retouch_gaps,
+            hedge,
         )
 
     def horizon(self, c: Conversation, budget: int) -> float:

@@ -177,8 +177,9 @@ class OursLayout:
         self.engine.build_request(
             call.thread,
             priced(call.model).id,  # an unknown model is laid out as the reference one
-            # the client's prefix as it stands: a new one leaves nothing cached
-            f"prefix:{thread.prefix_key}:{call.prefix.skills}:{call.prefix.cwd}",
+            # the client's prefix as it stands: a new one leaves nothing cached, nor does
+            # another model (the replay keeps a cache per model id, an unknown one too)
+            f"prefix:{thread.prefix_key}:{call.prefix.skills}:{call.prefix.cwd}:{call.model}",
             now=call.started,
             system_tokens=max(1, thread.prefix_tokens + thread.hidden_tokens),
             client_ttl=self._client_ttl,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ephemeral_context.cache_sim import Block, Ttl, lookback_run
+from ephemeral_context.cache_sim import Block, PromptCache, Ttl, lookback_run
 from ephemeral_context.context.accounting import kept_request
 from ephemeral_context.context.engine import (
     BlockKind,
@@ -19,7 +19,7 @@ from ephemeral_context.context.thread import Thread
 from ephemeral_context.request_view import request_from_messages_api
 from ephemeral_context.store import Store
 
-from tests.unit.context.context_helpers import Clock, Driver, source
+from tests.unit.context.context_helpers import MODEL, SYSTEM, Clock, Driver, source
 
 
 def _texts(kwargs: dict[str, Any]) -> list[str]:
@@ -52,6 +52,50 @@ def test_thread_breakpoints_never_take_one_hour_after_five_minutes() -> None:
     assert place_breakpoints(True, True, 40, 10, "5m", "1h").thread_ttl == "5m"
     assert place_breakpoints(True, True, 40, 10, "1h", "5m").thread_ttl == "5m"
     assert place_breakpoints(True, True, 40, 10, "1h", "1h").thread_ttl == "1h"
+
+
+def test_a_hedge_is_a_one_hour_anchor_before_a_five_minute_last_breakpoint() -> None:
+    """The hedge takes the anchor's slot (within the lookback of the last hit, which it
+    reaches instead) with an hour, the last breakpoint keeps 5 minutes; only under a
+    1-hour prefix, as the API's order requires, and only before the last block."""
+    points = place_breakpoints(True, True, 40, 10, "1h", "5m", hedge=11)
+    assert (points.anchor, points.ttl_at(11), points.ttl_at(39)) == (11, "1h", "5m")
+    assert points.count == 4
+    assert place_breakpoints(True, True, 40, 10, "5m", "5m", hedge=11).anchor_ttl is None
+    assert place_breakpoints(True, True, 40, 10, "1h", "1h", hedge=11).anchor_ttl is None
+    assert place_breakpoints(True, True, 12, 10, "1h", "5m", hedge=11).anchor_ttl is None
+
+
+def test_a_hedged_request_is_valid_and_bills_its_tail_at_five_minutes(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    """Against a 1-hour client with no long gap seen, the thread is a 5-minute bet: each
+    request writes what it adds after the warm prefix under the hedge (its first new
+    block, an hour) and under the last breakpoint (5 minutes), longer TTLs first as the
+    API requires. After a 10-minute gap the next request reads up to the hedge."""
+    d = Driver(engine)
+    engine.add_user_text("c", "Run the tests")
+    cache = PromptCache(MODEL)
+    usages = []
+    for _ in range(3):
+        kwargs = engine.build_request("c", MODEL, SYSTEM, client_ttl="1h")
+        built = engine.last_request("c")
+        assert built is not None and _breakpoints(kwargs) <= 4
+        usages.append(cache.call(built.cache_request, clock()))  # raises on a TTL order error
+        d.bash(source(40, f"run{len(usages)}_"))
+        clock.advance(10)
+    assert built is not None
+    points = built.breakpoints
+    assert points.anchor is not None and points.ttl_at(points.anchor) == "1h"
+    marked = [b for m in kwargs["messages"] for b in m["content"] if "cache_control" in b]
+    assert [b["cache_control"].get("ttl", "5m") for b in marked] == ["1h", "5m"]
+    assert usages[-1].ephemeral_1h_input_tokens > 0 and usages[-1].ephemeral_5m_input_tokens > 0
+    hedge_end = built.prefix_tokens + engine.conversation("c").thread.end(points.anchor)
+    clock.advance(600)
+    engine.build_request("c", MODEL, SYSTEM, client_ttl="1h")
+    after = engine.last_request("c")
+    assert after is not None
+    assert cache.call(after.cache_request, clock()).cache_read_input_tokens >= hedge_end
 
 
 def test_never_more_than_four_breakpoints(engine: ContextEngine, clock: Clock) -> None:

@@ -57,12 +57,14 @@ def session(
     reread_from: int | None = None,
     fetch_at: frozenset[int] = frozenset(),
     told_from: int = 0,
+    lines: dict[int, int] | None = None,
 ) -> Run:
     """One request per gap, each answered by a tool run with a fresh output. From call
     `reread_from` on, every call reads the same file (the engine answers the repeats with
     a reference: the layout saves against the twins). Before each call in `fetch_at` the
     model fetches back by id everything evicted so far (round trips only ours pays). The
-    calls before `told_from` do not know the client's TTL (a transcript's lost usages)."""
+    calls before `told_from` do not know the client's TTL (a transcript's lost usages).
+    `lines`: the output's length (40 lines unless said) by call."""
     clock = Clock()
     engine = ContextEngine(Store(tmp_path / name), EngineConfig(), clock=clock)
     engine.add_user_text("c", "Make the test suite pass.")
@@ -91,7 +93,7 @@ def session(
         if reread_from is not None and i >= reread_from:
             output = ToolOutput(tool_id, source(40, "app_"), BlockKind.FILE, uri="file:///app.py")
         else:
-            output = ToolOutput(tool_id, source(40, f"run{i}_"))
+            output = ToolOutput(tool_id, source((lines or {}).get(i, 40), f"run{i}_"))
         engine.add_tool_result("c", output)
     return run
 
@@ -106,21 +108,46 @@ def ttls(built: list[BuiltRequest]) -> list[tuple[Ttl, Ttl]]:
     return [(b.breakpoints.ttl, b.breakpoints.thread_ttl) for b in built]
 
 
+BIG = {4: 400}
+"""Call 4's output ten times as long: the tail of request 5, which a gap after it loses."""
+
+
 def test_a_winning_bet_goes_on(tmp_path: Path) -> None:
-    """Short gaps: the 5-minute bet saves the dearer 1-hour writes the twin pays, and stays."""
+    """Short gaps: the 5-minute bet saves the dearer 1-hour writes the twin pays, and stays.
+    It is hedged: from the second request on, the first block after the warm prefix takes
+    an hour (so does the prefix, as the API's order requires), the rest 5 minutes."""
     run = session(tmp_path, "win", SHORT * 2)
-    assert ttls(run.built) == [("5m", "5m")] * 12
+    assert ttls(run.built) == [("1h", "5m")] * 12
+    points = [b.breakpoints for b in run.built]
+    assert all(p.anchor is not None and p.ttl_at(p.anchor) == "1h" for p in points[1:])
+    assert all(p.last is not None and p.ttl_at(p.last) == "5m" for p in points)
     assert min(run.margins) >= 0 and run.engine.conversation("c").accounting.lead > 0
 
 
+def test_a_gap_finds_the_hedge_and_rewrites_only_the_tail(tmp_path: Path) -> None:
+    """A 10-minute gap after six calls: the 5-minute entries are gone, the hour's entry
+    on the hedge is not, so the request after the gap reads up to it and writes again only
+    what the request before put after it, at most `write_5m - read` per token over its
+    twin's read (unhedged, the whole thread was written again: behind its twin from there,
+    the conversation fell back to the hour). It stays ahead and goes on betting."""
+    run = session(tmp_path, "gap", [*SHORT, 600, 10, 10, 10, 10])
+    before = run.built[5]
+    assert before.breakpoints.anchor is not None
+    tail = sum(b.tokens for b in before.cache_request.messages[before.breakpoints.anchor + 1 :])
+    rates = policy.RATES
+    assert run.excess[6] - run.excess[5] <= (rates.write_5m - rates.read) * tail
+    assert max(run.excess) <= 0 and min(run.margins) >= 0
+    assert ttls(run.built)[7:] == [("1h", "5m")] * 4
+
+
 def test_a_losing_bet_falls_back_to_the_twins_ttl_until_ahead_again(tmp_path: Path) -> None:
-    """A 10-minute gap expires the 5-minute cache the twin keeps for an hour: the
-    conversation is behind its twin, so it sends the twin's 1-hour TTL from the next
-    request on; once the reads its layout saves (repeated reads as references) put it
+    """A 10-minute gap expires the 5-minute tail the twin keeps for an hour, here a long
+    output: the conversation is behind its twin, so it sends the twin's 1-hour TTL from the
+    next request on; once the reads its layout saves (repeated reads as references) put it
     ahead again, it bets again."""
-    run = session(tmp_path, "lose", [*SHORT, 600] + [10] * 8, reread_from=7)
+    run = session(tmp_path, "lose", [*SHORT, 600] + [10] * 8, reread_from=7, lines=BIG)
     built, margins = run.built, run.margins
-    assert ttls(built)[:6] == [("5m", "5m")] * 6
+    assert ttls(built)[:6] == [("1h", "5m")] * 6
     assert min(margins[:6]) >= 0 and margins[6] < 0  # the gap's rewrite put it behind
     after = list(zip(margins[6:-1], ttls(built)[7:], strict=True))
     assert all(t == ("1h", "1h") for margin, t in after if margin < 0)
@@ -148,8 +175,8 @@ def test_against_a_five_minute_client_the_1h_prefix_waits_until_the_bill_can_pay
 def test_no_decision_looks_at_a_later_call(tmp_path: Path) -> None:
     """Two sessions alike for six calls and different after: the first six requests are the
     same bytes, whatever comes later."""
-    lose = session(tmp_path, "a", [*SHORT, 600, 10]).built
-    win = session(tmp_path, "b", [*SHORT, 10, 10]).built
+    lose = session(tmp_path, "a", [*SHORT, 600, 10], lines=BIG).built
+    win = session(tmp_path, "b", [*SHORT, 10, 10], lines=BIG).built
     assert [b.kwargs for b in lose[:6]] == [b.kwargs for b in win[:6]]
     assert ttls(lose[7:]) != ttls(win[7:])
 
@@ -199,16 +226,6 @@ def test_level_with_its_twins_a_conversation_whose_cuts_come_back_stays_within_t
     assert max(fetched.excess) <= 0
 
 
-def test_behind_its_twins_a_conversation_cuts_nothing_warm(tmp_path: Path) -> None:
-    """Two sessions alike up to a 10-minute gap, which expires the 5-minute cache the
-    twin keeps for an hour: the one that waited is behind, and refuses the warm cuts the
-    other goes on making with the same outputs."""
-    on = session(tmp_path, "on", [*SHORT, 10, 10, 10, 10, 10])
-    gap = session(tmp_path, "gap", [*SHORT, 600, 10, 10, 10, 10])
-    assert [c for c in on.warm_cuts() if c > 6]
-    assert max(gap.margins[6:]) < 0 and not [c for c in gap.warm_cuts() if c > 6]
-
-
 def test_round_trips_that_put_the_bill_behind_stop_the_warm_cuts(tmp_path: Path) -> None:
     """The model fetches back what the first calls cut, at calls 5 to 7: round trips the twins
     never pay put the bill behind them while the layout keeps saving (the TTL bets stay
@@ -227,15 +244,18 @@ def test_a_clients_ttl_known_late_settles_what_its_twins_billed(tmp_path: Path) 
     call 7 on, after a 10-minute gap that expired the 5-minute cache the client's hour
     kept. The twins were priced at an hour too: known, theirs is the bill, the
     conversation is behind and sends the hour, and the next 10-minute gap costs nothing
-    (believing the twins were at 5 minutes, it bet on 5 minutes and lost there again)."""
+    (believing the twins were at 5 minutes, it bet on 5 minutes and lost there again).
+    Told from the start, the conversation hedged its bets: the first gap cost it a tail
+    and it went on betting."""
     gaps = [*SHORT, 600, 10, 10, 10, 600, 10]
     late = session(tmp_path, "late", gaps, told_from=7)
     told = session(tmp_path, "told", gaps)
     accounting = late.engine.conversation("c").accounting
     assert accounting.untold is None and accounting.twins_billed == accounting.baseline_billed
     assert late.margins[6] < 0 and late.margins[7] < 0
-    assert ttls(late.built)[7:] == ttls(told.built)[7:] == [("1h", "1h")] * 5
-    assert max(late.excess) <= 0
+    assert ttls(late.built)[7:] == [("1h", "1h")] * 5
+    assert told.margins[6] >= 0 and ttls(told.built)[7] == ("1h", "5m")
+    assert max(late.excess) <= 0 and max(told.excess) <= 0
 
 
 def test_while_the_clients_ttl_is_unknown_a_lead_must_hold_under_either(tmp_path: Path) -> None:
