@@ -95,15 +95,15 @@ def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_session
         assert results["ours"].retrievable == 1.0
         peaks.append(results["ours"].peak_context / results["recorded"].peak_context - 1)
         billed.append(results["ours"].billed_input / results["recorded"].billed_input - 1)
-    # Issue 11's targets: billed at least 25% below recorded, peak at least 35% below:
-    # neither reached, -24.7% and -30.5% (since 2026-12-06 `ours` pays for the context
-    # Claude Code adds unrecorded, as `recorded` does: -27.0% before; docs/cost-model.md,
+    # Issue 11's targets: billed at least 25% below recorded (-25.2% since the 5-minute
+    # bet is hedged; -24.7% before, once `ours` paid for the unrecorded context as
+    # `recorded` does), peak at least 35% below: -31.7%, not reached (docs/cost-model.md,
     # Known limits); the floors keep them there.
     # Over the four traces alone the peak is -0.4% since a warm cut must be able to lose a
     # round trip (-20.4% before): against 5-minute clients the engine is level with its
     # twins and has only the 1% tolerance to bet with.
-    assert statistics.median(billed) <= -0.24
-    assert statistics.median(peaks) <= -0.30
+    assert statistics.median(billed) <= -0.25
+    assert statistics.median(peaks) <= -0.31
 
 
 @pytest.mark.slow
