@@ -127,10 +127,8 @@ class Accounting:
             written[END_OF_SEGMENT] = built.prefix_tokens
         if points.system:
             written[END_OF_SYSTEM] = sum(b.tokens for b in tool_blocks) + sys_tokens
-        ttls = {p: TTL_SECONDS[points.ttl_at(p)] for p in written if p >= 0}
-        thread.cache.record_call(
-            written, now, TTL_SECONDS[points.ttl], TTL_SECONDS[points.thread_ttl], ttls
-        )
+        ttls = {p: TTL_SECONDS[points.ttl_at(p) if p >= 0 else points.ttl] for p in written}
+        thread.cache.record_call(written, now, ttls)
         self.last_built = built
 
     def settle(self, client_ttl: Ttl | None) -> None:

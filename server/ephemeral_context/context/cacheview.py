@@ -82,20 +82,13 @@ class CacheView:
                 found.add(max(reach))
         return found
 
-    def record_call(
-        self,
-        written: dict[int, int],
-        now: float,
-        prefix_ttl: float,
-        thread_ttl: float,
-        ttls: dict[int, float] | None = None,
-    ) -> None:
+    def record_call(self, written: dict[int, int], now: float, ttls: dict[int, float]) -> None:
         """After a request: the entries it read are refreshed, the ones it wrote exist.
 
-        `written` maps each breakpoint position to its end offset; the TTLs (seconds) are
-        those of the prefix breakpoints and of the thread breakpoints. A read refreshes an
-        entry for its own TTL (a 1-hour entry read by a 5-minute breakpoint stays an hour),
-        as cache_sim does; a breakpoint that found its entry leaves it as it is.
+        `written` maps each breakpoint position to its end offset, `ttls` each to its TTL
+        (seconds). A read refreshes an entry for its own TTL (a 1-hour entry read by a
+        5-minute breakpoint stays an hour), as cache_sim does; a breakpoint that found its
+        entry leaves it as it is.
         """
         hits = self.hits(written)
         for p in hits:
@@ -103,6 +96,4 @@ class CacheView:
             self.entries[p] = (now + ttl, end, ttl)
         for p, end in written.items():
             if p not in hits:
-                ttl = thread_ttl if p >= 0 else prefix_ttl
-                ttl = (ttls or {}).get(p, ttl)
-                self.entries[p] = (now + ttl, end, ttl)
+                self.entries[p] = (now + ttls[p], end, ttls[p])

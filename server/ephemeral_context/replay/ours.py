@@ -220,10 +220,9 @@ def _edit_needs(call: Call, engine: ContextEngine) -> list[Need]:
             continue
         uri, tool_input = uri_of(block.path or ""), block.tool_input or {}
         replaced = replaced_strings(block.tool or "", tool_input)
-        change = serena_change(block.tool or "", tool_input, block.path or "")
         if replaced:
             needs.append(Need(uri, tuple(r.old for r in replaced if r.old)))
-        elif change is not None:
+        elif change := serena_change(block.tool or "", tool_input, block.path or ""):
             needs.extend(_unquoted(change, uri, engine, call.thread))
     return needs
 
