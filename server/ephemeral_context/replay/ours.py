@@ -83,7 +83,8 @@ class OursLayout:
         self._pending: dict[str, list[Need]] = {}
         """Per thread, what interrupted requests' Reads returned: the next call reads it."""
         self._client_ttl: Ttl | None = None
-        """The TTL the client's last call that wrote to the cache used (its usage shows it)."""
+        """The TTL of the client's breakpoints: its request carried it, its usage shows it
+        (a call that wrote nothing keeps the last one shown)."""
 
     @property
     def lost_tokens(self) -> int:
@@ -174,6 +175,8 @@ class OursLayout:
     def _build(self, call: Call | Unanswered) -> Prompt:
         """The engine's request for `call` as it stands (the policy runs each time)."""
         thread = self.session.threads[call.thread]
+        if isinstance(call, Call) and call.usage is not None and call.usage.ttl is not None:
+            self._client_ttl = call.usage.ttl  # the gateway reads it from the request
         self.engine.build_request(
             call.thread,
             priced(call.model).id,  # an unknown model is laid out as the reference one
@@ -184,8 +187,6 @@ class OursLayout:
             system_tokens=max(1, thread.prefix_tokens + thread.hidden_tokens),
             client_ttl=self._client_ttl,
         )
-        if isinstance(call, Call) and call.usage is not None and call.usage.ttl is not None:
-            self._client_ttl = call.usage.ttl  # sent now: known from the next call on
         built = self.engine.last_request(call.thread)
         assert built is not None
         request = built.cache_request

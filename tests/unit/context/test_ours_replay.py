@@ -164,11 +164,16 @@ def test_what_a_call_fetched_back_stays_for_the_next_when_older_content_suffices
     small outputs rather than the fetched copy, which call 13 quotes again: one round
     trip, not two (ours 0.910 -> 0.832 of recorded; test_policy.py holds the rule). Since
     its Zed bridge Reads are file reads, the quote is fetched by its one definition or not
-    cut at all: still no second round trip, 0.776 of recorded."""
+    cut at all: still no second round trip, 0.776 of recorded. Since the engine knows the
+    client's hour from the first request (as the gateway does), that request's 5-minute
+    bet (29,409 tokens at 1.25 where its twin pays 2.0) leaves 22,057 to spare, and the
+    cost gate spends them: it cuts the fetched copy again at call 12 and call 13 fetches
+    it back, 0.868 of recorded (1.108x `ours-lossless`; docs/cost-model.md, "The 5-minute
+    bet hedged")."""
     path = next(iter(sorted(shared("corpus").glob("*__3e72c419b0__*.jsonl"))), None)
     if path is None:
         pytest.skip("the corpus has no 3e72c419b0 session")
     results = replay_session(read_session(path)).strategies
-    assert results["ours"].rehydrations <= 1
-    assert results["ours"].billed_input < 0.84 * results["recorded"].billed_input
+    assert results["ours"].rehydrations <= 2
+    assert results["ours"].billed_input < 0.87 * results["recorded"].billed_input
     assert results["ours"].peak_context <= results["recorded"].peak_context
