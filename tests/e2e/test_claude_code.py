@@ -673,13 +673,7 @@ def _differs(release: str, model: str | None, reason: str) -> object:
     ("claude_code", "model"),
     [
         (CURRENT_RELEASE, None),
-        _differs(
-            INFERRED_RELEASE,
-            OPUS_48,
-            "2.1.197 sends Opus 4.8 a tool's hook's added context as a reminder after the "
-            "result; the reader infers a system message, as for other attachments (the "
-            "record names no role)",
-        ),
+        (INFERRED_RELEASE, OPUS_48),
         (INFERRED_RELEASE, SONNET_46),
         (OLDER_RELEASE, None),
         _differs(
@@ -715,3 +709,32 @@ def test_hooks_are_read_as_claude_code_sends_them(
     assert HOOK_CONTEXT in sent and ADDED_CONTEXT["additionalContext"] in sent
     assert "299\\n300" in run.transcript.read_text(encoding="utf-8")
     assert "299\\n300" not in sent
+
+
+@pytest.mark.parametrize("claude_code", [INFERRED_RELEASE], indirect=True)
+def test_a_tools_hook_context_moves_to_a_system_message_in_the_next_turn(
+    claude_code: ClaudeCode,
+) -> None:
+    """2.1.197 sends Opus 4.8 what a Read's hook adds as a reminder after the result while the
+    turn that read runs, and as a system message after it once `--continue` rebuilds the
+    conversation from the transcript (as its sources do)."""
+    home = claude_code.root / "home-hooks-continued"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": HOOKS}), "utf-8")
+    app = claude_code.workspace / "app.py"
+    app.write_text("X = 1\n", encoding="utf-8")
+    args = ("--model", OPUS_48)
+    first = claude_code.run("What is X?", [read_turn(app), "X is 1."], home=home, args=args)
+    again = claude_code.run("And now?", ["Still 1."], home=home, args=(*args, "--continue"))
+    assert first.returncode == 0 and again.returncode == 0, again.stderr
+
+    session = read_session(again.transcript)
+    assert_reconstructs(session, [*first.requests, *again.requests])
+    replayed, billed = replayed_and_billed(session, [*first.requests, *again.requests])
+    assert replayed == billed
+    added = "PostToolUse:Read hook additional context: " + ADDED_CONTEXT["additionalContext"]
+    roles = [
+        [m["role"] for m in request.body["messages"] if added in json.dumps(m)]
+        for request in (first.requests[-1], again.requests[-1])
+    ]
+    assert roles == [["user"], ["system"]]

@@ -162,6 +162,12 @@ class _Entry:
     """Sent as a block of its own after a tool result (`renderedBesideToolResult`), not
     appended to the result's text, as 2.1.332 sends other reminders that follow a result to
     a model that takes no system messages."""
+    tool_use_id: str | None = None
+    """For an attachment, the tool use it names (`toolUseID`): for what a tool's PreToolUse
+    and PostToolUse hooks add, that tool's; other hooks name ids of their own."""
+    meta: bool = False
+    """A user line Claude Code wrote itself (`isMeta`: a tool's added message, say), not a
+    prompt a person wrote."""
     synthetic: bool = False
     """An assistant line Claude Code wrote itself ("No response requested.", flagged as no API
     error): sent with later requests, never a call."""
@@ -184,6 +190,7 @@ class _Entry:
         usage: RecordedUsage | None = None,
         version: str | None = None,
         cwd: str | None = None,
+        meta: bool = False,
         synthetic: bool = False,
         copied: bool = False,
     ) -> _Entry:
@@ -202,6 +209,7 @@ class _Entry:
             sidechain=sidechain,
             version=version,
             cwd=cwd,
+            meta=meta,
             synthetic=synthetic,
             copied=copied,
         )
@@ -497,6 +505,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
     timestamp = parse_timestamp(record.get("timestamp"), previous)
     if record["type"] == "attachment":
         role, texts = _rendered_attachment(record, reading)
+        attachment = record.get("attachment")
         if texts:
             reading.keep(
                 _Entry(
@@ -510,6 +519,9 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
                     attachment=True,
                     rendered_role=role,
                     beside_result=record.get("renderedBesideToolResult") is True,
+                    tool_use_id=_string(attachment.get("toolUseID"))
+                    if isinstance(attachment, Mapping)
+                    else None,
                     copied=reading.copied(record, timestamp),
                 )
             )
@@ -534,6 +546,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
             usage=_recorded_usage(line, message, reading) if assistant else None,
             version=_string(record.get("version")),
             cwd=_string(record.get("cwd")),
+            meta=record.get("isMeta") is True,
             synthetic=synthetic,
             copied=reading.copied(record, timestamp),
         )
@@ -627,6 +640,9 @@ SYSTEM_MESSAGES_SINCE = (2, 1, 154)
 SYSTEM_MARKED_SINCE = (2, 1, 212)
 """From this release on a role "system" message that ends a request carries the breakpoint;
 2.1.154 to 2.1.211 leave it on the message before (found the same way, release by release)."""
+TOOL_ATTACHMENTS_KEPT_SINCE = (2, 1, 332)
+"""The first release read whose query loop keeps what a tool's hooks add as the attachment
+it is (2.1.332's sources); 2.1.197's make API messages of it on its own (see `_made_alone`)."""
 
 
 def _rendered_attachment(
@@ -776,6 +792,43 @@ def _release(version: str | None) -> tuple[int, ...] | None:
     parts = (version or "").split(".")
     return (
         tuple(int(p) for p in parts) if len(parts) == 3 and all(map(str.isdigit, parts)) else None
+    )
+
+
+def _made_alone(chain: Sequence[_Entry], version: str | None) -> frozenset[str]:
+    """The attachments (uuids) a request sends as reminders although the model takes system
+    messages: what a tool's hooks added since the last prompt a person wrote, in releases
+    before TOOL_ATTACHMENTS_KEPT_SINCE.
+
+    Read from the sources of 2.1.197 (2.1.97's do the same; 2.1.332's no longer do): the
+    query loop makes API messages of each message a running tool yields (its result, what
+    its PreToolUse and PostToolUse hooks add, which name the tool's use) on its own, and the
+    loop's next requests send those. Alone, an attachment has no user message before it to
+    follow as a system message, so it becomes system-reminder text in a user message of its
+    own, which joins the tool result's. A new prompt starts a new loop from the conversation
+    as recorded, where the attachment is read like any other. A missing or unreadable
+    version is taken as a recent release.
+    """
+    release = _release(version)
+    if release is None or release >= TOOL_ATTACHMENTS_KEPT_SINCE:
+        return frozenset()
+    turn: list[_Entry] = []
+    for entry in reversed(chain):
+        person = entry.role == "user" and not (entry.attachment or entry.meta)
+        if person and _written_prompt(entry.content):
+            break
+        turn.append(entry)
+    uses = {
+        item.get("id")
+        for entry in turn
+        if entry.role == "assistant" and isinstance(entry.content, list)
+        for item in entry.content
+        if isinstance(item, Mapping) and item.get("type") == "tool_use"
+    }
+    return frozenset(
+        entry.uuid
+        for entry in turn
+        if entry.attachment and entry.rendered_role is None and entry.tool_use_id in uses
     )
 
 
@@ -1213,6 +1266,7 @@ def _messages(
     system: bool,
     cleared: frozenset[str],
     marks_system: bool,
+    alone: frozenset[str] = frozenset(),
 ) -> list[Message]:
     """Consecutive lines of one role become one message, as the API requires.
 
@@ -1221,13 +1275,15 @@ def _messages(
     of the user message, moved up before the prompt they follow (past plain user lines, never
     past an assistant turn or a tool result), as Claude Code reorders them. Tool results in
     `cleared` are sent as Claude Code's stub. Without `marks_system` (the release's rule) a
-    system message never carries the breakpoint.
+    system message never carries the breakpoint. Attachments in `alone` (`_made_alone`) are
+    reminders even so.
     """
     parts: list[tuple[Role, tuple[Block, ...], _Entry]] = []
     for entry in chain:
         if entry.attachment:
-            role = _attachment_role(entry, system)
-            texts = _attachment_texts(entry, system)
+            takes = system and entry.uuid not in alone
+            role = _attachment_role(entry, takes)
+            texts = _attachment_texts(entry, takes)
             at = len(parts)
             while role == "user" and at > 0 and _before_reminder(*parts[at - 1]):
                 at -= 1
@@ -1373,7 +1429,9 @@ def _build_session(reading: _Reading) -> Session:
         if _silent_microcompaction(head.version):
             cleared |= silently_cleared(chain, head.model or "")
         system = takes_system_messages(head.model, head.version)
-        messages = _messages(chain, reading, system, cleared, _marks_system_messages(head.version))
+        alone = _made_alone(chain, head.version) if system else frozenset()
+        marks = _marks_system_messages(head.version)
+        messages = _messages(chain, reading, system, cleared, marks, alone)
         if not messages or messages[-1].role == "assistant":
             reading.problem(head.line, "a response with no request before it; skipped")
             continue

@@ -517,6 +517,50 @@ def test_hooks_are_sent_as_claude_code_sends_them(tmp_path: Path) -> None:
     ]
 
 
+def post_tool_hook_turns(version: str) -> Transcript:
+    """Opus 4.8 reads a file (a PostToolUse hook adds context, the Read a note of its own,
+    another attachment follows), answers, and is asked again."""
+    t = Transcript(model="claude-opus-4-8")
+    t.user("go")
+    t.assistant([tool_use("t1", "Read", file_path="/a.py")], usage={"write": 5000}, version=version)
+    t.tool_result("t1", "1\tx = 1")
+    post = {"hookName": "PostToolUse:Read", "hookEvent": "PostToolUse", "toolUseID": "t1"}
+    t.other(
+        "attachment", attachment={"type": "hook_additional_context", "content": ["NOTE"], **post}
+    )
+    t.user([text("Read also: a note")], isMeta=True)
+    t.other("attachment", attachment={"type": "queued_command", "prompt": "and then?"})
+    t.assistant([text("ok")], usage={"read": 5000, "write": 30}, version=version)
+    t.user("again")
+    t.assistant([text("ok")], usage={"read": 5030, "write": 30}, version=version)
+    return t
+
+
+NOTE = "PostToolUse:Read hook additional context: NOTE"
+
+
+@pytest.mark.parametrize(("version", "loop"), [("2.1.197", True), ("2.1.332", False)])
+def test_a_tools_hook_context_is_a_reminder_until_the_next_prompt(
+    tmp_path: Path, version: str, loop: bool
+) -> None:
+    """2.1.197 (its query loop) sends what a tool's hook adds as a reminder after the result
+    for the rest of the turn (a note the tool adds does not end it), and as a system message
+    once a new prompt rebuilds the conversation from the record; an attachment no tool made
+    is a system message in both. 2.1.332 keeps the attachment: a system message throughout."""
+    t = post_tool_hook_turns(version)
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert session.problems == []
+    *_, result, system = session.request(session.calls[1])
+    hook = [reminder(NOTE)] if loop else []
+    assert [b.text for b in result.blocks] == ["1\tx = 1", *hook, "Read also: a note"]
+    assert system.role == "system"
+    assert [b.text for b in system.blocks] == ([] if loop else [NOTE]) + ["and then?"]
+    *_, result, system, _, prompt = session.request(session.calls[2])
+    assert [b.text for b in result.blocks] == ["1\tx = 1", "Read also: a note"]
+    assert system.role == "system" and [b.text for b in system.blocks] == [NOTE, "and then?"]
+    assert [b.text for b in prompt.blocks] == ["again"]
+
+
 def recorded_session(model: str, tmp_path: Path) -> Transcript:
     """What 2.1.332 writes: attachments with the text they were sent as and the role asked
     for, some with none (not sent), a request log and running totals (bookkeeping)."""
