@@ -179,6 +179,8 @@ class ClaudeCode:
         *,
         interrupt_after_tool_result: bool = False,
         allowed_tools: Sequence[str] = ("Read",),
+        args: Sequence[str] = (),
+        home: Path | None = None,
         timeout: float = 180,
     ) -> ClaudeCodeRun:
         """One Claude Code process fed `prompts` a turn at a time, as an SDK client drives it
@@ -186,11 +188,13 @@ class ClaudeCode:
 
         With `interrupt_after_tool_result`, the first turn is interrupted (the SDK's
         `interrupt` control request) once the fake has the request that carries its first tool
-        result, while that request waits for its answer (give that turn a `delay`).
+        result, while that request waits for its answer (give that turn a `delay`). `home`
+        is one with settings of its own (hooks, say); by default the run gets its own.
         """
-        home = self._home(None)
+        home = self._home(home)
         command = [str(self.binary), "-p", "--input-format", "stream-json"]
         command += ["--output-format", "stream-json", "--verbose", *_allowed(allowed_tools)]
+        command += args
         with (
             FakeMessagesAPI(script) as api,
             subprocess.Popen(

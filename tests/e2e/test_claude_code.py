@@ -738,3 +738,58 @@ def test_a_tools_hook_context_moves_to_a_system_message_in_the_next_turn(
         for request in (first.requests[-1], again.requests[-1])
     ]
     assert roles == [["user"], ["system"]]
+
+
+PRE_CONTEXT = {"hookEventName": "PreToolUse", "additionalContext": "PRE HOOK NOTE"}
+PRE_HOOKS = {
+    "PreToolUse": [
+        {
+            "matcher": "Read",
+            "hooks": [
+                _command("echo " + shlex.quote(json.dumps({"hookSpecificOutput": PRE_CONTEXT})))
+            ],
+        }
+    ]
+}
+"""A Read's hook that adds context before it runs: Claude Code records it beside the chain (it
+links to the tool use, and the result links past it to the tool use too)."""
+
+
+@pytest.mark.parametrize(
+    ("claude_code", "model", "bills"),
+    [
+        (CURRENT_RELEASE, None, True),
+        (CURRENT_RELEASE, SONNET_46, True),
+        (INFERRED_RELEASE, OPUS_48, False),
+        (INFERRED_RELEASE, SONNET_46, True),
+        (OLDER_RELEASE, None, True),
+    ],
+    indirect=["claude_code"],
+)
+def test_a_tools_pre_hook_context_is_sent_after_its_result(
+    claude_code: ClaudeCode, model: str | None, bills: bool
+) -> None:
+    """What a Read's PreToolUse hook adds is sent after the Read's result, in the turn that
+    read and in the next (one process, as a person's session runs), though the result's record
+    links past it to the tool use. The reader's requests are those Claude Code sent.
+
+    Without `bills` the replay's figures are not compared: 2.1.197 turns the reminder Opus 4.8
+    got into a system message in the next turn, a change of prefix the replay takes as a fork,
+    whose prefix it infers from that call's usage (it reads 20,042 tokens where the fake read
+    20,429), a matter of the replay's estimate, not of the requests read."""
+    home = claude_code.root / "home-tool-hooks"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": PRE_HOOKS}), "utf-8")
+    app = claude_code.workspace / "app.py"
+    app.write_text("X = 1\n", encoding="utf-8")
+    args = ("--model", model) if model else ()
+    script = [read_turn(app), "X is 1.", "Still 1."]
+    run = claude_code.stream(["What is X?", "And now?"], script, home=home, args=args)
+    assert run.returncode == 0, run.stderr
+
+    session = read_session(run.transcript)
+    assert_reconstructs(session, run.requests)
+    replayed, billed = replayed_and_billed(session, run.requests)
+    assert replayed == billed or not bills
+    for request in run.requests[1:]:
+        assert PRE_CONTEXT["additionalContext"] in json.dumps(request.body["messages"])

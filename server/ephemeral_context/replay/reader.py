@@ -159,9 +159,10 @@ class _Entry:
     messages, when the record says (`renderedRole`, 2.1.332, which records its texts as sent
     too): `content` then holds those texts, in their system-reminder tags."""
     beside_result: bool = False
-    """Sent as a block of its own after a tool result (`renderedBesideToolResult`), not
-    appended to the result's text, as 2.1.332 sends other reminders that follow a result to
-    a model that takes no system messages."""
+    """Sent as a block of its own after a tool result (`renderedBesideToolResult`, or what a
+    tool's PreToolUse hooks added: `_with_tool_hooks`), not appended to the result's text, as
+    2.1.332 sends other reminders that follow a result to a model that takes no system
+    messages."""
     tool_use_id: str | None = None
     """For an attachment, the tool use it names (`toolUseID`): for what a tool's PreToolUse
     and PostToolUse hooks add, that tool's; other hooks name ids of their own."""
@@ -1171,7 +1172,7 @@ def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str, fro
             parent = reading.previous.get(node)
         node = parent
     out.reverse()
-    out = _with_parallel_results(out, reading)
+    out = _with_tool_hooks(_with_parallel_results(out, reading), reading)
     if reading.preserved:
         out = [
             kept
@@ -1228,6 +1229,56 @@ def _with_parallel_results(chain: list[_Entry], reading: _Reading) -> list[_Entr
         out.extend(sorted([*chain[end:results], *found], key=lambda line: line.line))
         at = results
     return out
+
+
+def _with_tool_hooks(chain: list[_Entry], reading: _Reading) -> list[_Entry]:
+    """The chain with what a tool's PreToolUse hooks added, after the results of its turn.
+
+    Claude Code links those attachments (they name the tool use, `toolUseID`) to the response
+    that asked for the tool and the tool's result to the response too, past them: they are
+    off the chain. A running session holds them before the result, and the user messages
+    merge with the tool results first (`jfc` in 2.1.197), so they are sent after the results
+    of the turn, blocks of their own: a reminder after them is not folded into a result's
+    text either (2.1.332, models that take no system messages). Read from runs of 2.1.97,
+    2.1.197 and 2.1.332 in one process; 2.1.197 resumed (`--continue`) rebuilds the
+    conversation from the chain and drops them, which the reader does not tell apart.
+    """
+    on_chain = {entry.uuid for entry in chain}
+    out: list[_Entry] = []
+    pending: list[_Entry] = []
+    for at, entry in enumerate(chain):
+        out.append(entry)
+        if entry.role == "assistant" and isinstance(entry.content, list):
+            uses = {
+                item.get("id")
+                for item in entry.content
+                if isinstance(item, Mapping) and item.get("type") == "tool_use"
+            }
+            pending.extend(_hook_lines(entry, uses, on_chain, reading))
+        elif _result_ids(entry) is None:
+            pending = []  # no result came (an interrupted turn): nor was what its hooks added
+        elif at + 1 == len(chain) or _result_ids(chain[at + 1]) is None:
+            out.extend(
+                replace(line, beside_result=True)
+                for line in sorted(pending, key=lambda line: line.line)
+            )
+            pending = []
+    return out
+
+
+def _hook_lines(
+    response: _Entry, uses: set[Any], on_chain: set[str], reading: _Reading
+) -> list[_Entry]:
+    """The attachments off the chain below a response that name one of its tool uses (what
+    the tools' PreToolUse hooks added), following such attachments down."""
+    found: list[_Entry] = []
+    below = [response]
+    while below:
+        for child in reading.children.get(below.pop().uuid, ()):
+            if child.attachment and child.uuid not in on_chain and child.tool_use_id in uses:
+                found.append(child)
+                below.append(child)
+    return found
 
 
 def _whole_turn(run: list[_Entry], on_chain: set[str], reading: _Reading) -> list[_Entry]:

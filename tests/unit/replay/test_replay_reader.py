@@ -561,6 +561,57 @@ def test_a_tools_hook_context_is_a_reminder_until_the_next_prompt(
     assert [b.text for b in prompt.blocks] == ["again"]
 
 
+def pre_tool_hook_turns(model: str, version: str) -> Transcript:
+    """A Read whose PreToolUse hook adds context, as Claude Code records it: linked to the
+    response that asked for the Read, and the result linked to that response too, past it."""
+    t = Transcript(model=model)
+    t.user("go")
+    t.assistant([tool_use("t1", "Read", file_path="/a.py")], usage={"write": 5000}, version=version)
+    asked = t.parent
+    pre = {"hookName": "PreToolUse:Read", "hookEvent": "PreToolUse", "toolUseID": "t1"}
+    t.other("attachment", attachment={"type": "hook_success", "content": "", **pre})
+    t.other("attachment", attachment={"type": "hook_additional_context", "content": ["PRE"], **pre})
+    t.parent = asked
+    t.tool_result("t1", "1\tx = 1")
+    t.assistant([text("ok")], usage={"read": 5000, "write": 30}, version=version)
+    t.user("again")
+    t.assistant([text("ok")], usage={"read": 5030, "write": 30}, version=version)
+    return t
+
+
+PRE = "PreToolUse:Read hook additional context: PRE"
+
+
+@pytest.mark.parametrize(
+    ("model", "version", "later"),
+    [
+        ("claude-sonnet-4-6", "2.1.97", "user"),
+        ("claude-sonnet-4-6", "2.1.197", "user"),
+        ("claude-opus-4-8", "2.1.197", "system"),
+    ],
+)
+def test_a_tools_pre_hook_context_follows_its_result(
+    tmp_path: Path, model: str, version: str, later: str
+) -> None:
+    """What a PreToolUse hook adds is off the chain (the result links past it) and is sent
+    after the result: a reminder while the turn runs, and in the next turn a reminder, or a
+    system message for a model that takes them (2.1.97 and 2.1.197 in one process)."""
+    session = read_session(pre_tool_hook_turns(model, version).write(tmp_path / "s.jsonl"))
+    assert session.problems == []
+    *_, result = session.request(session.calls[1])
+    assert [b.type for b in result.blocks] == ["tool_result", "text"]
+    assert result.blocks[1].text == reminder(PRE)
+    request = session.request(session.calls[2])
+    assert [b.text for b in request[-1].blocks] == ["again"]
+    if later == "system":
+        *_, result, added, _, _ = request
+        assert [b.type for b in result.blocks] == ["tool_result"]
+        assert added.role == "system" and [b.text for b in added.blocks] == [PRE]
+    else:
+        *_, result, _, _ = request
+        assert [b.text for b in result.blocks] == ["1\tx = 1", reminder(PRE)]
+
+
 def recorded_session(model: str, tmp_path: Path) -> Transcript:
     """What 2.1.332 writes: attachments with the text they were sent as and the role asked
     for, some with none (not sent), a request log and running totals (bookkeeping)."""
