@@ -1273,9 +1273,11 @@ def _hook_lines(
     the tools' PreToolUse hooks added), following such attachments down."""
     found: list[_Entry] = []
     below = [response]
+    seen = set(on_chain)  # a damaged file's lines may name each other (or themselves)
     while below:
         for child in reading.children.get(below.pop().uuid, ()):
-            if child.attachment and child.uuid not in on_chain and child.tool_use_id in uses:
+            if child.attachment and child.uuid not in seen and child.tool_use_id in uses:
+                seen.add(child.uuid)
                 found.append(child)
                 below.append(child)
     return found

@@ -1329,3 +1329,16 @@ def test_a_line_number_is_read_as_pydantic_reads_it_or_not_at_all(
     whole session's replay, as had 5,000 digits, as text or as a number (a line number
     printed past `int`'s 4,300 digits)."""
     assert whole_number(value) == number
+
+
+@pytest.mark.timeout(20)
+def test_a_hook_line_that_names_itself_as_parent_is_read_once(tmp_path: Path) -> None:
+    """A damaged transcript whose PreToolUse attachment comes again with itself as parent:
+    the walk down from the response meets it once (it went round for ever)."""
+    t = pre_tool_hook_turns("claude-sonnet-4-6", "2.1.97")
+    added = next(line for line in t.lines if line.get("attachment", {}).get("content") == ["PRE"])
+    at = t.lines.index(added)
+    t.lines.insert(at + 1, {**added, "parentUuid": added["uuid"]})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    *_, result = session.request(session.calls[1])
+    assert [b.text for b in result.blocks[1:]].count(reminder(PRE)) == 1
