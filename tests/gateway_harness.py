@@ -23,7 +23,7 @@ from typing import Any, Self, TypeVar
 from ephemeral_context.cache_sim import usage_from_dict
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.gateway import Gateway, GatewayCore
-from ephemeral_context.gateway.server import STALL_TIMEOUT_S
+from ephemeral_context.gateway.server import PLAN_SECONDS, STALL_TIMEOUT_S
 from ephemeral_context.prices import priced
 from ephemeral_context.store import Store
 
@@ -37,11 +37,17 @@ class GatewayThread:
     """`ectx gateway` on 127.0.0.1 (a free port), in a background thread."""
 
     def __init__(
-        self, upstream: str, store_dir: Path, stall_timeout: float = STALL_TIMEOUT_S
+        self,
+        upstream: str,
+        store_dir: Path,
+        stall_timeout: float = STALL_TIMEOUT_S,
+        plan_timeout: float = PLAN_SECONDS,
     ) -> None:
         self.store = Store(store_dir)
         self.core = GatewayCore(ContextEngine(self.store))
-        self.gateway = Gateway(self.core, upstream, stall_timeout=stall_timeout)
+        self.gateway = Gateway(
+            self.core, upstream, stall_timeout=stall_timeout, plan_timeout=plan_timeout
+        )
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()

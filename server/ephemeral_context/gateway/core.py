@@ -222,6 +222,11 @@ class GatewayCore:
             thread.system_texts = set(source.system_texts)
         return thread
 
+    def abandon(self, plan: Plan) -> None:
+        """A plan made too late to be sent (server.py, `plan_timeout`): its thread and engine
+        conversation hold a request that never went, so they go."""
+        self._forget(plan.thread)
+
     def _forget(self, thread: Thread) -> None:
         """Drop a thread and its engine conversation (failed, or idle too long)."""
         self.conversations.forget(thread)

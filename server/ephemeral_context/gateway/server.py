@@ -30,7 +30,10 @@ accounted once its answer ended, whatever ended it. A client that walks away is 
 once, not at the next write to it: its handler is cancelled (aiohttp's handler cancellation),
 which closes the upstream call it waits on (a stalled one would stay open for the stall
 timeout); engine work once asked runs to its end all the same (worker.py). One gone before
-its request was prepared is not counted: nothing went upstream for it.
+its request was prepared is not counted: nothing went upstream for it. Engine work that
+takes longer than `plan_timeout` leaves its request to go upstream unchanged, and every
+request after it until that work is done (a stuck engine stops no session); those are
+accounted once the engine is free.
 
 API:
 - `Gateway`: the aiohttp application and its upstream client session.
@@ -76,6 +79,10 @@ STOP_SECONDS = 5.0
 run, half for them to end once cancelled (their accounts are kept all the same);
 aiohttp's default of 60 s, spent twice, had made a stop with one stalled stream take two
 minutes."""
+
+PLAN_SECONDS = 60.0
+"""How long a request waits for the engine to prepare it (a 15 MB body takes about 3 s)
+before it goes upstream unchanged: a stuck engine must not stop every session with it."""
 
 ANTHROPIC_API = "https://api.anthropic.com"
 STALL_TIMEOUT_S = 600.0
@@ -189,6 +196,7 @@ class Gateway:
         on_update: Callable[[], None] | None = None,
         stall_timeout: float = STALL_TIMEOUT_S,
         engine_thread: bool = True,
+        plan_timeout: float = PLAN_SECONDS,
     ) -> None:
         self.core = core
         self.worker = EngineWorker(engine_thread)
@@ -197,6 +205,12 @@ class Gateway:
         self.upstream = upstream.rstrip("/")
         self.on_update = on_update
         self.stall_timeout = stall_timeout
+        self.plan_timeout = plan_timeout
+        self._late: set[asyncio.Task[None]] = set()
+        """Engine work given up on (past `plan_timeout`) and not done yet: while there is
+        any, the engine is stuck and requests pass it by."""
+        self._accounts: set[asyncio.Task[None]] = set()
+        """Accounts left to the engine's thread for when it is free again."""
         self._client: aiohttp.ClientSession | None = None
         self._runner: web.AppRunner | None = None
 
@@ -236,7 +250,12 @@ class Gateway:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
-        await self.worker.close()  # after the handlers: their last accounts are kept
+        if self._late:  # what the engine was asked may never end: its accounts are lost
+            log.warning("gateway: stopped with the engine stuck; accounts since then lost")
+            for task in (*self._late, *self._accounts):
+                task.cancel()
+        else:
+            await self.worker.close()  # after the handlers: their last accounts are kept
         if self._client is not None:
             await self._client.close()
 
@@ -244,6 +263,11 @@ class Gateway:
     def client(self) -> aiohttp.ClientSession:
         assert self._client is not None, "Gateway.start() first"
         return self._client
+
+    @property
+    def engine_stuck(self) -> bool:
+        """Engine work ran past `plan_timeout` and is not done: requests pass it by."""
+        return bool(self._late)
 
     def _url(self, request: web.Request) -> str:
         return self.upstream + request.rel_url.path_qs
@@ -267,7 +291,7 @@ class Gateway:
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
-        plan = await self.worker.call(self._plan, raw, request.headers)
+        plan = await self._prepared(raw, request.headers)
         rounds = _Rounds()
         try:
             if isinstance(plan, Passthrough):
@@ -277,7 +301,38 @@ class Gateway:
                 return await self._stream(request, plan, rounds)
             return await self._json(request, plan, raw, rounds)
         finally:  # however the answer ended (the client gone, the handler cancelled)
-            await self._record(plan, rounds)
+            if self._late:  # accounted once the engine is free, not before the answer
+                task = asyncio.ensure_future(self._record(plan, rounds))
+                self._accounts.add(task)
+                task.add_done_callback(self._accounts.discard)
+            else:
+                await self._record(plan, rounds)
+
+    async def _prepared(self, raw: bytes, headers: Mapping[str, str]) -> Plan | Passthrough:
+        """The engine's plan for a request, unless the engine is stuck: this request's work
+        or an earlier one's took longer than `plan_timeout`. Then it goes unchanged, and so
+        does every request until that work is done; a plan made too late is dropped with
+        its thread (`GatewayCore.abandon`), whose next request starts a new one. Hosted on
+        the editor's loop the work cannot be waited for this way (worker.py)."""
+        if self._late:
+            return Passthrough("the engine is still busy with an earlier request")
+        job = asyncio.ensure_future(self.worker.call(self._plan, raw, headers))
+        done, _ = await asyncio.wait({job}, timeout=self.plan_timeout)
+        if done:
+            return job.result()
+        late = asyncio.ensure_future(self._drop_when_done(job))
+        self._late.add(late)
+        late.add_done_callback(self._late.discard)
+        reason = f"the engine took more than {self.plan_timeout:g} s to prepare it"
+        log.warning("gateway: %s; forwarded unchanged", reason)
+        return Passthrough(reason)
+
+    async def _drop_when_done(self, job: asyncio.Future[Plan | Passthrough]) -> None:
+        """Once late engine work is done, drop the plan it made (nothing sent it), before
+        any other request reaches the engine."""
+        plan = await job
+        if isinstance(plan, Plan):
+            await self.worker.call(self.core.abandon, plan)
 
     def _plan(self, raw: bytes, headers: Mapping[str, str]) -> Plan | Passthrough:
         """The client's body parsed and prepared (engine work: a big body takes seconds)."""

@@ -10,6 +10,7 @@ import asyncio
 import itertools
 import json
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -150,3 +151,69 @@ async def test_engine_work_runs_to_its_end_when_its_caller_is_cancelled(own_thre
     finally:
         release.set()
         await worker.close()
+
+
+def test_a_stuck_engine_lets_every_request_through_unchanged_until_it_is_free(
+    api: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One session's engine work hangs past the plan timeout: that request, and another
+    session's while the work is still going, go upstream as the clients sent them and are
+    answered at once (the second did not queue behind the stuck work). Once the work is
+    done, the plan it made late is dropped with its thread, both answers are accounted as
+    passed through, and the engine prepares requests again."""
+    api.add_turns("the held one's answer", "the other's answer", "through the engine")
+    release = threading.Event()
+    with GatewayThread(api.base_url, tmp_path / "store", plan_timeout=0.5) as gateway:
+        prepare = gateway.core.prepare
+
+        def held(client: Any, headers: Mapping[str, str]) -> Plan | Passthrough:
+            if session_of(client, headers) == HELD:
+                release.wait(timeout=30)
+            return prepare(client, headers)
+
+        monkeypatch.setattr(gateway.core, "prepare", held)
+        url = f"{gateway.base_url}/v1/messages"
+        sent = [_body(HELD, False), _body(STREAMING, False)]
+        answers = [httpx2.post(url, json=b, headers=HEADERS, timeout=TIMEOUT) for b in sent]
+        assert not release.is_set()  # both answered while the engine was still stuck
+        assert [a.json()["content"][0]["text"] for a in answers] == [
+            "the held one's answer",
+            "the other's answer",
+        ]
+        assert [r.body for r in api.message_requests] == sent  # unchanged
+        assert gateway.gateway.engine_stuck
+        release.set()
+        deadline = time.monotonic() + 30
+        while gateway.gateway.engine_stuck and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gateway.status()["total"]["passthrough"] == 2
+        assert gateway.core.engine.conversations() == []  # the late plan's thread went
+        again = httpx2.post(url, json=_body(STREAMING, False), headers=HEADERS, timeout=TIMEOUT)
+        assert again.json()["content"][0]["text"] == "through the engine"
+        assert api.message_requests[-1].body != _body(STREAMING, False)
+        assert gateway.status()["total"]["passthrough"] == 2
+
+
+def test_a_gateway_stops_with_its_engine_stuck(
+    api: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop does not wait for engine work that may never end (it had waited for ever)."""
+    api.add_turns("the held one's answer")
+    release = threading.Event()
+    gateway = GatewayThread(api.base_url, tmp_path / "store", plan_timeout=0.5)
+    try:
+        prepare = gateway.core.prepare
+
+        def held(client: Any, headers: Mapping[str, str]) -> Plan | Passthrough:
+            release.wait(timeout=120)  # past the harness's wait for the stop
+            return prepare(client, headers)
+
+        monkeypatch.setattr(gateway.core, "prepare", held)
+        url = f"{gateway.base_url}/v1/messages"
+        answer = httpx2.post(url, json=_body(HELD, False), headers=HEADERS, timeout=TIMEOUT)
+        assert answer.json()["content"][0]["text"] == "the held one's answer"
+        assert gateway.gateway.engine_stuck
+        gateway.stop()  # within the harness's 60 s, while the work is still held
+        assert not release.is_set()
+    finally:
+        release.set()
