@@ -783,7 +783,7 @@ def test_a_tools_pre_hook_context_is_sent_after_its_result(
     app = claude_code.workspace / "app.py"
     app.write_text("X = 1\n", encoding="utf-8")
     args = ("--model", model) if model else ()
-    script = [read_turn(app), "X is 1.", "Still 1."]
+    script: list[TurnSource] = [read_turn(app), "X is 1.", "Still 1."]
     run = claude_code.stream(["What is X?", "And now?"], script, home=home, args=args)
     assert run.returncode == 0, run.stderr
 
