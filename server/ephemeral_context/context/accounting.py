@@ -38,7 +38,7 @@ from ephemeral_context.cache_sim import (
 from ephemeral_context.context.blocks import content_key
 from ephemeral_context.context.cacheview import END_OF_SEGMENT, END_OF_SYSTEM
 from ephemeral_context.context.kinds import BlockKind
-from ephemeral_context.context.layout import BuiltRequest
+from ephemeral_context.context.layout import Breakpoints, BuiltRequest
 from ephemeral_context.context.thread import Thread, message_block
 from ephemeral_context.prices import priced
 
@@ -127,7 +127,7 @@ class Accounting:
             written[END_OF_SEGMENT] = built.prefix_tokens
         if points.system:
             written[END_OF_SYSTEM] = sum(b.tokens for b in tool_blocks) + sys_tokens
-        ttls = {p: TTL_SECONDS[points.ttl_at(p) if p >= 0 else points.ttl] for p in written}
+        ttls = {p: TTL_SECONDS[_ttl_at(points, p)] for p in written}
         thread.cache.record_call(written, now, ttls)
         self.last_built = built
 
@@ -237,3 +237,10 @@ def kept_request(thread: Thread, built: BuiltRequest) -> Request:
         messages[-1] = replace(messages[-1], cache_ttl=built.breakpoints.thread_ttl)
     request = built.cache_request
     return Request(tools=request.tools, system=request.system, messages=messages)
+
+
+def _ttl_at(points: Breakpoints, position: int) -> Ttl:
+    """The TTL of the breakpoint at a thread position or at the end of system or segment."""
+    if position == END_OF_SYSTEM:
+        return points.system_ttl
+    return points.ttl_at(position) if position >= 0 else points.ttl

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from ephemeral_context.cache_sim import LOOKBACK_POSITIONS, Block, Ttl
@@ -236,6 +237,7 @@ class ContextEngine:
         now: float | None = None,
         system_tokens: int | None = None,
         client_ttl: Ttl | None = None,
+        head_ttl: Ttl | None = None,
     ) -> dict[str, Any]:
         """The kwargs for `messages.create`/`stream` for the next call of `conv`.
 
@@ -249,6 +251,11 @@ class ContextEngine:
         an hour too and measures the leads against the cheaper bill, a conversation
         behind it falls back to that bill's TTL, and the first TTL given settles which
         bill was theirs).
+        `head_ttl` is the TTL of the client's own breakpoints in its tools and system
+        prompt when they go upstream as the client marked them (the gateway keeps them:
+        gateway/outbound.py `fit_breakpoints`): the system breakpoint takes it, whatever
+        the policy would bet there, and after a 5-minute one nothing takes an hour. None:
+        the engine places the head's breakpoint itself.
         """
         state, config = self.state, self.config
         c = state.conversation(conv)
@@ -278,6 +285,8 @@ class ContextEngine:
         outlook = c.policy.outlook(
             c, now, twin_ttl, config.cache_ttl, config.context_budget, head, fallback
         )
+        if head_ttl == "5m":  # the API takes no hour after it: the gateway would demote it
+            outlook = replace(outlook, ttl="5m", thread_ttl="5m", hedge=False)
         # 4. The policy: evict what pays, rebuild the file segment when the cache is cold.
         if config.eviction and c.calls > 0:
             eviction.consolidate(state, c, head, outlook)
@@ -291,6 +300,7 @@ class ContextEngine:
             outlook.ttl,
             outlook.thread_ttl,
             hedge,
+            head_ttl,
         )
         built = build(
             model=model,

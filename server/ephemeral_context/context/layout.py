@@ -61,6 +61,14 @@ class Breakpoints:
     anchor_ttl: Ttl | None = None
     """TTL of the anchor when it differs from the thread's: a hedge, a 1-hour breakpoint
     before a 5-minute last one (the prefix then takes an hour too)."""
+    head_ttl: Ttl | None = None
+    """TTL of the system breakpoint when the client's own breakpoints there are kept as
+    the client marked them (the gateway's case, `gateway/outbound.py`); None: `ttl`."""
+
+    @property
+    def system_ttl(self) -> Ttl:
+        """The TTL of the system breakpoint."""
+        return self.head_ttl or self.ttl
 
     def ttl_at(self, position: int) -> Ttl:
         """The TTL of the thread breakpoint at `position`."""
@@ -93,19 +101,24 @@ def place_breakpoints(
     ttl: Ttl,
     thread_ttl: Ttl | None = None,
     hedge: int | None = None,
+    head_ttl: Ttl | None = None,
 ) -> Breakpoints:
     """Breakpoints for this request (never more than four); `thread_len` counts up to the
     last block that may carry one (not a thinking block). `hedge`: a thread position for
     a 1-hour anchor before a 5-minute last breakpoint (within the lookback of `hit`, which
-    it then reaches in the anchor's stead), with an hour on the prefix."""
+    it then reaches in the anchor's stead), with an hour on the prefix. `head_ttl`: the
+    system breakpoint's TTL when the client's own is kept (never 5 minutes before an hour:
+    the engine then asks 5 minutes throughout, as the gateway would send it)."""
+    if head_ttl == "5m":
+        ttl, thread_ttl, hedge = "5m", "5m", None
     last = thread_len - 1 if thread_len else None
     anchor = choose_anchor(last, hit) if last is not None else None
     inner: Ttl = ttl if thread_ttl is None or ttl == "5m" else thread_ttl
     if hedge is not None and last is not None and hedge < last and ttl == "1h" and inner == "5m":
-        points = Breakpoints(has_system, has_segment, hedge, last, ttl, inner, "1h")
+        points = Breakpoints(has_system, has_segment, hedge, last, ttl, inner, "1h", head_ttl)
         assert points.count <= MAX_BREAKPOINTS
         return points
-    points = Breakpoints(has_system, has_segment, anchor, last, ttl, inner)
+    points = Breakpoints(has_system, has_segment, anchor, last, ttl, inner, None, head_ttl)
     assert points.count <= MAX_BREAKPOINTS
     return points
 
@@ -148,10 +161,14 @@ def build(
     if system_text:
         block: dict[str, Any] = {"type": "text", "text": system_text}
         if points.system:
-            block["cache_control"] = control
+            block["cache_control"] = _control(points.system_ttl)
         system.append(block)
         cache_system.append(
-            Block(content_key(system_text), system_tokens, points.ttl if points.system else None)
+            Block(
+                content_key(system_text),
+                system_tokens,
+                points.system_ttl if points.system else None,
+            )
         )
     for i, entry in enumerate(segment):
         block = entry.block()

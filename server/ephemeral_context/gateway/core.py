@@ -46,6 +46,7 @@ from ephemeral_context.gateway.outbound import (
     HYDRATION_TOOL_NAME,
     client_ttl,
     engine_tools,
+    head_ttl,
     system_text,
     upstream_body,
 )
@@ -269,6 +270,7 @@ class GatewayCore:
             system_text(system),
             engine_tools(client.get("tools") or []),
             client_ttl=client_ttl(client),
+            head_ttl=head_ttl(client),
         )
         return upstream_body(client, built, thread.system_texts)
 

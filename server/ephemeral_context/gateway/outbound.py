@@ -15,6 +15,8 @@ API:
 - `engine_tools(client_tools)`, `HYDRATION_TOOL_NAME`: the client's tools plus the hydration
   tool.
 - `system_text(system)`: the client's system prompt as one text.
+- `client_ttl(client)`, `head_ttl(client)`: the TTL of the client's last breakpoint, and
+  the one its kept tools and system breakpoints give the head.
 """
 
 from __future__ import annotations
@@ -128,6 +130,18 @@ def client_ttl(client: Mapping[str, Any]) -> Ttl | None:
         if blocks:
             return "1h" if _is_1h(blocks[-1]) else "5m"
     return None
+
+
+def head_ttl(client: Mapping[str, Any]) -> Ttl | None:
+    """The TTL the client's own breakpoints in its tools and system prompt give the head,
+    which `fit_breakpoints` keeps: 5 minutes if any of them asks for it (nothing after it
+    may then take an hour), else an hour; None when it marks neither."""
+    system = client.get("system")
+    own = [*_marked(client.get("tools") or [])]
+    own += _marked(system if isinstance(system, list) else [])
+    if not own:
+        return None
+    return "1h" if all(_is_1h(b) for b in own) else "5m"
 
 
 def fit_breakpoints(body: dict[str, Any], own_system: int) -> None:

@@ -186,6 +186,9 @@ class OursLayout:
             now=call.started,
             system_tokens=max(1, thread.prefix_tokens + thread.hidden_tokens),
             client_ttl=self._client_ttl,
+            # Claude Code marks its system prompt with its TTL and the gateway keeps those
+            # breakpoints as marked (gateway/outbound.py): the head is written at it
+            head_ttl=self._client_ttl,
         )
         built = self.engine.last_request(call.thread)
         assert built is not None
@@ -201,9 +204,12 @@ def _as_cached(thread: Thread, state: PrefixState, head: CacheBlock) -> tuple[Ca
     outside the transcript may hold (the replay warms it before the thread's first call),
     then the context Claude Code added unrecorded, as `recorded` lays them out. One block
     would let the warm entry cover the unrecorded context too, read where `recorded` writes
-    it (4% of `ours`'s bill on the corpus, unbilled until 2026-12-06)."""
+    it (4% of `ours`'s bill on the corpus, unbilled until 2026-12-06). The breakpoint is the
+    client's, on its prefix, at the head's TTL (the client's: the gateway keeps Claude
+    Code's system breakpoints as marked); the unrecorded context after it is message
+    content in a real request, held by the engine's thread breakpoints."""
     parts = prefix(thread, None, state)
-    return (*parts[:-1], replace(parts[-1], cache_ttl=head.cache_ttl))
+    return (replace(parts[0], cache_ttl=head.cache_ttl), *parts[1:])
 
 
 MAX_ROUND_TRIPS = 3

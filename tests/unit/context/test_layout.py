@@ -237,3 +237,45 @@ def test_the_blocks_kept_with_the_thread_are_what_it_would_lay_out_afresh(
     engine.add_user_text("branch", "something else")
     Driver(engine, "branch").call()
     check("branch")
+
+
+def test_the_clients_own_head_breakpoint_keeps_the_clients_ttl(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    """The gateway sends the client's system blocks with the cache_control the client put
+    on them (gateway/outbound.py): told that (`head_ttl`), the engine lays out and bills
+    its system breakpoint at that TTL whatever it bets on the thread. A conversation's
+    first request bets 5 minutes against a 1-hour client, yet the head is written at the
+    hour, as the client writes it; after a 5-minute head, nothing takes an hour."""
+    engine.add_user_text("c", "Run the tests")
+    kwargs = engine.build_request("c", MODEL, SYSTEM, client_ttl="1h", head_ttl="1h")
+    built = engine.last_request("c")
+    assert built is not None
+    assert built.breakpoints.thread_ttl == "5m"  # the first request's bet
+    assert kwargs["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert built.cache_request.system[0].cache_ttl == "1h"
+    usage = PromptCache(MODEL).call(built.cache_request, clock())
+    assert usage.ephemeral_1h_input_tokens >= built.head_tokens
+
+    engine.add_user_text("d", "Run the tests")
+    d = Driver(engine, "d")
+    for n in range(3):
+        kwargs = engine.build_request("d", MODEL, SYSTEM, client_ttl="5m", head_ttl="5m")
+        d.bash(source(40, f"run{n}_"))
+        clock.advance(1200)  # gaps an hour would bridge: the policy alone might ask one
+    ttls = [
+        b["cache_control"].get("ttl", "5m")
+        for part in (kwargs["system"], *(m["content"] for m in kwargs["messages"]))
+        for b in part
+        if "cache_control" in b
+    ]
+    assert ttls and set(ttls) == {"5m"}
+
+
+def test_without_the_clients_head_ttl_the_engine_places_the_heads() -> None:
+    """`head_ttl` None (the replay of a client that marks nothing, a bare SDK client):
+    the system breakpoint takes the prefix TTL the policy chose."""
+    assert place_breakpoints(True, True, 40, 10, "5m", "5m").system_ttl == "5m"
+    assert place_breakpoints(True, True, 40, 10, "5m", "5m", head_ttl="1h").system_ttl == "1h"
+    five = place_breakpoints(True, True, 40, 10, "1h", "1h", hedge=11, head_ttl="5m")
+    assert (five.ttl, five.thread_ttl, five.anchor_ttl) == ("5m", "5m", None)

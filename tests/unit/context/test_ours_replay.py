@@ -102,7 +102,10 @@ def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_session
     # Over the four traces alone the peak is -0.4% since a warm cut must be able to lose a
     # round trip (-20.4% before): against 5-minute clients the engine is level with its
     # twins and has only the 1% tolerance to bet with.
-    assert statistics.median(billed) <= -0.25
+    # Since the engine writes the client's head at the client's TTL, as the gateway sends
+    # it (the replay had bet the first request's system prompt on 5 minutes, which the
+    # gateway, keeping the client's cache_control, never sends): -22.0%, the floor -21%.
+    assert statistics.median(billed) <= -0.21
     assert statistics.median(peaks) <= -0.31
 
 
@@ -174,6 +177,8 @@ def test_what_a_call_fetched_back_stays_for_the_next_when_older_content_suffices
     if path is None:
         pytest.skip("the corpus has no 3e72c419b0 session")
     results = replay_session(read_session(path)).strategies
-    assert results["ours"].rehydrations <= 2
-    assert results["ours"].billed_input < 0.87 * results["recorded"].billed_input
+    # Since the head is written at the client's hour, as the gateway sends it, that lead
+    # was never there: no cut is fetched back, 0.950 of recorded (1.011x ours-lossless).
+    assert results["ours"].rehydrations == 0
+    assert results["ours"].billed_input < 0.96 * results["recorded"].billed_input
     assert results["ours"].peak_context <= results["recorded"].peak_context

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ephemeral_context.cache_sim import resolve_breakpoints
-from ephemeral_context.gateway.outbound import client_ttl, upstream_body
+from ephemeral_context.gateway.outbound import client_ttl, head_ttl, upstream_body
 from ephemeral_context.request_view import request_from_messages_api
 
 FIVE = {"type": "ephemeral"}
@@ -80,3 +80,15 @@ def test_the_clients_ttl_is_that_of_its_last_breakpoint() -> None:
     body["messages"][0]["content"][0]["cache_control"] = FIVE
     assert client_ttl(body) == "5m"
     assert client_ttl({"messages": [{"role": "user", "content": "hi"}]}) is None
+
+
+def test_the_heads_ttl_is_what_the_clients_own_tools_and_system_breakpoints_give() -> None:
+    """`head_ttl`: the TTL the client's kept breakpoints give the head (fit_breakpoints
+    keeps them as marked), which the engine lays its system breakpoint out with."""
+    hour, five = HOUR, FIVE
+    system = [{"type": "text", "text": "x"}, {"type": "text", "text": "y", "cache_control": hour}]
+    assert head_ttl({"system": system, "messages": []}) == "1h"
+    assert head_ttl({"system": "plain", "messages": []}) is None
+    system[0]["cache_control"] = five
+    assert head_ttl({"system": system, "messages": []}) == "5m"
+    assert head_ttl({"tools": [{"name": "t", "cache_control": five}], "messages": []}) == "5m"
