@@ -24,7 +24,7 @@ from ephemeral_context.replay.reader import read_session
 
 from tests.property.invariants import replay_invariants
 from tests.property.perturb import Damage, damaged
-from tests.property.test_transcripts import LOST_TAIL, files
+from tests.property.test_transcripts import files
 from tests.property.test_without_usage import without_usage
 
 pytestmark = pytest.mark.slow
@@ -67,7 +67,6 @@ GAP_BEFORE_ANY_USAGE = (
 KNOWN = {
     ("6200b25791", "usage lost over the first tenth"): GAP_BEFORE_ANY_USAGE,
     ("6200b25791", "usage lost over the first half"): GAP_BEFORE_ANY_USAGE,
-    ("6200b25791", "usage lost over the last half"): LOST_TAIL,
 }
 """What still bills above 1.01x `recorded`, by session and shape: strict, so a fix shows."""
 

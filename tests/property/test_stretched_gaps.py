@@ -23,14 +23,14 @@ from tests.transcripts import FIXTURES
 
 pytestmark = pytest.mark.slow
 
-FIRST_BET = (
-    "known gap: a conversation's first request bets its thread on 5 minutes unhedged "
-    "(policy.py: every block is new there; the head goes at the client's hour, as the "
-    "gateway sends it); a first gap over 5 minutes loses it, and behind its twins the "
-    "conversation sends their hour from then on, so the loss stays (docs/cost-model.md, "
-    "'The 5-minute bet hedged')"
+FIRST_WRITE = (
+    "known gap: the first request writes the context Claude Code adds unrecorded (22.8K "
+    "tokens) at 5 minutes: the replay's engine counts it in its system prompt, after the "
+    "client's breakpoint, and the hedge finds no thread block before the last to anchor its "
+    "hour on (the gateway's engine sees that context as the first message's blocks); a "
+    "first gap over 5 minutes loses it (docs/cost-model.md, 'Known limits')"
 )
-KNOWN = {4.0: {"11fc04ef4e": FIRST_BET}}
+KNOWN = {4.0: {"11fc04ef4e": FIRST_WRITE}}
 """Per factor, where the 1% bound is missed and why (strict: a fix shows)."""
 FACTORS = (0.25, 4.0)
 

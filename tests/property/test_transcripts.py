@@ -63,14 +63,7 @@ FIRST_GAP = (
     "over 5 minutes: the rewrite costs more than the bet had saved "
     "(docs/cost-model.md, 'Gaps no earlier call announced')"
 )
-LOST_TAIL = (
-    "known gap: the 5-minute thread bet against the client's hour loses a request's tail "
-    "(12K tokens written at call 9) at the 1,145-second gap before call 10, which no bound "
-    "covers; the replay's engine had been credited the first request's head written at 5 "
-    "minutes, a lead the gateway (which keeps the client's 1-hour system breakpoints) never "
-    "has (docs/cost-model.md, 'The client's head at the client's TTL')"
-)
-KNOWN: dict[tuple[str, str], str] = {("6200b25791", "harm"): LOST_TAIL}
+KNOWN: dict[tuple[str, str], str] = {}
 """Where an invariant does not hold on a real transcript, and why (strict: a fix shows)."""
 
 

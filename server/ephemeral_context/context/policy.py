@@ -398,11 +398,8 @@ class Policy:
                     thread_ttl = twin_ttl
             # A 5-minute thread against a 1-hour client is hedged (`Outlook.hedge`): the
             # hour on the prefix and on the request's first new block costs what the
-            # client pays there, and keeps a gap from finding all but the tail gone. Not
-            # on a conversation's first request: there every block is new, so the hedge
-            # would write the whole prompt at the hour, no bet at all, with no gap yet
-            # seen against it (docs/cost-model.md, "The 5-minute bet hedged").
-            hedge = twin_ttl == "1h" and thread_ttl == "5m" and c.calls > 0
+            # client pays there, and keeps a gap from finding all but the tail gone.
+            hedge = twin_ttl == "1h" and thread_ttl == "5m"
             if hedge:
                 ttl = "1h"
         retouch_gaps: list[int] = []

@@ -86,7 +86,10 @@ def test_the_heads_ttl_is_what_the_clients_own_tools_and_system_breakpoints_give
     """`head_ttl`: the TTL the client's kept breakpoints give the head (fit_breakpoints
     keeps them as marked), which the engine lays its system breakpoint out with."""
     hour, five = HOUR, FIVE
-    system = [{"type": "text", "text": "x"}, {"type": "text", "text": "y", "cache_control": hour}]
+    system: list[dict[str, Any]] = [
+        {"type": "text", "text": "x"},
+        {"type": "text", "text": "y", "cache_control": hour},
+    ]
     assert head_ttl({"system": system, "messages": []}) == "1h"
     assert head_ttl({"system": "plain", "messages": []}) is None
     system[0]["cache_control"] = five
