@@ -819,13 +819,7 @@ def _made_alone(chain: Sequence[_Entry], version: str | None) -> frozenset[str]:
         if person and _written_prompt(entry.content):
             break
         turn.append(entry)
-    uses = {
-        item.get("id")
-        for entry in turn
-        if entry.role == "assistant" and isinstance(entry.content, list)
-        for item in entry.content
-        if isinstance(item, Mapping) and item.get("type") == "tool_use"
-    }
+    uses = {i for entry in turn for i in _use_ids(entry)}
     return frozenset(
         entry.uuid
         for entry in turn
@@ -1249,12 +1243,7 @@ def _with_tool_hooks(chain: list[_Entry], reading: _Reading) -> list[_Entry]:
     for at, entry in enumerate(chain):
         out.append(entry)
         if entry.role == "assistant" and isinstance(entry.content, list):
-            uses = {
-                item.get("id")
-                for item in entry.content
-                if isinstance(item, Mapping) and item.get("type") == "tool_use"
-            }
-            pending.extend(_hook_lines(entry, uses, on_chain, reading))
+            pending.extend(_hook_lines(entry, _use_ids(entry), on_chain, reading))
         elif _result_ids(entry) is None:
             pending = []  # no result came (an interrupted turn): nor was what its hooks added
         elif at + 1 == len(chain) or _result_ids(chain[at + 1]) is None:
@@ -1267,7 +1256,7 @@ def _with_tool_hooks(chain: list[_Entry], reading: _Reading) -> list[_Entry]:
 
 
 def _hook_lines(
-    response: _Entry, uses: set[Any], on_chain: set[str], reading: _Reading
+    response: _Entry, uses: set[str], on_chain: set[str], reading: _Reading
 ) -> list[_Entry]:
     """The attachments off the chain below a response that name one of its tool uses (what
     the tools' PreToolUse hooks added), following such attachments down."""
@@ -1298,6 +1287,17 @@ def _whole_turn(run: list[_Entry], on_chain: set[str], reading: _Reading) -> lis
                 seen.add(child.uuid)
                 lines.append(child)
     return sorted(lines, key=lambda line: line.line)
+
+
+def _use_ids(entry: _Entry) -> set[str]:
+    """The ids of the tool uses an assistant line asks for."""
+    if entry.role != "assistant" or not isinstance(entry.content, list):
+        return set()
+    return {
+        str(item.get("id"))
+        for item in entry.content
+        if isinstance(item, Mapping) and item.get("type") == "tool_use"
+    }
 
 
 def _result_ids(entry: _Entry) -> set[str] | None:
