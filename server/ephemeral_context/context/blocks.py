@@ -10,7 +10,8 @@ API:
 - `block_tokens(count, block)`: tokens of an assistant block; `tool_use_payload(block)`: the
   text a tool_use is counted from.
 - `result_block(...)`: a tool_result block as the API takes it.
-- `reference_id(reference)`: the id in `[[kind:id]]`, `kind:id` or `id`.
+- `reference_id(reference)`: the id in `[[kind:id]]`, `kind:id` or `id`;
+  `definition_answer(...)`: one definition of a file's content, as fetched by its id.
 - `input_text(tool_input)`: every string a tool_use input carries.
 - `readable(text)`: a one-line JSON answer with its strings on lines of their own (for quotes).
 - `shrink_input(tool_input, reference)`: an input with its long fields replaced by a reference.
@@ -95,6 +96,12 @@ def reference_id(reference: str) -> str:
     """The id a model names content by: `[[kind:id]]` (a reference as shown), `kind:id` or
     the bare id."""
     return reference.strip().removeprefix("[[").removesuffix("]]").rsplit(":", 1)[-1]
+
+
+def definition_answer(item_id: str, symbol: str, source: str) -> str:
+    """What fetching one definition of a file's content by id brings back (the gateway's
+    answer and the replay's round trip alike)."""
+    return f"[{item_id}: {symbol}]\n{source}"
 
 
 def input_strings(tool_input: Mapping[str, Any] | list[Any]) -> list[str]:

@@ -23,8 +23,9 @@ What the model sees:
   id, when the cost gate says it pays or the cache is cold anyway. After an idle gap longer than
   the TTL, the file segment is rebuilt from the current versions and superseded copies in the
   thread become references.
-- Every id shown can be hydrated: `read_session_file(id, offset, limit)`, `hydrate`
-  (a file item's id gives its current version) and `read_symbol(path, symbol)`.
+- Every id shown can be hydrated: `read_session_file(id, offset, limit)` (the model's
+  tool also takes one definition of a file's content by name), `hydrate` (a file item's id
+  gives its current version) and `definition(uri, text, symbol)`.
 
 Human controls: `pin`, `unpin`, `drop` (the only way to evict a protected skill); `status()` and
 `items()` report what the context holds and what it saved against the recorded-style

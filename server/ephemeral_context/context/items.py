@@ -242,12 +242,13 @@ def read_session_file(
             raise UnknownId(item_id)
     stored = state.store.get(item_id, offset, limit)
     item = state.ledger.get(stored.id)
+    entry = state.store.info(stored.id)  # a range read's file, which no FILE item names
     return HydratedText(
         item_id,
         stored.text,
         stored.total_length,
         offset,
-        item.key if item is not None and item.kind is BlockKind.FILE else None,
+        item.key if item is not None and item.kind is BlockKind.FILE else entry.uri,
         item.version if item is not None else None,
     )
 

@@ -1,12 +1,13 @@
 """Re-hydration: evicted content the model is about to use comes back by one round trip.
 
 A model that needs content it can no longer see first asks for it: one more request (the
-whole prefix, read from the cache), answered with a tool_use per item (`read_session_file`,
-or `read_symbol` for each definition that holds what it needs when the content is a file),
-then a tool_result with the content: each evicted block once, whole as soon as one thing
-needed from it lies outside every definition. `rehydrate` appends that pair for everything
-a `Need` names that is only in evicted content; the caller builds the request before it
-(the round trip) and after it (the call itself). Needs: an edit's old strings (with none, the
+whole prefix, read from the cache), answered with a tool_use per item (`read_session_file`
+by id, given a `symbol` for each definition that holds what it needs when the content is a
+file: the one tool a gateway adds), then a tool_result with the content: each evicted
+block once, whole as soon as one thing needed from it lies outside every definition.
+`rehydrate` appends that pair for everything a `Need` names that is only in evicted
+content; the caller builds the request before it (the round trip) and after it (the call
+itself). Needs: an edit's old strings (with none, the
 file it edits, whose current version comes back when it is hidden), what a Read returned,
 and runs of evicted lines the response quotes (quotes.py). A fetch from a file is a use
 of that file (its idle span starts again); the quote that follows a fetched output is a use
@@ -33,6 +34,7 @@ from typing import Any
 from ephemeral_context.context import reads
 from ephemeral_context.context.blocks import (
     block_tokens,
+    definition_answer,
     label_of,
     readable,
     reference_id,
@@ -163,7 +165,7 @@ def _answered(state: EngineState, c: Conversation, f: Fetched) -> _Fetch:
     if f.is_error or not item_id:
         kind = BlockKind.TOOL_RESULT
         return _Fetch(tool, args, f.text, kind, None, None, False, use_id=use_id, is_error=True)
-    whole = "offset" not in args and "limit" not in args
+    whole = not {"offset", "limit", "symbol"} & args.keys()
     source = next((tb for tb in reversed(c.thread) if tb.evicted and tb.item_id == item_id), None)
     tokens: int | None = None
     if source is not None:
@@ -190,9 +192,9 @@ def _evicted_source(c: Conversation, needle: str) -> int | None:
 
 def _block_fetches(state: EngineState, tb: ThreadBlock, needles: Sequence[str]) -> list[_Fetch]:
     """Evicted content again: when the block is a file, each definition holding one of
-    `needles` (read_symbol, once each), unless a needle lies outside every definition or
-    the definitions weigh as much as the block; else the whole block, once
-    (read_session_file)."""
+    `needles` (by the block's id and the definition's name, once each), unless a needle
+    lies outside every definition or the definitions weigh as much as the block; else the
+    whole block, once."""
     parts: dict[str, str] = {}
     if tb.uri is not None and tb.kind in FILE_COPIES | {BlockKind.CONSOLIDATED}:
         outline = state.outlines.get(tb.text, label_of(tb.uri))
@@ -209,19 +211,20 @@ def _block_fetches(state: EngineState, tb: ThreadBlock, needles: Sequence[str]) 
     }
     if tb.uri is None or not parts or sum(map(len, parts.values())) >= len(tb.text):
         return [_whole_fetch(state, tb)]
-    path = label_of(tb.uri)
+    item_id = tb.item_id or "?"
+    answers = {name: definition_answer(item_id, name, body) for name, body in parts.items()}
     return [
         _Fetch(
-            "read_symbol",
-            {"path": path, "symbol": qualname},
-            body,
+            "read_session_file",
+            {"id": item_id, "symbol": name},
+            answer,
             tb.kind,
             tb.item_id,
             tb.uri,
             whole=False,
-            tokens=_billed_count(state, tb, body),
+            tokens=_billed_count(state, tb, answer),
         )
-        for qualname, body in parts.items()
+        for name, answer in answers.items()
     ]
 
 

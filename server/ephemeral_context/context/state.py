@@ -30,6 +30,9 @@ class StoredEntryLike(Protocol):
     @property
     def id(self) -> str: ...
 
+    @property
+    def uri(self) -> str | None: ...
+
 
 class StoredTextLike(Protocol):
     @property

@@ -25,12 +25,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ephemeral_context.cache_sim import MAX_BREAKPOINTS, Ttl
-from ephemeral_context.model.tools import BASE_TOOLS
+from ephemeral_context.model.tools import HYDRATION_TOOL
 
-HYDRATION_TOOL_NAME = "read_session_file"
-HYDRATION_TOOL: dict[str, Any] = next(
-    dict(t) for t in BASE_TOOLS if t["name"] == HYDRATION_TOOL_NAME
-)
+HYDRATION_TOOL_NAME: str = HYDRATION_TOOL["name"]
 """The engine's placeholders name this tool; the gateway answers its calls itself."""
 
 

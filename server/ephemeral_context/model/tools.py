@@ -9,7 +9,8 @@ Bad input from the model is answered with an error result that says how to call 
 correctly; it never raises.
 
 API:
-- `tool_schemas(...)`, `BASE_TOOLS`: the tools for one request.
+- `tool_schemas(...)`, `BASE_TOOLS`: the tools for one request; `HYDRATION_TOOL`, the one
+  a gateway adds to its client's tools.
 - `run_tool(env, name, args)`: answer one tool call, as a `ToolResult`.
 - `ToolEnv`: what the handlers need; `guarded_path`, `guarded_document`, `readable`, the one
   guarded read.
@@ -28,7 +29,7 @@ from typing import Any
 
 import regex
 
-from ephemeral_context.context.blocks import reference_id
+from ephemeral_context.context.blocks import definition_answer, reference_id
 from ephemeral_context.context.engine import BlockKind, ContextEngine
 from ephemeral_context.context.skills import parse_skill
 from ephemeral_context.documents import (
@@ -253,13 +254,15 @@ BASE_TOOLS: tuple[dict[str, Any], ...] = (
         "name": "read_session_file",
         "description": (
             "Read content shown earlier in this session by its id (the [[kind:id]] in a "
-            "reference). offset and limit are in characters."
+            "reference). offset and limit are in characters; symbol reads one definition "
+            "of a file's content by name, e.g. 'App.run'."
         ),
         "input_schema": _schema(
             {
                 "id": {"type": "string"},
                 "offset": {"type": "integer", "minimum": 0},
                 "limit": {"type": "integer", "minimum": 1},
+                "symbol": {"type": "string"},
             },
             ["id"],
         ),
@@ -289,6 +292,10 @@ BASE_TOOLS: tuple[dict[str, Any], ...] = (
         ),
     },
 )
+
+HYDRATION_TOOL: dict[str, Any] = next(t for t in BASE_TOOLS if t["name"] == "read_session_file")
+"""The tool that brings evicted content back by id: a gateway adds it to the client's tools
+and answers its calls itself, and the replay charges its schema in every request."""
 
 MEMORY_TOOL: dict[str, Any] = {
     "name": "memory",
@@ -423,8 +430,11 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
     item_id = reference_id(_text(args, "id"))
     offset = _int(args, "offset", 0) or 0
     limit = _int(args, "limit", 1)
+    symbol = _text(args, "symbol", required=False)
     if env.engine is None:
         return _error("read_session_file is not available in this session")
+    if symbol and (offset or limit is not None):
+        raise ToolInputError("pass either symbol or offset and limit, not both")
     # Read whole, checked whole: a slice beside a key's header would carry its body.
     whole = env.engine.read_session_file(item_id, conv=env.conversation)
     check_range(item_id, offset, limit, whole.total_length)
@@ -434,6 +444,11 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
     ):
         reason = f"it contains what looks like {finding.kind}"
         return _error(SecretPolicy.withheld_message(item_id, reason))
+    if symbol:
+        if whole.uri is None:
+            return _error(f"{item_id} is not a file's content: read it without symbol")
+        source = env.engine.definition(whole.uri, whole.text, symbol)
+        return ToolResult(definition_answer(item_id, symbol, source))
     text = whole.text[offset : None if limit is None else offset + limit]
     end = offset + len(text)
     if offset == 0 and end >= whole.total_length:

@@ -50,9 +50,10 @@ def test_an_edit_of_evicted_text_pays_a_symbol_rehydration(
     assert trip.output_tokens > 0  # the model's tool_use is output
     assert conversation.policy.touches["file:///app.py"][-1] == conversation.calls  # a use
     ask, answer = conversation.thread[-2], conversation.thread[-1]
-    assert ask.role == "assistant" and ask.block["name"] == "read_symbol"
-    assert ask.block["input"] == {"path": "/app.py", "symbol": "handler_42"}
+    assert ask.role == "assistant" and ask.block["name"] == "read_session_file"
+    assert ask.block["input"] == {"id": view.item_id, "symbol": "handler_42"}
     assert answer.block["type"] == "tool_result"
+    assert answer.block["content"].startswith(f"[{view.item_id}: handler_42]\ndef handler_42(")
     assert answer.block["tool_use_id"] == ask.block["id"]
     # The request after the round trip goes on with the same call: the recorded-style
     # client makes no such request, so neither twin is billed for it again.
@@ -73,8 +74,8 @@ def test_an_edit_of_evicted_text_pays_a_symbol_rehydration(
     sent = sum(b.tokens for b in built.cache_request.messages)
     assert restored > 0 and sum(b.tokens for b in kept.messages) == sent - fetched + restored
     last = repr(d.requests[-1])
-    assert "'name': 'read_symbol'" in last
-    assert "def handler_41" not in last.split("read_symbol")[-1]
+    assert "'symbol': 'handler_42'" in last
+    assert "def handler_41" not in last.split("'symbol': 'handler_42'")[-1]
     assert engine.rehydrate("c", [Need("file:///app.py", (needle,))]) is None  # now visible
 
 

@@ -93,6 +93,27 @@ async def test_read_session_file_through_the_engine(env: ToolEnv, store: Store) 
     assert unknown.is_error and "deadbeef" in unknown.text
 
 
+async def test_read_session_file_brings_back_one_definition(env: ToolEnv, store: Store) -> None:
+    """The one tool a gateway adds fetches a definition of a file's content by id, as the
+    replay's round trips do (context/rehydration.py)."""
+    env.engine = ContextEngine(store)
+    shapes = "class Square:\n    def area(self):\n        return 4\n\n\nclass Circle:\n"
+    shapes += "    def area(self):\n        return 3\n"
+    entry = store.put(shapes, uri="file:///ws/shapes.py")
+    found = await run_tool(env, "read_session_file", {"id": entry.id, "symbol": "Circle.area"})
+    assert not found.is_error, found.text
+    assert found.text == f"[{entry.id}: Circle.area]\n    def area(self):\n        return 3"
+    typo = await run_tool(env, "read_session_file", {"id": entry.id, "symbol": "Circel"})
+    assert typo.is_error and "Circle" in typo.text
+    both = {"id": entry.id, "symbol": "Circle", "offset": 3}
+    assert (await run_tool(env, "read_session_file", both)).is_error
+    output = store.put("def looks_like_code():\n    pass\n")  # a tool output: no file
+    not_a_file = await run_tool(
+        env, "read_session_file", {"id": output.id, "symbol": "looks_like_code"}
+    )
+    assert not_a_file.is_error and "without symbol" in not_a_file.text
+
+
 async def test_skills_from_a_folder(env: ToolEnv, tmp_path: Path) -> None:
     skills = tmp_path / "skills"
     (skills / "release").mkdir(parents=True)
