@@ -12,6 +12,7 @@ present, `count_tokens` asks the Messages API's count_tokens endpoint instead.
 API:
 - `estimate_tokens(text, kind)`, `estimate_block_tokens(text, kind)`: the offline estimate.
 - `count_tokens(...)`: exact counts from the API when a key is present.
+- `media_tokens(block)`: an image's or document's tokens; `MEDIA_TYPES`: their block types.
 - `KINDS`, `CHARS_PER_TOKEN`, `TOKENS_PER_WIDE_CHAR`, `TOKENS_PER_OTHER_CHAR`,
   `BLOCK_OVERHEAD_TOKENS`, `script_counts`: the fitted constants.
 """
@@ -87,6 +88,8 @@ def estimate_block_tokens(text: str, kind: str = "code") -> int:
     return estimate_tokens(text, kind) + BLOCK_OVERHEAD_TOKENS
 
 
+MEDIA_TYPES = frozenset({"image", "document"})
+"""The content blocks `media_tokens` sizes: no text to estimate, a cost of their own."""
 IMAGE_TOKENS = 1600
 """An image or document whose size cannot be read (a URL or Files API source, an unknown
 format, a PDF whose pages cannot be counted): about the most one image costs once the API

@@ -10,6 +10,7 @@ API:
 - `block_tokens(count, block)`: tokens of an assistant block; `tool_use_payload(block)`: the
   text a tool_use is counted from.
 - `result_block(...)`: a tool_result block as the API takes it.
+- `uncached(block)`: a client's block without its `cache_control`.
 - `reference_id(reference)`: the id in `[[kind:id]]`, `kind:id` or `id`;
   `definition_answer(...)`: one definition of a file's content, as fetched by its id.
 - `input_text(tool_input)`: every string a tool_use input carries.
@@ -84,12 +85,24 @@ def splice(text: str, start_line: int, part: str) -> str:
     return "".join(lines[: start_line - 1] + new + lines[start_line - 1 + len(new) :])
 
 
-def result_block(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
-    """A tool_result block as the API takes it."""
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+def result_block(
+    tool_use_id: str, content: str | list[dict[str, Any]], is_error: bool
+) -> dict[str, Any]:
+    """A tool_result block as the API takes it: its text, or its list of content blocks."""
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "content": content,
+    }
     if is_error:
         block["is_error"] = True
     return block
+
+
+def uncached(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A block as a client sent it, without its `cache_control` (the engine places the
+    breakpoints)."""
+    return {k: v for k, v in block.items() if k != "cache_control"}
 
 
 def reference_id(reference: str) -> str:

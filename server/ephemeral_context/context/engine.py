@@ -23,6 +23,8 @@ What the model sees:
   id, when the cost gate says it pays or the cache is cold anyway. After an idle gap longer than
   the TTL, the file segment is rebuilt from the current versions and superseded copies in the
   thread become references.
+- Images and documents (`add_user_block`, or a tool result's `ToolOutput.parts`) go as the
+  client sent them and are never evicted: the store holds text, so nothing brings them back.
 - Every id shown can be hydrated: `read_session_file(id, offset, limit)` (the model's
   tool also takes one definition of a file's content by name), `hydrate` (a file item's id
   gives its current version) and `definition(uri, text, symbol)`.
@@ -157,6 +159,14 @@ class ContextEngine:
         """A user message (typed by the human)."""
         intake.add_user_text(self.state, conv, text, tokens)
 
+    def add_user_block(
+        self, conv: str, block: Mapping[str, Any], *, tokens: int | None = None
+    ) -> None:
+        """A block of a user message as the client sent it: an image or a document (or
+        text). Sent unchanged but for its cache_control, sized by `tokens.media_tokens`
+        unless `tokens` says, never evicted (nothing could bring it back)."""
+        intake.add_user_block(self.state, conv, block, tokens)
+
     def add_assistant_content(
         self,
         conv: str,
@@ -176,7 +186,8 @@ class ContextEngine:
 
         A read (kind FILE) returns the full text, a diff, or a reference; the model's own
         edit (EDIT) adds no content beyond its short confirmation; SKILL, MEMORY and
-        TOOL_RESULT are kept as they are, evictable by the policy.
+        TOOL_RESULT are kept as they are, evictable by the policy; one with `parts` (images
+        in its content) goes as sent and stays.
         """
         return intake.add_tool_result(self.state, conv, result)
 

@@ -4,10 +4,14 @@ Every block is appended to the thread (thread.append). Content that may later be
 persisted to the store first and recorded in the ledger, so the placeholder that replaces it
 carries an id that hydrates it: large tool results and tool_use inputs, a Write's content,
 skill bodies (with their frontmatter: a protected or non-ephemeral skill is never evicted by
-the policy) and memories. File reads and the model's edits go through reads.py.
+the policy) and memories. File reads and the model's edits go through reads.py. Images and
+documents, in a user message or in a tool result's content, go in as the client sent them
+and stay: the store holds text, so nothing could bring them back.
 
 API:
 - `add_user_text(state, conv, text, tokens)`: a message typed by the human.
+- `add_user_block(state, conv, block, tokens)`: a block of a user message as the client sent
+  it (text, an image, a document), never evicted.
 - `add_user_content(...)`: skill bodies or memories the harness puts in a user message.
 - `add_assistant_content(...)`: a model response, tool_use blocks included.
 - `add_tool_result(state, conv, result)`: a tool's result in; the text the model sees out.
@@ -32,6 +36,7 @@ from ephemeral_context.context.blocks import (
     input_text,
     result_block,
     tool_file,
+    uncached,
     uri_of,
 )
 from ephemeral_context.context.conversation import Conversation, SkillState
@@ -40,7 +45,7 @@ from ephemeral_context.context.ledger import LedgerItem
 from ephemeral_context.context.skills import SkillMeta, parse_skill
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.documents import utf8
-from ephemeral_context.tokens import BLOCK_OVERHEAD_TOKENS
+from ephemeral_context.tokens import BLOCK_OVERHEAD_TOKENS, MEDIA_TYPES, media_tokens
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +55,22 @@ INPUT_EVICTION_MIN_TOKENS = 2 * BLOCK_OVERHEAD_TOKENS
 
 def add_user_text(state: EngineState, conv: str, text: str, tokens: int | None) -> None:
     """A user message (typed by the human)."""
+    add_user_block(state, conv, {"type": "text", "text": text}, tokens)
+
+
+def add_user_block(
+    state: EngineState, conv: str, block: Mapping[str, Any], tokens: int | None
+) -> None:
+    """A block of a user message, sent as the client sent it but for its cache_control (the
+    engine places the breakpoints): text typed by the human, an image or a document (sized
+    by `media_tokens`). Never evicted: nothing could bring an image back."""
     c = state.conversation(conv)
-    c.thread.append(
-        c.calls,
-        "user",
-        {"type": "text", "text": text},
-        tokens if tokens is not None else state.count(text, "prose"),
-        text=text,
-    )
+    sent = uncached(block)
+    is_text = sent.get("type") == "text"
+    text = str(sent.get("text", "")) if is_text else ""
+    if tokens is None:
+        tokens = state.count(text, "prose") if is_text else media_tokens(sent, state.count)
+    c.thread.append(c.calls, "user", sent, tokens, text=text)
 
 
 def _written(block: Mapping[str, Any]) -> list[str]:
@@ -186,8 +199,12 @@ class ToolOutput:
     kind FILE: a read of `uri`; `content` is the raw text read (default `text`),
     `start_line`/`whole` say which part. kind EDIT: the model's own change; `content` is the
     whole file afterwards, if known. SKILL, MEMORY, TOOL_RESULT: kept as is, evictable by
-    the policy. `tokens` overrides the estimate (replay: the recorded size); `name` the
-    tool's name when the engine did not see its tool_use.
+    the policy. `parts`: the result's content list as the client sent it, when it carries
+    images or documents (`text` its text alone): sent as it came but for cache_control, never
+    evicted (its text alone would lose them), of any kind but FILE and EDIT (an image Read
+    is no file read). `tokens` overrides the estimate (replay: the recorded size; by
+    default the text's plus `media_tokens`); `name` the tool's name when the engine did not
+    see its tool_use.
     """
 
     tool_use_id: str
@@ -201,10 +218,13 @@ class ToolOutput:
     is_error: bool = False
     tokens: int | None = None
     name: str | None = None
+    parts: Sequence[Mapping[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in RESULT_KINDS:
             raise ValueError(f"a tool result's kind is one of {sorted(RESULT_KINDS)}")
+        if self.parts is not None and self.kind in (BlockKind.FILE, BlockKind.EDIT):
+            raise ValueError("a tool result carrying images is neither a file read nor an edit")
         object.__setattr__(self, "kind", BlockKind(self.kind))
 
 
@@ -217,6 +237,8 @@ def add_tool_result(state: EngineState, conv: str, result: ToolOutput) -> str:
     """Record a tool's result and return the text the model actually sees."""
     c = state.conversation(conv)
     r, kind = result, result.kind
+    if r.parts is not None:
+        return _add_result_parts(state, c, r, r.parts)
     tool = r.name or c.tool_uses.get(r.tool_use_id, ("", {}))[0]
     given = r.tokens if r.tokens is not None else state.count(r.text, "tool_output")
     base_key = content_key({"tool_result": r.tool_use_id, "text": r.text})
@@ -252,6 +274,18 @@ def add_tool_result(state: EngineState, conv: str, result: ToolOutput) -> str:
     )
     if meta is not None:
         c.skills[index] = SkillState(meta, c.calls, c.thread.tokens)
+    return r.text
+
+
+def _add_result_parts(
+    state: EngineState, c: Conversation, r: ToolOutput, parts: Sequence[Mapping[str, Any]]
+) -> str:
+    """A tool result carrying images or documents: its content list as sent, kept."""
+    content = [uncached(part) for part in parts]
+    media = sum(media_tokens(p, state.count) for p in content if p.get("type") in MEDIA_TYPES)
+    given = r.tokens if r.tokens is not None else state.count(r.text, "tool_output") + media
+    block = result_block(r.tool_use_id, content, r.is_error)
+    c.thread.append(c.calls, "user", block, given, text=r.text)
     return r.text
 
 
