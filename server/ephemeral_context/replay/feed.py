@@ -7,7 +7,11 @@ become references or diffs), the model's own changes (`Block.file_change`) as ed
 loads as skills (the Skill tool's result, or the skill body Claude Code sends as a user
 message), everything else as tool results. An assistant block that carries the API dict it
 came from (`Block.raw`, the gateway's case) goes in as that dict, so thinking signatures and
-fields the engine does not know survive.
+fields the engine does not know survive. So do images and documents (`Block.media`), in a
+user message or in a tool result's content (an image Read is no file read): the engine sends
+them as they came and keeps them. The replay has no such dict (the reader keeps no image
+bytes): a stand-in of the block's content key goes in, priced by key and tokens as the
+image would be.
 
 API:
 - `feed_message(...)`: one message of a session into the engine.
@@ -15,6 +19,7 @@ API:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ephemeral_context.claude_tools import SKILL_TOOLS
@@ -69,15 +74,40 @@ def feed_message(engine: ContextEngine, conv: str, message: Message) -> None:
             engine.add_user_content(conv, block.text, kind="skill", tokens=block.tokens)
         elif block.type in ("text", "hidden"):
             engine.add_user_text(conv, block.text or " ", tokens=block.tokens)
-        else:
-            engine.add_user_text(conv, f"[{block.type}]", tokens=block.tokens)
+        else:  # an image or a document
+            engine.add_user_block(conv, media_block(block), tokens=block.tokens)
+
+
+def media_block(block: Block) -> dict[str, Any]:
+    """An image or document as the client sent it (`Block.raw`), else a stand-in of its key."""
+    return dict(block.raw) if block.raw is not None else _stand_in(block)
+
+
+def media_parts(block: Block) -> list[Mapping[str, Any]]:
+    """The content list of a tool result carrying images, as the client sent it (`Block.raw`),
+    else its text and a stand-in of its key."""
+    if block.raw is not None:
+        content = block.raw.get("content")
+        return list(content) if isinstance(content, list) else []
+    text = [{"type": "text", "text": block.text}] if block.text else []
+    return [*text, _stand_in(block)]
+
+
+def _stand_in(block: Block) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "stand-in", "key": block.key}}
 
 
 def feed_result(engine: ContextEngine, conv: str, block: Block) -> None:
-    """A tool_result block: a Read as a file read, an edit as an edit, the rest as output."""
+    """A tool_result block: a Read as a file read, an edit as an edit, one carrying images
+    as it came, the rest as output."""
     tool_use_id = block.tool_use_id or ""
     view, change = block.file_view, block.file_change
-    if view is not None and not block.is_error:
+    if block.media:
+        result = ToolOutput(
+            tool_use_id, block.text, is_error=block.is_error, tokens=block.tokens,
+            parts=media_parts(block),
+        )  # fmt: skip
+    elif view is not None and not block.is_error:
         result = ToolOutput(
             tool_use_id, block.text, BlockKind.FILE, uri=uri_of(view.path),
             content=view.content, start_line=view.start_line, whole=view.whole_file,

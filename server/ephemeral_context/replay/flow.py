@@ -229,6 +229,9 @@ class Block:
     path: str | None = None
     """The file a tool_use's input names, as the reader resolved it when the call was made
     (a Serena `relative_path` under its project); None when it names none."""
+    media: bool = False
+    """An image or document, or a tool result whose content carries some (`tokens` counts
+    them): the context engine sends it as it came and never evicts it."""
     raw: Mapping[str, Any] | None = field(default=None, compare=False)
     """The API dict this block was read from, when it must pass on unchanged (the gateway)."""
 

@@ -80,7 +80,7 @@ from ephemeral_context.replay.tools import (
     text_field,
     whole_number,
 )
-from ephemeral_context.tokens import estimate_block_tokens, media_tokens
+from ephemeral_context.tokens import MEDIA_TYPES, estimate_block_tokens, media_tokens
 
 KNOWN_RECORD_TYPES = frozenset(
     {
@@ -974,7 +974,11 @@ def _file_change(
 def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) -> Block:
     tool_use_id = str(item.get("tool_use_id", ""))
     tool, tool_input = reading.calls.uses.get(tool_use_id, ("", {}))
-    text, images = tool_result_text(item.get("content", ""), other_items=False)
+    content = item.get("content", "")
+    text, images = tool_result_text(content, other_items=False)
+    media = isinstance(content, list) and any(
+        isinstance(part, Mapping) and part.get("type") in MEDIA_TYPES for part in content
+    )
     is_error = bool(item.get("is_error"))
     view = change = None
     kind = "tool_output"
@@ -1021,6 +1025,7 @@ def _tool_result_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading
         is_error=is_error,
         file_view=view,
         file_change=change,
+        media=media,
     )
 
 
@@ -1064,9 +1069,9 @@ def _content_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) ->
         return _tool_use_block(item, entry, reading)
     if kind == "tool_result":
         return _tool_result_block(item, entry, reading)
-    if kind in ("image", "document"):
+    if kind in MEDIA_TYPES:
         key = block_key(str(kind), json.dumps(item, default=str)[:4096])
-        return Block(key, "image", "", media_tokens(item), "image")
+        return Block(key, "image", "", media_tokens(item), "image", media=True)
     reading.problem(entry.line, f"unknown content block type {kind!r}; skipped")
     return None
 

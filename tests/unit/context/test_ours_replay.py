@@ -106,8 +106,12 @@ def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_session
     # Since the engine writes the client's head at the client's TTL, as the gateway sends
     # it (the replay had bet the first request's system prompt on 5 minutes, which the
     # gateway, keeping the client's cache_control, never sends): -21.4%, the floor -21%.
+    # Since a tool result carrying an image stays as sent (the store holds text: an evicted
+    # screenshot could never come back, and the gateway sends the client's image), two
+    # sessions keep their screenshots: billed -21.3%, peak -30.5% (-31.7% before), the
+    # floor -30%.
     assert statistics.median(billed) <= -0.21
-    assert statistics.median(peaks) <= -0.31
+    assert statistics.median(peaks) <= -0.30
 
 
 @pytest.mark.slow
