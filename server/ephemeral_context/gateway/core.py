@@ -10,9 +10,12 @@ replay's own append): the engine pays for the extra upstream call, its recorded-
 neither carries the calls nor pays for that request; `finish` remembers how the merged
 answer the client received will come back.
 
-Content the engine cannot hold (images, documents, server tool blocks) makes the whole
-conversation pass through: the engine's copy would be missing it. So does a model without a
-list price in prices.py (newer than it, or a typo), before anything is fed.
+Images and documents, in a user message or in a tool result's content, go into the engine as
+the client sent them (`Block.raw`) and stay. Content the engine cannot hold (server tool
+blocks, block types it does not know, a tool result's items other than text, images and
+documents) makes the whole conversation pass through: the engine's copy would be missing
+it. So does a model without a list price in prices.py (newer than it, or a typo), before
+anything is fed.
 
 API:
 - `GatewayCore`: `prepare`, `answer_hydrations`, `finish` over one engine;
@@ -57,10 +60,12 @@ from ephemeral_context.prices import UnknownModelError, lookup
 from ephemeral_context.replay.feed import feed_message
 from ephemeral_context.replay.flow import Block, Message
 from ephemeral_context.replay.reader import api_content_block
+from ephemeral_context.tokens import MEDIA_TYPES
 
 log = logging.getLogger(__name__)
 
-UNSUPPORTED_BLOCKS = frozenset({"image", "document"})
+RESULT_ITEMS = frozenset({"text", *MEDIA_TYPES})
+"""What a tool result's content list may hold for the engine to carry it."""
 
 MAX_HYDRATION_ROUNDS = 8
 """Upstream calls the gateway adds for one client request, at most: the call after the last
@@ -127,10 +132,8 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
         kind = item.get("type")
         inner = item.get("content")
         nested = inner if kind == "tool_result" and isinstance(inner, list) else []
-        if kind in UNSUPPORTED_BLOCKS or any(
-            isinstance(c, Mapping) and c.get("type") != "text" for c in nested
-        ):
-            raise Unsupported(f"{kind} content (the engine holds text only)")
+        if any(isinstance(c, Mapping) and c.get("type") not in RESULT_ITEMS for c in nested):
+            raise Unsupported(f"{kind} content the engine does not hold")
         if _not_text(item) or any(isinstance(c, Mapping) and _not_text(c) for c in nested):
             # the API refuses it with a clear error; the engine would have sent it mended
             raise Unsupported(f"a {kind} block whose text or content is not text")
@@ -139,7 +142,7 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
             if problems:  # an unknown block type: the engine would drop it
                 raise Unsupported("; ".join(p.message for p in problems))
             continue  # an empty text block adds nothing
-        blocks.append(replace(block, raw=item) if role == "assistant" else block)
+        blocks.append(replace(block, raw=item) if role == "assistant" or block.media else block)
         if role == "system" and block.type == "text":
             thread.system_texts.add(block.text)
     return Message("assistant" if role == "assistant" else "user", tuple(blocks), 0.0, 0)

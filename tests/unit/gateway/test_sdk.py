@@ -40,7 +40,9 @@ from tests.fakes.messages_api import (
     rate_limited,
     unknown_model,
 )
-from tests.gateway_harness import GatewayThread, billed, hydrate_first_reference
+from tests.gateway_harness import GatewayThread, billed, hydrate_first_reference, request_text
+from tests.unit.context.context_helpers import Clock
+from tests.unit.context.test_media import image
 
 MODEL = "claude-sonnet-4-6"
 KEY = "sk-ant-test-" + "g" * 24
@@ -837,14 +839,73 @@ def test_count_tokens_and_other_paths_pass_through_unchanged(
 def test_a_request_the_engine_cannot_hold_goes_as_it_came(
     api: FakeMessagesAPI, client: anthropic.Anthropic, caplog: pytest.LogCaptureFixture
 ) -> None:
-    api.add_turns("a picture")
-    image = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
-    body = ask([{"role": "user", "content": [{"type": "image", "source": image}]}])
+    api.add_turns("a search result")
+    found = {
+        "type": "search_result",
+        "source": "https://example.com/a",
+        "title": "a",
+        "content": [{"type": "text", "text": "what it found"}],
+    }
+    body = ask([{"role": "user", "content": [found]}])
     with caplog.at_level(logging.INFO, logger="ephemeral_context.gateway"):
         client.messages.create(**body)
     assert api.message_requests[0].body == body
-    assert "image content" in caplog.text
+    assert "search_result" in caplog.text
     assert KEY not in caplog.text and KEY[-8:] not in caplog.text
+
+
+def _images(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The image blocks of a request's messages, in a tool result's content too."""
+    blocks = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    nested = [c for b in blocks if isinstance(b.get("content"), list) for c in b["content"]]
+    return [b for b in blocks + nested if b.get("type") == "image"]
+
+
+@pytest.mark.parametrize("where", ["prompt", "read"])
+def test_an_image_goes_upstream_as_sent_while_the_reads_around_it_are_evicted(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread, where: str
+) -> None:
+    """A pasted image, or Claude Code's Read of a PNG (a tool result holding the image):
+    the engine carries the conversation (nothing passes through) and sends the image
+    byte for byte as the client did, but for the breakpoint it places itself, in every
+    request, while the file reads around it are evicted at cold gaps (the engine's clock
+    moved two hours each time); never a placeholder in its stead."""
+    clock = Clock()
+    gateway.core.engine.clock = clock
+    shot = image()
+    paths = ["/w/a.py", "/w/b.py", "/w/c.py"]
+    if where == "read":
+        paths.insert(0, "/w/shot.png")
+    reads = [{"name": "Read", "input": {"file_path": p}, "id": f"toolu_{p[3]}"} for p in paths]
+    api.add_turns(*[{"tool_use": [read]} for read in reads], "a login form and three modules")
+    prompt: list[dict[str, Any]] = [
+        {"type": "text", "text": "What do the screenshot and a-c show?"}
+    ]
+    if where == "prompt":
+        prompt.append(shot)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    for path in [*paths, None]:
+        marked = [*messages[:-1], {"role": "user", "content": [*messages[-1]["content"]]}]
+        last = marked[-1]["content"]
+        last[-1] = {**last[-1], "cache_control": {"type": "ephemeral"}}  # as Claude Code marks
+        answer = client.messages.create(**ask(marked))
+        clock.advance(7200)
+        if path is None:
+            break
+        messages.append({"role": "assistant", "content": [answer.content[0].model_dump()]})
+        content: Any = [shot] if path.endswith(".png") else cat_n(APP.replace("f", path[3]))
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{path[3]}", "content": content}
+        messages.append({"role": "user", "content": [result]})
+    assert answer.content[0].text == "a login form and three modules"
+    assert gateway.status()["total"]["passthrough"] == 0
+    sent = [r.body for r in api.message_requests]
+    carrying = sent[1:] if where == "read" else sent
+    as_sent = json.dumps(shot)
+    for body in carrying:
+        (image_sent,) = _images(body)
+        without = {k: v for k, v in image_sent.items() if k != "cache_control"}
+        assert json.dumps(without) == as_sent
+    assert "evicted" in request_text(api.message_requests[-1])
 
 
 @pytest.mark.parametrize(
