@@ -22,6 +22,7 @@ from typing import Any, Self, TypeVar
 
 from ephemeral_context.cache_sim import usage_from_dict
 from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.context.fetching import route_for
 from ephemeral_context.gateway import Gateway, GatewayCore
 from ephemeral_context.gateway.server import PLAN_SECONDS, STALL_TIMEOUT_S
 from ephemeral_context.prices import priced
@@ -103,10 +104,13 @@ def referenced_ids(request: RecordedRequest) -> list[str]:
 
 
 def hydrate_first_reference(request: RecordedRequest) -> Reply:
-    """A model turn that asks for the last id referenced in its request."""
+    """A model turn that asks for the last id referenced in its request, with the tool the
+    request offers for it: the engine's own, else the client's Read at a path of the
+    engine's (context/fetching.py)."""
     ids = referenced_ids(request)
     assert ids, "the request carries no [[kind:id]] reference to hydrate"
-    return Reply(tool_calls=(ToolCall("read_session_file", {"id": ids[-1]}),))
+    route = route_for(request.body.get("tools") or [])
+    return Reply(tool_calls=(ToolCall(route.tool, route.tool_input({"id": ids[-1]})),))
 
 
 def gateway_front(
@@ -147,9 +151,8 @@ def hydrate_or_read(fallback: Path) -> Callable[[RecordedRequest], Reply]:
     """Ask for the last id the request carries; with none (sent directly), read a file."""
 
     def turn(request: RecordedRequest) -> Reply:
-        ids = referenced_ids(request)
-        if ids:
-            return Reply(tool_calls=(ToolCall("read_session_file", {"id": ids[-1]}),))
+        if referenced_ids(request):
+            return hydrate_first_reference(request)
         return Reply(tool_calls=(ToolCall("Read", {"file_path": str(fallback)}),))
 
     return turn

@@ -1,6 +1,7 @@
 """The real Claude Code CLI through `ectx gateway` to tests/fakes, against the same script sent
 directly: each session completes, the gateway's upstream bill is smaller, and every id the
-model asks for hydrates without Claude Code ever seeing the hydration tool.
+model asks for hydrates without Claude Code ever seeing the call (its own Read at a path
+of the engine's, context/fetching.py).
 
 The script (tests/gateway_harness.py `claude_code_session`, also `make bench`'s) is one
 `claude -p` session: reads of three large files, range re-reads, an edit and a re-read after
@@ -15,6 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
+from ephemeral_context.context.fetching import CLIENT_READ, FETCH_ROOT
 
 from tests.claude_code import ClaudeCode
 from tests.gateway_harness import (
@@ -53,18 +55,20 @@ def test_claude_code_through_the_gateway_completes_cheaper_and_hydrates(
     if env:  # Claude Code asked for 1-hour writes, and they went upstream as valid breakpoints
         assert any('"ttl": "1h"' in json.dumps(r.body) for r in through.requests)
 
-    # the model asked for an id and got its content; Claude Code never saw that tool
+    # the model asked for an id and got its content; Claude Code never saw that call, and
+    # its tools went upstream as it sent them
     hydrations = [
         (i, b)
         for i, r in enumerate(through.requests)
         for m in r.body["messages"]
         if m["role"] == "assistant" and isinstance(m["content"], list)
         for b in m["content"]
-        if b.get("name") == "read_session_file"
+        if CLIENT_READ.asks(b)
     ]
     assert hydrations
     transcript = through.transcript.read_text(encoding="utf-8")
-    assert "read_session_file" not in transcript
+    assert FETCH_ROOT not in transcript
+    assert [r.body["tools"] for r in through.requests[:1]] == [direct.requests[0].body["tools"]]
     status = started[0].status()
     assert status["total"]["hydrations"] >= 1
     assert status["total"]["hydration_errors"] == 0

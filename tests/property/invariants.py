@@ -14,17 +14,9 @@ built, and returns what broke, per invariant, in words that name the call:
 - request: the Messages API request is one the API accepts (tests/fakes `request_problem`:
   roles, tool_use/tool_result pairing, non-empty content, at most 4 cache_control
   breakpoints, TTL order), with user and assistant messages alternating;
-- peak: `ours`'s peak context is not above `recorded`'s as a gateway forwards it;
-- harm: `ours` bills at most 1% above `recorded` as a gateway forwards it
-  (policy.HARM_TOLERANCE, the product's bound) where `recorded`'s requests fit the budget
-  (above it, the engine must cut what the twin keeps).
-
-"As a gateway forwards it": the client's requests with the hydration tool the gateway adds
-after the client's tools (`ours` carries it in every request: the tool that fetches evicted
-content back must be there before anything is evicted, and adding it later rewrites the
-whole prompt). Its schema is a fixed cost of the gateway, not a decision of the engine;
-`ectx replay` compares with `recorded` as the client sent it, and docs/cost-model.md gives
-both.
+- peak: `ours`'s peak context is not above `recorded`'s;
+- harm: `ours` bills at most 1% above `recorded` (policy.HARM_TOLERANCE, the product's bound)
+  where `recorded`'s requests fit the budget (above it, the engine must cut what the twin keeps).
 
 Only the observations are kept, not the requests, so a long session costs no more memory
 than its replay.
@@ -34,19 +26,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from ephemeral_context.cache_sim import Block as CacheBlock
 from ephemeral_context.context.engine import EngineConfig
 from ephemeral_context.context.kinds import EVICTABLE
 from ephemeral_context.context.policy import HARM_TOLERANCE
 from ephemeral_context.prices import priced
 from ephemeral_context.replay.feed import api_block
-from ephemeral_context.replay.flow import Call, Message, Session, Unanswered
-from ephemeral_context.replay.ours import OursLayout, shared_messages, with_tools
+from ephemeral_context.replay.flow import Call, Message, Session
+from ephemeral_context.replay.ours import OursLayout, shared_messages
 from ephemeral_context.replay.simulate import Prompt, simulate
-from ephemeral_context.replay.strategies import RecordedLayout
+from ephemeral_context.replay.strategies import STRATEGIES
 
 from tests.fakes.messages_api import conversation_problem, request_problem
 
@@ -147,8 +138,6 @@ class CheckedLayout(OursLayout):
         """Per thread, the messages of the last request built (for the fork check)."""
         self._sent_n: dict[str, int] = {}
         """Per thread, how many of the session's messages that request carried."""
-        self.added_tools: tuple[CacheBlock, ...] = ()
-        """The tools the engine's requests carry after the client's (the hydration tool)."""
 
     def prompt(self, call: Call) -> Prompt:
         first = call.thread not in self._sent
@@ -157,7 +146,6 @@ class CheckedLayout(OursLayout):
         assert built is not None
         where = f"call {call.index} (line {call.line}, thread {call.thread})"
         kwargs = built.kwargs
-        self.added_tools = tuple(built.cache_request.tools)
         self._check_budget(call, prompt.tokens, where)
         self._check_request(call, kwargs, where)
         self._check_messages(call, kwargs["messages"], where, first)
@@ -278,29 +266,11 @@ def _blocks_through(messages: Sequence[Mapping[str, Any]], marks: Sequence[tuple
     return 0
 
 
-class Forwarded(RecordedLayout):
-    """`recorded` as a gateway forwards it: the client's requests with `tools` added."""
-
-    def __init__(self, session: Session, tools: tuple[CacheBlock, ...]) -> None:
-        super().__init__(session)
-        self.tools = tools
-
-    def prompt(self, call: Call) -> Prompt:
-        return self._forwarded(super().prompt(call))
-
-    def unanswered(self, request: Unanswered) -> Prompt:
-        return self._forwarded(super().unanswered(request))
-
-    def _forwarded(self, prompt: Prompt) -> Prompt:
-        return replace(prompt, system=with_tools(prompt.system, self.tools))
-
-
 def replay_invariants(session: Session) -> Invariants:
     """Replay `session` under `recorded` and the checked `ours`, once each."""
     found = Invariants(session.path)
-    checked = CheckedLayout(session, found)
-    ours = simulate("ours", session, checked)
-    recorded = simulate("recorded", session, Forwarded(session, checked.added_tools))
+    ours = simulate("ours", session, CheckedLayout(session, found))
+    recorded = STRATEGIES["recorded"].replay(session)
     found.ours_peak, found.recorded_peak = ours.peak_context, recorded.peak_context
     found.ours_billed, found.recorded_billed = ours.billed_input, recorded.billed_input
     if ours.peak_context > recorded.peak_context:

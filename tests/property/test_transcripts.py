@@ -63,11 +63,7 @@ FIRST_GAP = (
     "over 5 minutes: the rewrite costs more than the bet had saved "
     "(docs/cost-model.md, 'Gaps no earlier call announced')"
 )
-KNOWN: dict[tuple[str, str], str] = {
-    # 1.030x: with the hydration tool in its head (187 tokens) the policy bets call 9's
-    # tail (7.5K tokens) at 5 minutes; the next call comes 19 minutes later
-    ("6200b25791__agent-aside", "harm"): FIRST_GAP,
-}
+KNOWN: dict[tuple[str, str], str] = {}
 """Where an invariant does not hold on a real transcript, and why (strict: a fix shows)."""
 
 

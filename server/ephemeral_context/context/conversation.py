@@ -27,6 +27,7 @@ from typing import Any
 from ephemeral_context.cache_sim import Usage
 from ephemeral_context.context.accounting import Accounting
 from ephemeral_context.context.cacheview import END_OF_SYSTEM
+from ephemeral_context.context.fetching import OWN_TOOL, FetchRoute
 from ephemeral_context.context.kinds import FILE_COPIES, BlockKind
 from ephemeral_context.context.layout import SegmentEntry
 from ephemeral_context.context.policy import Policy
@@ -88,6 +89,15 @@ class Conversation:
     evicted_tokens: dict[tuple[int, str], int] = field(default_factory=dict)
     """(block content key, placeholder text) -> tokens of that evicted form (eviction.py
     weighs every candidate before every call; the count is the same each time)."""
+    route: FetchRoute = OWN_TOOL
+    """How its model calls for content by id (the client's Read, or the engine's tool)."""
+
+    def hides_content(self) -> bool:
+        """Something shown is out of sight now: a placeholder where it was, or a file
+        demoted to its synopsis in the segment."""
+        return any(v.demoted for v in self.files.values()) or any(
+            tb.evicted and tb.kind is not BlockKind.CONSOLIDATED for tb in self.thread
+        )
 
     def names(self, item_id: str) -> bool:
         """Whether this conversation showed its model `item_id`: a block's, a file view's or

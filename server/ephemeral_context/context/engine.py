@@ -58,6 +58,7 @@ from ephemeral_context.context import eviction, intake, reads, rehydration, stat
 from ephemeral_context.context import items as item_api
 from ephemeral_context.context.blocks import content_key
 from ephemeral_context.context.conversation import Conversation, FileView, fork
+from ephemeral_context.context.fetching import FetchRoute
 from ephemeral_context.context.intake import ToolOutput
 from ephemeral_context.context.items import HydratedText, ItemInfo, UnknownItem
 from ephemeral_context.context.kinds import BlockKind
@@ -246,6 +247,7 @@ class ContextEngine:
         system: str,
         tools: Sequence[Mapping[str, Any]] = (),
         *,
+        route: FetchRoute | None = None,
         now: float | None = None,
         system_tokens: int | None = None,
         client_ttl: Ttl | None = None,
@@ -268,10 +270,16 @@ class ContextEngine:
         gateway/outbound.py `fit_breakpoints`): the system breakpoint takes it, whatever
         the policy would bet there, and after a 5-minute one nothing takes an hour. None:
         the engine places the head's breakpoint itself.
+        `route` is how the model calls for content by id when `tools` are the client's
+        (a gateway's): its tool goes after them, or its note into the conversation once
+        something is hidden (fetching.py). None: `tools` hold the engine's own tool.
         """
         state, config = self.state, self.config
         c = state.conversation(conv)
         now = self.clock() if now is None else now
+        if route is not None:
+            c.route = route
+            tools = route.tools(tools)
         # 1. What happened since the last call: pins the model does not see as they are
         #    now, then one note per file changed outside the conversation.
         item_api.show_pins(state, c)
@@ -302,6 +310,8 @@ class ContextEngine:
         # 4. The policy: evict what pays, rebuild the file segment when the cache is cold.
         if config.eviction and c.calls > 0:
             eviction.consolidate(state, c, head, outlook)
+        if route is not None:
+            self._tell_route(c)
         # 5. The layout, with at most four breakpoints.
         hedge = self._hedge(c) if outlook.hedge else None
         points = place_breakpoints(
@@ -331,6 +341,17 @@ class ContextEngine:
         c.policy.sent(c.thread.tokens, now)
         c.calls += 1
         return built.kwargs
+
+    def _tell_route(self, c: Conversation) -> None:
+        """The route's note, once, when the conversation first hides content (at the end:
+        what is cached before it stays)."""
+        note = c.route.note
+        if note is None or not c.hides_content():
+            return
+        if not any(tb.kind is BlockKind.NOTE and tb.text == note for tb in c.thread):
+            block = {"type": "text", "text": note}
+            tokens = self.state.count(note, "prose")
+            c.thread.append(c.calls, "user", block, tokens, kind=BlockKind.NOTE, text=note)
 
     @staticmethod
     def _hedge(c: Conversation) -> int | None:

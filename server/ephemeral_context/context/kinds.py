@@ -37,6 +37,9 @@ class BlockKind(StrEnum):
     """Evicted content appended again."""
     CONSOLIDATED = "consolidated"
     """A thread copy of a file that moved into the file segment."""
+    NOTE = "note"
+    """Text the engine adds for itself (how to fetch content back): never evicted, and
+    no part of the recorded-style twin."""
 
 
 EVICTABLE = frozenset(

@@ -1,20 +1,20 @@
 """Re-hydration: evicted content the model is about to use comes back by one round trip.
 
 A model that needs content it can no longer see first asks for it: one more request (the
-whole prefix, read from the cache), answered with a tool_use per item (`read_session_file`
-by id, given a `symbol` for each definition that holds what it needs when the content is a
-file: the one tool a gateway adds), then a tool_result with the content: each evicted
+whole prefix, read from the cache), answered with a tool_use per item (the conversation's
+fetch route, fetching.py: the id, and the name of each definition that holds what it
+needs when the content is a file), then a tool_result with the content: each evicted
 block once, whole as soon as one thing needed from it lies outside every definition.
 `rehydrate` appends that pair for everything a `Need` names that is only in evicted
 content; the caller builds the request before it (the round trip) and after it (the call
-itself). Needs: an edit's old strings (with none, the
-file it edits, whose current version comes back when it is hidden), what a Read returned,
-and runs of evicted lines the response quotes (quotes.py). A fetch from a file is a use
-of that file (its idle span starts again); the quote that follows a fetched output is a use
-of that output (reuse.py). The counts go into the status.
+itself). Needs: an edit's old strings (with none, the file it edits, whose current version
+comes back when it is hidden), what a Read returned, and runs of evicted lines the
+response quotes (quotes.py). A fetch from a file is a use of that file (its idle span
+starts again); the quote that follows a fetched output is a use of that output
+(reuse.py). The counts go into the status.
 
 `round_trip` is the same append for calls a real model made (the gateway answers its
-`read_session_file` calls): one code path, so the gateway's round trips are billed to the
+calls for content by id): one code path, so the gateway's round trips are billed to the
 engine and kept out of its twins the way the replay's are (accounting.py).
 
 API:
@@ -139,7 +139,7 @@ def rehydrate(
     for index, needles in wanted.items():
         missing = [needle for needle in needles if not seen(needle)]
         if missing:
-            fetches.extend(_block_fetches(state, c.thread[index], missing))
+            fetches.extend(_block_fetches(state, c, c.thread[index], missing))
     if not fetches:
         return None
     return _append(state, c, fetches, continues=True)
@@ -161,11 +161,12 @@ def _answered(state: EngineState, c: Conversation, f: Fetched) -> _Fetch:
     args = f.use.get("input")
     args = args if isinstance(args, Mapping) else {}
     use_id, tool = str(f.use.get("id", "")), str(f.use.get("name", ""))
-    item_id = reference_id(str(args.get("id", "")))
+    asked = c.route.arguments(args)  # as read_session_file takes them
+    item_id = reference_id(str(asked.get("id", "")))
     if f.is_error or not item_id:
         kind = BlockKind.TOOL_RESULT
         return _Fetch(tool, args, f.text, kind, None, None, False, use_id=use_id, is_error=True)
-    whole = not {"offset", "limit", "symbol"} & args.keys()
+    whole = not {"offset", "limit", "symbol"} & asked.keys()
     source = next((tb for tb in reversed(c.thread) if tb.evicted and tb.item_id == item_id), None)
     tokens: int | None = None
     if source is not None:
@@ -190,7 +191,9 @@ def _evicted_source(c: Conversation, needle: str) -> int | None:
     )
 
 
-def _block_fetches(state: EngineState, tb: ThreadBlock, needles: Sequence[str]) -> list[_Fetch]:
+def _block_fetches(
+    state: EngineState, c: Conversation, tb: ThreadBlock, needles: Sequence[str]
+) -> list[_Fetch]:
     """Evicted content again: when the block is a file, each definition holding one of
     `needles` (by the block's id and the definition's name, once each), unless a needle
     lies outside every definition or the definitions weigh as much as the block; else the
@@ -210,13 +213,13 @@ def _block_fetches(state: EngineState, tb: ThreadBlock, needles: Sequence[str]) 
         if not any(body in other for n, other in parts.items() if n != name)
     }
     if tb.uri is None or not parts or sum(map(len, parts.values())) >= len(tb.text):
-        return [_whole_fetch(state, tb)]
+        return [_whole_fetch(state, c, tb)]
     item_id = tb.item_id or "?"
     answers = {name: definition_answer(item_id, name, body) for name, body in parts.items()}
     return [
         _Fetch(
-            "read_session_file",
-            {"id": item_id, "symbol": name},
+            c.route.tool,
+            c.route.tool_input({"id": item_id, "symbol": name}),
             answer,
             tb.kind,
             tb.item_id,
@@ -228,11 +231,11 @@ def _block_fetches(state: EngineState, tb: ThreadBlock, needles: Sequence[str]) 
     ]
 
 
-def _whole_fetch(state: EngineState, tb: ThreadBlock) -> _Fetch:
-    """A whole evicted block again, by its id (read_session_file)."""
-    args = {"id": tb.item_id or "?"}
+def _whole_fetch(state: EngineState, c: Conversation, tb: ThreadBlock) -> _Fetch:
+    """A whole evicted block again, by its id."""
+    args = c.route.tool_input({"id": tb.item_id or "?"})
     return _Fetch(
-        "read_session_file", args, tb.text, tb.kind, tb.item_id, tb.uri, True,
+        c.route.tool, args, tb.text, tb.kind, tb.item_id, tb.uri, True,
         tokens=_billed_count(state, tb, tb.text),
     )  # fmt: skip
 

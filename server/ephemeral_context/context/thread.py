@@ -156,7 +156,7 @@ class Thread:
         if baseline is not None:
             key, base_tokens = baseline
             self.baseline.append(Block(hash((key, role)), base_tokens, run=tb.run))
-        elif kind is not BlockKind.REHYDRATION:
+        elif kind not in (BlockKind.REHYDRATION, BlockKind.NOTE):
             self.baseline.append(Block(hash((tb.key, role)), tokens, run=tb.run))
         self.baseline_ends.append(len(self.baseline))
         if (

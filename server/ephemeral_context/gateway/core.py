@@ -22,8 +22,8 @@ API:
   `MAX_HYDRATION_ROUNDS`, `IDLE_SECONDS`.
 - `Plan`: the body for the next upstream call, and its thread.
 - `Passthrough`: forward unchanged, and why.
-- `hydration_calls(content)`, `visible(content)`: an answer's hydration calls, and what the
-  client sees.
+- `hydration_calls(content, route)`, `visible(content, route)`: an answer's hydration
+  calls, and what the client sees.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from typing import Any
 
 from ephemeral_context.cache_sim import content_blocks, content_order
 from ephemeral_context.context.engine import ContextEngine, Fetched
+from ephemeral_context.context.fetching import READ_SESSION_FILE, FetchRoute, route_for
 from ephemeral_context.documents import DocumentMirror
 from ephemeral_context.gateway.conversations import (
     Conversations,
@@ -46,9 +47,7 @@ from ephemeral_context.gateway.conversations import (
     working_directory,
 )
 from ephemeral_context.gateway.outbound import (
-    HYDRATION_TOOL_NAME,
     client_ttl,
-    engine_tools,
     head_ttl,
     system_text,
     upstream_body,
@@ -98,22 +97,23 @@ class Plan:
     client: Mapping[str, Any]
     body: dict[str, Any]
     pricing: Pricing
+    route: FetchRoute
+    """How the model calls for content by id (the client's Read, or the engine's tool)."""
     rounds: int = 0
     hydrations: int = 0
     hydration_errors: int = 0
 
 
-def hydration_calls(content: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The hydration tool calls of one upstream answer (the client never sees them)."""
-    return [
-        b for b in content if b.get("type") == "tool_use" and b.get("name") == HYDRATION_TOOL_NAME
-    ]
+def hydration_calls(
+    content: Sequence[Mapping[str, Any]], route: FetchRoute
+) -> list[Mapping[str, Any]]:
+    """The calls for content by id of one upstream answer (the client never sees them)."""
+    return [b for b in content if route.asks(b)]
 
 
-def visible(content: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def visible(content: Sequence[Mapping[str, Any]], route: FetchRoute) -> list[dict[str, Any]]:
     """An answer's blocks as the client sees them (hydration calls left out)."""
-    hidden = {id(b) for b in hydration_calls(content)}
-    return [dict(b) for b in content if id(b) not in hidden]
+    return [dict(b) for b in content if not route.asks(b)]
 
 
 def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
@@ -211,7 +211,7 @@ class GatewayCore:
             log.exception("the engine could not handle a request; forwarded unchanged")
             return self._passthrough(f"engine error: {error!r}", session, client, now)
         pricing = self.savings.price_direct(thread.session, client, body, now)
-        return Plan(thread, client, body, pricing)
+        return Plan(thread, client, body, pricing, route_for(client.get("tools") or []))
 
     def _branch(self, session: str, keys: list[str]) -> Thread:
         """A new thread for a request that continues none: forked from the one sharing the
@@ -255,7 +255,7 @@ class GatewayCore:
         expected, thread.expected = thread.expected, None
         for n, (message, root) in enumerate(new):
             if n == 0 and expected is not None:
-                self._feed_content(thread, expected.content)
+                self._feed_content(thread, expected.content, route_for(client.get("tools") or []))
                 if expected.owed:  # the client's tool results come with them: its request
                     self.engine.round_trip(thread.conv, expected.owed, continues=False)
             else:
@@ -271,16 +271,19 @@ class GatewayCore:
             thread.conv,
             str(client.get("model", "")),
             system_text(system),
-            engine_tools(client.get("tools") or []),
+            client.get("tools") or [],
+            route=route_for(client.get("tools") or []),
             client_ttl=client_ttl(client),
             head_ttl=head_ttl(client),
         )
         return upstream_body(client, built, thread.system_texts)
 
-    def _feed_content(self, thread: Thread, content: Sequence[Mapping[str, Any]]) -> None:
+    def _feed_content(
+        self, thread: Thread, content: Sequence[Mapping[str, Any]], route: FetchRoute
+    ) -> None:
         """An upstream answer as the client sees it (the callers add its hydration calls,
         with their answers, as a round trip)."""
-        shown = visible(content)
+        shown = visible(content, route)
         if shown:
             message = _flow_message({"role": "assistant", "content": shown}, thread)
             feed_message(self.engine, thread.conv, message)
@@ -292,8 +295,9 @@ class GatewayCore:
         and set `plan.body` to the next upstream request. False when the engine failed (the
         conversation is dropped; the caller falls back)."""
         try:
-            self._feed_content(plan.thread, content)
-            fetched = [await self._hydrate(plan, call) for call in hydration_calls(content)]
+            self._feed_content(plan.thread, content, plan.route)
+            calls = hydration_calls(content, plan.route)
+            fetched = [await self._hydrate(plan, call) for call in calls]
             self.engine.round_trip(plan.thread.conv, fetched)
             plan.rounds += 1
             plan.body = self._build(plan.thread, plan.client)
@@ -307,7 +311,8 @@ class GatewayCore:
 
     async def _hydrate(self, plan: Plan, call: Mapping[str, Any]) -> Fetched:
         tools = replace(self._tools, conversation=plan.thread.conv)  # its own ids only
-        result = await run_tool(tools, HYDRATION_TOOL_NAME, call.get("input"))
+        arguments = plan.route.arguments(call.get("input"))
+        result = await run_tool(tools, READ_SESSION_FILE["name"], arguments)
         plan.hydrations += 1
         plan.hydration_errors += int(result.is_error)
         if result.is_error:
@@ -317,7 +322,7 @@ class GatewayCore:
     async def finish(self, plan: Plan, shown: Sequence[Mapping[str, Any]], last: Any) -> None:
         """The client got `shown` (merged over the rounds); `last` is the last round's full
         content. Remember how it comes back when hydration changed anything."""
-        hidden = hydration_calls(last)
+        hidden = hydration_calls(last, plan.route)
         if not plan.rounds and not hidden:
             return
         try:

@@ -3,8 +3,9 @@
 Pure functions. Everything the engine does not own passes through as the client sent it:
 model, max_tokens, thinking, metadata, stream, tool_choice, context_management and any
 field unknown here; the client's system blocks and tools (their `cache_control` included),
-with the file segment after the system blocks and the hydration tool after the tools. The
-messages are the engine's, role "system" messages given their role back.
+with the file segment after the system blocks and the engine's hydration tool, when the
+client has no Read to fetch with (context/fetching.py), after the tools. The messages are
+the engine's, role "system" messages given their role back.
 
 Breakpoints: the client's own (tools, system) stay; the engine's (end of segment, a
 mid-thread anchor, the last block) fill what is left of the API's four, the last block
@@ -12,8 +13,6 @@ first, then the segment, then the anchor; none of them is 1 hour after a 5-minut
 
 API:
 - `upstream_body(...)`: the client's request with the engine's messages, segment and tools.
-- `engine_tools(client_tools)`, `HYDRATION_TOOL_NAME`: the client's tools plus the hydration
-  tool.
 - `system_text(system)`: the client's system prompt as one text.
 - `client_ttl(client)`, `head_ttl(client)`: the TTL of the client's last breakpoint, and
   the one its kept tools and system breakpoints give the head.
@@ -25,10 +24,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ephemeral_context.cache_sim import MAX_BREAKPOINTS, Ttl
-from ephemeral_context.model.tools import HYDRATION_TOOL
-
-HYDRATION_TOOL_NAME: str = HYDRATION_TOOL["name"]
-"""The engine's placeholders name this tool; the gateway answers its calls itself."""
 
 
 def system_blocks(system: Any) -> list[dict[str, Any]]:
@@ -43,14 +38,6 @@ def system_blocks(system: Any) -> list[dict[str, Any]]:
 def system_text(system: Any) -> str:
     """The client's system prompt as one text (what the engine sizes and keys it by)."""
     return "\n\n".join(str(b.get("text", "")) for b in system_blocks(system))
-
-
-def engine_tools(client_tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The client's tools, then the hydration tool (unless the client has one so named)."""
-    tools = list(client_tools)
-    if not any(t.get("name") == HYDRATION_TOOL_NAME for t in tools):
-        tools.append(HYDRATION_TOOL)
-    return tools
 
 
 def upstream_body(

@@ -55,6 +55,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from ephemeral_context.cache_sim import usage_from_dict
+from ephemeral_context.context.fetching import OWN_TOOL, FetchRoute
 from ephemeral_context.gateway.core import (
     MAX_HYDRATION_ROUNDS,
     GatewayCore,
@@ -292,7 +293,7 @@ class Gateway:
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
         plan = await self._prepared(raw, request.headers)
-        rounds = _Rounds()
+        rounds = _Rounds(plan.route) if isinstance(plan, Plan) else _Rounds()
         try:
             if isinstance(plan, Passthrough):
                 log.info("POST /v1/messages passed through unchanged: %s", plan.reason)
@@ -480,7 +481,7 @@ class Gateway:
             await self.worker.wait(self.core.finish, plan, rounds.shown, content)
             answer["content"] = rounds.shown
             answer["usage"] = {**rounds.usages[-1], "output_tokens": rounds.output}
-            answer["stop_reason"] = self._stop_reason(content, answer.get("stop_reason"))
+            answer["stop_reason"] = self._stop_reason(plan, content, answer.get("stop_reason"))
             return web.Response(body=json.dumps(answer).encode(), headers=headers)
 
     @staticmethod
@@ -489,11 +490,11 @@ class Gateway:
     ) -> bool:
         """The answer called only the hydration tool: the gateway answers and asks again,
         unless the client is gone (another call would be billed for nobody)."""
-        own_calls = any(b.get("type") == "tool_use" for b in visible(content))
+        own_calls = any(b.get("type") == "tool_use" for b in visible(content, plan.route))
         transport = request.transport
         return (
             stop == "tool_use"
-            and bool(hydration_calls(content))
+            and bool(hydration_calls(content, plan.route))
             and not own_calls
             and plan.rounds < MAX_HYDRATION_ROUNDS
             and transport is not None
@@ -501,9 +502,10 @@ class Gateway:
         )
 
     @staticmethod
-    def _stop_reason(content: list[dict[str, Any]], stop: Any) -> Any:
+    def _stop_reason(plan: Plan, content: list[dict[str, Any]], stop: Any) -> Any:
         """A last round whose only calls are hydration calls ends the turn for the client."""
-        if stop == "tool_use" and not any(b.get("type") == "tool_use" for b in visible(content)):
+        own = visible(content, plan.route)
+        if stop == "tool_use" and not any(b.get("type") == "tool_use" for b in own):
             return "end_turn"
         return stop
 
@@ -564,7 +566,9 @@ class Gateway:
                     return await self._as_sent_whole(upstream, rounds, response, raw)
                 if response is None:
                     response = web.StreamResponse(headers=_forwarded(upstream.headers))
-                relay = _Relay(response, first=not rounds.usages, offset=len(rounds.shown))
+                relay = _Relay(
+                    response, plan.route, first=not rounds.usages, offset=len(rounds.shown)
+                )
                 rounds.reading = relay.builder  # a 200: billed, however its answer ends
                 try:
                     await response.prepare(request)  # the first round's; later ones go on
@@ -581,7 +585,7 @@ class Gateway:
             if not builder.complete:  # ended without message_stop: end it the same way
                 await response.write_eof()
                 return response
-            stop = self._stop_reason(content, builder.stop_reason)
+            stop = self._stop_reason(plan, content, builder.stop_reason)
             if self._hydrate_again(request, plan, content, builder.stop_reason):
                 if await self.worker.wait(self.core.answer_hydrations, plan, content):
                     continue
@@ -596,6 +600,8 @@ class Gateway:
 class _Rounds:
     """The upstream answers given for one client request so far."""
 
+    route: FetchRoute = OWN_TOOL
+    """Which of their calls are the gateway's (a passed-through answer has none)."""
     shown: list[dict[str, Any]] = field(default_factory=list)
     """Their blocks as the client sees them, merged."""
     usages: list[dict[str, Any]] = field(default_factory=list)
@@ -608,7 +614,7 @@ class _Rounds:
         usage = _readable_usage(raw_usage)
         self.usages.append(usage)
         self.output += int(usage.get("output_tokens") or 0)
-        self.shown += visible(content)
+        self.shown += visible(content, self.route)
         self.reading = None
 
     def billed(self) -> list[dict[str, Any]]:
@@ -621,15 +627,21 @@ class _Rounds:
 class _Relay:
     """One upstream stream passed on to the client: the hydration calls left out, blocks
     renumbered after earlier rounds, the closing events held until the gateway knows whether
-    another round follows."""
+    another round follows. A call of the client's Read waits for its input before it goes
+    on (its path says whether it is the gateway's: context/fetching.py)."""
 
-    def __init__(self, response: web.StreamResponse, *, first: bool, offset: int) -> None:
+    def __init__(
+        self, response: web.StreamResponse, route: FetchRoute, *, first: bool, offset: int
+    ) -> None:
         self.response = response
+        self.route = route
         self.first = first
         self.offset = offset
         self.builder = MessageBuilder()
         self.index: dict[int, int] = {}
         self.hidden: set[int] = set()
+        self.waiting: dict[int, list[Any]] = {}
+        """The events so far of blocks whose input decides whether they are hidden."""
         self.held: list[Any] = []
 
     async def pass_on(self, event: Any) -> bool:
@@ -653,24 +665,41 @@ class _Relay:
     async def _block_event(self, kind: str, event: Any) -> None:
         data = event.data
         index = block_index(data)
-        if index is None or (
-            kind != "content_block_start" and index not in self.index and index not in self.hidden
-        ):
+        known = (self.index, self.hidden, self.waiting)
+        if index is None or (kind != "content_block_start" and all(index not in k for k in known)):
             await self.response.write(event.raw)  # of no block it started: passed on as sent
             return
         if kind == "content_block_start":
             block = data.get("content_block") or {}
-            if hydration_calls([block]):
+            if self.route.asks(block):
                 self.hidden.add(index)
+            elif self.route.undecided(block):
+                self.waiting[index] = []
             else:
                 self.index[index] = self.offset + len(self.index)
+        if index in self.waiting:
+            self.waiting[index].append(event)
+            if kind != "content_block_stop":
+                return
+            if self.route.asks(self.builder.blocks.get(index, {})):
+                del self.waiting[index]
+                self.hidden.add(index)
+                return
+            self.index[index] = self.offset + len(self.index)
+            for waited in self.waiting.pop(index):
+                await self._write(index, waited)
+            return
         if index in self.hidden:
             return
+        await self._write(index, event)
+
+    async def _write(self, index: int, event: Any) -> None:
+        """A block's event under the block's index as the client numbers it."""
         new_index = self.index[index]
         if new_index == index:
             await self.response.write(event.raw)
         else:
-            await self.response.write(encode(event.name, {**data, "index": new_index}))
+            await self.response.write(encode(event.name, {**event.data, "index": new_index}))
 
     async def close(self, output_tokens: int, stop_reason: Any) -> None:
         """The held message_delta (output tokens of every round, the client's stop reason)

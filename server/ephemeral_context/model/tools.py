@@ -9,8 +9,7 @@ Bad input from the model is answered with an error result that says how to call 
 correctly; it never raises.
 
 API:
-- `tool_schemas(...)`, `BASE_TOOLS`: the tools for one request; `HYDRATION_TOOL`, the one
-  a gateway adds to its client's tools.
+- `tool_schemas(...)`, `BASE_TOOLS`: the tools for one request.
 - `run_tool(env, name, args)`: answer one tool call, as a `ToolResult`.
 - `ToolEnv`: what the handlers need; `guarded_path`, `guarded_document`, `readable`, the one
   guarded read.
@@ -31,6 +30,7 @@ import regex
 
 from ephemeral_context.context.blocks import definition_answer, reference_id
 from ephemeral_context.context.engine import BlockKind, ContextEngine
+from ephemeral_context.context.fetching import READ_SESSION_FILE
 from ephemeral_context.context.skills import parse_skill
 from ephemeral_context.documents import (
     Document,
@@ -250,23 +250,7 @@ BASE_TOOLS: tuple[dict[str, Any], ...] = (
         "description": "List the definitions of a file: kind, name, signature and lines.",
         "input_schema": _schema({"path": _PATH}, ["path"]),
     },
-    {
-        "name": "read_session_file",
-        "description": (
-            "Read content shown earlier in this session by its id (the [[kind:id]] in a "
-            "reference). offset and limit are in characters; symbol reads one definition "
-            "of a file's content by name, e.g. 'App.run'."
-        ),
-        "input_schema": _schema(
-            {
-                "id": {"type": "string"},
-                "offset": {"type": "integer", "minimum": 0},
-                "limit": {"type": "integer", "minimum": 1},
-                "symbol": {"type": "string"},
-            },
-            ["id"],
-        ),
-    },
+    READ_SESSION_FILE,
     {
         "name": "search",
         "description": (
@@ -292,10 +276,6 @@ BASE_TOOLS: tuple[dict[str, Any], ...] = (
         ),
     },
 )
-
-HYDRATION_TOOL: dict[str, Any] = next(t for t in BASE_TOOLS if t["name"] == "read_session_file")
-"""The tool that brings evicted content back by id: a gateway adds it to the client's tools
-and answers its calls itself, and the replay charges its schema in every request."""
 
 MEMORY_TOOL: dict[str, Any] = {
     "name": "memory",

@@ -27,7 +27,6 @@ API:
   `unanswered(request)`, `rehydrations()`, `rehydrated_tokens()`, `lost_tokens()`,
   `close()`); `OURS_STRATEGIES`.
 - `shared_messages(a, b)`: how many leading messages two threads share (where a fork starts).
-- `with_tools(system, tools)`: the replay's head with the tools a gateway adds.
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from ephemeral_context.cache_sim import Block as CacheBlock
 from ephemeral_context.cache_sim import Ttl
 from ephemeral_context.context.blocks import input_strings, uri_of
 from ephemeral_context.context.engine import ContextEngine, EngineConfig, Need, UnknownItem
-from ephemeral_context.model.tools import HYDRATION_TOOL
+from ephemeral_context.context.fetching import CLIENT_READ
 from ephemeral_context.prices import priced
 from ephemeral_context.replay.feed import feed_message
 from ephemeral_context.replay.flow import (
@@ -84,9 +83,6 @@ class OursLayout:
         """Per thread, the blocks fed of a message an interrupted request cut short."""
         self._pending: dict[str, list[Need]] = {}
         """Per thread, what interrupted requests' Reads returned: the next call reads it."""
-        self._tools = (HYDRATION_TOOL,) if eviction else ()
-        """The tool the gateway adds after the client's, in every request (with nothing
-        evicted, nothing is fetched back and no tool is needed)."""
         self._client_ttl: Ttl | None = None
         """The TTL of the client's breakpoints: its request carried it, its usage shows it
         (a call that wrote nothing keeps the last one shown)."""
@@ -188,7 +184,7 @@ class OursLayout:
             # the client's prefix as it stands: a new one leaves nothing cached, nor does
             # another model (the replay keeps a cache per model id, an unknown one too)
             f"prefix:{thread.prefix_key}:{call.prefix.skills}:{call.prefix.cwd}:{call.model}",
-            self._tools,
+            route=CLIENT_READ,  # Claude Code's Read fetches by id: no tool added
             now=call.started,
             system_tokens=max(1, thread.prefix_tokens + thread.hidden_tokens),
             client_ttl=self._client_ttl,
@@ -202,20 +198,7 @@ class OursLayout:
         system = tuple(request.system)
         if thread.hidden_tokens:
             system = (*_as_cached(thread, call.prefix, system[0]), *system[1:])
-        return Prompt(with_tools(system, request.tools), tuple(request.messages))
-
-
-def with_tools(
-    system: tuple[CacheBlock, ...], tools: Sequence[CacheBlock]
-) -> tuple[CacheBlock, ...]:
-    """The head with `tools` added after the client's, as a gateway sends it: one block
-    with the client's tools and system prompt (the replay sizes them as one), another key."""
-    if not tools:
-        return system
-    head = system[0]
-    key = hash((head.key, *(b.key for b in tools)))
-    tokens = head.tokens + sum(b.tokens for b in tools)
-    return (replace(head, key=key, tokens=tokens), *system[1:])
+        return Prompt(system, tuple(request.messages))
 
 
 def _as_cached(thread: Thread, state: PrefixState, head: CacheBlock) -> tuple[CacheBlock, ...]:

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.context.fetching import READ_SESSION_FILE
 from ephemeral_context.gateway import GatewayCore
 from ephemeral_context.gateway.conversations import working_directory
 from ephemeral_context.gateway.core import IDLE_SECONDS, Plan
-from ephemeral_context.gateway.outbound import HYDRATION_TOOL_NAME
 from ephemeral_context.store import Store
 
 SERENA = "mcp__plugin_serena_serena__"
@@ -146,8 +146,8 @@ def test_the_working_directory_is_read_from_each_releases_environment_section(
 
 def hydrate(item_id: str) -> list[dict[str, Any]]:
     """An upstream answer that only calls the hydration tool."""
-    call = {"type": "tool_use", "id": "h1", "name": HYDRATION_TOOL_NAME, "input": {"id": item_id}}
-    return [call]
+    name = READ_SESSION_FILE["name"]
+    return [{"type": "tool_use", "id": "h1", "name": name, "input": {"id": item_id}}]
 
 
 def hydrated(plan: Plan) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import httpx2
 import pytest
 from aiohttp import web
 from ephemeral_context.context.engine import EngineStatus
+from ephemeral_context.context.fetching import CLIENT_READ, FETCH_ROOT, READ_SESSION_FILE
 from ephemeral_context.gateway.core import MAX_HYDRATION_ROUNDS
 
 from tests.claude_code import cat_n
@@ -40,7 +41,13 @@ from tests.fakes.messages_api import (
     rate_limited,
     unknown_model,
 )
-from tests.gateway_harness import GatewayThread, billed, hydrate_first_reference, request_text
+from tests.gateway_harness import (
+    GatewayThread,
+    billed,
+    hydrate_first_reference,
+    referenced_ids,
+    request_text,
+)
 from tests.unit.context.context_helpers import Clock
 from tests.unit.context.test_media import image
 
@@ -124,9 +131,7 @@ def test_a_plain_answer_passes_the_client_fields_through(
     assert sent.body["an_unknown_field"] == {"kept": [1, 2]}
     assert sent.body["metadata"] == ask([])["metadata"]
     assert sent.body["system"][:2] == SYSTEM
-    names = [t["name"] for t in sent.body["tools"]]
-    assert names == ["Read", "read_session_file"]
-    assert sent.body["tools"][0] == READ_TOOL
+    assert sent.body["tools"] == [READ_TOOL]  # its Read fetches by id: nothing added
 
 
 def test_streaming_text_reaches_the_sdk(api: FakeMessagesAPI, client: anthropic.Anthropic) -> None:
@@ -149,16 +154,16 @@ def _read_twice_then_hydrate(api: FakeMessagesAPI, answer: str | Reply) -> None:
     )
 
 
-def _conversation(client: anthropic.Anthropic, stream: bool) -> list[Any]:
+def _conversation(client: anthropic.Anthropic, stream: bool, **extra: Any) -> list[Any]:
     """Play Claude Code's part: run each Read the model asks for, until it answers."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "What does app.py do?"}]
     answers = []
     for _ in range(4):
         if stream:
-            with client.messages.stream(**ask(messages)) as running:
+            with client.messages.stream(**ask(messages, **extra)) as running:
                 message = running.get_final_message()
         else:
-            message = client.messages.create(**ask(messages))
+            message = client.messages.create(**ask(messages, **extra))
         answers.append(message)
         content = [b.model_dump(exclude_none=True) for b in message.content]
         messages.append({"role": "assistant", "content": content})
@@ -191,6 +196,55 @@ def test_a_reference_the_model_asks_for_hydrates_inside_one_answer(
     engine_status = gateway.core.engine.status()  # the engine heard the upstream's usage
     assert engine_status.last_call is not None and engine_status.cache_hit_rate > 0
     assert figures["hydrations"] == 1 and figures["hydration_errors"] == 0
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_a_client_without_a_read_gets_the_engine_tool(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, stream: bool
+) -> None:
+    """A client whose Read declares no `file_path` (its schema says nothing the gateway can
+    fetch with): the gateway adds read_session_file after its tools in every request and
+    answers its calls itself; the client never sees one."""
+    read_tool = {**READ_TOOL, "input_schema": {"type": "object", "properties": {}}}
+    _read_twice_then_hydrate(api, "app.py defines 200 helpers")
+    answers = _conversation(client, stream, tools=[read_tool])
+    assert answers[-1].content[0].text == "app.py defines 200 helpers"
+    assert all(r.body["tools"] == [read_tool, READ_SESSION_FILE] for r in api.message_requests)
+    asked = api.message_requests[3].body["messages"][-2]["content"]
+    assert [b["name"] for b in asked if b["type"] == "tool_use"] == ["read_session_file"]
+    seen = [b.name for a in answers for b in a.content if b.type == "tool_use"]
+    assert seen == ["Read", "Read"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_a_fetch_beside_a_read_of_the_client_leaves_the_client_its_read(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, stream: bool
+) -> None:
+    """One answer calls Read twice: at a path of the engine's (the gateway's) and at a file
+    (the client's). The client gets the text and its own Read, numbered as if the fetch had
+    never been (streamed, the Reads wait for their input to tell which is which); the fetch
+    is answered along with the client's result in its next request."""
+
+    def fetch_and_read(request: RecordedRequest) -> Reply:
+        fetch = {"file_path": f"{FETCH_ROOT}{referenced_ids(request)[-1]}"}
+        real = {"file_path": "/w/util.py"}
+        calls = (ToolCall("Read", fetch, "toolu_h"), ToolCall("Read", real, "toolu_3"))
+        return Reply(text="Checking both.", tool_calls=calls)
+
+    api.add_turns(
+        {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_1"}]},
+        {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_2"}]},
+        fetch_and_read,
+        "done",
+    )
+    answers = _conversation(client, stream)
+    third = answers[2].content
+    assert [b.type for b in third] == ["text", "tool_use"]
+    assert (third[1].id, third[1].input) == ("toolu_3", {"file_path": "/w/util.py"})
+    sent = api.message_requests[3].body["messages"]
+    results = {b["tool_use_id"]: b for b in sent[-1]["content"] if b["type"] == "tool_result"}
+    assert set(results) == {"toolu_h", "toolu_3"}
+    assert "def f199(x):" in results["toolu_h"]["content"]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
@@ -238,7 +292,7 @@ def test_the_merged_answer_comes_back_and_the_conversation_goes_on(
     sent = api.message_requests[-1].body["messages"]
     # the engine's copy still holds the hidden round: its call, and the answer it got
     uses = [b for m in sent if m["role"] == "assistant" for b in m["content"]]
-    assert any(b.get("name") == "read_session_file" for b in uses)
+    assert any(CLIENT_READ.asks(b) for b in uses)
     assert len(gateway.core.conversations.sessions()) == 1
     assert len(gateway.core.engine.conversations()) == 1  # no fork
 
@@ -1007,7 +1061,8 @@ def test_a_failed_hydration_falls_back_to_the_request_as_it_came(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     api.add_turns(
-        Reply(tool_calls=(ToolCall("read_session_file", {"id": "0123abcd"}),)), "direct answer"
+        Reply(tool_calls=(ToolCall("Read", {"file_path": f"{FETCH_ROOT}0123abcd"}),)),
+        "direct answer",
     )
     original = gateway.core._build
     calls = []
@@ -1246,7 +1301,7 @@ def test_a_client_gone_before_the_upstream_answered_ends_the_call_there(
     def fetch_once_accounted(request: RecordedRequest) -> Reply:
         asked.set()
         assert accounted.wait(timeout=120)  # no answer before the gateway is done with it
-        return Reply(tool_calls=(ToolCall("read_session_file", {"id": "0123abcd"}),))
+        return Reply(tool_calls=(ToolCall("Read", {"file_path": f"{FETCH_ROOT}0123abcd"}),))
 
     api.add_turns(fetch_once_accounted, "an answer for nobody")
     body = json.dumps(ask([{"role": "user", "content": "hi"}])).encode()
