@@ -144,7 +144,8 @@ class Thread:
     never guessed under a root (a wrong guess could make two files one)."""
     expected: Expected | None = None
     used_at: float = 0.0
-    """When a request last went on in it (idle ones are dropped: `Conversations.idle`)."""
+    """When a request last went on in it (the least recently used go first:
+    `Conversations.least_used`)."""
     passthrough: str | None = None
     """Why this conversation goes upstream unchanged (content the engine cannot hold)."""
 
@@ -208,9 +209,10 @@ class Conversations:
         if not threads:
             self._threads.pop(thread.session, None)
 
-    def idle(self, since: float) -> list[Thread]:
-        """The threads no request went on in since `since`."""
-        return [t for ts in self._threads.values() for t in ts if t.used_at < since]
+    def least_used(self, keep: int) -> list[Thread]:
+        """The threads beyond the `keep` a request went on in last, least recent first."""
+        threads = sorted((t for ts in self._threads.values() for t in ts), key=lambda t: t.used_at)
+        return threads[: max(0, len(threads) - keep)]
 
     def sessions(self) -> list[str]:
         return list(self._threads)

@@ -19,7 +19,7 @@ anything is fed.
 
 API:
 - `GatewayCore`: `prepare`, `answer_hydrations`, `finish` over one engine;
-  `MAX_HYDRATION_ROUNDS`, `IDLE_SECONDS`.
+  `MAX_HYDRATION_ROUNDS`, `KEPT_CONVERSATIONS`.
 - `Plan`: the body for the next upstream call, and its thread.
 - `Passthrough`: forward unchanged, and why.
 - `hydration_calls(content, route)`, `visible(content, route)`: an answer's hydration
@@ -70,10 +70,12 @@ MAX_HYDRATION_ROUNDS = 8
 """Upstream calls the gateway adds for one client request, at most: the call after the last
 one it answers may call no tool (`tool_choice` none), so the client gets an answer."""
 
-IDLE_SECONDS = 6 * 3600
-"""A conversation no request went on in for this long is dropped, engine state and all:
-its cache (an hour at most) is long cold, and a request that comes back to it starts
-again from the client's messages."""
+KEPT_CONVERSATIONS = 64
+"""Conversations the gateway keeps, engine state and all; past them, the one no request
+went on in for longest is dropped, and a request that comes back to it starts again from
+the client's messages. No clock drops one: a session resumed the next morning goes on with
+what the engine had made of it (its evictions, its re-use estimates), as the replay
+measures it, and its cold cache is rebuilt at its first call either way."""
 
 
 class Unsupported(ValueError):
@@ -192,12 +194,12 @@ class GatewayCore:
             lookup(str(client.get("model", "")))  # the engine sizes and prices by the model
         except UnknownModelError as unknown:  # a model newer than prices.py, or a typo
             return self._passthrough(str(unknown), session, client, now)
-        for idle in self.conversations.idle(now - IDLE_SECONDS):
-            self._forget(idle)
         messages: list[Mapping[str, Any]] = client["messages"]
         keys = [message_key(m) for m in messages]
         thread = self.conversations.find(session, keys) or self._branch(session, keys)
-        thread.used_at = now  # in use, passed through or not: not idle
+        thread.used_at = now  # in use, passed through or not: the last to go
+        for old in self.conversations.least_used(KEPT_CONVERSATIONS):
+            self._forget(old)
         if thread.passthrough:
             thread.keys = keys
             return self._passthrough(thread.passthrough, session, client, now)
@@ -232,7 +234,7 @@ class GatewayCore:
         self._forget(plan.thread)
 
     def _forget(self, thread: Thread) -> None:
-        """Drop a thread and its engine conversation (failed, or idle too long)."""
+        """Drop a thread and its engine conversation (failed, or used least of too many)."""
         self.conversations.forget(thread)
         self.engine.end(thread.conv)
 

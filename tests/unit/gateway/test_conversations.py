@@ -12,8 +12,9 @@ import pytest
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.context.fetching import READ_SESSION_FILE
 from ephemeral_context.gateway import GatewayCore
+from ephemeral_context.gateway import core as gateway_core
 from ephemeral_context.gateway.conversations import working_directory
-from ephemeral_context.gateway.core import IDLE_SECONDS, Plan
+from ephemeral_context.gateway.core import Plan
 from ephemeral_context.store import Store
 
 SERENA = "mcp__plugin_serena_serena__"
@@ -146,8 +147,13 @@ def test_the_working_directory_is_read_from_each_releases_environment_section(
 
 def hydrate(item_id: str) -> list[dict[str, Any]]:
     """An upstream answer that only calls the hydration tool."""
-    name = READ_SESSION_FILE["name"]
-    return [{"type": "tool_use", "id": "h1", "name": name, "input": {"id": item_id}}]
+    call = {
+        "type": "tool_use",
+        "id": "h1",
+        "name": READ_SESSION_FILE["name"],
+        "input": {"id": item_id},
+    }
+    return [call]
 
 
 def hydrated(plan: Plan) -> dict[str, Any]:
@@ -210,27 +216,38 @@ def test_another_sessions_history_forks_from_it_and_leaves_it_as_it_was(
     assert files(core, going_on) == ["file:///w/here/src/a.js", "file:///w/here/src/c.js"]
 
 
-def test_a_conversation_idle_for_hours_is_dropped_with_its_engine_state(tmp_path: Path) -> None:
-    """The gateway runs for days: a conversation no request went on in for IDLE_SECONDS is
-    forgotten, the engine's copy too (its cache is long cold); one that comes back after
-    that starts again from its messages, and one still in use keeps its state."""
+def test_the_conversation_used_least_of_too_many_is_dropped_with_its_engine_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gateway runs for days: past KEPT_CONVERSATIONS, the conversation no request went
+    on in for longest is forgotten, the engine's copy too; one that comes back after that
+    starts again from its messages. No clock forgets one: a day idle, it goes on."""
+    monkeypatch.setattr(gateway_core, "KEPT_CONVERSATIONS", 2)
     now = [1000.0]
     store = Store(tmp_path / "store")
     core = GatewayCore(ContextEngine(store), clock=lambda: now[0])
     old = [{"role": "user", "content": "old work"}, *read("r1", "a.js")]
     first = core.prepare(request(old, session="s-old"), {})
-    now[0] += IDLE_SECONDS - 60
+    now[0] += 60
     busy = [{"role": "user", "content": "busy"}, *read("r2", "b.js")]
     core.prepare(request(busy), {})
+    now[0] += 24 * 3600  # a day later, both go on
+    old_on = core.prepare(request([*old, *read("r5", "e.js")], session="s-old"), {})
+    assert isinstance(first, Plan) and isinstance(old_on, Plan)
+    assert old_on.thread is first.thread
     assert len(core.engine.conversations()) == 2
-    now[0] += 120  # the first one has been idle for longer than IDLE_SECONDS, not the second
-    going_on = core.prepare(request([*busy, *read("r3", "c.js")]), {})
-    assert isinstance(first, Plan) and isinstance(going_on, Plan)
-    assert first.thread.conv not in core.engine.conversations()
-    assert core.engine.conversations() == [going_on.thread.conv]
-    back = core.prepare(request([*old, *read("r4", "d.js")], session="s-old"), {})
-    assert isinstance(back, Plan) and back.thread.conv != first.thread.conv
-    assert files(core, back) == ["file:///w/here/a.js", "file:///w/here/d.js"]
+    now[0] += 60
+    third = [{"role": "user", "content": "third"}, *read("r6", "f.js")]
+    core.prepare(request(third, session="s-3"), {})  # one too many: busy goes
+    assert len(core.engine.conversations()) == 2
+    assert first.thread.conv in core.engine.conversations()
+    now[0] += 60
+    back = core.prepare(request([*busy, *read("r3", "c.js")]), {})
+    assert isinstance(back, Plan) and files(core, back) == [
+        "file:///w/here/b.js",
+        "file:///w/here/c.js",
+    ]
+    assert len(core.engine.conversations()) == 2
     store.close()
 
 
