@@ -107,10 +107,8 @@ def place_breakpoints(
     last block that may carry one (not a thinking block). `hedge`: a thread position for
     a 1-hour anchor before a 5-minute last breakpoint (within the lookback of `hit`, which
     it then reaches in the anchor's stead), with an hour on the prefix. `head_ttl`: the
-    system breakpoint's TTL when the client's own is kept (never 5 minutes before an hour:
-    the engine then asks 5 minutes throughout, as the gateway would send it)."""
-    if head_ttl == "5m":
-        ttl, thread_ttl, hedge = "5m", "5m", None
+    system breakpoint's TTL when the client's own is kept (after a 5-minute one the caller
+    asks 5 minutes throughout, as the gateway would send it: engine.py's outlook)."""
     last = thread_len - 1 if thread_len else None
     anchor = choose_anchor(last, hit) if last is not None else None
     inner: Ttl = ttl if thread_ttl is None or ttl == "5m" else thread_ttl

@@ -277,5 +277,3 @@ def test_without_the_clients_head_ttl_the_engine_places_the_heads() -> None:
     the system breakpoint takes the prefix TTL the policy chose."""
     assert place_breakpoints(True, True, 40, 10, "5m", "5m").system_ttl == "5m"
     assert place_breakpoints(True, True, 40, 10, "5m", "5m", head_ttl="1h").system_ttl == "1h"
-    five = place_breakpoints(True, True, 40, 10, "1h", "1h", hedge=11, head_ttl="5m")
-    assert (five.ttl, five.thread_ttl, five.anchor_ttl) == ("5m", "5m", None)
