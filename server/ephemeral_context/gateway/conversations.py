@@ -146,6 +146,9 @@ class Thread:
     used_at: float = 0.0
     """When a request last went on in it (the least recently used go first:
     `Conversations.least_used`)."""
+    requests: int = 0
+    """Requests going on in it now (planned, not yet accounted): it is not dropped under
+    them, whose later rounds go on in its engine conversation."""
     passthrough: str | None = None
     """Why this conversation goes upstream unchanged (content the engine cannot hold)."""
 
@@ -209,10 +212,13 @@ class Conversations:
         if not threads:
             self._threads.pop(thread.session, None)
 
-    def least_used(self, keep: int) -> list[Thread]:
-        """The threads beyond the `keep` a request went on in last, least recent first."""
-        threads = sorted((t for ts in self._threads.values() for t in ts), key=lambda t: t.used_at)
-        return threads[: max(0, len(threads) - keep)]
+    def least_used(self, keep: int, current: Thread) -> list[Thread]:
+        """The threads beyond the `keep` a request went on in last, least recent first:
+        never `current` (the one a request goes on in now), nor one a request is still
+        going on in."""
+        threads = [t for ts in self._threads.values() for t in ts]
+        droppable = [t for t in threads if t is not current and not t.requests]
+        return sorted(droppable, key=lambda t: t.used_at)[: max(0, len(threads) - keep)]
 
     def sessions(self) -> list[str]:
         return list(self._threads)

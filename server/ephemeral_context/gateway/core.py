@@ -18,7 +18,7 @@ it. So does a model without a list price in prices.py (newer than it, or a typo)
 anything is fed.
 
 API:
-- `GatewayCore`: `prepare`, `answer_hydrations`, `finish` over one engine;
+- `GatewayCore`: `prepare`, `answer_hydrations`, `finish`, `release` over one engine;
   `MAX_HYDRATION_ROUNDS`, `KEPT_CONVERSATIONS`.
 - `Plan`: the body for the next upstream call, and its thread.
 - `Passthrough`: forward unchanged, and why.
@@ -198,7 +198,7 @@ class GatewayCore:
         keys = [message_key(m) for m in messages]
         thread = self.conversations.find(session, keys) or self._branch(session, keys)
         thread.used_at = now  # in use, passed through or not: the last to go
-        for old in self.conversations.least_used(KEPT_CONVERSATIONS):
+        for old in self.conversations.least_used(KEPT_CONVERSATIONS, thread):
             self._forget(old)
         if thread.passthrough:
             thread.keys = keys
@@ -213,6 +213,7 @@ class GatewayCore:
             log.exception("the engine could not handle a request; forwarded unchanged")
             return self._passthrough(f"engine error: {error!r}", session, client, now)
         pricing = self.savings.price_direct(thread.session, client, body, now)
+        thread.requests += 1  # until `release`: not dropped while its rounds go on
         return Plan(thread, client, body, pricing, route_for(client.get("tools") or []))
 
     def _branch(self, session: str, keys: list[str]) -> Thread:
@@ -232,6 +233,11 @@ class GatewayCore:
         """A plan made too late to be sent (server.py, `plan_timeout`): its thread and engine
         conversation hold a request that never went, so they go."""
         self._forget(plan.thread)
+
+    def release(self, plan: Plan) -> None:
+        """A plan's request is over (accounted, or never sent): its thread may be dropped
+        again when used least of too many."""
+        plan.thread.requests -= 1
 
     def _forget(self, thread: Thread) -> None:
         """Drop a thread and its engine conversation (failed, or used least of too many)."""
@@ -345,6 +351,7 @@ class GatewayCore:
         hears the usage too (its view of the cache, its hit rate)."""
         self.savings.record(session, pricing, usages, passthrough=plan is None)
         if plan is not None:
+            self.release(plan)
             for usage in usages:
                 if usage:
                     self.engine.record_usage(plan.thread.conv, usage)

@@ -318,7 +318,13 @@ class Gateway:
         if self._late:
             return Passthrough("the engine is still busy with an earlier request")
         job = asyncio.ensure_future(self.worker.call(self._plan, raw, headers))
-        done, _ = await asyncio.wait({job}, timeout=self.plan_timeout)
+        try:
+            done, _ = await asyncio.wait({job}, timeout=self.plan_timeout)
+        except asyncio.CancelledError:  # the client gone: the plan, once made, goes nowhere
+            task = asyncio.ensure_future(self._release_when_done(job))
+            self._accounts.add(task)
+            task.add_done_callback(self._accounts.discard)
+            raise
         if done:
             return job.result()
         late = asyncio.ensure_future(self._drop_when_done(job))
@@ -334,6 +340,13 @@ class Gateway:
         plan = await job
         if isinstance(plan, Plan):
             await self.worker.call(self.core.abandon, plan)
+
+    async def _release_when_done(self, job: asyncio.Future[Plan | Passthrough]) -> None:
+        """A plan made for a client gone meanwhile is never sent nor accounted: once made,
+        its thread is released (`GatewayCore.release`)."""
+        plan = await job
+        if isinstance(plan, Plan):
+            await self.worker.call(self.core.release, plan)
 
     def _plan(self, raw: bytes, headers: Mapping[str, str]) -> Plan | Passthrough:
         """The client's body parsed and prepared (engine work: a big body takes seconds)."""

@@ -226,24 +226,31 @@ def test_the_conversation_used_least_of_too_many_is_dropped_with_its_engine_stat
     now = [1000.0]
     store = Store(tmp_path / "store")
     core = GatewayCore(ContextEngine(store), clock=lambda: now[0])
+
+    def answered(body: dict[str, Any]) -> Plan:
+        """A request prepared, then accounted once its answer ended (as server.py does)."""
+        plan = core.prepare(body, {})
+        assert isinstance(plan, Plan)
+        core.record(plan.thread.session, plan.pricing, [], plan)
+        return plan
+
     old = [{"role": "user", "content": "old work"}, *read("r1", "a.js")]
-    first = core.prepare(request(old, session="s-old"), {})
+    first = answered(request(old, session="s-old"))
     now[0] += 60
     busy = [{"role": "user", "content": "busy"}, *read("r2", "b.js")]
-    core.prepare(request(busy), {})
+    answered(request(busy))
     now[0] += 24 * 3600  # a day later, both go on
-    old_on = core.prepare(request([*old, *read("r5", "e.js")], session="s-old"), {})
-    assert isinstance(first, Plan) and isinstance(old_on, Plan)
+    old_on = answered(request([*old, *read("r5", "e.js")], session="s-old"))
     assert old_on.thread is first.thread
     assert len(core.engine.conversations()) == 2
     now[0] += 60
     third = [{"role": "user", "content": "third"}, *read("r6", "f.js")]
-    core.prepare(request(third, session="s-3"), {})  # one too many: busy goes
+    answered(request(third, session="s-3"))  # one too many: busy goes
     assert len(core.engine.conversations()) == 2
     assert first.thread.conv in core.engine.conversations()
     now[0] += 60
-    back = core.prepare(request([*busy, *read("r3", "c.js")]), {})
-    assert isinstance(back, Plan) and files(core, back) == [
+    back = answered(request([*busy, *read("r3", "c.js")]))
+    assert files(core, back) == [
         "file:///w/here/b.js",
         "file:///w/here/c.js",
     ]
@@ -269,3 +276,51 @@ async def test_a_conversation_dropped_on_a_failure_is_not_made_again_by_its_usag
     usage = {"input_tokens": 10, "output_tokens": 5}
     core.record(plan.thread.session, plan.pricing, [usage], plan)
     assert core.engine.conversations() == []
+
+
+async def test_a_conversation_with_a_request_in_flight_is_never_the_one_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past KEPT_CONVERSATIONS while one request's answer is still coming (the model fetches
+    by id, the gateway asks again): other sessions' requests drop the least used of the
+    rest, never that one, whose next upstream call still carries its whole history."""
+    monkeypatch.setattr(gateway_core, "KEPT_CONVERSATIONS", 1)
+    now = [1000.0]
+    store = Store(tmp_path / "store")
+    core = GatewayCore(ContextEngine(store), clock=lambda: now[0])
+    plan = core.prepare(request([{"role": "user", "content": "go"}, *read("r1", "a.js")]), {})
+    assert isinstance(plan, Plan)
+    [view] = core.engine.file_views(plan.thread.conv)
+    now[0] += 1
+    other = [{"role": "user", "content": "other"}, *read("r2", "b.js")]
+    assert isinstance(core.prepare(request(other, session="s-2"), {}), Plan)
+    assert await core.answer_hydrations(plan, hydrate(view.item_id))
+    assert plan.body["messages"][0]["content"][0]["text"] == "go"
+    assert "# a.js" in json.dumps(hydrated(plan))
+    store.close()
+
+
+def test_the_conversation_a_request_goes_on_in_is_kept_whatever_the_clock_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clock set back (time.time is no monotonic clock): the conversation a request
+    goes on in is never the least used, whatever the times say; the next request of it
+    goes on in it, and no engine conversation outlives its thread."""
+    monkeypatch.setattr(gateway_core, "KEPT_CONVERSATIONS", 2)
+    now = [1000.0]
+    store = Store(tmp_path / "store")
+    core = GatewayCore(ContextEngine(store), clock=lambda: now[0])
+    for session in ("s-1", "s-2"):
+        plan = core.prepare(request([{"role": "user", "content": session}], session=session), {})
+        assert isinstance(plan, Plan)
+        core.record(plan.thread.session, plan.pricing, [], plan)
+        now[0] += 60
+    now[0] -= 3600
+    first = [{"role": "user", "content": "go"}, *read("r1", "a.js")]
+    plan = core.prepare(request(first, session="s-3"), {})
+    assert isinstance(plan, Plan)
+    core.record(plan.thread.session, plan.pricing, [], plan)
+    again = core.prepare(request([*first, *read("r2", "b.js")], session="s-3"), {})
+    assert isinstance(again, Plan) and again.thread is plan.thread
+    assert len(core.engine.conversations()) == 2
+    store.close()

@@ -18,9 +18,12 @@ from typing import Any
 
 import httpx2
 import pytest
+from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.gateway import Gateway, GatewayCore
 from ephemeral_context.gateway.conversations import session_of
 from ephemeral_context.gateway.core import Passthrough, Plan
 from ephemeral_context.gateway.worker import EngineWorker
+from ephemeral_context.store import Store
 
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.gateway_harness import GatewayThread
@@ -217,3 +220,40 @@ def test_a_gateway_stops_with_its_engine_stuck(
         assert not release.is_set()
     finally:
         release.set()
+
+
+async def test_a_plan_made_for_a_client_gone_meanwhile_holds_no_conversation(
+    tmp_path: Path,
+) -> None:
+    """The client went while its request was prepared (its handler cancelled): the plan
+    made after that is never sent nor accounted, so its conversation is not kept as one a
+    request still goes on in (it would never be dropped)."""
+    store = Store(tmp_path / "store")
+    core = GatewayCore(ContextEngine(store))
+    gateway = Gateway(core)
+    entered, release = threading.Event(), threading.Event()
+    prepare, made = core.prepare, []
+
+    def held(client: Any, headers: Mapping[str, str]) -> Plan | Passthrough:
+        entered.set()
+        release.wait(timeout=30)
+        made.append(prepare(client, headers))
+        return made[-1]
+
+    core.prepare = held  # type: ignore[method-assign]
+    try:
+        raw = json.dumps(_body(HELD, False)).encode()
+        handler = asyncio.create_task(gateway._prepared(raw, HEADERS))
+        assert await asyncio.to_thread(entered.wait, 30)
+        handler.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await handler
+        release.set()
+        await gateway.worker.call(lambda: None)  # the plan is made by then
+        await asyncio.gather(*gateway._accounts)  # and what its making left to do, done
+        [plan] = made
+        assert isinstance(plan, Plan) and plan.thread.requests == 0
+    finally:
+        release.set()
+        await gateway.worker.close()
+        store.close()
