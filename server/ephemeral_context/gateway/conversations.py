@@ -35,6 +35,7 @@ import xxhash
 
 from ephemeral_context.cache_sim import content_blocks
 from ephemeral_context.context.engine import Fetched
+from ephemeral_context.context.fetching import FetchRoute
 from ephemeral_context.documents import utf8
 from ephemeral_context.replay.tools import ToolCalls
 
@@ -116,6 +117,9 @@ class Expected:
     content: list[dict[str, Any]]
     """The last round's full content (hidden hydration calls included): the engine already
     holds the rounds before it."""
+    route: FetchRoute
+    """Which of its calls were the gateway's (the client's next request may bring other
+    tools)."""
     owed: list[Fetched] = field(default_factory=list)
     """Hydration calls answered, to put before the client's next tool results (when the
     last round also called the client's tools)."""

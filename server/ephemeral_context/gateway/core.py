@@ -263,7 +263,7 @@ class GatewayCore:
         expected, thread.expected = thread.expected, None
         for n, (message, root) in enumerate(new):
             if n == 0 and expected is not None:
-                self._feed_content(thread, expected.content, route_for(client.get("tools") or []))
+                self._feed_content(thread, expected.content, expected.route)
                 if expected.owed:  # the client's tool results come with them: its request
                     self.engine.round_trip(thread.conv, expected.owed, continues=False)
             else:
@@ -340,7 +340,7 @@ class GatewayCore:
             self._forget(plan.thread)
             return
         key = message_key({"role": "assistant", "content": list(shown)})
-        plan.thread.expected = Expected(key, [dict(b) for b in last], owed)
+        plan.thread.expected = Expected(key, [dict(b) for b in last], plan.route, owed)
 
     # ------------------------------------------------------------------ status
 

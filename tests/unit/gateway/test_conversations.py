@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from ephemeral_context.context.engine import ContextEngine
-from ephemeral_context.context.fetching import READ_SESSION_FILE
+from ephemeral_context.context.fetching import FETCH_ROOT, READ_SESSION_FILE
 from ephemeral_context.gateway import GatewayCore
 from ephemeral_context.gateway import core as gateway_core
 from ephemeral_context.gateway.conversations import working_directory
@@ -324,3 +324,49 @@ def test_the_conversation_a_request_goes_on_in_is_kept_whatever_the_clock_says(
     assert isinstance(again, Plan) and again.thread is plan.thread
     assert len(core.engine.conversations()) == 2
     store.close()
+
+
+async def test_an_answer_owed_with_the_clients_results_is_fed_by_the_route_that_asked(
+    core: GatewayCore,
+) -> None:
+    """The last round fetched by the client's Read (a path of the engine's) beside a Read of
+    the client's own; the client's next request comes with other tools (no Read now): the
+    fetch goes in once, as the round trip that answered it, every call with one result."""
+    read_tool = {
+        "name": "Read",
+        "description": "Read a file",
+        "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}},
+    }
+    bash = {"name": "Bash", "description": "Run", "input_schema": {"type": "object"}}
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "/w/a.py"}}
+        ]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "r1", "content": "     1\tx = 1\n"}
+        ]},
+    ]  # fmt: skip
+    plan = core.prepare({**request(history), "tools": [read_tool]}, {})
+    assert isinstance(plan, Plan)
+    [view] = core.engine.file_views(plan.thread.conv)
+    last = [
+        {"type": "tool_use", "id": id_, "name": "Read", "input": {"file_path": path}}
+        for id_, path in (("h", f"{FETCH_ROOT}{view.item_id}"), ("c", "/w/b.py"))
+    ]
+    shown = [dict(last[1])]
+    await core.finish(plan, shown, last)
+    result = {"type": "tool_result", "tool_use_id": "c", "content": "     1\ty = 2\n"}
+    following = [
+        *history,
+        {"role": "assistant", "content": shown},
+        {"role": "user", "content": [result]},
+    ]
+    again = core.prepare({**request(following), "tools": [bash]}, {})
+    assert isinstance(again, Plan) and again.thread is plan.thread
+    blocks = [
+        b for m in again.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+    ]
+    uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+    results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
+    assert sorted(uses) == sorted(results) == ["c", "h", "r1"]
