@@ -89,8 +89,15 @@ class Conversation:
     evicted_tokens: dict[tuple[int, str], int] = field(default_factory=dict)
     """(block content key, placeholder text) -> tokens of that evicted form (eviction.py
     weighs every candidate before every call; the count is the same each time)."""
-    route: FetchRoute = OWN_TOOL
-    """How its model calls for content by id (the client's Read, or the engine's tool)."""
+    route: FetchRoute | None = None
+    """How its model calls for content by id when its tools are a client's (the client's
+    Read, or the engine's tool after them: `ContextEngine.set_route`); None: the caller's
+    tools hold the engine's own."""
+
+    @property
+    def fetch(self) -> FetchRoute:
+        """The call its model makes for content by id."""
+        return self.route or OWN_TOOL
 
     def hides_content(self) -> bool:
         """Something shown is out of sight now: a placeholder where it was, or a file

@@ -247,7 +247,6 @@ class ContextEngine:
         system: str,
         tools: Sequence[Mapping[str, Any]] = (),
         *,
-        route: FetchRoute | None = None,
         now: float | None = None,
         system_tokens: int | None = None,
         client_ttl: Ttl | None = None,
@@ -270,16 +269,14 @@ class ContextEngine:
         gateway/outbound.py `fit_breakpoints`): the system breakpoint takes it, whatever
         the policy would bet there, and after a 5-minute one nothing takes an hour. None:
         the engine places the head's breakpoint itself.
-        `route` is how the model calls for content by id when `tools` are the client's
-        (a gateway's): its tool goes after them, or its note into the conversation once
-        something is hidden (fetching.py). None: `tools` hold the engine's own tool.
+        With a route (`set_route`), `tools` are the client's: the route's tool goes after
+        them, or its note into the conversation once something is hidden (fetching.py).
         """
         state, config = self.state, self.config
         c = state.conversation(conv)
         now = self.clock() if now is None else now
-        if route is not None:
-            c.route = route
-            tools = route.tools(tools)
+        if c.route is not None:
+            tools = c.route.tools(tools)
         # 1. What happened since the last call: pins the model does not see as they are
         #    now, then one note per file changed outside the conversation.
         item_api.show_pins(state, c)
@@ -310,7 +307,7 @@ class ContextEngine:
         # 4. The policy: evict what pays, rebuild the file segment when the cache is cold.
         if config.eviction and c.calls > 0:
             eviction.consolidate(state, c, head, outlook)
-        if route is not None:
+        if c.route is not None:
             self._tell_route(c)
         # 5. The layout, with at most four breakpoints.
         hedge = self._hedge(c) if outlook.hedge else None
@@ -342,10 +339,16 @@ class ContextEngine:
         c.calls += 1
         return built.kwargs
 
+    def set_route(self, conv: str, route: FetchRoute) -> None:
+        """How the model of `conv` calls for content by id when the tools its requests
+        carry are a client's (a gateway's, the replay's): before its content is fed, so
+        what the engine writes into it names that call."""
+        self.state.conversation(conv).route = route
+
     def _tell_route(self, c: Conversation) -> None:
         """The route's note, once, when the conversation first hides content (at the end:
         what is cached before it stays)."""
-        note = c.route.note
+        note = c.fetch.note
         if note is None or not c.hides_content():
             return
         if not any(tb.kind is BlockKind.NOTE and tb.text == note for tb in c.thread):

@@ -204,7 +204,7 @@ def _evicted_text(c: Conversation, index: int) -> str:
         meta = c.skills[index].meta
         return clip_tokens(
             f"[[skill:{tb.item_id}]] skill {meta.name} was used; body evicted "
-            f"(read_session_file('{tb.item_id}') reloads it). {meta.description}",
+            f"({c.fetch.call_text(tb.item_id or '?')} reloads it). {meta.description}",
             meta.placeholder_budget,
         )
     return placeholder_text(tb)

@@ -16,7 +16,7 @@ gateway answers itself (gateway/core.py) and the replay charges as a round trip
 
 API:
 - `FetchRoute`: `tools(client_tools)`, `note`, `asks(block)`, `undecided(block)`,
-  `arguments(tool_input)`, `tool_input(arguments)`.
+  `arguments(tool_input)`, `tool_input(arguments)`, `call_text(item_id, part)`.
 - `route_for(client_tools)`, `CLIENT_READ`, `OWN_TOOL`, `FETCH_ROOT`.
 - `READ_SESSION_FILE`: the schema of the engine's own tool (model/tools.py lists it too).
 """
@@ -90,11 +90,28 @@ class FetchRoute:
 
     def arguments(self, tool_input: Any) -> Any:
         """A call's input as `read_session_file` takes it (a malformed one as it came, for
-        the tool to refuse)."""
+        the tool to refuse); a Read's `offset` and `limit`, in lines, as `first_line` and
+        `line_count`."""
         if self.schema is not None or not isinstance(tool_input, Mapping):
             return tool_input
         item_id, _, symbol = str(tool_input.get("file_path", ""))[len(FETCH_ROOT) :].partition("#")
-        return {"id": item_id, "symbol": symbol} if symbol else {"id": item_id}
+        arguments: dict[str, Any] = {"id": item_id}
+        if symbol:
+            arguments["symbol"] = symbol
+        for read, name in (("offset", "first_line"), ("limit", "line_count")):
+            if read in tool_input:
+                arguments[name] = tool_input[read]
+        return arguments
+
+    def call_text(self, item_id: str, part: bool = False) -> str:
+        """How to call for `item_id` (with `part`: for a part of it), as a placeholder or a
+        note says it."""
+        if self.schema is not None:
+            return (
+                f"{self.tool}('{item_id}', offset, limit)" if part else f"{self.tool}('{item_id}')"
+            )
+        path = f'{self.tool} "{FETCH_ROOT}{item_id}"'
+        return f"{path} with offset and limit (lines)" if part else path
 
     def tool_input(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """The input of a call for `read_session_file`'s `arguments` (id, symbol)."""

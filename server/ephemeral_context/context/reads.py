@@ -110,7 +110,7 @@ def add_read(
     if reason:
         shown = (
             f"[[file:{entry.id}]] {label_of(uri)} not shown: {reason}. "
-            f"read_session_file('{entry.id}', offset, limit) reads a part."
+            f"{c.fetch.call_text(entry.id, part=True)} reads a part."
         )
         return _answer(state, c, tool_use_id, shown, base_key, given)
     visible = visible_text(c, uri, start_line, whole, content)

@@ -161,12 +161,12 @@ def _answered(state: EngineState, c: Conversation, f: Fetched) -> _Fetch:
     args = f.use.get("input")
     args = args if isinstance(args, Mapping) else {}
     use_id, tool = str(f.use.get("id", "")), str(f.use.get("name", ""))
-    asked = c.route.arguments(args)  # as read_session_file takes them
+    asked = c.fetch.arguments(args)  # as read_session_file takes them
     item_id = reference_id(str(asked.get("id", "")))
     if f.is_error or not item_id:
         kind = BlockKind.TOOL_RESULT
         return _Fetch(tool, args, f.text, kind, None, None, False, use_id=use_id, is_error=True)
-    whole = not {"offset", "limit", "symbol"} & asked.keys()
+    whole = not {"offset", "limit", "symbol", "first_line", "line_count"} & asked.keys()
     source = next((tb for tb in reversed(c.thread) if tb.evicted and tb.item_id == item_id), None)
     tokens: int | None = None
     if source is not None:
@@ -218,8 +218,8 @@ def _block_fetches(
     answers = {name: definition_answer(item_id, name, body) for name, body in parts.items()}
     return [
         _Fetch(
-            c.route.tool,
-            c.route.tool_input({"id": item_id, "symbol": name}),
+            c.fetch.tool,
+            c.fetch.tool_input({"id": item_id, "symbol": name}),
             answer,
             tb.kind,
             tb.item_id,
@@ -233,9 +233,9 @@ def _block_fetches(
 
 def _whole_fetch(state: EngineState, c: Conversation, tb: ThreadBlock) -> _Fetch:
     """A whole evicted block again, by its id."""
-    args = c.route.tool_input({"id": tb.item_id or "?"})
+    args = c.fetch.tool_input({"id": tb.item_id or "?"})
     return _Fetch(
-        c.route.tool, args, tb.text, tb.kind, tb.item_id, tb.uri, True,
+        c.fetch.tool, args, tb.text, tb.kind, tb.item_id, tb.uri, True,
         tokens=_billed_count(state, tb, tb.text),
     )  # fmt: skip
 

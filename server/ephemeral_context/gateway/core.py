@@ -257,6 +257,7 @@ class GatewayCore:
         keys: list[str],
     ) -> dict[str, Any]:
         thread.cwd = working_directory(system_text(client.get("system"))) or thread.cwd
+        self.engine.set_route(thread.conv, route_for(client.get("tools") or []))
         new: list[tuple[Message, str | None]] = []  # each with the project in effect after it
         for sent in messages[len(thread.keys) :]:
             new.append((_flow_message(sent, thread), thread.calls.project_root))
@@ -280,7 +281,6 @@ class GatewayCore:
             str(client.get("model", "")),
             system_text(system),
             client.get("tools") or [],
-            route=route_for(client.get("tools") or []),
             client_ttl=client_ttl(client),
             head_ttl=head_ttl(client),
         )

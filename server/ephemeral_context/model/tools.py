@@ -411,10 +411,13 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
     offset = _int(args, "offset", 0) or 0
     limit = _int(args, "limit", 1)
     symbol = _text(args, "symbol", required=False)
+    first_line = _int(args, "first_line", 1)  # a Read's offset and limit (fetching.py)
+    line_count = _int(args, "line_count", 1)
+    lines = first_line is not None or line_count is not None
     if env.engine is None:
         return _error("read_session_file is not available in this session")
-    if symbol and (offset or limit is not None):
-        raise ToolInputError("pass either symbol or offset and limit, not both")
+    if sum((bool(symbol), bool(offset or limit is not None), lines)) > 1:
+        raise ToolInputError("pass one of symbol, offset and limit, or lines, not several")
     # Read whole, checked whole: a slice beside a key's header would carry its body.
     whole = env.engine.read_session_file(item_id, conv=env.conversation)
     check_range(item_id, offset, limit, whole.total_length)
@@ -429,12 +432,26 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
             return _error(f"{item_id} is not a file's content: read it without symbol")
         source = env.engine.definition(whole.uri, whole.text, symbol)
         return ToolResult(definition_answer(item_id, symbol, source))
+    if lines:
+        return _line_range(item_id, whole.text, first_line or 1, line_count)
     text = whole.text[offset : None if limit is None else offset + limit]
     end = offset + len(text)
     if offset == 0 and end >= whole.total_length:
         return ToolResult(text)
     note = f"[{item_id}: characters {offset}-{end} of {whole.total_length}]\n"
     return ToolResult(note + text)
+
+
+def _line_range(item_id: str, text: str, first: int, count: int | None) -> ToolResult:
+    """Lines `first` (1-based) on, `count` of them (all when None), of stored content."""
+    lines = text.splitlines(keepends=True)
+    if first > max(len(lines), 1):
+        return _error(f"{item_id} has {len(lines)} lines; first_line {first} is past its end")
+    part = lines[first - 1 : None if count is None else first - 1 + count]
+    if first == 1 and len(part) == len(lines):
+        return ToolResult(text)
+    note = f"[{item_id}: lines {first}-{first + len(part) - 1} of {len(lines)}]\n"
+    return ToolResult(note + "".join(part))
 
 
 async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:

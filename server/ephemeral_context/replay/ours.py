@@ -140,6 +140,7 @@ class OursLayout:
         messages = self.session.request(request)
         if thread_id not in self._fed:
             self._branch(thread_id, len(messages))
+            self.engine.set_route(thread_id, CLIENT_READ)  # Claude Code's Read fetches by id
         fed, done = self._fed.get(thread_id, 0), self._cut.pop(thread_id, 0)
         ends = self._ends.setdefault(thread_id, [])
         whole = self.session.threads[thread_id].messages
@@ -184,7 +185,6 @@ class OursLayout:
             # the client's prefix as it stands: a new one leaves nothing cached, nor does
             # another model (the replay keeps a cache per model id, an unknown one too)
             f"prefix:{thread.prefix_key}:{call.prefix.skills}:{call.prefix.cwd}:{call.model}",
-            route=CLIENT_READ,  # Claude Code's Read fetches by id: no tool added
             now=call.started,
             system_tokens=max(1, thread.prefix_tokens + thread.hidden_tokens),
             client_ttl=self._client_ttl,

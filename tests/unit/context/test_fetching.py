@@ -50,6 +50,12 @@ def test_a_path_under_the_root_names_an_id_and_a_definition() -> None:
     assert CLIENT_READ.asks(use) and not OWN_TOOL.asks(use)
     assert CLIENT_READ.arguments(asked) == {"id": "ab12cd34", "symbol": "App.run"}
     assert CLIENT_READ.arguments({"file_path": f"{FETCH_ROOT}ab12cd34"}) == {"id": "ab12cd34"}
+    ranged = {"file_path": f"{FETCH_ROOT}ab12cd34", "offset": 40, "limit": 10}
+    assert CLIENT_READ.arguments(ranged) == {"id": "ab12cd34", "first_line": 40, "line_count": 10}
+    assert CLIENT_READ.call_text("ab12cd34") == f'Read "{FETCH_ROOT}ab12cd34"'
+    assert (
+        OWN_TOOL.call_text("ab12cd34", part=True) == "read_session_file('ab12cd34', offset, limit)"
+    )
     real = {**use, "input": {"file_path": "/w/app.py"}}
     assert not CLIENT_READ.asks(real)  # the client's own Read goes to the client
     assert CLIENT_READ.undecided({"type": "tool_use", "name": "Read"})  # its input decides
@@ -65,7 +71,9 @@ def _evicted_read(engine: ContextEngine, clock: Clock, route: FetchRoute) -> lis
     sent: list[dict[str, Any]] = []
 
     def call() -> None:
-        sent.append(engine.build_request("c", MODEL, SYSTEM, [CLAUDE_READ], route=route))
+        sent.append(engine.build_request("c", MODEL, SYSTEM, [CLAUDE_READ]))
+
+    engine.set_route("c", route)
 
     engine.add_user_text("c", "fix handler_42")
     call()

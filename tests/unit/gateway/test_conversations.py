@@ -370,3 +370,33 @@ async def test_an_answer_owed_with_the_clients_results_is_fed_by_the_route_that_
     uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
     results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
     assert sorted(uses) == sorted(results) == ["c", "h", "r1"]
+
+
+async def test_content_not_shown_names_the_call_the_model_has(core: GatewayCore) -> None:
+    """A Read the engine does not show (binary here) says how to read a part of it with
+    the call the model has: Claude Code's Read at the engine's path, whose offset and
+    limit are lines; the gateway answers that call with those lines."""
+    read_tool = {
+        "name": "Read",
+        "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}},
+    }
+    use = {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "/w/x.bin"}}
+    numbered = "     1\tab\x00cd\n     2\tef\n     3\tgh\n"  # as Claude Code's Read shows it
+    result = {"type": "tool_result", "tool_use_id": "r1", "content": numbered}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [result]},
+    ]
+    plan = core.prepare({**request(messages), "tools": [read_tool]}, {})
+    assert isinstance(plan, Plan) and plan.body["tools"] == [read_tool]
+    shown = plan.body["messages"][-1]["content"][-1]["content"]
+    item_id = shown.split("]]")[0].removeprefix("[[file:")
+    assert f'Read "{FETCH_ROOT}{item_id}" with offset and limit (lines) reads a part.' in shown
+    fetch = {"file_path": f"{FETCH_ROOT}{item_id}", "offset": 2, "limit": 1}
+    asked = [{"type": "tool_use", "id": "h1", "name": "Read", "input": fetch}]
+    assert await core.answer_hydrations(plan, asked)
+    answer = plan.body["messages"][-1]["content"][-1]
+    assert (
+        answer["tool_use_id"] == "h1" and answer["content"] == f"[{item_id}: lines 2-2 of 3]\nef\n"
+    )

@@ -114,6 +114,27 @@ async def test_read_session_file_brings_back_one_definition(env: ToolEnv, store:
     assert not_a_file.is_error and "without symbol" in not_a_file.text
 
 
+async def test_read_session_file_takes_lines_as_a_read_gives_them(
+    env: ToolEnv, store: Store
+) -> None:
+    """Claude Code's Read at the engine's path gives offset and limit in lines
+    (context/fetching.py): the tool answers those lines, says which, and refuses a mix."""
+    env.engine = ContextEngine(store)
+    entry = store.put("one\ntwo\nthree\nfour\n")
+    part = await run_tool(
+        env, "read_session_file", {"id": entry.id, "first_line": 2, "line_count": 2}
+    )
+    assert part.text == f"[{entry.id}: lines 2-3 of 4]\ntwo\nthree\n"
+    rest = await run_tool(env, "read_session_file", {"id": entry.id, "first_line": 4})
+    assert rest.text == f"[{entry.id}: lines 4-4 of 4]\nfour\n"
+    whole = await run_tool(env, "read_session_file", {"id": entry.id, "first_line": 1})
+    assert whole.text == "one\ntwo\nthree\nfour\n"
+    past = await run_tool(env, "read_session_file", {"id": entry.id, "first_line": 9})
+    assert past.is_error and "4 lines" in past.text
+    mixed = await run_tool(env, "read_session_file", {"id": entry.id, "first_line": 2, "offset": 3})
+    assert mixed.is_error
+
+
 async def test_skills_from_a_folder(env: ToolEnv, tmp_path: Path) -> None:
     skills = tmp_path / "skills"
     (skills / "release").mkdir(parents=True)
