@@ -3,7 +3,10 @@
 Feeding a conversation, building its request and encoding it take seconds for a 30 MB body;
 on the event loop that would hold up every other session's stream. So `ectx gateway` does
 all engine work (parsing a body included) on one worker thread, one job at a time in the
-order asked: the engine's state needs no locks, and its calls keep their order.
+order asked: the engine's state needs no locks, and its calls keep their order. The thread
+is a daemon: engine work that never ends (server.py gives up on it after `plan_timeout`)
+holds up the work asked after it, never the process's exit (a ThreadPoolExecutor's thread
+is joined at exit).
 
 Hosted in the editor's server (`ectx serve --gateway`), the engine is the one the LSP
 handlers touch on the same event loop, unlocked; there the work stays on that loop
@@ -18,19 +21,56 @@ API:
 from __future__ import annotations
 
 import asyncio
+import functools
+import queue
+import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
+from concurrent.futures import Future
+from typing import Any, ParamSpec, TypeVar
 
 Params = ParamSpec("Params")
 Result = TypeVar("Result")
+
+
+class _DaemonThread:
+    """One daemon thread running the calls submitted to it, in order."""
+
+    def __init__(self, name: str) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None]
+        self._jobs = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(
+        self, work: Callable[Params, Result], *args: Params.args, **kwargs: Params.kwargs
+    ) -> Future[Result]:
+        future: Future[Result] = Future()
+        self._jobs.put((functools.partial(work, *args, **kwargs), future))
+        return future
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            work, future = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = work()
+            except BaseException as error:  # the caller's to see, as a pool would hand it
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+    def shutdown(self) -> None:
+        """Once the calls submitted so far are done, the thread ends."""
+        self._jobs.put(None)
+        self._thread.join()
 
 
 class EngineWorker:
     """Runs the gateway's engine work in order: on its own thread, or on the caller's loop."""
 
     def __init__(self, own_thread: bool = True) -> None:
-        self._pool = ThreadPoolExecutor(1, "ectx-engine") if own_thread else None
+        self._pool = _DaemonThread("ectx-engine") if own_thread else None
         self._loop: asyncio.AbstractEventLoop | None = None
         """The worker thread's own loop, for engine work that is a coroutine (a hydration)."""
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -126,6 +128,33 @@ async def test_the_engine_runs_on_one_thread_of_its_own_or_hosted_on_the_loop() 
     finally:
         await own.close()
         await hosted.close()
+
+
+NEVER_ENDING = """
+import asyncio, threading
+from ephemeral_context.gateway.worker import EngineWorker
+
+async def main() -> None:
+    worker = EngineWorker()
+    started = threading.Event()
+    never = threading.Event()
+    asyncio.ensure_future(worker.call(lambda: (started.set(), never.wait())))
+    await asyncio.to_thread(started.wait, 30)
+    print("engine work under way", flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_engine_work_that_never_ends_holds_up_no_exit() -> None:
+    """`ectx gateway` stopped with its engine stuck (server.py stops without waiting for
+    it) must still exit: the engine's thread is a daemon (a pool's thread is joined at
+    exit, and this process had hung there). The timeout bounds a hang, nothing else."""
+    done = subprocess.run(
+        [sys.executable, "-c", NEVER_ENDING], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "engine work under way\n"
 
 
 async def _thread_of_coroutine() -> int:
