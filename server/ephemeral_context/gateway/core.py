@@ -204,7 +204,8 @@ class GatewayCore:
             thread.keys = keys
             return self._passthrough(thread.passthrough, session, client, now)
         try:
-            body = self._feed_and_build(thread, client, messages, keys)
+            route = route_for(client.get("tools") or [])
+            body = self._feed_and_build(thread, client, messages, keys, route)
         except Unsupported as why:
             thread.passthrough, thread.keys = str(why), keys
             return self._passthrough(str(why), session, client, now)
@@ -214,7 +215,7 @@ class GatewayCore:
             return self._passthrough(f"engine error: {error!r}", session, client, now)
         pricing = self.savings.price_direct(thread.session, client, body, now)
         thread.requests += 1  # until `release`: not dropped while its rounds go on
-        return Plan(thread, client, body, pricing, route_for(client.get("tools") or []))
+        return Plan(thread, client, body, pricing, route)
 
     def _branch(self, session: str, keys: list[str]) -> Thread:
         """A new thread for a request that continues none: forked from the one sharing the
@@ -255,9 +256,10 @@ class GatewayCore:
         client: Mapping[str, Any],
         messages: Sequence[Mapping[str, Any]],
         keys: list[str],
+        route: FetchRoute,
     ) -> dict[str, Any]:
         thread.cwd = working_directory(system_text(client.get("system"))) or thread.cwd
-        self.engine.set_route(thread.conv, route_for(client.get("tools") or []))
+        self.engine.set_route(thread.conv, route)
         new: list[tuple[Message, str | None]] = []  # each with the project in effect after it
         for sent in messages[len(thread.keys) :]:
             new.append((_flow_message(sent, thread), thread.calls.project_root))
