@@ -16,7 +16,8 @@ gateway answers itself (gateway/core.py) and the replay charges as a round trip
 
 API:
 - `FetchRoute`: `tools(client_tools)`, `note`, `asks(block)`, `undecided(block)`,
-  `arguments(tool_input)`, `tool_input(arguments)`, `call_text(item_id, part)`.
+  `arguments(tool_input)`, `tool_input(arguments)`, `current_input(item_id, path)`,
+  `call_text(item_id, part)`.
 - `route_for(client_tools)`, `CLIENT_READ`, `OWN_TOOL`, `FETCH_ROOT`.
 - `READ_SESSION_FILE`: the schema of the engine's own tool (model/tools.py lists it too).
 """
@@ -85,7 +86,7 @@ class FetchRoute:
         return (
             self.schema is None
             and block.get("type") == "tool_use"
-            and (block.get("name") == self.tool)
+            and block.get("name") == self.tool
         )
 
     def arguments(self, tool_input: Any) -> Any:
@@ -112,6 +113,11 @@ class FetchRoute:
             )
         path = f'{self.tool} "{FETCH_ROOT}{item_id}"'
         return f"{path} with offset and limit (lines)" if part else path
+
+    def current_input(self, item_id: str, path: str) -> dict[str, Any]:
+        """The input of a call for a file as it is now (`item_id` its current version):
+        the client's Read of the file itself, or the engine's tool by that id."""
+        return {"id": item_id} if self.schema is not None else {"file_path": path}
 
     def tool_input(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """The input of a call for `read_session_file`'s `arguments` (id, symbol)."""

@@ -129,10 +129,10 @@ def rehydrate(
             if source is not None:
                 wanted.setdefault(source, []).append(needle)
             elif hidden is not None and needle in hidden.text:
-                fetches.extend(_current_fetch(state, hidden.uri))  # what it saw, changed since
+                fetches.extend(_current_fetch(state, c, hidden.uri))  # what it saw, changed since
                 hidden = None
         if not need.needles and hidden is not None:
-            fetches.extend(_current_fetch(state, hidden.uri))
+            fetches.extend(_current_fetch(state, c, hidden.uri))
     for quote in c.quotes.quotes(c.thread.blocks, quoting):
         if not seen(quote.text):
             wanted.setdefault(quote.index, []).append(quote.text)
@@ -261,14 +261,15 @@ def _billed_count(state: EngineState, tb: ThreadBlock, text: str) -> int:
     return max(1, round(tb.original_tokens * state.count(text, "code") / state.count(form, "code")))
 
 
-def _current_fetch(state: EngineState, uri: str) -> list[_Fetch]:
-    """The current version of `uri`, if the ledger has one (hydrate by the file's id)."""
+def _current_fetch(state: EngineState, c: Conversation, uri: str) -> list[_Fetch]:
+    """The current version of `uri`, if the ledger has one: the client's Read of the file,
+    or the engine's tool by that version's id."""
     current = state.ledger.current(uri)
     if current is None:
         return []
     text = state.store.get(current.id).text
-    args = {"id": current.id}
-    return [_Fetch("hydrate", args, text, BlockKind.FILE, current.id, uri, True, current=True)]
+    args = c.fetch.current_input(current.id, label_of(uri))
+    return [_Fetch(c.fetch.tool, args, text, BlockKind.FILE, current.id, uri, True, current=True)]
 
 
 def _append(

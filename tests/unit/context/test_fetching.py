@@ -132,3 +132,18 @@ def test_a_round_trip_calls_the_route_the_conversation_has(
     ask = engine.conversation("c").thread[-2]
     assert ask.block["name"] == "Read"
     assert ask.block["input"] == {"file_path": f"{FETCH_ROOT}{view.item_id}#handler_42"}
+
+
+def test_a_file_as_it_is_now_comes_back_by_a_read_of_the_file(
+    engine: ContextEngine, clock: Clock
+) -> None:
+    """An edit that names a file the model cannot see (no old string to find): through the
+    client's Read, the model reads the file itself; with the engine's tool, it asks for the
+    current version's id."""
+    _evicted_read(engine, clock, CLIENT_READ)
+    trip = engine.rehydrate("c", [Need("file:///app.py")])
+    assert trip is not None and trip.items == 1
+    ask = engine.conversation("c").thread[-2]
+    assert (ask.block["name"], ask.block["input"]) == ("Read", {"file_path": "/app.py"})
+    current = engine.conversation("c").files["file:///app.py"].item_id
+    assert OWN_TOOL.current_input(current, "/app.py") == {"id": current}
