@@ -82,6 +82,11 @@ MODEL = "claude-sonnet-4-6"
                                   Step("clock_back", seconds=1901.0),
                                   Step("prompt", 72, 0, seconds=48.0), Step("rewind", 12, 94),
                                   Step("read_range", 550, 8, seconds=1.0))))  # fmt: skip
+# Found by the fuzz command: a rewind's branch stamped two hours before the calls it
+# continues came first, its whole history fed at once and none of it yet shown (so none of
+# it evictable): 188K tokens past the budget.
+@example(Plan(MODEL, (*(Step("read", 2000, i, seconds=1.0) for i in range(6)), Step("prompt"),
+                      Step("clock_back", seconds=7200.0), Step("rewind", 1, 0))))  # fmt: skip
 def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
     with tempfile.TemporaryDirectory(prefix="ectx-property-") as folder:
         session = read_session(write_session(plan, Path(folder) / "session.jsonl"))

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import gzip
+import heapq
 import itertools
 import json
 import os
@@ -1498,12 +1499,14 @@ def _build_session(reading: _Reading) -> Session:
         response = Message("assistant", response_blocks, head.timestamp, head.line)
         started = chain[-1].timestamp  # the request's last line: the call starts after it
         turn_cwd[message_id] = _turn_cwd(chain)
-        pending.append((started, head.timestamp, thread_id, len(messages), response, head))
+        follows = next((e.message_id for e in reversed(chain) if e.message_id in first_lines), None)
+        pending.append(
+            _Pending(started, head.timestamp, thread_id, len(messages), response, head, follows)
+        )
     skill_changes = _skill_listing_changes(reading)
     first_cwd: dict[str, str] = {}
-    for index, (started, finished, thread_id, n_messages, response, head) in enumerate(
-        _chain_order(pending, reading)
-    ):
+    for index, call in enumerate(_chain_order(pending, reading)):
+        started, thread_id, head = call.started, call.thread, call.head
         # Only the main conversation's prefix is rebuilt; a sub-agent keeps the one it began with.
         main = not head.sidechain
         listing = skill_changes if main and _skills_in_tools(head.version) else []
@@ -1519,9 +1522,9 @@ def _build_session(reading: _Reading) -> Session:
                 thread=thread_id,
                 model=head.model or "unknown",
                 started=started,
-                finished=max(finished, started),
-                n_messages=n_messages,
-                response=response,
+                finished=call.finished,
+                n_messages=call.n_messages,
+                response=call.response,
                 usage=head.usage,
                 line=head.line,
                 prefix=state,
@@ -1547,7 +1550,7 @@ def _build_session(reading: _Reading) -> Session:
     anchor_unmarked(session)
     _infer_prefixes(session)
     anchor_tokens(session)
-    _set_inherited_apart(session, {head.line for *_, head in pending if head.copied})
+    _set_inherited_apart(session, {call.head.line for call in pending if call.head.copied})
     return session
 
 
@@ -1757,37 +1760,75 @@ def _written_prompt(content: Any) -> bool:
     )
 
 
-_Pending = tuple[float, float, str, int, Message, _Entry]
-"""A call being built: started, finished, thread, messages in its request, response, head."""
+@dataclass(frozen=True)
+class _Pending:
+    """A call being built, before the calls are put in order."""
+
+    started: float
+    finished: float
+    thread: str
+    n_messages: int
+    """Messages in its request."""
+    response: Message
+    head: _Entry
+    """The response's first line."""
+    follows: str | None
+    """The id of the response its request follows (the last one in its chain)."""
 
 
 def _chain_order(pending: list[_Pending], reading: _Reading) -> list[_Pending]:
-    """Calls in time order, except that a thread's calls follow their place in its chain.
+    """Calls in time order, except that no call comes before one its request follows.
 
-    A clock that goes backwards (an edited or exported transcript) must not put a thread's
-    longer request before its shorter one: each thread keeps the places its calls take in
-    time order, filled in chain order (fewer messages first), and no call of a thread starts
-    before the one it follows. The gaps there are then guesses (the cache's TTL turns on
-    them), so the first such call is noted, with how many there are.
+    A clock that goes backwards (an edited or exported transcript) must not put a longer
+    request before the shorter one it extends: not within a thread (its calls go in chain
+    order, fewer messages first), nor across threads (a branch's first call follows the
+    call whose response it branches from, which the engine must have fed and shown first).
+    Of the calls whose predecessors are all placed, the earliest goes next, and no call
+    starts before the ones it follows. The gaps there are then guesses (the cache's TTL
+    turns on them), so the first such call is noted, with how many there are.
     """
-    by_time = sorted(pending, key=lambda item: (item[0], item[1], item[5].line))
-    places: dict[str, list[int]] = {}
-    for place, item in enumerate(by_time):
-        places.setdefault(item[2], []).append(place)
-    ordered: list[_Pending] = list(by_time)
+    by_time = sorted(pending, key=lambda call: (call.started, call.finished, call.head.line))
+    before: dict[int, list[int]] = {}
+    """Per call (its place in time order), the calls it must follow: the one before it in
+    its thread, and the one whose response ends its request."""
+    in_thread: dict[str, list[int]] = {}
+    for place, call in sorted(enumerate(by_time), key=lambda p: (p[1].n_messages, p[1].head.line)):
+        in_thread.setdefault(call.thread, []).append(place)
+    for places in in_thread.values():
+        for earlier, later in itertools.pairwise(places):
+            before.setdefault(later, []).append(earlier)
+    place_of = {call.head.message_id: place for place, call in enumerate(by_time)}
+    for place, call in enumerate(by_time):
+        follows = place_of.get(call.follows)
+        if follows is not None and follows != place:
+            before.setdefault(place, []).append(follows)
+    after: dict[int, list[int]] = {}
+    for later, earlier_ones in before.items():
+        for earlier in earlier_ones:
+            after.setdefault(earlier, []).append(later)
+    waiting = [len(before.get(place, ())) for place in range(len(by_time))]
+    ready = [place for place, count in enumerate(waiting) if not count]
+    started: dict[int, float] = {}
+    ordered: list[_Pending] = []
     moved: list[tuple[int, float]] = []
     """(line, seconds back) of each call whose clock is earlier than the one it follows."""
-    for thread_places in places.values():
-        calls = sorted(
-            (by_time[place] for place in thread_places), key=lambda item: (item[3], item[5].line)
-        )
-        started = float("-inf")
-        for place, call in zip(thread_places, calls, strict=True):
-            start, finish, thread_id, n_messages, response, head = call
-            if start < started:
-                moved.append((head.line, started - start))
-            started = max(started, start)
-            ordered[place] = (started, max(finish, started), thread_id, n_messages, response, head)
+    while len(ordered) < len(by_time):
+        if not ready:  # a cycle no real chain makes: the earliest call left goes on
+            ready = [min(p for p, count in enumerate(waiting) if count and p not in started)]
+        place = heapq.heappop(ready)
+        if place in started:  # released from a cycle, then freed by the calls it waited on
+            continue
+        call = by_time[place]
+        latest = max((started[p] for p in before.get(place, ()) if p in started), default=0.0)
+        if latest > call.started:
+            moved.append((call.head.line, latest - call.started))
+        started[place] = max(call.started, latest)
+        finished = max(call.finished, started[place])
+        ordered.append(replace(call, started=started[place], finished=finished))
+        for later in after.get(place, ()):
+            waiting[later] -= 1
+            if not waiting[later]:
+                heapq.heappush(ready, later)
     if moved:
         line, back = min(moved)
         others = f"; {len(moved) - 1} more calls like it" if len(moved) > 1 else ""

@@ -724,6 +724,28 @@ def test_a_threads_calls_follow_the_chain_when_the_clock_goes_back(tmp_path: Pat
     assert "the clock goes back 35" in note.message and "a guess" in note.message
 
 
+def test_a_branch_follows_the_call_it_branches_from_when_its_clock_is_earlier(
+    tmp_path: Path,
+) -> None:
+    """Found by `python -m tests.property.fuzz generated`: a rewind's branch stamped an hour
+    before the calls it continues came first, so the engine took its whole history in at
+    once, none of it yet shown to the model and so none of it evictable (172K tokens past the
+    150K budget)."""
+    t = Transcript()
+    t.user("one").assistant([text("a")], usage={"write": 5000})
+    answered = t.parent
+    t.user("two").assistant([text("b")], usage={"read": 5000, "write": 20})
+    t.parent = answered  # the person rewound to the first answer and wrote another prompt
+    t.wait(-3600).user("three").assistant([text("c")], usage={"read": 5000, "write": 30})
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    first, branch, second = session.calls
+    assert (first.n_messages, branch.n_messages, second.n_messages) == (1, 3, 3)
+    assert branch.thread != first.thread == second.thread
+    assert branch.started >= first.started
+    (note,) = session.problems
+    assert note.line == branch.line and "the clock goes back" in note.message
+
+
 def test_read_results_with_tab_numbering_are_file_views(tmp_path: Path) -> None:
     """Claude Code 2.1.x numbers Read lines with a tab; sub-agent files keep only that text."""
     t = Transcript()
