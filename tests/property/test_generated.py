@@ -87,6 +87,11 @@ MODEL = "claude-sonnet-4-6"
 # it evictable): 188K tokens past the budget.
 @example(Plan(MODEL, (*(Step("read", 2000, i, seconds=1.0) for i in range(6)), Step("prompt"),
                       Step("clock_back", seconds=7200.0), Step("rewind", 1, 0))))  # fmt: skip
+# Found by the fuzz command: a cold cut freed 63 tokens and brought the Read route's note of
+# 81, so the request went 18 tokens over its recorded-style twin (the peak above recorded's).
+@example(Plan("claude-opus-4-8", (Step("clock_back", seconds=6995.7),
+                                  Step("read_range", 6, 5, seconds=2865.8), Step("rewind", 33, 98),
+                                  Step("edit", 1, 121, seconds=2080.6))))  # fmt: skip
 def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
     with tempfile.TemporaryDirectory(prefix="ectx-property-") as folder:
         session = read_session(write_session(plan, Path(folder) / "session.jsonl"))

@@ -99,6 +99,14 @@ class Conversation:
         """The call its model makes for content by id."""
         return self.route or OWN_TOOL
 
+    def untold_note(self) -> str | None:
+        """The route's note while this conversation has not carried it (None: told, or the
+        route has none). The engine appends it once something is out of sight."""
+        note = self.fetch.note
+        if note is None or any(tb.kind is BlockKind.NOTE and tb.text == note for tb in self.thread):
+            return None
+        return note
+
     def hides_content(self) -> bool:
         """Something shown is out of sight now: a placeholder where it was, or a file
         demoted to its synopsis in the segment."""

@@ -348,10 +348,8 @@ class ContextEngine:
     def _tell_route(self, c: Conversation) -> None:
         """The route's note, once, when the conversation first hides content (at the end:
         what is cached before it stays)."""
-        note = c.fetch.note
-        if note is None or not c.hides_content():
-            return
-        if not any(tb.kind is BlockKind.NOTE and tb.text == note for tb in c.thread):
+        note = c.untold_note()
+        if note is not None and c.hides_content():
             block = {"type": "text", "text": note}
             tokens = self.state.count(note, "prose")
             c.thread.append(c.calls, "user", block, tokens, kind=BlockKind.NOTE, text=note)

@@ -52,6 +52,9 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
     thread_start = prefix + sum(e.tokens for e in c.segment)
     warm_end = c.thread.cache.warm_end
     chosen = candidates(state, c, thread_start, outlook) if outlook.evicts else []
+    untold = c.untold_note()
+    note = state.count(untold, "prose") if untold is not None else 0
+    """What the route's note adds once the conversation first hides something."""
     boundaries = [policy.Boundary(0, thread_start)] + [
         policy.Boundary(p + 1, end) for p, end in c.thread.cache.thread_entries()
     ]
@@ -63,6 +66,7 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
         outlook.rates,
         outlook.thread_ttl,
         outlook.max_rewrite,
+        0 if c.hides_content() else note,
     )
     cold = not c.thread.cache.thread_warm
     if plan.evict:
@@ -91,6 +95,8 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
     for uri in state.over_limits:
         c.files.pop(uri, None)
     total = thread_start + c.thread.tokens
+    if c.hides_content() or total > limit:  # a cut below hides something too
+        total += note
     if total > limit:
         evicted = set(plan.evict)
         rest = [

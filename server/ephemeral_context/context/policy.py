@@ -207,6 +207,7 @@ def plan_eviction(
     rates: Rates = RATES,
     ttl: Ttl = "5m",
     max_rewrite: float = math.inf,
+    overhead: int = 0,
 ) -> EvictionPlan:
     """The best single cut: evict every worthwhile candidate after a warm boundary.
 
@@ -216,9 +217,12 @@ def plan_eviction(
     (`warm_end` at or before `b`) makes the rewrite free. Returns the plan with the largest
     positive `sum(value) - omega*X` among those whose rewrite `omega*X` and, on a warm
     cache, one round trip's read (`round_trip_read`) are together at most `max_rewrite`
-    (what the policy may bet now), or NO_EVICTION.
+    (what the policy may bet now), or NO_EVICTION. `overhead`: tokens any cut appends at
+    the end (the route's note, when the conversation hides nothing yet), written once and
+    read at each call to come.
     """
     values = {c.index: candidate_value(c, m, rates, ttl) for c in candidates}
+    appended = overhead * (rates.write(ttl) + rates.read * m)
     worth = sorted((c for c in candidates if values[c.index] > 0), key=lambda c: c.offset)
     if not worth:
         return NO_EVICTION
@@ -233,7 +237,7 @@ def plan_eviction(
         rewrite = rates.write(ttl) * x
         if rewrite + round_trip_read(b, warm_end, rates) > max_rewrite:
             continue
-        net = value - rewrite
+        net = value - rewrite - appended
         if net > best.net_benefit:
             best = EvictionPlan(
                 tuple(c.index for c in chosen),

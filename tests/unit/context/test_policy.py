@@ -83,6 +83,21 @@ def test_plan_on_a_cold_cache_evicts_everything_worth_it() -> None:
     assert plan.tokens_freed == 3000
 
 
+def test_a_cut_pays_for_what_it_appends() -> None:
+    """Found by the fuzz command: the first cut of a conversation that fetches with the
+    client's Read brings the route's note (81 tokens), so a cold cut freeing 63 made the
+    request larger than its twin. The note is written once and read at each call to come."""
+    small = [Candidate(2, 1000, 63, 0.0)]
+    assert policy.plan_eviction(small, [Boundary(0, 500)], warm_end=0, m=5).evict == (2,)
+    assert policy.plan_eviction(small, [Boundary(0, 500)], 0, 5, overhead=81).evict == ()
+    large = [Candidate(2, 1000, 3000, 0.0)]
+    plan = policy.plan_eviction(large, [Boundary(0, 500)], 0, 5, overhead=81)
+    assert plan.evict == (2,)
+    rates = policy.RATES
+    expected = rates.read * 3000 * 5 - 81 * (rates.write("5m") + rates.read * 5)
+    assert plan.net_benefit == pytest.approx(expected)
+
+
 def test_plan_while_warm_pays_only_when_the_gate_says_so() -> None:
     # s=2000 at offset 10_000, prompt warm to 13_500: X = 3_500 - 2_000 = 1_500.
     item = [Candidate(3, 10_000, 2000, 0.0)]
