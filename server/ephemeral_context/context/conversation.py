@@ -166,7 +166,11 @@ def visible_text(
     if view.whole:
         lines = view.text.splitlines(keepends=True)
         n = max(1, len(content.splitlines()))
-        return "".join(lines[start_line - 1 : start_line - 1 + n])
+        part = "".join(lines[start_line - 1 : start_line - 1 + n])
+        # A Read of a range ends at its last line's end, without the line break the whole
+        # file has there: the same lines, not a change (a diff of one line break had gone out
+        # where the range was unchanged).
+        return part if content.endswith("\n") else part.removesuffix("\n")
     return view.text if view.start_line == start_line else None
 
 

@@ -45,7 +45,8 @@ API:
   `EvictionPlan`, `round_trip_read`, `fit_budget(candidates, total, limit)`.
 - The forecast, pure: `remaining_calls`, `calls_until_full`, `idle_reuse_probability`,
   `expected_wait`, `choose_ttl`, `mean_lifetime`.
-- How a Read is shown: `read_form(visible, new, label, count)`, `unified_diff`.
+- How a Read is shown: `read_form(visible, new, label, count, full_tokens, frame)`,
+  `unified_diff`.
 """
 
 from __future__ import annotations
@@ -449,13 +450,24 @@ def unified_diff(old: str, new: str, label: str) -> str:
 
 
 def read_form(
-    visible: str | None, new: str, label: str, count: Callable[[str], int]
+    visible: str | None,
+    new: str,
+    label: str,
+    count: Callable[[str], int],
+    full_tokens: int | None = None,
+    frame: Callable[[str], str] = lambda diff: diff,
 ) -> tuple[ReadForm, str]:
-    """How to show a Read: a reference if the model sees this text, a diff when smaller."""
+    """How to show a Read: a reference if the model sees this text, else a diff, as
+    `frame` words it for the model, when that counts fewer tokens than the full answer
+    (`full_tokens`, by default `new`'s), else the full answer."""
     if visible is not None and visible == new:
         return "reference", ""
     if visible is None:
         return "full", new
+    shown = frame(unified_diff(visible, new, label))
+    if count(shown) < (count(new) if full_tokens is None else full_tokens):
+        return "diff", shown
+    return "full", new
     diff = unified_diff(visible, new, label)
     if count(diff) < count(new):
         return "diff", diff

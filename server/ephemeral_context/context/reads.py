@@ -114,17 +114,25 @@ def add_read(
         )
         return _answer(state, c, tool_use_id, shown, base_key, given)
     visible = visible_text(c, uri, start_line, whole, content)
-    form, body = policy.read_form(visible, content, label_of(uri), lambda s: state.count(s, "code"))
     view = c.files.get(uri)
     seen = tuple(view.blocks) if view is not None else ()
+    since = view.call if view is not None else 0
+    form, body = policy.read_form(
+        visible,
+        content,
+        label_of(uri),
+        lambda s: state.count(s, "code"),
+        given,  # the answer as the client sent it: the diff must be smaller than that
+        lambda diff: (
+            f"[[file:{entry.id}]] {label_of(uri)} changed since turn {since}; "
+            f"diff against what you saw:\n{diff}"
+        ),
+    )
     if form == "reference" and view is not None:
         shown = f"unchanged since [[file:{view.item_id}]] (turn {view.call})"
         return _answer(state, c, tool_use_id, shown, base_key, given, uri, seen)
     if form == "diff" and view is not None:
-        shown = (
-            f"[[file:{entry.id}]] {label_of(uri)} changed since turn {view.call}; "
-            f"diff against what you saw:\n{body}"
-        )
+        shown = body
         tokens = state.count(shown, "code")
     else:
         shown, tokens = text, given

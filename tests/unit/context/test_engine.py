@@ -369,13 +369,44 @@ def test_a_range_read_diffs_against_the_same_lines_and_keeps_the_view_current(
     d.call()
     d.read("/a.py", text)
     lines = text.splitlines(keepends=True)
-    changed = "".join(lines[20:40]).replace("x + 7\n", "x - 7\n").replace("x + 8\n", "x - 8\n")
+    changed = "".join(lines[10:50]).replace("x + 7\n", "x - 7\n").replace("x + 8\n", "x - 8\n")
     d.call()
-    shown = d.read_range("/a.py", changed, 21)
+    shown = d.read_range("/a.py", changed, 11)
     assert "diff against what you saw" in shown and "+    return x - 7" in shown
-    whole_now = "".join(lines[:20]) + changed + "".join(lines[40:])
+    whole_now = "".join(lines[:10]) + changed + "".join(lines[50:])
     d.call()
     assert d.read("/a.py", whole_now).startswith("unchanged since")
+
+
+def test_a_range_read_without_its_last_line_break_is_the_same_lines(
+    engine: ContextEngine,
+) -> None:
+    """A Read of a range ends at its last line's end, where the whole file has a line
+    break: the same lines are unchanged (found by the fuzz command: a diff of that line
+    break went out, larger than the range itself)."""
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    text = source(60)
+    d.call()
+    d.read("/a.py", text)
+    part = "".join(text.splitlines(keepends=True)[20:26]).removesuffix("\n")
+    d.call()
+    assert d.read_range("/a.py", part, 21).startswith("unchanged since")
+
+
+def test_a_diff_larger_than_the_read_it_replaces_is_not_sent(engine: ContextEngine) -> None:
+    """A diff is sent only when, with the words that frame it, it is smaller than the
+    answer as the client sent it."""
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    for n in (12, 40):  # one line changed in the middle: its diff is larger framed, then not
+        lines = [f"value_{i} = {i}\n" for i in range(n)]
+        d.call()
+        d.read(f"/{n}.py", "".join(lines))
+        lines[n // 2] = lines[n // 2].replace(" = ", " == ")
+        d.call()
+        shown = d.read(f"/{n}.py", "".join(lines))
+        assert ("diff against what you saw" in shown) == (n == 40)
 
 
 def test_an_edit_after_a_range_read_does_not_count_as_seeing_the_whole_file(

@@ -128,6 +128,11 @@ def test_read_form_reference_diff_or_full() -> None:
     assert "-    return x + 7" in body and "+    return x - 7" in body
     assert policy.read_form(None, text, "a.py", count) == ("full", text)
     assert policy.read_form("short\n", text, "a.py", count)[0] == "full"
+    small = text.replace("x + 7\n", "x - 7\n")
+    framed = policy.read_form(text, small, "a.py", count, frame=lambda diff: "Changed:\n" + diff)
+    assert framed[0] == "diff" and framed[1].startswith("Changed:\n")
+    # the full answer as the client sent it is the measure, framing included
+    assert policy.read_form(text, small, "a.py", count, full_tokens=count(body))[0] == "full"
 
 
 def test_the_gate_weighs_the_conversations_own_model() -> None:
