@@ -92,7 +92,8 @@ class FetchRoute:
     def arguments(self, tool_input: Any) -> Any:
         """A call's input as `read_session_file` takes it (a malformed one as it came, for
         the tool to refuse); a Read's `offset` and `limit`, in lines, as `first_line` and
-        `line_count`."""
+        `line_count`. Claude Code's Read takes offset 0 for the first line, as 1 (2.1.332):
+        a call the model makes of it must not fail here alone."""
         if self.schema is not None or not isinstance(tool_input, Mapping):
             return tool_input
         item_id, _, symbol = str(tool_input.get("file_path", ""))[len(FETCH_ROOT) :].partition("#")
@@ -102,6 +103,8 @@ class FetchRoute:
         for read, name in (("offset", "first_line"), ("limit", "line_count")):
             if read in tool_input:
                 arguments[name] = tool_input[read]
+        if arguments.get("first_line") == 0:
+            arguments["first_line"] = 1
         return arguments
 
     def call_text(self, item_id: str, part: bool = False) -> str:

@@ -400,3 +400,10 @@ async def test_content_not_shown_names_the_call_the_model_has(core: GatewayCore)
     assert (
         answer["tool_use_id"] == "h1" and answer["content"] == f"[{item_id}: lines 2-2 of 3]\nef\n"
     )
+    # Claude Code's Read takes offset 0 for the first line (2.1.332, checked with the real
+    # CLI): so does the gateway's answer, never an error the model cannot explain
+    fetch = {"file_path": f"{FETCH_ROOT}{item_id}", "offset": 0, "limit": 2}
+    asked = [{"type": "tool_use", "id": "h2", "name": "Read", "input": fetch}]
+    assert await core.answer_hydrations(plan, asked)
+    answer = plan.body["messages"][-1]["content"][-1]
+    assert answer["content"] == f"[{item_id}: lines 1-2 of 3]\nab\x00cd\nef\n"
