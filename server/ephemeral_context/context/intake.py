@@ -204,7 +204,8 @@ class ToolOutput:
     evicted (its text alone would lose them), of any kind but FILE and EDIT (an image Read
     is no file read). `tokens` overrides the estimate (replay: the recorded size; by
     default the text's plus `media_tokens`); `name` the tool's name when the engine did not
-    see its tool_use.
+    see its tool_use. `unstored`: sent as it came and never stored nor cut, so that no id
+    names it (a result that holds a secret, replay/feed.py), of no kind but TOOL_RESULT.
     """
 
     tool_use_id: str
@@ -219,6 +220,7 @@ class ToolOutput:
     tokens: int | None = None
     name: str | None = None
     parts: Sequence[Mapping[str, Any]] | None = None
+    unstored: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in RESULT_KINDS:
@@ -226,6 +228,8 @@ class ToolOutput:
         if self.parts is not None and self.kind in (BlockKind.FILE, BlockKind.EDIT):
             raise ValueError("a tool result carrying images is neither a file read nor an edit")
         object.__setattr__(self, "kind", BlockKind(self.kind))
+        if self.unstored and self.kind is not BlockKind.TOOL_RESULT:
+            raise ValueError("a result stored nowhere is no file read, edit, skill or memory")
 
 
 RESULT_KINDS = frozenset(
@@ -241,6 +245,10 @@ def add_tool_result(state: EngineState, conv: str, result: ToolOutput) -> str:
         return _add_result_parts(state, c, r, r.parts)
     tool = r.name or c.tool_uses.get(r.tool_use_id, ("", {}))[0]
     given = r.tokens if r.tokens is not None else state.count(r.text, "tool_output")
+    if r.unstored:  # stored nowhere, so never cut: nothing could bring it back
+        block = result_block(r.tool_use_id, r.text, r.is_error)
+        c.thread.append(c.calls, "user", block, given, text=r.text)
+        return r.text
     base_key = content_key({"tool_result": r.tool_use_id, "text": r.text})
     if kind is BlockKind.FILE and r.uri is not None and not r.is_error:
         content = r.content if r.content is not None else r.text

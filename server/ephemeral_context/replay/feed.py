@@ -11,7 +11,8 @@ fields the engine does not know survive. So do images and documents (`Block.medi
 user message or in a tool result's content (an image Read is no file read): the engine sends
 them as they came and keeps them. The replay has no such dict (the reader keeps no image
 bytes): a stand-in of the block's content key goes in, priced by key and tokens as the
-image would be.
+image would be. A result that holds a secret (by its file's name or its text,
+model/secrets.py) goes in as it came too, kept and stored nowhere: no id names it.
 
 API:
 - `feed_message(...)`: one message of a session into the engine.
@@ -20,15 +21,19 @@ API:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ephemeral_context.claude_tools import SKILL_TOOLS
 from ephemeral_context.context.blocks import uri_of
 from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 from ephemeral_context.context.skills import HARNESS_HEADER
+from ephemeral_context.model.secrets import SecretPolicy, find_secret
 from ephemeral_context.replay.flow import Block, FileChange, Message
 
 ASSISTANT_TYPES = frozenset({"text", "thinking", "tool_use"})
+_SECRETS = SecretPolicy()
+"""The built-in secret file names (a client's own settings are not known here)."""
 
 
 def after_change(change: FileChange) -> str | None:
@@ -97,9 +102,18 @@ def _stand_in(block: Block) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "stand-in", "key": block.key}}
 
 
+def holds_secret(block: Block) -> bool:
+    """A tool result of a file whose name marks it secret, or whose text holds a well-known
+    secret (model/secrets.py). The client sent it; the engine sends it as it came and stores
+    it nowhere, so no id names it and no fetch by id (a Read of /.ectx/) can return it."""
+    changed = (block.file_view, block.file_change)
+    paths = [Path(c.path) for c in changed if c is not None]
+    return any(_SECRETS.path_reason(p) for p in paths) or find_secret(block.text) is not None
+
+
 def feed_result(engine: ContextEngine, conv: str, block: Block) -> None:
     """A tool_result block: a Read as a file read, an edit as an edit, one carrying images
-    as it came, the rest as output."""
+    as it came, one holding a secret as it came too, the rest as output."""
     tool_use_id = block.tool_use_id or ""
     view, change = block.file_view, block.file_change
     if block.media:
@@ -107,6 +121,10 @@ def feed_result(engine: ContextEngine, conv: str, block: Block) -> None:
             tool_use_id, block.text, is_error=block.is_error, tokens=block.tokens,
             parts=media_parts(block),
         )  # fmt: skip
+    elif holds_secret(block):
+        result = ToolOutput(
+            tool_use_id, block.text, is_error=block.is_error, tokens=block.tokens, unstored=True
+        )
     elif view is not None and not block.is_error:
         result = ToolOutput(
             tool_use_id, block.text, BlockKind.FILE, uri=uri_of(view.path),

@@ -407,3 +407,44 @@ async def test_content_not_shown_names_the_call_the_model_has(core: GatewayCore)
     assert await core.answer_hydrations(plan, asked)
     answer = plan.body["messages"][-1]["content"][-1]
     assert answer["content"] == f"[{item_id}: lines 1-2 of 3]\nab\x00cd\nef\n"
+
+
+def test_what_holds_a_secret_stays_as_the_client_sent_it_and_is_never_stored(
+    core: GatewayCore,
+) -> None:
+    """Claude Code reads a `.env` (a secret by its name) and a Bash output holds an AWS key
+    id (by its content): the engine sends both as the client did and keeps them so, never
+    writes them to its store on disk, and so has no id that a Read of /.ectx/ would fetch
+    them by (model/secrets.py says what a secret is)."""
+    read_tool = {
+        "name": "Read",
+        "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}},
+    }
+    bash = {"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {}}}}
+    env = "".join(f"{n}\tOPTION_{n}=value-{n}\n" for n in range(1, 400)) + "400\tDB=hunter2\n"
+    key = "".join(f"line {n}\n" for n in range(400)) + "AWS_ACCESS_KEY_ID=AKIAABCDEFGHIJKLMNOP\n"
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "check the settings"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "/w/.env"}},
+                {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "env"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "r1", "content": env},
+                {"type": "tool_result", "tool_use_id": "b1", "content": key},
+            ],
+        },
+    ]
+    plan = core.prepare({**request(messages), "tools": [read_tool, bash]}, {})
+    assert isinstance(plan, Plan)
+    sent = [b["content"] for b in plan.body["messages"][-1]["content"]]
+    assert sent == [env, key]
+    store = core.engine.store
+    assert isinstance(store, Store)
+    stored = [store.get(e.id).text for e in store.entries()]
+    assert not [text for text in stored if "hunter2" in text or "AKIA" in text]
