@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,11 +87,13 @@ def add_assistant_content(
     conv: str,
     blocks: Iterable[Mapping[str, Any] | Any],
     tokens: Sequence[int] | None,
+    unstored: Collection[int] = (),
 ) -> None:
     """The content of a model response, tool_use blocks included, in order.
 
     A Write's content is persisted to the store (and becomes the file's current version), a
-    large input is persisted as JSON, so either can later shrink to a placeholder plus id.
+    large input is persisted as JSON, so either can later shrink to a placeholder plus id;
+    a block whose index is in `unstored` (one that holds a secret) is stored nowhere.
     Both are stored before anything is recorded: a store that fails (another process holds
     it locked) leaves the conversation as it was, never half a response whose tool_use no
     tool_result can follow (the API refuses such a thread).
@@ -104,9 +106,9 @@ def add_assistant_content(
     ]
     stored = [
         (kept, state.store.put(kept.text, uri=kept.uri, tokens=kept.tokens).id)
-        if (kept := _kept(state, block, count)) is not None
+        if n not in unstored and (kept := _kept(state, block, count)) is not None
         else None
-        for block, count in zip(raws, counts, strict=True)
+        for n, (block, count) in enumerate(zip(raws, counts, strict=True))
     ]
     c.reuse.observe(c.thread.blocks, c.quotes, [t for b in raws for t in _written(b)], c.calls)
     for block, count, persisted in zip(raws, counts, stored, strict=True):

@@ -12,7 +12,8 @@ user message or in a tool result's content (an image Read is no file read): the 
 them as they came and keeps them. The replay has no such dict (the reader keeps no image
 bytes): a stand-in of the block's content key goes in, priced by key and tokens as the
 image would be. A result that holds a secret (by its file's name or its text,
-model/secrets.py) goes in as it came too, kept and stored nowhere: no id names it.
+model/secrets.py) goes in as it came too, kept and stored nowhere: no id names it; so does
+the model's call that writes one.
 
 API:
 - `feed_message(...)`: one message of a session into the engine.
@@ -69,7 +70,10 @@ def feed_message(engine: ContextEngine, conv: str, message: Message) -> None:
     if message.role == "assistant":
         blocks = [b for b in message.blocks if b.type in ASSISTANT_TYPES]
         engine.add_assistant_content(
-            conv, [api_block(b) for b in blocks], tokens=[b.tokens for b in blocks]
+            conv,
+            [api_block(b) for b in blocks],
+            tokens=[b.tokens for b in blocks],
+            unstored={n for n, b in enumerate(blocks) if b.type == "tool_use" and holds_secret(b)},
         )
         return
     for block in message.blocks:
@@ -103,12 +107,16 @@ def _stand_in(block: Block) -> dict[str, Any]:
 
 
 def holds_secret(block: Block) -> bool:
-    """A tool result of a file whose name marks it secret, or whose text holds a well-known
-    secret (model/secrets.py). The client sent it; the engine sends it as it came and stores
-    it nowhere, so no id names it and no fetch by id (a Read of /.ectx/) can return it."""
-    changed = (block.file_view, block.file_change)
-    paths = [Path(c.path) for c in changed if c is not None]
-    return any(_SECRETS.path_reason(p) for p in paths) or find_secret(block.text) is not None
+    """A tool call or result of a file whose name marks it secret, or whose text (or the
+    file after the change it made) holds a well-known secret (model/secrets.py). The client
+    sent it; the engine sends it as it came and stores it nowhere, so no id names it and no
+    fetch by id (a Read of /.ectx/) can return it."""
+    view, change = block.file_view, block.file_change
+    paths = [p for p in (block.path, view and view.path, change and change.path) if p]
+    texts = [block.text, change and after_change(change)]
+    return any(_SECRETS.path_reason(Path(p)) for p in paths) or any(
+        find_secret(text) for text in texts if text
+    )
 
 
 def feed_result(engine: ContextEngine, conv: str, block: Block) -> None:

@@ -448,3 +448,38 @@ def test_what_holds_a_secret_stays_as_the_client_sent_it_and_is_never_stored(
     assert isinstance(store, Store)
     stored = [store.get(e.id).text for e in store.entries()]
     assert not [text for text in stored if "hunter2" in text or "AKIA" in text]
+
+
+def test_the_models_write_of_a_secret_is_never_stored(core: GatewayCore) -> None:
+    """The model writes a `.env` (a secret by its name) and a module holding a GitHub token
+    (by its content): its calls go upstream as the client sent them, and neither content is
+    written to the store, where a Read of /.ectx/ could fetch it by id."""
+    tools = [
+        {"name": "Read", "input_schema": {"type": "object", "properties": {"file_path": {}}}},
+        {"name": "Write", "input_schema": {"type": "object", "properties": {"file_path": {}}}},
+    ]
+    settings = "".join(f"OPTION_{n}=value-{n}\n" for n in range(300)) + "DB=hunter2\n"
+    token = "ghp_" + "a1B2" * 10
+    module = "".join(f"VALUE_{n} = {n}\n" for n in range(300)) + f"TOKEN = {token!r}\n"
+    writes = [("w1", "/w/.env", settings), ("w2", "/w/config.py", module)]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "write the settings"}]
+    for use_id, path, content in writes:
+        write = {"file_path": path, "content": content}
+        done = f"File created successfully at: {path}"
+        result = {"type": "tool_result", "tool_use_id": use_id, "content": done}
+        messages += [
+            {"role": "assistant", "content": [_use(use_id, "Write", write)]},
+            {"role": "user", "content": [result]},
+        ]
+    plan = core.prepare({**request(messages), "tools": tools}, {})
+    assert isinstance(plan, Plan)
+    sent = [m["content"][0]["input"]["content"] for m in plan.body["messages"][1::2]]
+    assert sent == [settings, module]
+    store = core.engine.store
+    assert isinstance(store, Store)
+    stored = [store.get(e.id).text for e in store.entries()]
+    assert not [text for text in stored if "hunter2" in text or token in text]
+
+
+def _use(use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": use_id, "name": name, "input": tool_input}
