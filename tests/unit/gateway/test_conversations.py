@@ -407,6 +407,14 @@ async def test_content_not_shown_names_the_call_the_model_has(core: GatewayCore)
     assert await core.answer_hydrations(plan, asked)
     answer = plan.body["messages"][-1]["content"][-1]
     assert answer["content"] == f"[{item_id}: lines 1-2 of 3]\nab\x00cd\nef\n"
+    # what it cannot answer is said in the words of the call the model made: Claude Code's
+    # Read, not the engine's tool it does not have (it would call that next, and fail)
+    reads: list[dict[str, Any]] = [{"file_path": f"{FETCH_ROOT}ffffffff"}, {**fetch, "offset": -2}]
+    asked = [_use(f"e{n}", "Read", r) for n, r in enumerate(reads)]
+    assert await core.answer_hydrations(plan, asked)
+    unknown, negative = (a["content"] for a in plan.body["messages"][-1]["content"][-2:])
+    assert unknown.startswith("no stored content has id ffffffff")
+    assert negative == "'offset' must be an integer >= 1"
 
 
 def test_what_holds_a_secret_stays_as_the_client_sent_it_and_is_never_stored(
