@@ -332,6 +332,34 @@ async def test_an_answer_owed_with_the_clients_results_is_fed_by_the_route_that_
     """The last round fetched by the client's Read (a path of the engine's) beside a Read of
     the client's own; the client's next request comes with other tools (no Read now): the
     fetch goes in once, as the round trip that answered it, every call with one result."""
+    plan, again = await _owed_beside_the_clients_call(core)
+    assert again.thread is plan.thread
+    blocks = [
+        b for m in again.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+    ]
+    uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+    results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
+    assert sorted(uses) == sorted(results) == ["c", "h", "r1"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a fetch answered with the client's results goes in as a round trip after the "
+    "answer's visible calls (rehydration.round_trip appends), not where the model made it",
+)
+async def test_an_answer_owed_with_the_clients_results_keeps_the_models_order(
+    core: GatewayCore,
+) -> None:
+    """The model called the engine's path first, then the client's Read: the history sent
+    upstream has its calls in that order, as the model made them."""
+    _, again = await _owed_beside_the_clients_call(core)
+    answer = [m for m in again.body["messages"] if m["role"] == "assistant"][-1]
+    assert [b["id"] for b in answer["content"] if b.get("type") == "tool_use"] == ["h", "c"]
+
+
+async def _owed_beside_the_clients_call(core: GatewayCore) -> tuple[Plan, Plan]:
+    """A plan whose last round called the engine's path ("h") and the client's Read ("c"),
+    and the plan for the client's next request, which brings its result for "c"."""
     read_tool = {
         "name": "Read",
         "description": "Read a file",
@@ -363,13 +391,8 @@ async def test_an_answer_owed_with_the_clients_results_is_fed_by_the_route_that_
         {"role": "user", "content": [result]},
     ]
     again = core.prepare({**request(following), "tools": [bash]}, {})
-    assert isinstance(again, Plan) and again.thread is plan.thread
-    blocks = [
-        b for m in again.body["messages"] if isinstance(m["content"], list) for b in m["content"]
-    ]
-    uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
-    results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
-    assert sorted(uses) == sorted(results) == ["c", "h", "r1"]
+    assert isinstance(again, Plan)
+    return plan, again
 
 
 async def test_content_not_shown_names_the_call_the_model_has(core: GatewayCore) -> None:
