@@ -49,7 +49,7 @@ eviction.py, segment.py (the file segment), rehydration.py (with quotes.py), acc
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -174,13 +174,15 @@ class ContextEngine:
         blocks: Iterable[Mapping[str, Any] | Any],
         *,
         tokens: Sequence[int] | None = None,
+        unstored: Collection[int] = (),
     ) -> None:
         """The content of a model response, tool_use blocks included, in order.
 
         Accepts API dicts or SDK objects (anything with `model_dump`). A Write's content is
-        persisted to the store, so the block can later shrink to a placeholder plus id.
+        persisted to the store, so the block can later shrink to a placeholder plus id,
+        unless its index is in `unstored` (a call that holds a secret, replay/feed.py).
         """
-        intake.add_assistant_content(self.state, conv, blocks, tokens)
+        intake.add_assistant_content(self.state, conv, blocks, tokens, unstored)
 
     def add_tool_result(self, conv: str, result: ToolOutput) -> str:
         """Record a tool's result and return the text the model actually sees.

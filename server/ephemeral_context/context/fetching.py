@@ -16,8 +16,8 @@ gateway answers itself (gateway/core.py) and the replay charges as a round trip
 
 API:
 - `FetchRoute`: `tools(client_tools)`, `note`, `asks(block)`, `undecided(block)`,
-  `arguments(tool_input)`, `tool_input(arguments)`, `current_input(item_id, path)`,
-  `call_text(item_id, part)`.
+  `arguments(tool_input)`, `error_text(text)`, `tool_input(arguments)`,
+  `current_input(item_id, path)`, `call_text(item_id, part)`.
 - `route_for(client_tools)`, `CLIENT_READ`, `OWN_TOOL`, `FETCH_ROOT`.
 - `READ_SESSION_FILE`: the schema of the engine's own tool (model/tools.py lists it too).
 """
@@ -49,6 +49,10 @@ READ_SESSION_FILE: dict[str, Any] = {
         "required": ["id"],
     },
 }
+
+
+_READ_LINES = (("offset", "first_line"), ("limit", "line_count"))
+"""A Read's arguments, in lines, and `read_session_file`'s that take them."""
 
 
 @dataclass(frozen=True)
@@ -92,17 +96,31 @@ class FetchRoute:
     def arguments(self, tool_input: Any) -> Any:
         """A call's input as `read_session_file` takes it (a malformed one as it came, for
         the tool to refuse); a Read's `offset` and `limit`, in lines, as `first_line` and
-        `line_count`."""
+        `line_count`. Claude Code's Read takes offset 0 for the first line, as 1 (2.1.332):
+        a call the model makes of it must not fail here alone."""
         if self.schema is not None or not isinstance(tool_input, Mapping):
             return tool_input
         item_id, _, symbol = str(tool_input.get("file_path", ""))[len(FETCH_ROOT) :].partition("#")
         arguments: dict[str, Any] = {"id": item_id}
         if symbol:
             arguments["symbol"] = symbol
-        for read, name in (("offset", "first_line"), ("limit", "line_count")):
+        for read, name in _READ_LINES:
             if read in tool_input:
                 arguments[name] = tool_input[read]
+        if arguments.get("first_line") == 0:
+            arguments["first_line"] = 1
         return arguments
+
+    def error_text(self, text: str) -> str:
+        """`read_session_file`'s error in the words of the call the model made: a Read names
+        neither that tool, which the model does not have (it would call it next), nor its
+        arguments."""
+        if self.schema is not None:
+            return text
+        text = text.removeprefix(f"{READ_SESSION_FILE['name']}: ")
+        for read, name in _READ_LINES:
+            text = text.replace(f"'{name}'", f"'{read}'")
+        return text
 
     def call_text(self, item_id: str, part: bool = False) -> str:
         """How to call for `item_id` (with `part`: for a part of it), as a placeholder or a

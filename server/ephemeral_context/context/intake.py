@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,11 +87,13 @@ def add_assistant_content(
     conv: str,
     blocks: Iterable[Mapping[str, Any] | Any],
     tokens: Sequence[int] | None,
+    unstored: Collection[int] = (),
 ) -> None:
     """The content of a model response, tool_use blocks included, in order.
 
     A Write's content is persisted to the store (and becomes the file's current version), a
-    large input is persisted as JSON, so either can later shrink to a placeholder plus id.
+    large input is persisted as JSON, so either can later shrink to a placeholder plus id;
+    a block whose index is in `unstored` (one that holds a secret) is stored nowhere.
     Both are stored before anything is recorded: a store that fails (another process holds
     it locked) leaves the conversation as it was, never half a response whose tool_use no
     tool_result can follow (the API refuses such a thread).
@@ -104,9 +106,9 @@ def add_assistant_content(
     ]
     stored = [
         (kept, state.store.put(kept.text, uri=kept.uri, tokens=kept.tokens).id)
-        if (kept := _kept(state, block, count)) is not None
+        if n not in unstored and (kept := _kept(state, block, count)) is not None
         else None
-        for block, count in zip(raws, counts, strict=True)
+        for n, (block, count) in enumerate(zip(raws, counts, strict=True))
     ]
     c.reuse.observe(c.thread.blocks, c.quotes, [t for b in raws for t in _written(b)], c.calls)
     for block, count, persisted in zip(raws, counts, stored, strict=True):
@@ -204,7 +206,8 @@ class ToolOutput:
     evicted (its text alone would lose them), of any kind but FILE and EDIT (an image Read
     is no file read). `tokens` overrides the estimate (replay: the recorded size; by
     default the text's plus `media_tokens`); `name` the tool's name when the engine did not
-    see its tool_use.
+    see its tool_use. `unstored`: sent as it came and never stored nor cut, so that no id
+    names it (a result that holds a secret, replay/feed.py), of no kind but TOOL_RESULT.
     """
 
     tool_use_id: str
@@ -219,6 +222,7 @@ class ToolOutput:
     tokens: int | None = None
     name: str | None = None
     parts: Sequence[Mapping[str, Any]] | None = None
+    unstored: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in RESULT_KINDS:
@@ -226,6 +230,8 @@ class ToolOutput:
         if self.parts is not None and self.kind in (BlockKind.FILE, BlockKind.EDIT):
             raise ValueError("a tool result carrying images is neither a file read nor an edit")
         object.__setattr__(self, "kind", BlockKind(self.kind))
+        if self.unstored and self.kind is not BlockKind.TOOL_RESULT:
+            raise ValueError("a result stored nowhere is no file read, edit, skill or memory")
 
 
 RESULT_KINDS = frozenset(
@@ -241,6 +247,10 @@ def add_tool_result(state: EngineState, conv: str, result: ToolOutput) -> str:
         return _add_result_parts(state, c, r, r.parts)
     tool = r.name or c.tool_uses.get(r.tool_use_id, ("", {}))[0]
     given = r.tokens if r.tokens is not None else state.count(r.text, "tool_output")
+    if r.unstored:  # stored nowhere, so never cut: nothing could bring it back
+        block = result_block(r.tool_use_id, r.text, r.is_error)
+        c.thread.append(c.calls, "user", block, given, text=r.text)
+        return r.text
     base_key = content_key({"tool_result": r.tool_use_id, "text": r.text})
     if kind is BlockKind.FILE and r.uri is not None and not r.is_error:
         content = r.content if r.content is not None else r.text

@@ -325,9 +325,10 @@ class GatewayCore:
         result = await run_tool(tools, READ_SESSION_FILE["name"], arguments)
         plan.hydrations += 1
         plan.hydration_errors += int(result.is_error)
-        if result.is_error:
-            log.warning("hydration %s failed: %s", call.get("input"), result.text)
-        return Fetched(call, result.text, result.is_error)
+        if not result.is_error:
+            return Fetched(call, result.text, False)
+        log.warning("hydration %s failed: %s", call.get("input"), result.text)
+        return Fetched(call, plan.route.error_text(result.text), True)
 
     async def finish(self, plan: Plan, shown: Sequence[Mapping[str, Any]], last: Any) -> None:
         """The client got `shown` (merged over the rounds); `last` is the last round's full

@@ -11,7 +11,9 @@ fields the engine does not know survive. So do images and documents (`Block.medi
 user message or in a tool result's content (an image Read is no file read): the engine sends
 them as they came and keeps them. The replay has no such dict (the reader keeps no image
 bytes): a stand-in of the block's content key goes in, priced by key and tokens as the
-image would be.
+image would be. A result that holds a secret (by its file's name or its text,
+model/secrets.py) goes in as it came too, kept and stored nowhere: no id names it; so does
+the model's call that writes one.
 
 API:
 - `feed_message(...)`: one message of a session into the engine.
@@ -20,15 +22,19 @@ API:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ephemeral_context.claude_tools import SKILL_TOOLS
 from ephemeral_context.context.blocks import uri_of
 from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 from ephemeral_context.context.skills import HARNESS_HEADER
+from ephemeral_context.model.secrets import SecretPolicy, find_secret
 from ephemeral_context.replay.flow import Block, FileChange, Message
 
 ASSISTANT_TYPES = frozenset({"text", "thinking", "tool_use"})
+_SECRETS = SecretPolicy()
+"""The built-in secret file names (a client's own settings are not known here)."""
 
 
 def after_change(change: FileChange) -> str | None:
@@ -64,7 +70,10 @@ def feed_message(engine: ContextEngine, conv: str, message: Message) -> None:
     if message.role == "assistant":
         blocks = [b for b in message.blocks if b.type in ASSISTANT_TYPES]
         engine.add_assistant_content(
-            conv, [api_block(b) for b in blocks], tokens=[b.tokens for b in blocks]
+            conv,
+            [api_block(b) for b in blocks],
+            tokens=[b.tokens for b in blocks],
+            unstored={n for n, b in enumerate(blocks) if b.type == "tool_use" and holds_secret(b)},
         )
         return
     for block in message.blocks:
@@ -97,9 +106,22 @@ def _stand_in(block: Block) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "stand-in", "key": block.key}}
 
 
+def holds_secret(block: Block) -> bool:
+    """A tool call or result of a file whose name marks it secret, or whose text (or the
+    file after the change it made) holds a well-known secret (model/secrets.py). The client
+    sent it; the engine sends it as it came and stores it nowhere, so no id names it and no
+    fetch by id (a Read of /.ectx/) can return it."""
+    view, change = block.file_view, block.file_change
+    paths = [p for p in (block.path, view and view.path, change and change.path) if p]
+    texts = [block.text, change and after_change(change)]
+    return any(_SECRETS.path_reason(Path(p)) for p in paths) or any(
+        find_secret(text) for text in texts if text
+    )
+
+
 def feed_result(engine: ContextEngine, conv: str, block: Block) -> None:
     """A tool_result block: a Read as a file read, an edit as an edit, one carrying images
-    as it came, the rest as output."""
+    as it came, one holding a secret as it came too, the rest as output."""
     tool_use_id = block.tool_use_id or ""
     view, change = block.file_view, block.file_change
     if block.media:
@@ -107,6 +129,10 @@ def feed_result(engine: ContextEngine, conv: str, block: Block) -> None:
             tool_use_id, block.text, is_error=block.is_error, tokens=block.tokens,
             parts=media_parts(block),
         )  # fmt: skip
+    elif holds_secret(block):
+        result = ToolOutput(
+            tool_use_id, block.text, is_error=block.is_error, tokens=block.tokens, unstored=True
+        )
     elif view is not None and not block.is_error:
         result = ToolOutput(
             tool_use_id, block.text, BlockKind.FILE, uri=uri_of(view.path),

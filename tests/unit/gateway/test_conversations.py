@@ -332,6 +332,34 @@ async def test_an_answer_owed_with_the_clients_results_is_fed_by_the_route_that_
     """The last round fetched by the client's Read (a path of the engine's) beside a Read of
     the client's own; the client's next request comes with other tools (no Read now): the
     fetch goes in once, as the round trip that answered it, every call with one result."""
+    plan, again = await _owed_beside_the_clients_call(core)
+    assert again.thread is plan.thread
+    blocks = [
+        b for m in again.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+    ]
+    uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+    results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
+    assert sorted(uses) == sorted(results) == ["c", "h", "r1"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a fetch answered with the client's results goes in as a round trip after the "
+    "answer's visible calls (rehydration.round_trip appends), not where the model made it",
+)
+async def test_an_answer_owed_with_the_clients_results_keeps_the_models_order(
+    core: GatewayCore,
+) -> None:
+    """The model called the engine's path first, then the client's Read: the history sent
+    upstream has its calls in that order, as the model made them."""
+    _, again = await _owed_beside_the_clients_call(core)
+    answer = [m for m in again.body["messages"] if m["role"] == "assistant"][-1]
+    assert [b["id"] for b in answer["content"] if b.get("type") == "tool_use"] == ["h", "c"]
+
+
+async def _owed_beside_the_clients_call(core: GatewayCore) -> tuple[Plan, Plan]:
+    """A plan whose last round called the engine's path ("h") and the client's Read ("c"),
+    and the plan for the client's next request, which brings its result for "c"."""
     read_tool = {
         "name": "Read",
         "description": "Read a file",
@@ -363,13 +391,8 @@ async def test_an_answer_owed_with_the_clients_results_is_fed_by_the_route_that_
         {"role": "user", "content": [result]},
     ]
     again = core.prepare({**request(following), "tools": [bash]}, {})
-    assert isinstance(again, Plan) and again.thread is plan.thread
-    blocks = [
-        b for m in again.body["messages"] if isinstance(m["content"], list) for b in m["content"]
-    ]
-    uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
-    results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
-    assert sorted(uses) == sorted(results) == ["c", "h", "r1"]
+    assert isinstance(again, Plan)
+    return plan, again
 
 
 async def test_content_not_shown_names_the_call_the_model_has(core: GatewayCore) -> None:
@@ -400,3 +423,94 @@ async def test_content_not_shown_names_the_call_the_model_has(core: GatewayCore)
     assert (
         answer["tool_use_id"] == "h1" and answer["content"] == f"[{item_id}: lines 2-2 of 3]\nef\n"
     )
+    # Claude Code's Read takes offset 0 for the first line (2.1.332, checked with the real
+    # CLI): so does the gateway's answer, never an error the model cannot explain
+    fetch = {"file_path": f"{FETCH_ROOT}{item_id}", "offset": 0, "limit": 2}
+    asked = [{"type": "tool_use", "id": "h2", "name": "Read", "input": fetch}]
+    assert await core.answer_hydrations(plan, asked)
+    answer = plan.body["messages"][-1]["content"][-1]
+    assert answer["content"] == f"[{item_id}: lines 1-2 of 3]\nab\x00cd\nef\n"
+    # what it cannot answer is said in the words of the call the model made: Claude Code's
+    # Read, not the engine's tool it does not have (it would call that next, and fail)
+    reads: list[dict[str, Any]] = [{"file_path": f"{FETCH_ROOT}ffffffff"}, {**fetch, "offset": -2}]
+    asked = [_use(f"e{n}", "Read", r) for n, r in enumerate(reads)]
+    assert await core.answer_hydrations(plan, asked)
+    unknown, negative = (a["content"] for a in plan.body["messages"][-1]["content"][-2:])
+    assert unknown.startswith("no stored content has id ffffffff")
+    assert negative == "'offset' must be an integer >= 1"
+
+
+def test_what_holds_a_secret_stays_as_the_client_sent_it_and_is_never_stored(
+    core: GatewayCore,
+) -> None:
+    """Claude Code reads a `.env` (a secret by its name) and a Bash output holds an AWS key
+    id (by its content): the engine sends both as the client did and keeps them so, never
+    writes them to its store on disk, and so has no id that a Read of /.ectx/ would fetch
+    them by (model/secrets.py says what a secret is)."""
+    read_tool = {
+        "name": "Read",
+        "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}},
+    }
+    bash = {"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {}}}}
+    env = "".join(f"{n}\tOPTION_{n}=value-{n}\n" for n in range(1, 400)) + "400\tDB=hunter2\n"
+    key = "".join(f"line {n}\n" for n in range(400)) + "AWS_ACCESS_KEY_ID=AKIAABCDEFGHIJKLMNOP\n"
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "check the settings"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "/w/.env"}},
+                {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "env"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "r1", "content": env},
+                {"type": "tool_result", "tool_use_id": "b1", "content": key},
+            ],
+        },
+    ]
+    plan = core.prepare({**request(messages), "tools": [read_tool, bash]}, {})
+    assert isinstance(plan, Plan)
+    sent = [b["content"] for b in plan.body["messages"][-1]["content"]]
+    assert sent == [env, key]
+    store = core.engine.store
+    assert isinstance(store, Store)
+    stored = [store.get(e.id).text for e in store.entries()]
+    assert not [text for text in stored if "hunter2" in text or "AKIA" in text]
+
+
+def test_the_models_write_of_a_secret_is_never_stored(core: GatewayCore) -> None:
+    """The model writes a `.env` (a secret by its name) and a module holding a GitHub token
+    (by its content): its calls go upstream as the client sent them, and neither content is
+    written to the store, where a Read of /.ectx/ could fetch it by id."""
+    tools = [
+        {"name": "Read", "input_schema": {"type": "object", "properties": {"file_path": {}}}},
+        {"name": "Write", "input_schema": {"type": "object", "properties": {"file_path": {}}}},
+    ]
+    settings = "".join(f"OPTION_{n}=value-{n}\n" for n in range(300)) + "DB=hunter2\n"
+    token = "ghp_" + "a1B2" * 10
+    module = "".join(f"VALUE_{n} = {n}\n" for n in range(300)) + f"TOKEN = {token!r}\n"
+    writes = [("w1", "/w/.env", settings), ("w2", "/w/config.py", module)]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "write the settings"}]
+    for use_id, path, content in writes:
+        write = {"file_path": path, "content": content}
+        done = f"File created successfully at: {path}"
+        result = {"type": "tool_result", "tool_use_id": use_id, "content": done}
+        messages += [
+            {"role": "assistant", "content": [_use(use_id, "Write", write)]},
+            {"role": "user", "content": [result]},
+        ]
+    plan = core.prepare({**request(messages), "tools": tools}, {})
+    assert isinstance(plan, Plan)
+    sent = [m["content"][0]["input"]["content"] for m in plan.body["messages"][1::2]]
+    assert sent == [settings, module]
+    store = core.engine.store
+    assert isinstance(store, Store)
+    stored = [store.get(e.id).text for e in store.entries()]
+    assert not [text for text in stored if "hunter2" in text or token in text]
+
+
+def _use(use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": use_id, "name": name, "input": tool_input}
