@@ -48,21 +48,32 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
 )
 """File-name globs (matched against the base name, case-insensitively) that are never sent."""
 
-# Each entry: what it is (for the reason the model reads) and how it looks.
-CONTENT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a private-key block", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
+# Each entry: what it is (for the reason the model reads), the text that any match holds
+# (a search for it rules the pattern out at a fraction of the regular expression's cost:
+# these run over every tool result a replay or the gateway takes in), and how it looks.
+CONTENT_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        "a private-key block",
+        ("PRIVATE KEY",),
+        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    ),
+    (
+        "an AWS access key id",
+        ("AKIA", "ASIA", "AGPA", "AIDA", "AROA"),
+        re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
+    ),
     (
         "a GitHub token",
+        ("gh", "github_pat_"),
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
     ),
-    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("an Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
-    ("an OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{40,}")),
-    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("a Stripe live key", re.compile(r"\b(?:sk|rk)_live_[0-9A-Za-z]{24,}")),
-    ("an npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
-    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
+    ("a Slack token", ("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("an Anthropic API key", ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
+    ("an OpenAI API key", ("sk-",), re.compile(r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{40,}")),
+    ("a Google API key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("a Stripe live key", ("_live_",), re.compile(r"\b(?:sk|rk)_live_[0-9A-Za-z]{24,}")),
+    ("an npm token", ("npm_",), re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
+    ("a GitLab token", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
 )
 
 
@@ -92,7 +103,9 @@ class SecretFinding:
 def find_secret(text: str) -> SecretFinding | None:
     """The first well-known secret in `text`, or None; the secret itself is not kept."""
     best: SecretFinding | None = None
-    for kind, pattern in CONTENT_PATTERNS:
+    for kind, needles, pattern in CONTENT_PATTERNS:
+        if not any(needle in text for needle in needles):
+            continue
         match = pattern.search(text)
         if match is None:
             continue
