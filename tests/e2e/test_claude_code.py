@@ -793,3 +793,62 @@ def test_a_tools_pre_hook_context_is_sent_after_its_result(
     assert replayed == billed or not bills
     for request in run.requests[1:]:
         assert PRE_CONTEXT["additionalContext"] in json.dumps(request.body["messages"])
+
+
+def read_then_resume(
+    claude_code: ClaudeCode, hooks: Mapping[str, Any], app: Path, model: str
+) -> tuple[Session, list[RecordedRequest], int]:
+    """A Read of `app` in one process and a prompt in another that resumes the session
+    (`--resume`), with these hooks, against one fake (one cache, as sessions share
+    Anthropic's): the session read, every request, and how many the first process sent."""
+    home = claude_code.root / "home-resumed"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}), "utf-8")
+    args = ("--model", model)
+    with FakeMessagesAPI([read_turn(app), "X is 1.", "Still 1."]) as api:
+        first = claude_code.run("What is X?", api=api, home=home, args=args)
+        resume = ("--resume", first.transcript.stem)
+        again = claude_code.run("And now?", api=api, home=home, args=(*args, *resume))
+    assert first.returncode == 0 and again.returncode == 0, again.stderr
+    session = read_session(again.transcript)
+    return session, [*first.requests, *again.requests], len(first.requests)
+
+
+def assert_bills_but_where_resumed(
+    session: Session, requests: Sequence[RecordedRequest], first_run: int
+) -> None:
+    """The `recorded` replay bills what the fake billed, call by call, but for how the
+    first request of a resumed process splits its input: where that process sends the
+    conversation otherwise than the one before (2.1.97, 2.1.197), the replay takes it as a
+    fork, whose prefix it infers from that call (its totals agree)."""
+    replayed, billed = replayed_and_billed(session, requests)
+    assert [sum(usage) for usage in replayed] == [sum(usage) for usage in billed]
+    assert replayed[:first_run] == billed[:first_run]
+    if session.calls[first_run].thread == session.calls[0].thread:
+        assert replayed == billed
+
+
+@pytest.mark.parametrize(
+    "claude_code", [CURRENT_RELEASE, INFERRED_RELEASE, OLDER_RELEASE], indirect=True
+)
+def test_a_reminder_after_a_tool_result_rides_in_its_text(claude_code: ClaudeCode) -> None:
+    """To a model that takes no system messages, what Claude Code attaches after a tool
+    result (a nested CLAUDE.md the Read found, what a tool's hook added) goes into the
+    result's text: the API messages are made from the conversation with each attachment
+    joined to the user message before it, a string result and the reminder trimmed and
+    joined by a blank line (2.1.22 to 2.1.332). While the turn that ran the tool goes on,
+    its hooks' context is a block of its own after the result (`_made_alone`); a later
+    process, resuming the session, joins it too, so its first request reads the cache only
+    up to that result."""
+    package = claude_code.workspace / "pkg"
+    package.mkdir()
+    (package / "CLAUDE.md").write_text("# pkg rules\nAlways use tabs.\n", encoding="utf-8")
+    app = package / "app.py"
+    app.write_text("X = 1\n", encoding="utf-8")
+    session, requests, first_run = read_then_resume(claude_code, HOOKS, app, SONNET_46)
+
+    assert_reconstructs(session, requests)
+    assert_bills_but_where_resumed(session, requests, first_run)
+    [result] = [b for b in requests[-1].body["messages"][2]["content"] if "tool_use_id" in b]
+    assert f"Contents of {package / 'CLAUDE.md'}:" in result["content"]
+    assert ADDED_CONTEXT["additionalContext"] in result["content"]

@@ -797,18 +797,19 @@ def _release(version: str | None) -> tuple[int, ...] | None:
 
 
 def _made_alone(chain: Sequence[_Entry], version: str | None) -> frozenset[str]:
-    """The attachments (uuids) a request sends as reminders although the model takes system
-    messages: what a tool's hooks added since the last prompt a person wrote, in releases
+    """The attachments (uuids) a request sends as reminders of their own, neither as system
+    messages (to a model that takes them) nor in a tool result's text (to one that does
+    not): what a tool's hooks added since the last prompt a person wrote, in releases
     before TOOL_ATTACHMENTS_KEPT_SINCE.
 
     Read from the sources of 2.1.197 (2.1.97's do the same; 2.1.332's no longer do): the
     query loop makes API messages of each message a running tool yields (its result, what
     its PreToolUse and PostToolUse hooks add, which name the tool's use) on its own, and the
     loop's next requests send those. Alone, an attachment has no user message before it to
-    follow as a system message, so it becomes system-reminder text in a user message of its
-    own, which joins the tool result's. A new prompt starts a new loop from the conversation
-    as recorded, where the attachment is read like any other. A missing or unreadable
-    version is taken as a recent release.
+    follow as a system message or to join, so it becomes system-reminder text in a user
+    message of its own, which joins the tool result's as a block. A new prompt starts a new
+    loop from the conversation as recorded, where the attachment is read like any other. A
+    missing or unreadable version is taken as a recent release.
     """
     release = _release(version)
     if release is None or release >= TOOL_ATTACHMENTS_KEPT_SINCE:
@@ -845,11 +846,12 @@ def _attachment_texts(entry: _Entry, system: bool) -> tuple[str, ...]:
 
 
 def _with_reminders(blocks: tuple[Block, ...], texts: Sequence[str]) -> tuple[Block, ...]:
-    """A tool result's line with reminders appended to its last result's text, as 2.1.332
-    sends a reminder that follows a tool result (the result's trailing space dropped)."""
+    """A tool result's line with reminders appended to its last result's text, as Claude
+    Code joins them (2.1.22 to 2.1.332 sources): each part trimmed, the empty ones left
+    out, a blank line between."""
     last = max(i for i, b in enumerate(blocks) if b.type == "tool_result")
     block = blocks[last]
-    text = "\n\n".join([block.text.rstrip(), *texts])
+    text = "\n\n".join(part for part in (t.strip() for t in (block.text, *texts)) if part)
     added = sum(estimate_block_tokens(t, "prose") for t in texts)
     appended = replace(
         block,
@@ -1334,7 +1336,7 @@ def _messages(
     past an assistant turn or a tool result), as Claude Code reorders them. Tool results in
     `cleared` are sent as Claude Code's stub. Without `marks_system` (the release's rule) a
     system message never carries the breakpoint. Attachments in `alone` (`_made_alone`) are
-    reminders even so.
+    reminders of their own even so.
     """
     parts: list[tuple[Role, tuple[Block, ...], _Entry]] = []
     for entry in chain:
@@ -1345,9 +1347,10 @@ def _messages(
             at = len(parts)
             while role == "user" and at > 0 and _before_reminder(*parts[at - 1]):
                 at -= 1
-            if role == "user" and not system and at > 0 and _folds_into(entry, *parts[at - 1]):
-                before_role, before_blocks, before = parts[at - 1]
-                parts[at - 1] = (before_role, _with_reminders(before_blocks, texts), before)
+            into = _fold_target(entry, parts[:at], alone) if role == "user" and not system else None
+            if into is not None:
+                before_role, before_blocks, before = parts[into]
+                parts[into] = (before_role, _with_reminders(before_blocks, texts), before)
                 continue
             parts.insert(at, (role, tuple(_text_block(text) for text in texts), entry))
             continue
@@ -1412,15 +1415,39 @@ def _cleared(block: Block) -> Block:
     )
 
 
+def _fold_target(
+    entry: _Entry, parts: Sequence[tuple[Role, tuple[Block, ...], _Entry]], alone: frozenset[str]
+) -> int | None:
+    """Which of the parts before a reminder (for a model that takes no system messages) it
+    goes into, if any: the one right before it, past reminders made alone (`_made_alone`),
+    which are sent after the rest of their turn's result (2.1.197 and 2.1.97 run against
+    tests/fakes: a nested CLAUDE.md in the Read's result, then a PostToolUse hook's context)."""
+    if entry.uuid in alone:
+        return None
+    at = len(parts)
+    while at > 0 and parts[at - 1][2].uuid in alone:
+        at -= 1
+    return at - 1 if at > 0 and _folds_into(entry, *parts[at - 1]) else None
+
+
 def _folds_into(entry: _Entry, role: Role, blocks: tuple[Block, ...], before: _Entry) -> bool:
-    """Whether a reminder goes into the text of the tool result before it (2.1.332, for a
-    model that takes no system messages; one that does gets it as a block beside)."""
+    """Whether a reminder goes into the text of the tool result before it (for a model that
+    takes no system messages; one that does gets it as a block beside).
+
+    Claude Code joins each attachment to the user message before it, into its last block
+    when that is a tool result: 2.1.22 to 2.1.197 (their sources, and runs against
+    tests/fakes) only a result sent as a string, 2.1.332 (which records what it sent) any.
+    """
+    if entry.beside_result or role != "user" or before.attachment:
+        return False
+    if entry.rendered_role is not None:
+        return any(b.type == "tool_result" for b in blocks)
+    content = before.content
+    last = content[-1] if isinstance(content, list) and content else None
     return (
-        entry.rendered_role is not None
-        and not entry.beside_result
-        and role == "user"
-        and not before.attachment
-        and any(b.type == "tool_result" for b in blocks)
+        isinstance(last, Mapping)
+        and last.get("type") == "tool_result"
+        and isinstance(last.get("content"), str)
     )
 
 
@@ -1487,7 +1514,7 @@ def _build_session(reading: _Reading) -> Session:
         if _silent_microcompaction(head.version):
             cleared |= silently_cleared(chain, head.model or "")
         system = takes_system_messages(head.model, head.version)
-        alone = _made_alone(chain, head.version) if system else frozenset()
+        alone = _made_alone(chain, head.version)
         marks = _marks_system_messages(head.version)
         messages = _messages(chain, reading, system, cleared, marks, alone)
         if not messages or messages[-1].role == "assistant":
