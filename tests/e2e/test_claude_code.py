@@ -852,3 +852,32 @@ def test_a_reminder_after_a_tool_result_rides_in_its_text(claude_code: ClaudeCod
     [result] = [b for b in requests[-1].body["messages"][2]["content"] if "tool_use_id" in b]
     assert f"Contents of {package / 'CLAUDE.md'}:" in result["content"]
     assert ADDED_CONTEXT["additionalContext"] in result["content"]
+
+
+@pytest.mark.parametrize(
+    ("claude_code", "model"),
+    [
+        (CURRENT_RELEASE, SONNET_46),
+        (INFERRED_RELEASE, SONNET_46),
+        (INFERRED_RELEASE, OPUS_48),
+        (OLDER_RELEASE, SONNET_46),
+    ],
+    indirect=["claude_code"],
+)
+def test_a_tools_pre_hook_context_is_not_sent_once_the_session_is_resumed(
+    claude_code: ClaudeCode, model: str
+) -> None:
+    """What a Read's PreToolUse hook added is recorded off the chain (it links to the tool
+    use, the result past it). 2.1.97 and 2.1.197 resumed (`--resume`) rebuild the
+    conversation from the chain and send it no more; 2.1.332 still sends it. A process
+    that ends writes `last-prompt`, which tells the reader where the resumed one began."""
+    app = claude_code.workspace / "app.py"
+    app.write_text("X = 1\n", encoding="utf-8")
+    session, requests, first_run = read_then_resume(claude_code, PRE_HOOKS, app, model)
+
+    assert_reconstructs(session, requests)
+    assert_bills_but_where_resumed(session, requests, first_run)
+    note = PRE_CONTEXT["additionalContext"]
+    assert note in json.dumps(requests[first_run - 1].body["messages"])
+    kept = note in json.dumps(requests[-1].body["messages"])
+    assert kept == (claude_code.release == CURRENT_RELEASE)

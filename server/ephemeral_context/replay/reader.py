@@ -255,6 +255,10 @@ class _Reading:
     rendered: bool = False
     """Some attachment record holds the text it was sent as (`rendered`, 2.1.332): in such a
     file an attachment without it was not sent (a prompt snapshot, a session context)."""
+    process_ends: list[int] = field(default_factory=list)
+    """The lines of `last-prompt` records, in order: Claude Code writes one when a process
+    ends (and after a compaction), so a line after one was written by a process that rebuilt
+    the conversation from the file (`--continue`, `--resume`)."""
 
     def copied(self, record: Mapping[str, Any], timestamp: float) -> bool:
         """Whether a sent line is a copy of the parent session's (see `_Entry.copied`).
@@ -495,6 +499,8 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
     if not isinstance(uuid, str):
         if record["type"] == "queue-operation" and reading.queued_at is None:
             reading.queued_at = parse_timestamp(record.get("timestamp"), float("-inf"))
+        if record["type"] == "last-prompt":
+            reading.process_ends.append(line)
         return
     if record["type"] == "system" and record.get("subtype") == "compact_boundary":
         _note_preserved(record, reading)
@@ -1241,16 +1247,19 @@ def _with_tool_hooks(chain: list[_Entry], reading: _Reading) -> list[_Entry]:
     merge with the tool results first (`jfc` in 2.1.197), so they are sent after the results
     of the turn, blocks of their own: a reminder after them is not folded into a result's
     text either (2.1.332, models that take no system messages). Read from runs of 2.1.97,
-    2.1.197 and 2.1.332 in one process; 2.1.197 resumed (`--continue`) rebuilds the
-    conversation from the chain and drops them, which the reader does not tell apart.
+    2.1.197 and 2.1.332 in one process. A later process (`--continue`, `--resume`) of
+    2.1.97 or 2.1.197 rebuilds the conversation from the chain and sends them no more;
+    2.1.332's still does (runs against tests/fakes).
     """
     on_chain = {entry.uuid for entry in chain}
+    resumed = _resumed_after(chain, reading)
     out: list[_Entry] = []
     pending: list[_Entry] = []
     for at, entry in enumerate(chain):
         out.append(entry)
         if entry.role == "assistant" and isinstance(entry.content, list):
-            pending.extend(_hook_lines(entry, _use_ids(entry), on_chain, reading))
+            found = _hook_lines(entry, _use_ids(entry), on_chain, reading)
+            pending.extend(line for line in found if resumed is None or line.line > resumed)
         elif _result_ids(entry) is None:
             pending = []  # no result came (an interrupted turn): nor was what its hooks added
         elif at + 1 == len(chain) or _result_ids(chain[at + 1]) is None:
@@ -1260,6 +1269,20 @@ def _with_tool_hooks(chain: list[_Entry], reading: _Reading) -> list[_Entry]:
             )
             pending = []
     return out
+
+
+def _resumed_after(chain: Sequence[_Entry], reading: _Reading) -> int | None:
+    """Where the process that sent this request began writing (the line of the last
+    `last-prompt` record before the request's last line), when it is one that rebuilt the
+    conversation from the file without the hooks' lines off the chain (releases before
+    TOOL_ATTACHMENTS_KEPT_SINCE); None when it sends them all."""
+    if not chain:
+        return None
+    release = _release(next((e.version for e in reversed(chain) if e.version), None))
+    if release is None or release >= TOOL_ATTACHMENTS_KEPT_SINCE:
+        return None
+    before = bisect.bisect_left(reading.process_ends, chain[-1].line)
+    return reading.process_ends[before - 1] if before else None
 
 
 def _hook_lines(
