@@ -717,16 +717,20 @@ def test_a_tools_hook_context_moves_to_a_system_message_in_the_next_turn(
 ) -> None:
     """2.1.197 sends Opus 4.8 what a Read's hook adds as a reminder after the result while the
     turn that read runs, and as a system message after it once `--continue` rebuilds the
-    conversation from the transcript (as its sources do)."""
+    conversation from the transcript (as its sources do). One fake serves both runs (one
+    cache, as Anthropic's is shared): the continued request reads up to the changed result,
+    as the replay's fork of the thread does."""
     home = claude_code.root / "home-hooks-continued"
     (home / ".claude").mkdir(parents=True)
     (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": HOOKS}), "utf-8")
     app = claude_code.workspace / "app.py"
     app.write_text("X = 1\n", encoding="utf-8")
     args = ("--model", OPUS_48)
-    first = claude_code.run("What is X?", [read_turn(app), "X is 1."], home=home, args=args)
-    again = claude_code.run("And now?", ["Still 1."], home=home, args=(*args, "--continue"))
+    with FakeMessagesAPI([read_turn(app), "X is 1.", "Still 1."]) as api:
+        first = claude_code.run("What is X?", api=api, home=home, args=args)
+        again = claude_code.run("And now?", api=api, home=home, args=(*args, "--continue"))
     assert first.returncode == 0 and again.returncode == 0, again.stderr
+    assert (again.requests[0].usage or {})["cache_read_input_tokens"] > 0
 
     session = read_session(again.transcript)
     assert_reconstructs(session, [*first.requests, *again.requests])
@@ -756,27 +760,26 @@ links to the tool use, and the result links past it to the tool use too)."""
 
 
 @pytest.mark.parametrize(
-    ("claude_code", "model", "bills"),
+    ("claude_code", "model"),
     [
-        (CURRENT_RELEASE, None, True),
-        (CURRENT_RELEASE, SONNET_46, True),
-        (INFERRED_RELEASE, OPUS_48, False),
-        (INFERRED_RELEASE, SONNET_46, True),
-        (OLDER_RELEASE, None, True),
+        (CURRENT_RELEASE, None),
+        (CURRENT_RELEASE, SONNET_46),
+        (INFERRED_RELEASE, OPUS_48),
+        (INFERRED_RELEASE, SONNET_46),
+        (OLDER_RELEASE, None),
     ],
     indirect=["claude_code"],
 )
 def test_a_tools_pre_hook_context_is_sent_after_its_result(
-    claude_code: ClaudeCode, model: str | None, bills: bool
+    claude_code: ClaudeCode, model: str | None
 ) -> None:
     """What a Read's PreToolUse hook adds is sent after the Read's result, in the turn that
     read and in the next (one process, as a person's session runs), though the result's record
-    links past it to the tool use. The reader's requests are those Claude Code sent.
-
-    Without `bills` the replay's figures are not compared: 2.1.197 turns the reminder Opus 4.8
-    got into a system message in the next turn, a change of prefix the replay takes as a fork,
-    whose prefix it infers from that call's usage (it reads 20,042 tokens where the fake read
-    20,429), a matter of the replay's estimate, not of the requests read."""
+    links past it to the tool use. The reader's requests are those Claude Code sent, and the
+    replay bills what the fake billed: where 2.1.197 turns the reminder Opus 4.8 got into a
+    system message in the next turn, the thread forks there with the prefix it had, and the
+    cache keeps what comes before (until 2026-12-07 the fork inferred a prefix of its own,
+    and read 20,042 tokens where the fake read 20,429)."""
     home = claude_code.root / "home-tool-hooks"
     (home / ".claude").mkdir(parents=True)
     (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": PRE_HOOKS}), "utf-8")
@@ -790,7 +793,7 @@ def test_a_tools_pre_hook_context_is_sent_after_its_result(
     session = read_session(run.transcript)
     assert_reconstructs(session, run.requests)
     replayed, billed = replayed_and_billed(session, run.requests)
-    assert replayed == billed or not bills
+    assert replayed == billed
     for request in run.requests[1:]:
         assert PRE_CONTEXT["additionalContext"] in json.dumps(request.body["messages"])
 
@@ -814,20 +817,6 @@ def read_then_resume(
     return session, [*first.requests, *again.requests], len(first.requests)
 
 
-def assert_bills_but_where_resumed(
-    session: Session, requests: Sequence[RecordedRequest], first_run: int
-) -> None:
-    """The `recorded` replay bills what the fake billed, call by call, but for how the
-    first request of a resumed process splits its input: where that process sends the
-    conversation otherwise than the one before (2.1.97, 2.1.197), the replay takes it as a
-    fork, whose prefix it infers from that call (its totals agree)."""
-    replayed, billed = replayed_and_billed(session, requests)
-    assert [sum(usage) for usage in replayed] == [sum(usage) for usage in billed]
-    assert replayed[:first_run] == billed[:first_run]
-    if session.calls[first_run].thread == session.calls[0].thread:
-        assert replayed == billed
-
-
 @pytest.mark.parametrize(
     "claude_code", [CURRENT_RELEASE, INFERRED_RELEASE, OLDER_RELEASE], indirect=True
 )
@@ -845,10 +834,11 @@ def test_a_reminder_after_a_tool_result_rides_in_its_text(claude_code: ClaudeCod
     (package / "CLAUDE.md").write_text("# pkg rules\nAlways use tabs.\n", encoding="utf-8")
     app = package / "app.py"
     app.write_text("X = 1\n", encoding="utf-8")
-    session, requests, first_run = read_then_resume(claude_code, HOOKS, app, SONNET_46)
+    session, requests, _ = read_then_resume(claude_code, HOOKS, app, SONNET_46)
 
     assert_reconstructs(session, requests)
-    assert_bills_but_where_resumed(session, requests, first_run)
+    replayed, billed = replayed_and_billed(session, requests)
+    assert replayed == billed
     [result] = [b for b in requests[-1].body["messages"][2]["content"] if "tool_use_id" in b]
     assert f"Contents of {package / 'CLAUDE.md'}:" in result["content"]
     assert ADDED_CONTEXT["additionalContext"] in result["content"]
@@ -876,7 +866,8 @@ def test_a_tools_pre_hook_context_is_not_sent_once_the_session_is_resumed(
     session, requests, first_run = read_then_resume(claude_code, PRE_HOOKS, app, model)
 
     assert_reconstructs(session, requests)
-    assert_bills_but_where_resumed(session, requests, first_run)
+    replayed, billed = replayed_and_billed(session, requests)
+    assert replayed == billed
     note = PRE_CONTEXT["additionalContext"]
     assert note in json.dumps(requests[first_run - 1].body["messages"])
     kept = note in json.dumps(requests[-1].body["messages"])

@@ -257,6 +257,16 @@ class Message:
         return sum(block.tokens for block in self.blocks)
 
 
+def same_message(a: Message, b: Message) -> bool:
+    """The same message sent the same way, whatever counts its blocks carry (a
+    microcompaction, a process resuming the session, send one changed)."""
+    return (
+        a.line == b.line
+        and len(a.blocks) == len(b.blocks)
+        and all(x is y or x.key == y.key for x, y in zip(a.blocks, b.blocks, strict=True))
+    )
+
+
 def mark_position(messages: Sequence[Message]) -> tuple[int, int] | None:
     """Where Claude Code's breakpoint is in a request of these messages, as (message, block)
     indices, when it is not on the last block (None when it is). What follows it is billed
@@ -316,6 +326,10 @@ class Thread:
     prefix_tokens: int = 0
     hidden_tokens: int = 0
     warm_tokens: int = 0
+    origin: str | None = None
+    """For a thread forked off another of the same file (one of its messages sent otherwise:
+    after a microcompaction, by a resumed process), the thread it forked off: the same
+    process sent both with one prefix, so the cache keeps what they share."""
     task: str | None = None
     """For a sub-agent started in the same file: the id of the Task tool use that started it."""
 
@@ -351,12 +365,13 @@ def prefix(
     """
     skills = str(state.skills)
     head = (skills,) if thread.hidden_tokens else (skills, state.cwd)
+    sent = thread.origin or thread.id
     blocks = [
-        CacheBlock(block_key("prefix", thread.id, *head), max(thread.prefix_tokens, 1), ttl),
+        CacheBlock(block_key("prefix", sent, *head), max(thread.prefix_tokens, 1), ttl),
     ]
     if thread.hidden_tokens:
         blocks.append(
-            CacheBlock(block_key("hidden", thread.id, skills, state.cwd), thread.hidden_tokens)
+            CacheBlock(block_key("hidden", sent, skills, state.cwd), thread.hidden_tokens)
         )
     return tuple(blocks)
 

@@ -70,6 +70,7 @@ from ephemeral_context.replay.flow import (
     Thread,
     Unanswered,
     block_key,
+    same_message,
 )
 from ephemeral_context.replay.microcompact import SILENT_BEFORE, silently_cleared
 from ephemeral_context.replay.tools import (
@@ -1482,15 +1483,6 @@ def _before_reminder(role: Role, blocks: tuple[Block, ...], entry: _Entry) -> bo
     return role == "user" and not entry.attachment and all(b.type != "tool_result" for b in blocks)
 
 
-def _same(a: Message, b: Message) -> bool:
-    """The same message sent the same way (a microcompaction sends an old one changed)."""
-    return (
-        a.line == b.line
-        and len(a.blocks) == len(b.blocks)
-        and all(x is y or x.key == y.key for x, y in zip(a.blocks, b.blocks, strict=True))
-    )
-
-
 def _place(
     messages: list[Message],
     root: str,
@@ -1506,15 +1498,18 @@ def _place(
     for thread_id in grown:
         known = session.threads[thread_id].messages
         shared = min(len(known), len(messages))
-        if all(_same(known[i], messages[i]) for i in range(shared)):
+        if all(same_message(known[i], messages[i]) for i in range(shared)):
             if len(messages) > len(known):
                 known.extend(messages[len(known) :])
             return thread_id
     thread_id = root if not grown else f"{root}#{len(grown)}"
-    grown.append(thread_id)
     session.threads[thread_id] = Thread(
-        id=thread_id, prefix_key="agent" if sidechain else "main", messages=list(messages)
+        id=thread_id,
+        prefix_key="agent" if sidechain else "main",
+        messages=list(messages),
+        origin=grown[0] if grown else None,
     )
+    grown.append(thread_id)
     return thread_id
 
 
@@ -1880,13 +1875,16 @@ def _infer_prefixes(session: Session) -> None:
     What the first call's usage counts beyond the estimated messages is the prefix (tools and
     system prompt). When that call read from a warm cache, the read ends at the system
     breakpoint, so the read is the prefix and the rest is context Claude Code added without
-    writing it down (the files it re-attaches after a compaction).
+    writing it down (the files it re-attaches after a compaction). A thread forked off
+    another (`Thread.origin`) was sent with that one's prefix.
     """
     first: dict[str, Call] = {}
     for call in session.calls:
         first.setdefault(call.thread, call)
     for thread_id, call in first.items():
         thread = session.threads[thread_id]
+        if thread.origin is not None:
+            continue  # sent with its origin's prefix (below)
         usage = call.usage
         if usage is None:
             thread.prefix_tokens = DEFAULT_PREFIX_TOKENS[thread.prefix_key]
@@ -1899,3 +1897,7 @@ def _infer_prefixes(session: Session) -> None:
         else:
             thread.prefix_tokens = rest
         thread.warm_tokens = read
+    for thread in session.threads.values():
+        if thread.origin is not None:
+            origin = session.threads[thread.origin]
+            thread.prefix_tokens, thread.hidden_tokens = origin.prefix_tokens, origin.hidden_tokens
