@@ -39,7 +39,7 @@ from dataclasses import replace
 from itertools import pairwise
 
 from ephemeral_context.cache_sim import Usage
-from ephemeral_context.replay.flow import Call, Message, Session, mark_position, same_message
+from ephemeral_context.replay.flow import Call, Message, Session, mark_position, shared_messages
 
 IMPLAUSIBLE_RATIO = 4
 """A step's growth over its blocks' estimate beyond which, when it is also most of the
@@ -103,7 +103,10 @@ def anchor_tokens(session: Session) -> int:
     for call, origin in forked:  # after the steps of the threads they fork off, in order
         thread = session.threads[call.thread]
         family = done.setdefault(origin, [origin])
-        shared, source = max((_shared(session, other, call), other) for other in family)
+        request = session.request(call)
+        shared, source = max(
+            (shared_messages(session.threads[other].messages, request), other) for other in family
+        )
         family.append(call.thread)
         thread.messages[:shared] = session.threads[source].messages[:shared]
         if call.usage is not None:
@@ -111,15 +114,6 @@ def anchor_tokens(session: Session) -> int:
             sent += sum(message.tokens for message in thread.messages[:shared])
             anchored += _anchor_step(session, call, shared, call.usage.total_input_tokens - sent)
     return anchored
-
-
-def _shared(session: Session, other: str, call: Call) -> int:
-    """How many of the messages a call sent open the thread `other` too."""
-    theirs, ours = session.threads[other].messages, session.threads[call.thread].messages
-    shared = 0
-    while shared < min(len(theirs), call.n_messages) and same_message(theirs[shared], ours[shared]):
-        shared += 1
-    return shared
 
 
 def _anchor_step(session: Session, call: Call, start: int, growth: int) -> bool:

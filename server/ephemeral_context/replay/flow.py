@@ -267,6 +267,12 @@ def same_message(a: Message, b: Message) -> bool:
     )
 
 
+def shared_messages(a: Sequence[Message], b: Sequence[Message]) -> int:
+    """How many leading messages two threads have in common (where a fork starts)."""
+    pairs = enumerate(zip(a, b, strict=False))
+    return next((i for i, (x, y) in pairs if not same_message(x, y)), min(len(a), len(b)))
+
+
 def mark_position(messages: Sequence[Message]) -> tuple[int, int] | None:
     """Where Claude Code's breakpoint is in a request of these messages, as (message, block)
     indices, when it is not on the last block (None when it is). What follows it is billed
