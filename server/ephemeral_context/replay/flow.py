@@ -234,6 +234,9 @@ class Block:
     them): the context engine sends it as it came and never evicts it."""
     raw: Mapping[str, Any] | None = field(default=None, compare=False)
     """The API dict this block was read from, when it must pass on unchanged (the gateway)."""
+    joined: int = 0
+    """How many characters at the end of a tool result's `text` are reminders Claude Code
+    joined into it: estimated, and fitted (`calibrate.py`), as prose, whatever `kind` is."""
 
 
 @dataclass(frozen=True)

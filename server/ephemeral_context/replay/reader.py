@@ -860,11 +860,13 @@ def _with_reminders(blocks: tuple[Block, ...], texts: Sequence[str]) -> tuple[Bl
     block = blocks[last]
     text = "\n\n".join(part for part in (t.strip() for t in (block.text, *texts)) if part)
     added = sum(estimate_block_tokens(t, "prose") for t in texts)
+    result = max(len(block.text.strip()) - block.joined, 0)
     appended = replace(
         block,
         key=block_key("tool_result", block.tool_use_id or "", text),
         text=text,
         tokens=block.tokens + added,
+        joined=len(text) - result,
     )
     return (*blocks[:last], appended, *blocks[last + 1 :])
 
