@@ -872,3 +872,64 @@ def test_a_tools_pre_hook_context_is_not_sent_once_the_session_is_resumed(
     assert note in json.dumps(requests[first_run - 1].body["messages"])
     kept = note in json.dumps(requests[-1].body["messages"])
     assert kept == (claude_code.release == CURRENT_RELEASE)
+
+
+def sent_texts(body: Mapping[str, Any]) -> list[str]:
+    """The texts of the user messages' text blocks and string tool results, as sent, to the
+    character (the context reminder aside)."""
+    texts: list[str] = []
+    for message in body["messages"]:
+        content = message["content"]
+        if message["role"] != "user":
+            continue
+        for block in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+            if block["type"] == "text" and not block["text"].startswith(CONTEXT_REMINDER):
+                texts.append(block["text"])
+            elif block["type"] == "tool_result" and isinstance(block["content"], str):
+                texts.append(block["content"])
+    return texts
+
+
+def read_texts(session: Session, call: Call) -> list[str]:
+    """The reader's texts of the same blocks."""
+    return [
+        block.text
+        for message in session.request(call)
+        if message.role == "user"
+        for block in message.blocks
+        if block.type in ("text", "tool_result")
+    ]
+
+
+NEWLINE_JOIN = (
+    "2.1.78 and later end a user message's last text with a newline where another user "
+    "message joins it (a prompt after the reminders moved up before it); the reader does "
+    "not: the request it would rebuild for an interrupted prompt needs the text without it "
+    "(docs/cost-model.md)"
+)
+
+
+@pytest.mark.parametrize(
+    "claude_code",
+    [
+        pytest.param(CURRENT_RELEASE, marks=pytest.mark.xfail(strict=True, reason=NEWLINE_JOIN)),
+        INFERRED_RELEASE,  # Opus 4.8, its default: the listings are system messages
+        pytest.param(OLDER_RELEASE, marks=pytest.mark.xfail(strict=True, reason=NEWLINE_JOIN)),
+        SKILL_TOOL_RELEASE,
+    ],
+    indirect=True,
+)
+def test_the_user_texts_are_read_to_the_character(claude_code: ClaudeCode) -> None:
+    """The reader's texts of user messages are the sent ones, whitespace and all. Where a
+    user line joins a message whose last block is text (a prompt after the reminders moved
+    up before it), 2.1.78 and later end that text with a newline (their function that joins
+    two user messages; 2.1.77's and 2.1.22's join them as they are), which the reader
+    leaves out: a token a turn, which the anchored counts absorb."""
+    app = claude_code.workspace / "app.py"
+    app.write_text("X = 1\n", encoding="utf-8")
+    run = claude_code.run("What is X?", [read_turn(app), "X is 1."])
+    assert run.returncode == 0, run.stderr
+    session = read_session(run.transcript)
+    assert_reconstructs(session, run.requests)
+    for call, request in zip(session.calls, run.requests, strict=True):
+        assert read_texts(session, call) == sent_texts(request.body)
