@@ -717,16 +717,20 @@ def test_a_tools_hook_context_moves_to_a_system_message_in_the_next_turn(
 ) -> None:
     """2.1.197 sends Opus 4.8 what a Read's hook adds as a reminder after the result while the
     turn that read runs, and as a system message after it once `--continue` rebuilds the
-    conversation from the transcript (as its sources do)."""
+    conversation from the transcript (as its sources do). One fake serves both runs (one
+    cache, as Anthropic's is shared): the continued request reads up to the changed result,
+    as the replay's fork of the thread does."""
     home = claude_code.root / "home-hooks-continued"
     (home / ".claude").mkdir(parents=True)
     (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": HOOKS}), "utf-8")
     app = claude_code.workspace / "app.py"
     app.write_text("X = 1\n", encoding="utf-8")
     args = ("--model", OPUS_48)
-    first = claude_code.run("What is X?", [read_turn(app), "X is 1."], home=home, args=args)
-    again = claude_code.run("And now?", ["Still 1."], home=home, args=(*args, "--continue"))
+    with FakeMessagesAPI([read_turn(app), "X is 1.", "Still 1."]) as api:
+        first = claude_code.run("What is X?", api=api, home=home, args=args)
+        again = claude_code.run("And now?", api=api, home=home, args=(*args, "--continue"))
     assert first.returncode == 0 and again.returncode == 0, again.stderr
+    assert (again.requests[0].usage or {})["cache_read_input_tokens"] > 0
 
     session = read_session(again.transcript)
     assert_reconstructs(session, [*first.requests, *again.requests])
@@ -756,27 +760,26 @@ links to the tool use, and the result links past it to the tool use too)."""
 
 
 @pytest.mark.parametrize(
-    ("claude_code", "model", "bills"),
+    ("claude_code", "model"),
     [
-        (CURRENT_RELEASE, None, True),
-        (CURRENT_RELEASE, SONNET_46, True),
-        (INFERRED_RELEASE, OPUS_48, False),
-        (INFERRED_RELEASE, SONNET_46, True),
-        (OLDER_RELEASE, None, True),
+        (CURRENT_RELEASE, None),
+        (CURRENT_RELEASE, SONNET_46),
+        (INFERRED_RELEASE, OPUS_48),
+        (INFERRED_RELEASE, SONNET_46),
+        (OLDER_RELEASE, None),
     ],
     indirect=["claude_code"],
 )
 def test_a_tools_pre_hook_context_is_sent_after_its_result(
-    claude_code: ClaudeCode, model: str | None, bills: bool
+    claude_code: ClaudeCode, model: str | None
 ) -> None:
     """What a Read's PreToolUse hook adds is sent after the Read's result, in the turn that
     read and in the next (one process, as a person's session runs), though the result's record
-    links past it to the tool use. The reader's requests are those Claude Code sent.
-
-    Without `bills` the replay's figures are not compared: 2.1.197 turns the reminder Opus 4.8
-    got into a system message in the next turn, a change of prefix the replay takes as a fork,
-    whose prefix it infers from that call's usage (it reads 20,042 tokens where the fake read
-    20,429), a matter of the replay's estimate, not of the requests read."""
+    links past it to the tool use. The reader's requests are those Claude Code sent, and the
+    replay bills what the fake billed: where 2.1.197 turns the reminder Opus 4.8 got into a
+    system message in the next turn, the thread forks there with the prefix it had, and the
+    cache keeps what comes before (until 2026-12-07 the fork inferred a prefix of its own,
+    and read 20,042 tokens where the fake read 20,429)."""
     home = claude_code.root / "home-tool-hooks"
     (home / ".claude").mkdir(parents=True)
     (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": PRE_HOOKS}), "utf-8")
@@ -790,6 +793,143 @@ def test_a_tools_pre_hook_context_is_sent_after_its_result(
     session = read_session(run.transcript)
     assert_reconstructs(session, run.requests)
     replayed, billed = replayed_and_billed(session, run.requests)
-    assert replayed == billed or not bills
+    assert replayed == billed
     for request in run.requests[1:]:
         assert PRE_CONTEXT["additionalContext"] in json.dumps(request.body["messages"])
+
+
+def read_then_resume(
+    claude_code: ClaudeCode, hooks: Mapping[str, Any], app: Path, model: str
+) -> tuple[Session, list[RecordedRequest], int]:
+    """A Read of `app` in one process and a prompt in another that resumes the session
+    (`--resume`), with these hooks, against one fake (one cache, as sessions share
+    Anthropic's): the session read, every request, and how many the first process sent."""
+    home = claude_code.root / "home-resumed"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}), "utf-8")
+    args = ("--model", model)
+    with FakeMessagesAPI([read_turn(app), "X is 1.", "Still 1."]) as api:
+        first = claude_code.run("What is X?", api=api, home=home, args=args)
+        resume = ("--resume", first.transcript.stem)
+        again = claude_code.run("And now?", api=api, home=home, args=(*args, *resume))
+    assert first.returncode == 0 and again.returncode == 0, again.stderr
+    session = read_session(again.transcript)
+    return session, [*first.requests, *again.requests], len(first.requests)
+
+
+@pytest.mark.parametrize(
+    "claude_code", [CURRENT_RELEASE, INFERRED_RELEASE, OLDER_RELEASE], indirect=True
+)
+def test_a_reminder_after_a_tool_result_rides_in_its_text(claude_code: ClaudeCode) -> None:
+    """To a model that takes no system messages, what Claude Code attaches after a tool
+    result (a nested CLAUDE.md the Read found, what a tool's hook added) goes into the
+    result's text: the API messages are made from the conversation with each attachment
+    joined to the user message before it, a string result and the reminder trimmed and
+    joined by a blank line (2.1.22 to 2.1.332). While the turn that ran the tool goes on,
+    its hooks' context is a block of its own after the result (`_made_alone`); a later
+    process, resuming the session, joins it too, so its first request reads the cache only
+    up to that result."""
+    package = claude_code.workspace / "pkg"
+    package.mkdir()
+    (package / "CLAUDE.md").write_text("# pkg rules\nAlways use tabs.\n", encoding="utf-8")
+    app = package / "app.py"
+    app.write_text("X = 1\n", encoding="utf-8")
+    session, requests, _ = read_then_resume(claude_code, HOOKS, app, SONNET_46)
+
+    assert_reconstructs(session, requests)
+    replayed, billed = replayed_and_billed(session, requests)
+    assert replayed == billed
+    [result] = [b for b in requests[-1].body["messages"][2]["content"] if "tool_use_id" in b]
+    assert f"Contents of {package / 'CLAUDE.md'}:" in result["content"]
+    assert ADDED_CONTEXT["additionalContext"] in result["content"]
+
+
+@pytest.mark.parametrize(
+    ("claude_code", "model"),
+    [
+        (CURRENT_RELEASE, SONNET_46),
+        (INFERRED_RELEASE, SONNET_46),
+        (INFERRED_RELEASE, OPUS_48),
+        (OLDER_RELEASE, SONNET_46),
+    ],
+    indirect=["claude_code"],
+)
+def test_a_tools_pre_hook_context_is_not_sent_once_the_session_is_resumed(
+    claude_code: ClaudeCode, model: str
+) -> None:
+    """What a Read's PreToolUse hook added is recorded off the chain (it links to the tool
+    use, the result past it). 2.1.97 and 2.1.197 resumed (`--resume`) rebuild the
+    conversation from the chain and send it no more; 2.1.332 still sends it. A process
+    that ends writes `last-prompt`, which tells the reader where the resumed one began."""
+    app = claude_code.workspace / "app.py"
+    app.write_text("X = 1\n", encoding="utf-8")
+    session, requests, first_run = read_then_resume(claude_code, PRE_HOOKS, app, model)
+
+    assert_reconstructs(session, requests)
+    replayed, billed = replayed_and_billed(session, requests)
+    assert replayed == billed
+    note = PRE_CONTEXT["additionalContext"]
+    assert note in json.dumps(requests[first_run - 1].body["messages"])
+    kept = note in json.dumps(requests[-1].body["messages"])
+    assert kept == (claude_code.release == CURRENT_RELEASE)
+
+
+def sent_texts(body: Mapping[str, Any]) -> list[str]:
+    """The texts of the user messages' text blocks and string tool results, as sent, to the
+    character (the context reminder aside)."""
+    texts: list[str] = []
+    for message in body["messages"]:
+        content = message["content"]
+        if message["role"] != "user":
+            continue
+        for block in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+            if block["type"] == "text" and not block["text"].startswith(CONTEXT_REMINDER):
+                texts.append(block["text"])
+            elif block["type"] == "tool_result" and isinstance(block["content"], str):
+                texts.append(block["content"])
+    return texts
+
+
+def read_texts(session: Session, call: Call) -> list[str]:
+    """The reader's texts of the same blocks."""
+    return [
+        block.text
+        for message in session.request(call)
+        if message.role == "user"
+        for block in message.blocks
+        if block.type in ("text", "tool_result")
+    ]
+
+
+NEWLINE_JOIN = (
+    "2.1.78 and later end a user message's last text with a newline where another user "
+    "message joins it (a prompt after the reminders moved up before it); the reader does "
+    "not: the request it would rebuild for an interrupted prompt needs the text without it "
+    "(docs/cost-model.md)"
+)
+
+
+@pytest.mark.parametrize(
+    "claude_code",
+    [
+        pytest.param(CURRENT_RELEASE, marks=pytest.mark.xfail(strict=True, reason=NEWLINE_JOIN)),
+        INFERRED_RELEASE,  # Opus 4.8, its default: the listings are system messages
+        pytest.param(OLDER_RELEASE, marks=pytest.mark.xfail(strict=True, reason=NEWLINE_JOIN)),
+        SKILL_TOOL_RELEASE,
+    ],
+    indirect=True,
+)
+def test_the_user_texts_are_read_to_the_character(claude_code: ClaudeCode) -> None:
+    """The reader's texts of user messages are the sent ones, whitespace and all. Where a
+    user line joins a message whose last block is text (a prompt after the reminders moved
+    up before it), 2.1.78 and later end that text with a newline (their function that joins
+    two user messages; 2.1.77's and 2.1.22's join them as they are), which the reader
+    leaves out: a token a turn, which the anchored counts absorb."""
+    app = claude_code.workspace / "app.py"
+    app.write_text("X = 1\n", encoding="utf-8")
+    run = claude_code.run("What is X?", [read_turn(app), "X is 1."])
+    assert run.returncode == 0, run.stderr
+    session = read_session(run.transcript)
+    assert_reconstructs(session, run.requests)
+    for call, request in zip(session.calls, run.requests, strict=True):
+        assert read_texts(session, call) == sent_texts(request.body)

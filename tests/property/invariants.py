@@ -34,8 +34,8 @@ from ephemeral_context.context.kinds import EVICTABLE
 from ephemeral_context.context.policy import HARM_TOLERANCE
 from ephemeral_context.prices import priced
 from ephemeral_context.replay.feed import api_block
-from ephemeral_context.replay.flow import Call, Message, Session
-from ephemeral_context.replay.ours import OursLayout, shared_messages
+from ephemeral_context.replay.flow import Call, Message, Session, shared_messages
+from ephemeral_context.replay.ours import OursLayout
 from ephemeral_context.replay.simulate import Prompt, simulate
 from ephemeral_context.replay.strategies import STRATEGIES
 

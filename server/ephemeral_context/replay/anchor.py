@@ -21,11 +21,15 @@ plain input: where the cache took the request, the call's recorded `input_tokens
 exactly those blocks' tokens, and they are sized first (before the thread's prefix is, from
 its first call), then kept as they are when the step's growth is spread.
 
+A thread forked off another (`Thread.origin`) starts with messages that thread sent and
+its prefix: its first call's step is from them, which carry the counts they were given
+there, to what the call recorded.
+
 API:
 - `anchor_unmarked(session)`: size every recorded call's blocks after the breakpoint in place;
   returns the calls used.
-- `anchor_tokens(session)`: scale the added blocks of every recorded step in place; returns
-  the steps used.
+- `anchor_tokens(session)`: scale the added blocks of every recorded step in place, a forked
+  thread's first call from what it shares with its origin; returns the steps used.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from dataclasses import replace
 from itertools import pairwise
 
 from ephemeral_context.cache_sim import Usage
-from ephemeral_context.replay.flow import Call, Message, Session, mark_position
+from ephemeral_context.replay.flow import Call, Message, Session, mark_position, shared_messages
 
 IMPLAUSIBLE_RATIO = 4
 """A step's growth over its blocks' estimate beyond which, when it is also most of the
@@ -84,31 +88,54 @@ def anchor_tokens(session: Session) -> int:
     for call in session.calls:
         by_thread.setdefault(call.thread, []).append(call)
     anchored = 0
+    forked: list[tuple[Call, str]] = []
     for thread_id, calls in by_thread.items():
-        thread = session.threads[thread_id]
         ordered = sorted(calls, key=lambda c: (c.n_messages, c.started, c.index))
+        origin = session.threads[thread_id].origin
+        if origin is not None:
+            forked.append((ordered[0], origin))
         for previous, call in pairwise(ordered):
             if previous.usage is None or call.usage is None or previous.model != call.model:
                 continue
-            if call.n_messages <= previous.n_messages:
-                continue
             growth = call.usage.total_input_tokens - previous.usage.total_input_tokens
-            added = thread.messages[previous.n_messages : call.n_messages]
-            estimate = sum(m.tokens for m in added)
-            if growth <= 0 or not estimate or _implausible(growth, estimate, call.usage):
-                continue
-            # blocks after the breakpoint keep the size the call's plain input gave them
-            scaled, total = slice(None), growth
-            found = _unmarked(session, call)
-            if found is not None and found[0] >= previous.n_messages:
-                at, first = found
-                unmarked = first + sum(len(m.blocks) for m in added[: at - previous.n_messages])
-                kept = _tokens(added, slice(unmarked, None))
-                if _tokens(added, slice(0, unmarked)) and growth > kept:
-                    scaled, total = slice(0, unmarked), growth - kept
-            thread.messages[previous.n_messages : call.n_messages] = _scaled(added, total, scaled)
-            anchored += 1
+            anchored += _anchor_step(session, call, previous.n_messages, growth)
+    done: dict[str, list[str]] = {}
+    for call, origin in forked:  # after the steps of the threads they fork off, in order
+        thread = session.threads[call.thread]
+        family = done.setdefault(origin, [origin])
+        request = session.request(call)
+        shared, source = max(
+            (shared_messages(session.threads[other].messages, request), other) for other in family
+        )
+        family.append(call.thread)
+        thread.messages[:shared] = session.threads[source].messages[:shared]
+        if call.usage is not None:
+            sent = thread.prefix_tokens + thread.hidden_tokens
+            sent += sum(message.tokens for message in thread.messages[:shared])
+            anchored += _anchor_step(session, call, shared, call.usage.total_input_tokens - sent)
     return anchored
+
+
+def _anchor_step(session: Session, call: Call, start: int, growth: int) -> bool:
+    """Scale the blocks a call added after its thread's first `start` messages to `growth`,
+    those after the breakpoint kept at the size the call's plain input gave them; False
+    where the step says nothing (no growth, no estimate, an implausible one)."""
+    assert call.usage is not None
+    thread = session.threads[call.thread]
+    added = thread.messages[start : call.n_messages]
+    estimate = sum(m.tokens for m in added)
+    if growth <= 0 or not estimate or _implausible(growth, estimate, call.usage):
+        return False
+    scaled, total = slice(None), growth
+    found = _unmarked(session, call)
+    if found is not None and found[0] >= start:
+        at, first = found
+        unmarked = first + sum(len(m.blocks) for m in added[: at - start])
+        kept = _tokens(added, slice(unmarked, None))
+        if _tokens(added, slice(0, unmarked)) and growth > kept:
+            scaled, total = slice(0, unmarked), growth - kept
+    thread.messages[start : call.n_messages] = _scaled(added, total, scaled)
+    return True
 
 
 def _implausible(growth: int, estimate: int, usage: Usage) -> bool:

@@ -80,12 +80,15 @@ def steps(session: Session) -> list[Step]:
         chars = dict.fromkeys(FEATURES, 0.0)
         for message in added:
             for block in message.blocks:
-                if block.kind in chars:
-                    ascii_chars, wide, other = script_counts(block.text)
-                    chars[block.kind] += ascii_chars
+                if block.kind not in chars:
+                    continue
+                cut = len(block.text) - block.joined  # reminders joined in count as prose
+                for kind, text in ((block.kind, block.text[:cut]), ("prose", block.text[cut:])):
+                    ascii_chars, wide, other = script_counts(text)
+                    chars[kind] += ascii_chars
                     chars["wide"] += wide
                     chars["other"] += other
-                    chars["blocks"] += 1
+                chars["blocks"] += 1
         growth = call.usage.total_input_tokens - previous.usage.total_input_tokens
         out.append(Step(session.path, tuple(chars[f] for f in FEATURES), growth))
     return out

@@ -234,6 +234,9 @@ class Block:
     them): the context engine sends it as it came and never evicts it."""
     raw: Mapping[str, Any] | None = field(default=None, compare=False)
     """The API dict this block was read from, when it must pass on unchanged (the gateway)."""
+    joined: int = 0
+    """How many characters at the end of a tool result's `text` are reminders Claude Code
+    joined into it: estimated, and fitted (`calibrate.py`), as prose, whatever `kind` is."""
 
 
 @dataclass(frozen=True)
@@ -255,6 +258,22 @@ class Message:
     @property
     def tokens(self) -> int:
         return sum(block.tokens for block in self.blocks)
+
+
+def same_message(a: Message, b: Message) -> bool:
+    """The same message sent the same way, whatever counts its blocks carry (a
+    microcompaction, a process resuming the session, send one changed)."""
+    return (
+        a.line == b.line
+        and len(a.blocks) == len(b.blocks)
+        and all(x is y or x.key == y.key for x, y in zip(a.blocks, b.blocks, strict=True))
+    )
+
+
+def shared_messages(a: Sequence[Message], b: Sequence[Message]) -> int:
+    """How many leading messages two threads have in common (where a fork starts)."""
+    pairs = enumerate(zip(a, b, strict=False))
+    return next((i for i, (x, y) in pairs if not same_message(x, y)), min(len(a), len(b)))
 
 
 def mark_position(messages: Sequence[Message]) -> tuple[int, int] | None:
@@ -316,6 +335,10 @@ class Thread:
     prefix_tokens: int = 0
     hidden_tokens: int = 0
     warm_tokens: int = 0
+    origin: str | None = None
+    """For a thread forked off another of the same file (one of its messages sent otherwise:
+    after a microcompaction, by a resumed process), the thread it forked off: the same
+    process sent both with one prefix, so the cache keeps what they share."""
     task: str | None = None
     """For a sub-agent started in the same file: the id of the Task tool use that started it."""
 
@@ -351,12 +374,13 @@ def prefix(
     """
     skills = str(state.skills)
     head = (skills,) if thread.hidden_tokens else (skills, state.cwd)
+    sent = thread.origin or thread.id
     blocks = [
-        CacheBlock(block_key("prefix", thread.id, *head), max(thread.prefix_tokens, 1), ttl),
+        CacheBlock(block_key("prefix", sent, *head), max(thread.prefix_tokens, 1), ttl),
     ]
     if thread.hidden_tokens:
         blocks.append(
-            CacheBlock(block_key("hidden", thread.id, skills, state.cwd), thread.hidden_tokens)
+            CacheBlock(block_key("hidden", sent, skills, state.cwd), thread.hidden_tokens)
         )
     return tuple(blocks)
 

@@ -26,7 +26,6 @@ API:
 - `ours_layout(session)`, `lossless_layout(session)` -> an `OursLayout` (`prompt(call)`,
   `unanswered(request)`, `rehydrations()`, `rehydrated_tokens()`, `lost_tokens()`,
   `close()`); `OURS_STRATEGIES`.
-- `shared_messages(a, b)`: how many leading messages two threads share (where a fork starts).
 """
 
 from __future__ import annotations
@@ -53,6 +52,7 @@ from ephemeral_context.replay.flow import (
     Thread,
     Unanswered,
     prefix,
+    shared_messages,
 )
 from ephemeral_context.replay.simulate import LayoutStrategy, Prompt
 from ephemeral_context.replay.tools import replaced_strings, serena_change
@@ -283,12 +283,6 @@ def _quoting(call: Call) -> list[str]:
         elif block.type == "tool_use":
             texts.extend(input_strings(block.tool_input or {}))
     return texts
-
-
-def shared_messages(a: Sequence[Message], b: Sequence[Message]) -> int:
-    """How many leading messages two threads have in common."""
-    pairs = enumerate(zip(a, b, strict=False))
-    return next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
 
 
 def ours_layout(session: Session) -> OursLayout:

@@ -71,6 +71,7 @@ from ephemeral_context.replay.flow import (
     Thread,
     Unanswered,
     block_key,
+    same_message,
 )
 from ephemeral_context.replay.microcompact import SILENT_BEFORE, silently_cleared
 from ephemeral_context.replay.tools import (
@@ -256,6 +257,10 @@ class _Reading:
     rendered: bool = False
     """Some attachment record holds the text it was sent as (`rendered`, 2.1.332): in such a
     file an attachment without it was not sent (a prompt snapshot, a session context)."""
+    process_ends: list[int] = field(default_factory=list)
+    """The lines of `last-prompt` records, in order: Claude Code writes one when a process
+    ends (and after a compaction), so a line after one was written by a process that rebuilt
+    the conversation from the file (`--continue`, `--resume`)."""
 
     def copied(self, record: Mapping[str, Any], timestamp: float) -> bool:
         """Whether a sent line is a copy of the parent session's (see `_Entry.copied`).
@@ -496,6 +501,8 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
     if not isinstance(uuid, str):
         if record["type"] == "queue-operation" and reading.queued_at is None:
             reading.queued_at = parse_timestamp(record.get("timestamp"), float("-inf"))
+        if record["type"] == "last-prompt":
+            reading.process_ends.append(line)
         return
     if record["type"] == "system" and record.get("subtype") == "compact_boundary":
         _note_preserved(record, reading)
@@ -798,18 +805,19 @@ def _release(version: str | None) -> tuple[int, ...] | None:
 
 
 def _made_alone(chain: Sequence[_Entry], version: str | None) -> frozenset[str]:
-    """The attachments (uuids) a request sends as reminders although the model takes system
-    messages: what a tool's hooks added since the last prompt a person wrote, in releases
+    """The attachments (uuids) a request sends as reminders of their own, neither as system
+    messages (to a model that takes them) nor in a tool result's text (to one that does
+    not): what a tool's hooks added since the last prompt a person wrote, in releases
     before TOOL_ATTACHMENTS_KEPT_SINCE.
 
     Read from the sources of 2.1.197 (2.1.97's do the same; 2.1.332's no longer do): the
     query loop makes API messages of each message a running tool yields (its result, what
     its PreToolUse and PostToolUse hooks add, which name the tool's use) on its own, and the
     loop's next requests send those. Alone, an attachment has no user message before it to
-    follow as a system message, so it becomes system-reminder text in a user message of its
-    own, which joins the tool result's. A new prompt starts a new loop from the conversation
-    as recorded, where the attachment is read like any other. A missing or unreadable
-    version is taken as a recent release.
+    follow as a system message or to join, so it becomes system-reminder text in a user
+    message of its own, which joins the tool result's as a block. A new prompt starts a new
+    loop from the conversation as recorded, where the attachment is read like any other. A
+    missing or unreadable version is taken as a recent release.
     """
     release = _release(version)
     if release is None or release >= TOOL_ATTACHMENTS_KEPT_SINCE:
@@ -846,17 +854,20 @@ def _attachment_texts(entry: _Entry, system: bool) -> tuple[str, ...]:
 
 
 def _with_reminders(blocks: tuple[Block, ...], texts: Sequence[str]) -> tuple[Block, ...]:
-    """A tool result's line with reminders appended to its last result's text, as 2.1.332
-    sends a reminder that follows a tool result (the result's trailing space dropped)."""
+    """A tool result's line with reminders appended to its last result's text, as Claude
+    Code joins them (2.1.22 to 2.1.332 sources): each part trimmed, the empty ones left
+    out, a blank line between."""
     last = max(i for i, b in enumerate(blocks) if b.type == "tool_result")
     block = blocks[last]
-    text = "\n\n".join([block.text.rstrip(), *texts])
+    text = "\n\n".join(part for part in (t.strip() for t in (block.text, *texts)) if part)
     added = sum(estimate_block_tokens(t, "prose") for t in texts)
+    result = max(len(block.text.strip()) - block.joined, 0)
     appended = replace(
         block,
         key=block_key("tool_result", block.tool_use_id or "", text),
         text=text,
         tokens=block.tokens + added,
+        joined=len(text) - result,
     )
     return (*blocks[:last], appended, *blocks[last + 1 :])
 
@@ -1240,16 +1251,19 @@ def _with_tool_hooks(chain: list[_Entry], reading: _Reading) -> list[_Entry]:
     merge with the tool results first (`jfc` in 2.1.197), so they are sent after the results
     of the turn, blocks of their own: a reminder after them is not folded into a result's
     text either (2.1.332, models that take no system messages). Read from runs of 2.1.97,
-    2.1.197 and 2.1.332 in one process; 2.1.197 resumed (`--continue`) rebuilds the
-    conversation from the chain and drops them, which the reader does not tell apart.
+    2.1.197 and 2.1.332 in one process. A later process (`--continue`, `--resume`) of
+    2.1.97 or 2.1.197 rebuilds the conversation from the chain and sends them no more;
+    2.1.332's still does (runs against tests/fakes).
     """
     on_chain = {entry.uuid for entry in chain}
+    resumed = _resumed_after(chain, reading)
     out: list[_Entry] = []
     pending: list[_Entry] = []
     for at, entry in enumerate(chain):
         out.append(entry)
         if entry.role == "assistant" and isinstance(entry.content, list):
-            pending.extend(_hook_lines(entry, _use_ids(entry), on_chain, reading))
+            found = _hook_lines(entry, _use_ids(entry), on_chain, reading)
+            pending.extend(line for line in found if resumed is None or line.line > resumed)
         elif _result_ids(entry) is None:
             pending = []  # no result came (an interrupted turn): nor was what its hooks added
         elif at + 1 == len(chain) or _result_ids(chain[at + 1]) is None:
@@ -1259,6 +1273,20 @@ def _with_tool_hooks(chain: list[_Entry], reading: _Reading) -> list[_Entry]:
             )
             pending = []
     return out
+
+
+def _resumed_after(chain: Sequence[_Entry], reading: _Reading) -> int | None:
+    """Where the process that sent this request began writing (the line of the last
+    `last-prompt` record before the request's last line), when it is one that rebuilt the
+    conversation from the file without the hooks' lines off the chain (releases before
+    TOOL_ATTACHMENTS_KEPT_SINCE); None when it sends them all."""
+    if not chain:
+        return None
+    release = _release(next((e.version for e in reversed(chain) if e.version), None))
+    if release is None or release >= TOOL_ATTACHMENTS_KEPT_SINCE:
+        return None
+    before = bisect.bisect_left(reading.process_ends, chain[-1].line)
+    return reading.process_ends[before - 1] if before else None
 
 
 def _hook_lines(
@@ -1335,7 +1363,7 @@ def _messages(
     past an assistant turn or a tool result), as Claude Code reorders them. Tool results in
     `cleared` are sent as Claude Code's stub. Without `marks_system` (the release's rule) a
     system message never carries the breakpoint. Attachments in `alone` (`_made_alone`) are
-    reminders even so.
+    reminders of their own even so.
     """
     parts: list[tuple[Role, tuple[Block, ...], _Entry]] = []
     for entry in chain:
@@ -1346,9 +1374,10 @@ def _messages(
             at = len(parts)
             while role == "user" and at > 0 and _before_reminder(*parts[at - 1]):
                 at -= 1
-            if role == "user" and not system and at > 0 and _folds_into(entry, *parts[at - 1]):
-                before_role, before_blocks, before = parts[at - 1]
-                parts[at - 1] = (before_role, _with_reminders(before_blocks, texts), before)
+            into = _fold_target(entry, parts[:at], alone) if role == "user" and not system else None
+            if into is not None:
+                before_role, before_blocks, before = parts[into]
+                parts[into] = (before_role, _with_reminders(before_blocks, texts), before)
                 continue
             parts.insert(at, (role, tuple(_text_block(text) for text in texts), entry))
             continue
@@ -1413,15 +1442,39 @@ def _cleared(block: Block) -> Block:
     )
 
 
+def _fold_target(
+    entry: _Entry, parts: Sequence[tuple[Role, tuple[Block, ...], _Entry]], alone: frozenset[str]
+) -> int | None:
+    """Which of the parts before a reminder (for a model that takes no system messages) it
+    goes into, if any: the one right before it, past reminders made alone (`_made_alone`),
+    which are sent after the rest of their turn's result (2.1.197 and 2.1.97 run against
+    tests/fakes: a nested CLAUDE.md in the Read's result, then a PostToolUse hook's context)."""
+    if entry.uuid in alone:
+        return None
+    at = len(parts)
+    while at > 0 and parts[at - 1][2].uuid in alone:
+        at -= 1
+    return at - 1 if at > 0 and _folds_into(entry, *parts[at - 1]) else None
+
+
 def _folds_into(entry: _Entry, role: Role, blocks: tuple[Block, ...], before: _Entry) -> bool:
-    """Whether a reminder goes into the text of the tool result before it (2.1.332, for a
-    model that takes no system messages; one that does gets it as a block beside)."""
+    """Whether a reminder goes into the text of the tool result before it (for a model that
+    takes no system messages; one that does gets it as a block beside).
+
+    Claude Code joins each attachment to the user message before it, into its last block
+    when that is a tool result: 2.1.22 to 2.1.197 (their sources, and runs against
+    tests/fakes) only a result sent as a string, 2.1.332 (which records what it sent) any.
+    """
+    if entry.beside_result or role != "user" or before.attachment:
+        return False
+    if entry.rendered_role is not None:
+        return any(b.type == "tool_result" for b in blocks)
+    content = before.content
+    last = content[-1] if isinstance(content, list) and content else None
     return (
-        entry.rendered_role is not None
-        and not entry.beside_result
-        and role == "user"
-        and not before.attachment
-        and any(b.type == "tool_result" for b in blocks)
+        isinstance(last, Mapping)
+        and last.get("type") == "tool_result"
+        and isinstance(last.get("content"), str)
     )
 
 
@@ -1431,15 +1484,6 @@ def _before_reminder(role: Role, blocks: tuple[Block, ...], entry: _Entry) -> bo
     if role == "system":
         return True
     return role == "user" and not entry.attachment and all(b.type != "tool_result" for b in blocks)
-
-
-def _same(a: Message, b: Message) -> bool:
-    """The same message sent the same way (a microcompaction sends an old one changed)."""
-    return (
-        a.line == b.line
-        and len(a.blocks) == len(b.blocks)
-        and all(x is y or x.key == y.key for x, y in zip(a.blocks, b.blocks, strict=True))
-    )
 
 
 def _place(
@@ -1457,15 +1501,18 @@ def _place(
     for thread_id in grown:
         known = session.threads[thread_id].messages
         shared = min(len(known), len(messages))
-        if all(_same(known[i], messages[i]) for i in range(shared)):
+        if all(same_message(known[i], messages[i]) for i in range(shared)):
             if len(messages) > len(known):
                 known.extend(messages[len(known) :])
             return thread_id
     thread_id = root if not grown else f"{root}#{len(grown)}"
-    grown.append(thread_id)
     session.threads[thread_id] = Thread(
-        id=thread_id, prefix_key="agent" if sidechain else "main", messages=list(messages)
+        id=thread_id,
+        prefix_key="agent" if sidechain else "main",
+        messages=list(messages),
+        origin=grown[0] if grown else None,
     )
+    grown.append(thread_id)
     return thread_id
 
 
@@ -1488,7 +1535,7 @@ def _build_session(reading: _Reading) -> Session:
         if _silent_microcompaction(head.version):
             cleared |= silently_cleared(chain, head.model or "")
         system = takes_system_messages(head.model, head.version)
-        alone = _made_alone(chain, head.version) if system else frozenset()
+        alone = _made_alone(chain, head.version)
         marks = _marks_system_messages(head.version)
         messages = _messages(chain, reading, system, cleared, marks, alone)
         if not messages or messages[-1].role == "assistant":
@@ -1871,13 +1918,16 @@ def _infer_prefixes(session: Session) -> None:
     What the first call's usage counts beyond the estimated messages is the prefix (tools and
     system prompt). When that call read from a warm cache, the read ends at the system
     breakpoint, so the read is the prefix and the rest is context Claude Code added without
-    writing it down (the files it re-attaches after a compaction).
+    writing it down (the files it re-attaches after a compaction). A thread forked off
+    another (`Thread.origin`) was sent with that one's prefix.
     """
     first: dict[str, Call] = {}
     for call in session.calls:
         first.setdefault(call.thread, call)
     for thread_id, call in first.items():
         thread = session.threads[thread_id]
+        if thread.origin is not None:
+            continue  # sent with its origin's prefix (below)
         usage = call.usage
         if usage is None:
             thread.prefix_tokens = DEFAULT_PREFIX_TOKENS[thread.prefix_key]
@@ -1890,3 +1940,7 @@ def _infer_prefixes(session: Session) -> None:
         else:
             thread.prefix_tokens = rest
         thread.warm_tokens = read
+    for thread in session.threads.values():
+        if thread.origin is not None:
+            origin = session.threads[thread.origin]
+            thread.prefix_tokens, thread.hidden_tokens = origin.prefix_tokens, origin.hidden_tokens

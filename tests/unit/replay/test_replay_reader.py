@@ -463,7 +463,9 @@ def test_a_trailing_system_message_carries_the_breakpoint_from_2_1_212(
 
 
 def test_attachments_go_before_the_prompt_as_reminders_for_other_models(tmp_path: Path) -> None:
-    """Older models: system-reminder text moved up past the prompt, not past a tool result."""
+    """Older models: system-reminder text moved up past the prompt, not past a tool result;
+    after a result sent as a string, into its text (Claude Code joins them: its sources from
+    2.1.22 on, and tests/e2e)."""
     t = Transcript()
     t.user("go").other("attachment", attachment=listing("Explore"))
     t.other("attachment", attachment={"type": "skill_listing", "content": "- review: reviews"})
@@ -480,8 +482,8 @@ def test_attachments_go_before_the_prompt_as_reminders_for_other_models(tmp_path
     ]
     assert first.blocks[0].text.startswith("<system-reminder>\n")
     assert first.blocks[2].text == "go"
-    assert [b.type for b in last.blocks] == ["tool_result", "text"]
-    assert last.blocks[1].text == "<system-reminder>\nand then?\n</system-reminder>"
+    assert [b.type for b in last.blocks] == ["tool_result"]
+    assert last.blocks[0].text == "a.py\n\n<system-reminder>\nand then?\n</system-reminder>"
 
 
 def reminder(body: str) -> str:
@@ -499,7 +501,8 @@ def test_hooks_are_sent_as_claude_code_sends_them(tmp_path: Path) -> None:
         "attachment",
         attachment={"type": "hook_success", "content": "be brief", "command": "echo", **hook},
     )
-    t.assistant([tool_use("t1", "Read", file_path="/a.py")], usage={"write": 5000})
+    read = tool_use("t1", "Read", file_path="/a.py")
+    t.assistant([read], usage={"write": 5000}, version="2.1.197")
     t.tool_result("t1", "1\tx = 1")
     post = {"hookName": "PostToolUse:Read", "hookEvent": "PostToolUse", "toolUseID": "t1"}
     t.other("attachment", attachment={"type": "hook_success", "content": "1\n2\n3", **post})
@@ -508,7 +511,7 @@ def test_hooks_are_sent_as_claude_code_sends_them(tmp_path: Path) -> None:
     )
     t.other("attachment", attachment={"type": "hook_permission_decision", "decision": "allow"})
     t.other("attachment", attachment={"type": "command_permissions", "allowedTools": ["Bash"]})
-    t.assistant([text("ok")], usage={"read": 5000, "write": 30})
+    t.assistant([text("ok")], usage={"read": 5000, "write": 30}, version="2.1.197")
     session = read_session(t.write(tmp_path / "s.jsonl"))
     first, _, last = session.request(session.calls[1])
     assert reminder("UserPromptSubmit hook success: be brief") in [b.text for b in first.blocks]
