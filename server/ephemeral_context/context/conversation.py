@@ -107,6 +107,13 @@ class Conversation:
             return None
         return note
 
+    def answered(self, index: int) -> bool:
+        """The model has seen thread block `index` in a request and answered after it:
+        what may leave the thread or move into the segment. Parallel tool calls written one
+        by one (use, result, use, result) make a result look answered (`Thread.consumed`)
+        before any request has carried it."""
+        return self.thread.consumed(index) and self.thread[index].call < self.calls
+
     def hides_content(self) -> bool:
         """Something shown is out of sight now: a placeholder where it was, or a file
         demoted to its synopsis in the segment."""

@@ -154,11 +154,9 @@ def candidates(
     new = c.thread.blocks[max(0, c.thread.response_start) :]
     relied_on = {i for tb in new for i in tb.relies_on} if gated else set()
     for index, tb in enumerate(c.thread):
-        if tb.evicted or tb.kind not in EVICTABLE or not c.thread.consumed(index):
+        if tb.evicted or tb.kind not in EVICTABLE or not c.answered(index):
             continue
         if index in relied_on:  # the call's Read said "unchanged since" it, or diffed it
-            continue
-        if tb.call >= c.calls:  # no request carried it yet: the model has not seen it
             continue
         item = state.ledger.get(tb.item_id) if tb.item_id else None
         if item is not None and (item.pinned or not item.evictable):

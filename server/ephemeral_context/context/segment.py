@@ -49,9 +49,9 @@ def rebuild(
         visible = view_visible(c, view)
         if not view.whole or not (visible or view.demoted):
             continue
-        if not all(c.thread.consumed(i) for i in view.blocks):
-            # Not consumed yet (the model has not answered after it): it stays in the
-            # thread, and the segment no longer holds the file.
+        if not all(c.answered(i) for i in view.blocks):
+            # Not answered yet (no request carried it, or the model has not answered
+            # after it): it stays in the thread, and the segment no longer holds the file.
             view.in_segment = view.demoted = False
             continue
         item = state.ledger.current(uri)

@@ -303,6 +303,31 @@ def test_what_no_request_carried_yet_is_no_candidate(engine: ContextEngine, cloc
     assert first in candidates()
 
 
+@pytest.mark.parametrize("calls_before", [0, 8, 30])
+def test_a_file_no_request_carried_yet_stays_in_the_thread_at_a_cold_rebuild(
+    engine: ContextEngine, clock: Clock, calls_before: int
+) -> None:
+    """Found by the fuzz command: at a cold gap the segment took in the first of two
+    parallel Reads (it looked answered) as its synopsis; the model, never shown the file
+    whole, had to fetch it back at once, and the request went over its twin."""
+    d = Driver(engine)
+    engine.add_user_text("c", "read both")
+    for step in range(calls_before):
+        d.call()
+        d.bash(f"check {step}: ok\n")
+        clock.advance(10)
+    d.call()
+    d.read("/a.py", source(200, "a_"))
+    d.read("/b.py", source(200, "b_"))
+    c = engine.conversation("c")
+    first = next(i for i, tb in enumerate(c.thread) if "a_f0(" in tb.text)
+    assert c.thread.consumed(first) and not c.answered(first)
+    clock.advance(7200)  # cold: the segment is rebuilt
+    d.call()
+    assert not c.segment
+    assert not c.thread[first].evicted and "a_f199(" in repr(d.requests[-1])
+
+
 def test_the_request_after_a_round_trip_makes_no_new_cut(
     engine: ContextEngine, clock: Clock
 ) -> None:
