@@ -118,7 +118,7 @@ def test_ours_keeps_everything_retrievable_and_cuts_the_peak_on_the_real_session
 @pytest.mark.xfail(
     strict=True,
     reason="a cut is a bet that can lose on the session it is made in: over the 65 sessions "
-    "ours bills more than the cheapest lossless strategy on 11, by at most 5.8% "
+    "ours bills more than the cheapest lossless strategy on 10, by at most 5.8% "
     "(docs/benchmarks.md, baselines), most by a read cut and then edited or quoted "
     "right after, a round trip at one of their last calls (docs/cost-model.md, Do no harm "
     "and the eighth round)",
