@@ -12,7 +12,10 @@ docs/cost-model.md leaves unbounded ("Known limits").
 
 `damaged` takes the first `--cut` lines of a transcript of the repository or of the shared
 traces and corpus (tests/transcripts.py) and one to `--damages` damages
-(tests/property/perturb.py).
+(tests/property/perturb.py). `cut` is not random: every such transcript cut after 15%,
+30%, ... 90% of its lines, as sessions end where their users stop (a bet not yet paid back).
+
+    python -m tests.property.fuzz cut --harm 1.01
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from tests.property.invariants import replay_invariants
 from tests.property.perturb import damaged, damages
 from tests.property.sessions import plans, write_session
 from tests.transcripts import found_transcripts
+
+CUT_SHARES = (0.15, 0.3, 0.45, 0.6, 0.75, 0.9)
+"""Where `cut` ends each transcript: shares of its lines."""
 
 
 def findings(path: Path, harm: float) -> dict[str, list[str]]:
@@ -61,7 +67,7 @@ def _run(test: Callable[..., None], examples: int, seed: int | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("kind", choices=("generated", "damaged"))
+    parser.add_argument("kind", choices=("generated", "damaged", "cut"))
     parser.add_argument("--examples", type=int, default=500)
     parser.add_argument("--steps", type=int, default=40, help="generated: steps at most")
     parser.add_argument("--cut", type=int, default=400, help="damaged: lines at most")
@@ -84,6 +90,15 @@ def main(argv: list[str] | None = None) -> int:
                 report(plan, findings(write_session(plan, Path(folder) / "s.jsonl"), args.harm))
 
             _run(generated, args.examples, args.seed)
+        elif args.kind == "cut":
+            args.examples = 0
+            for source in (p for group in found_transcripts() for p in group):
+                text = source.read_text(encoding="utf-8", errors="replace").splitlines()
+                for share in CUT_SHARES:
+                    path = Path(folder) / source.name
+                    path.write_text("\n".join(text[: max(2, int(len(text) * share))]) + "\n")
+                    report((str(source), share), findings(path, args.harm))
+                    args.examples += 1
         else:
             sources = [p for group in found_transcripts() for p in group]
             lines: dict[Path, list[str]] = {}
