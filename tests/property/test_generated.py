@@ -92,6 +92,11 @@ MODEL = "claude-sonnet-4-6"
 @example(Plan("claude-opus-4-8", (Step("clock_back", seconds=6995.7),
                                   Step("read_range", 6, 5, seconds=2865.8), Step("rewind", 33, 98),
                                   Step("edit", 1, 121, seconds=2080.6))))  # fmt: skip
+# Found by the fuzz command: after an hour's gap the cold rebuild demoted a six-line file to
+# its synopsis, which brought the route's note: 149 tokens over the twin, nothing to cut.
+@example(Plan("claude-opus-4-6", (Step("prompt", 63, seconds=0.5),
+                                  Step("write", 6, 3, seconds=301.0), Step("rewind", 29, 63),
+                                  Step("write", 25, 7, seconds=3760.1))))  # fmt: skip
 def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
     with tempfile.TemporaryDirectory(prefix="ectx-property-") as folder:
         session = read_session(write_session(plan, Path(folder) / "session.jsonl"))

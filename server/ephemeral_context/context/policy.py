@@ -200,6 +200,12 @@ def candidate_value(c: Candidate, m: float, rates: Rates, ttl: Ttl) -> float:
     return rates.read * c.freed * reads - c.reuse * rates.write(ttl) * c.freed
 
 
+def appended_cost(tokens: int, m: float, rates: Rates, ttl: Ttl) -> float:
+    """What `tokens` appended to the conversation cost from now on: written once, read at
+    each of the `m` calls to come (the route's note, which a first cut or demotion brings)."""
+    return tokens * (rates.write(ttl) + rates.read * m)
+
+
 def plan_eviction(
     candidates: Sequence[Candidate],
     boundaries: Sequence[Boundary],
@@ -223,7 +229,7 @@ def plan_eviction(
     read at each call to come.
     """
     values = {c.index: candidate_value(c, m, rates, ttl) for c in candidates}
-    appended = overhead * (rates.write(ttl) + rates.read * m)
+    appended = appended_cost(overhead, m, rates, ttl)
     worth = sorted((c for c in candidates if values[c.index] > 0), key=lambda c: c.offset)
     if not worth:
         return NO_EVICTION

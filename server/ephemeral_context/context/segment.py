@@ -45,6 +45,9 @@ def rebuild(
     entries: list[SegmentEntry] = []
     moved: list[tuple[int, tuple[dict[str, Any], int]]] = []
     shown = {e.uri: e.tokens for e in c.segment}
+    untold = c.untold_note() if not c.hides_content() else None
+    note = state.count(untold, "prose") if untold is not None else 0
+    """What the route's note adds when a demotion first hides something (a synopsis)."""
     for uri, view in c.files.items():
         visible = view_visible(c, view)
         if not view.whole or not (visible or view.demoted):
@@ -74,14 +77,13 @@ def rebuild(
         reuse, wait = outlook.file_reuse(uri, view.call)
         freed = tokens - short_tokens
         keep = policy.Candidate(0, 0, freed, reuse, wait)
+        rates, ttl, m = outlook.rates, outlook.thread_ttl, outlook.remaining
         demote = bool(synopsis) and (
             not visible
             or (
                 keep.freed > 0
-                and policy.candidate_value(
-                    keep, outlook.remaining, outlook.rates, outlook.thread_ttl
-                )
-                > 0
+                and policy.candidate_value(keep, m, rates, ttl)
+                > policy.appended_cost(note, m, rates, ttl)
             )
         )
         if not demote and uri not in shown and grows(state, c, view.blocks, view.text):
@@ -89,6 +91,7 @@ def rebuild(
         if demote:
             text, tokens = short, short_tokens
         refs, growth = _references(state, c, view.blocks, demote, tokens - shown.get(uri, 0))
+        growth += note if demote else 0
         if growth > room and uri not in shown and not demote:
             continue
         if growth > room + freeable and uri in shown and not item.pinned:
@@ -97,6 +100,7 @@ def rebuild(
             # synopsis if that fits, else it leaves the segment; the whole text stays one
             # fetch away by its id.
             refs, growth = _references(state, c, view.blocks, True, short_tokens - shown[uri])
+            growth += note
             if not synopsis or growth > room + freeable:
                 moved.extend(_leave_segment(state, c, uri))
                 view.in_segment = view.demoted = False
@@ -104,6 +108,7 @@ def rebuild(
                 continue
             demote, text, tokens = True, short, short_tokens
         room -= growth
+        note = 0 if demote else note  # said once
         entries.append(
             SegmentEntry(view.item_id, uri, text, tokens, item.changed_at, content_key(text))
         )
