@@ -97,6 +97,18 @@ MODEL = "claude-sonnet-4-6"
 @example(Plan("claude-opus-4-6", (Step("prompt", 63, seconds=0.5),
                                   Step("write", 6, 3, seconds=301.0), Step("rewind", 29, 63),
                                   Step("write", 25, 7, seconds=3760.1))))  # fmt: skip
+# Found by the fuzz command: a branch kept the file segment's whole copy of a file its prefix
+# had shown only a range of (read whole after the fork point): 62,666 tokens against the
+# recorded branch's 45,785.
+@example(Plan("claude-sonnet-4-6", (Step("rewind", 38, 69), Step("rewind", 26, 96),
+                                    Step("rewind", 24, 59), Step("edit", 1, 551, seconds=332.53),
+                                    Step("read_range", 56, 0, seconds=2290.26),
+                                    Step("prompt", 48, 0, seconds=31.79),
+                                    Step("read", 2000, 0, seconds=20.16),
+                                    Step("prompt", 41, 0, seconds=2978.99), Step("rewind", 23, 2),
+                                    Step("write", 2000, 8, seconds=51.49), Step("rewind", 11, 42),
+                                    Step("read_range", 2000, 7, seconds=955.27),
+                                    Step("subagent", 447, 1, fan=4))))  # fmt: skip
 def test_generated_sessions_keep_every_invariant(plan: Plan) -> None:
     with tempfile.TemporaryDirectory(prefix="ectx-property-") as folder:
         session = read_session(write_session(plan, Path(folder) / "session.jsonl"))

@@ -190,8 +190,9 @@ def fork(c: Conversation, conv: str, at: int) -> Conversation:
     """Conversation `conv`: `c`'s first `at` thread blocks as sent now, and what the engine
     learned on the way there (gaps, reuse, cache state, file segment); a file view goes
     along only when all its blocks are in the prefix (a later one may show another version,
-    so a Read on the new branch shows the content again). The segment keeps only files the
-    prefix showed: one that `c` read after it is no part of the branch (carried along, it
+    so a Read on the new branch shows the content again). The segment keeps only the file
+    versions the prefix showed: one that `c` read after it is no part of the branch, nor
+    the whole copy of a file the prefix showed a range of (carried along, it
     made the branch's first request larger than its twin, and an Edit of it a round trip
     for content the branch never saw); a file the prefix only edited, its content never
     shown, is not one it showed. Its bills start at zero."""
@@ -200,14 +201,14 @@ def fork(c: Conversation, conv: str, at: int) -> Conversation:
     new = copy.deepcopy(c, memo)
     new.id = conv
     copies = FILE_COPIES | {BlockKind.CONSOLIDATED}  # not an Edit's result, which names it
-    shown = {tb.uri for tb in thread.blocks if tb.uri and tb.kind in copies}
+    shown = {tb.item_id for tb in thread.blocks if tb.item_id and tb.kind in copies}
     new.files = {
         uri: view
         for uri, view in new.files.items()
         if all(i < at for i in view.blocks)
-        and (view.blocks or ((view.in_segment or view.demoted) and uri in shown))
+        and (view.blocks or ((view.in_segment or view.demoted) and view.item_id in shown))
     }
-    segment = [e for e in new.segment if e.uri in shown]
+    segment = [e for e in new.segment if e.item_id in shown]
     if len(segment) < len(new.segment):
         new.segment = segment
         thread.cache.keep_only((END_OF_SYSTEM,))  # what followed the segment is gone
