@@ -29,7 +29,7 @@ from typing import Any
 import regex
 
 from ephemeral_context.context.blocks import definition_answer, reference_id
-from ephemeral_context.context.engine import BlockKind, ContextEngine
+from ephemeral_context.context.engine import BlockKind, ContextEngine, HydratedText
 from ephemeral_context.context.fetching import READ_SESSION_FILE
 from ephemeral_context.context.skills import parse_skill
 from ephemeral_context.documents import (
@@ -421,11 +421,7 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
     # Read whole, checked whole: a slice beside a key's header would carry its body.
     whole = env.engine.read_session_file(item_id, conv=env.conversation)
     check_range(item_id, offset, limit, whole.total_length)
-    path = uri_to_path(whole.uri) if whole.uri else None
-    if (finding := find_secret(whole.text)) is not None and not (
-        path is not None and env.secrets.opted_in(path.resolve())
-    ):
-        reason = f"it contains what looks like {finding.kind}"
+    if (reason := _withheld_version(env, whole)) is not None:
         return _error(SecretPolicy.withheld_message(item_id, reason))
     if symbol:
         if whole.uri is None:
@@ -440,6 +436,18 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
         return ToolResult(text)
     note = f"[{item_id}: characters {offset}-{end} of {whole.total_length}]\n"
     return ToolResult(note + text)
+
+
+def _withheld_version(env: ToolEnv, whole: HydratedText) -> str | None:
+    """Why stored content may not be sent now, judged as a read of its file would be today:
+    by name too, so a version stored under an opt-in since withdrawn (or another
+    workspace's) stays where it is."""
+    path = uri_to_path(whole.uri) if whole.uri else None
+    if path is None:
+        finding = find_secret(whole.text)
+        return None if finding is None else f"it contains what looks like {finding.kind}"
+    real = path.resolve()
+    return env.secrets.path_reason(real) or env.secrets.content_reason(real, whole.text)
 
 
 def _line_range(item_id: str, text: str, first: int, count: int | None) -> ToolResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,10 @@ from ephemeral_context.context.blocks import label_of, uri_of
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri, uri_to_path
 from ephemeral_context.model import search
+from ephemeral_context.model.agent import record_result
 from ephemeral_context.model.edits import DiskEditApplier, EditError, plan_edit
 from ephemeral_context.model.search import SEARCH_MAX_MATCHES
-from ephemeral_context.model.secrets import Workspace
+from ephemeral_context.model.secrets import SecretPolicy, Workspace
 from ephemeral_context.model.tools import (
     READ_DEFAULT_LINES,
     SkillFolder,
@@ -91,6 +93,24 @@ async def test_read_session_file_through_the_engine(env: ToolEnv, store: Store) 
     assert beside.is_error and GITHUB_TOKEN[4:] not in beside.text
     unknown = await run_tool(env, "read_session_file", {"id": "deadbeefdeadbeef"})
     assert unknown.is_error and "deadbeef" in unknown.text
+
+
+async def test_a_version_stored_under_an_opt_in_is_withheld_once_it_is_gone(
+    env: ToolEnv, root: Path, store: Store
+) -> None:
+    env.engine = ContextEngine(store)
+    allowed = replace(env, secrets=SecretPolicy.configured([], [".env"], base=root))
+    env.engine.add_user_text("c", "what is in .env?")
+    call = {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": ".env"}}
+    env.engine.add_assistant_content("c", [call])
+    record_result(env.engine, "c", "t1", await run_tool(allowed, "read_file", {"path": ".env"}))
+    [seen] = env.engine.file_views("c")
+    again = await run_tool(allowed, "read_session_file", {"id": seen.item_id})
+    assert again.text == "API_TOKEN=hunter2\n"
+    # The opt-in withdrawn (or another workspace's session): the id no longer sends it.
+    withheld = await run_tool(env, "read_session_file", {"id": seen.item_id})
+    assert withheld.is_error and "'.env'" in withheld.text
+    assert "hunter2" not in withheld.text
 
 
 async def test_read_session_file_brings_back_one_definition(env: ToolEnv, store: Store) -> None:
