@@ -495,7 +495,7 @@ async def _invoke_skill(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
 async def _memory(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     if env.memory_root is None:
         return _error("memory is not configured in this session")
-    folder = MemoryFolder(env.memory_root)
+    folder = MemoryFolder(env.memory_root, env.secrets)
     command = _text(args, "command")
     try:
         if command == "rename":

@@ -420,6 +420,24 @@ async def test_a_memory_whose_name_is_not_utf8_is_listed_escaped_and_read_back(
     assert not viewed.is_error and "kept" in viewed.text
 
 
+async def test_a_memory_holding_a_token_is_neither_shown_nor_probed(env: ToolEnv) -> None:
+    """The folder outlives the workspace whose opt-in let a token into it."""
+    assert env.memory_root is not None
+    env.memory_root.mkdir(parents=True, exist_ok=True)
+    notes = env.memory_root / "deploy.md"
+    notes.write_text(f"token: {GITHUB_TOKEN}\n", encoding="utf-8")
+    viewed = await run_tool(env, "memory", {"command": "view", "path": "/memories/deploy.md"})
+    assert viewed.is_error and "a GitHub token" in viewed.text
+    assert GITHUB_TOKEN not in viewed.text
+    probe = {"command": "str_replace", "path": "/memories/deploy.md", "old_str": "ghp_Z"}
+    probed = await run_tool(env, "memory", {**probe, "new_str": "x"})
+    assert probed.is_error and "withheld" in probed.text
+    assert notes.read_text(encoding="utf-8") == f"token: {GITHUB_TOKEN}\n"
+    env.secrets.allow(notes)
+    allowed = await run_tool(env, "memory", {"command": "view", "path": "/memories/deploy.md"})
+    assert not allowed.is_error and GITHUB_TOKEN in allowed.text
+
+
 async def test_memory_cannot_leave_its_folder(env: ToolEnv, tmp_path: Path) -> None:
     result = await run_tool(
         env, "memory", {"command": "create", "path": "/memories/../../escape.md", "file_text": "x"}
