@@ -81,8 +81,10 @@ class SkillFolder:
         """(name, description) of every skill, sorted by name."""
         return sorted((name, description) for name, (_, description) in self._files().items())
 
-    def body(self, name: str) -> str:
-        return self._files()[name][0].read_text(encoding="utf-8")
+    def source(self, name: str) -> tuple[Path, str]:
+        """The skill's file and its whole text, frontmatter included."""
+        path = self._files()[name][0]
+        return path, path.read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -489,7 +491,9 @@ async def _invoke_skill(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     known = [skill for skill, _ in env.skills.names()]
     if name not in known:
         return _error(f"unknown skill {name!r}; known skills: {', '.join(known) or 'none'}")
-    return ToolResult(env.skills.body(name), kind=BlockKind.SKILL, uri=f"skill:{name}")
+    path, text = env.skills.source(name)
+    env.withhold_secret(path, f"skill {name}", text)  # a token pasted into it, say
+    return ToolResult(text, kind=BlockKind.SKILL, uri=f"skill:{name}")
 
 
 async def _memory(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:

@@ -173,6 +173,16 @@ async def test_skills_from_a_folder(env: ToolEnv, tmp_path: Path) -> None:
     assert missing.is_error and "release, style" in missing.text
 
 
+async def test_a_skill_holding_a_token_is_withheld(env: ToolEnv, tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    (skills / "deploy.md").write_text(f"curl -H 'Authorization: token {GITHUB_TOKEN}'\n")
+    env.skills = SkillFolder(skills)
+    body = await run_tool(env, "invoke_skill", {"name": "deploy"})
+    assert body.is_error and "a GitHub token" in body.text
+    assert GITHUB_TOKEN not in body.text
+
+
 async def test_read_file_returns_the_whole_current_version(env: ToolEnv, root: Path) -> None:
     result = await run_tool(env, "read_file", {"path": "src/app.py"})
     assert not result.is_error
