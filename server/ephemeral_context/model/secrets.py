@@ -18,7 +18,7 @@ import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 
 from ephemeral_context.documents import UnmirroredReason, shown_name
 
@@ -191,14 +191,14 @@ class SecretPolicy:
         """The user's opt-in for one file (by its resolved path)."""
         self.allowed.add(real.resolve())
 
-    def opted_in(self, real: Path) -> bool:
+    def opted_in(self, real: PurePath) -> bool:
         """Whether the user allowed this file by path or by glob."""
         if real in self.allowed:
             return True
         posix = PurePosixPath(real.as_posix())
         return any(posix.match(glob) for glob in self.allowed_globs)
 
-    def path_reason(self, real: Path) -> str | None:
+    def path_reason(self, real: PurePath) -> str | None:
         """Why this path is withheld by name alone (pattern or .git internals), or None."""
         if self.opted_in(real):
             return None
