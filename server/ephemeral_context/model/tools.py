@@ -23,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import regex
@@ -37,6 +37,7 @@ from ephemeral_context.documents import (
     DocumentMirror,
     path_to_uri,
     taken_name,
+    uri_path,
     uri_to_path,
 )
 from ephemeral_context.model.edits import DiskEditApplier, EditApplier
@@ -165,10 +166,15 @@ class ToolEnv:
         """The resolved path and its short name, after the workspace and secret-name checks."""
         real = self.workspace.resolve(raw)
         display = self.workspace.relative(real)
-        reason = self.secrets.path_reason(real)
+        self.withhold_name(real, display)
+        return real, display
+
+    def withhold_name(self, path: PurePath, display: str) -> None:
+        """Raise AccessDenied when the name of `path` marks it secret (a pattern, or .git
+        internals) and the user did not allow it."""
+        reason = self.secrets.path_reason(path)
         if reason is not None:
             raise AccessDenied(SecretPolicy.withheld_message(display, reason), "secret")
-        return real, display
 
     def named_path(self, written: str) -> tuple[Path, str]:
         """`guarded_path` for a name the model wrote: its `\\xNN` escapes read back to the
@@ -205,9 +211,11 @@ class ToolEnv:
 
     def readable(self, uri: str) -> Document:
         """The editor's `uri` through the checks of a model's read (a pin shows it to the
-        model); an untitled buffer, with no path, gets the content check only."""
+        model); a buffer with no file here (untitled:, a virtual file system's) gets the
+        name check on the path its URI names, and the content check."""
         path = uri_to_path(uri)
         if path is None:
+            self.withhold_name(uri_path(uri), uri)
             return self.guarded_document(Path(uri), uri, uri)
         real, display = self.guarded_path(str(path))
         return self.guarded_document(real, display, uri)

@@ -16,7 +16,7 @@ from ephemeral_context.model import search
 from ephemeral_context.model.agent import record_result
 from ephemeral_context.model.edits import DiskEditApplier, EditError, plan_edit
 from ephemeral_context.model.search import SEARCH_MAX_MATCHES
-from ephemeral_context.model.secrets import SecretPolicy, Workspace
+from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
 from ephemeral_context.model.tools import (
     READ_DEFAULT_LINES,
     SkillFolder,
@@ -212,6 +212,19 @@ async def test_env_file_is_withheld_with_a_reason(env: ToolEnv) -> None:
     assert result.is_error
     assert "withheld" in result.text and "'.env'" in result.text
     assert "hunter2" not in result.text
+
+
+@pytest.mark.parametrize("uri", ["untitled:/w/.env", "vscode-vfs://github/o/r/%2Eenv.local"])
+def test_a_buffer_with_no_file_here_is_withheld_by_the_name_its_uri_gives(
+    env: ToolEnv, uri: str
+) -> None:
+    """What a pin checks (`readable`): no file on disk, but the name is still a secret's."""
+    env.mirror.open(uri, "dotenv", 1, "DB=hunter2\n")
+    with pytest.raises(AccessDenied, match="matches the secret pattern") as refused:
+        env.readable(uri)
+    assert refused.value.reason == "secret" and "hunter2" not in str(refused.value)
+    env.mirror.open("untitled:Untitled-1", "plaintext", 1, "notes\n")
+    assert env.readable("untitled:Untitled-1").text == "notes\n"
 
 
 async def test_private_key_content_is_withheld(env: ToolEnv) -> None:
