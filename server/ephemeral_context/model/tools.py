@@ -142,19 +142,20 @@ class ToolEnv:
         engine: ContextEngine | None = None,
         secret_patterns: Sequence[str] = (),
         allow_secret_files: Sequence[str] = (),
+        allow_base: Path | None = None,
         skills_directory: str | Path | None = None,
         memory_root: Path | None = None,
         applier: EditApplier | None = None,
     ) -> ToolEnv:
         """From plain settings (the server's Options or `ectx ask`'s flags), so both front
-        ends check the same way; allowed secret files are paths relative to the first
-        folder, or globs."""
+        ends check the same way; allowed secret files are globs, or paths relative to
+        `allow_base` (a shell's are to its current folder), else to the first folder."""
         workspace = Workspace.of(folders)
         return cls(
             workspace=workspace,
             mirror=mirror,
             secrets=SecretPolicy.configured(
-                secret_patterns, allow_secret_files, base=workspace.roots[0]
+                secret_patterns, allow_secret_files, base=allow_base or workspace.roots[0]
             ),
             applier=applier or DiskEditApplier(),
             engine=engine,
