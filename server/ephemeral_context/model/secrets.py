@@ -199,15 +199,18 @@ class SecretPolicy:
         return any(posix.match(glob) for glob in self.allowed_globs)
 
     def path_reason(self, real: PurePath) -> str | None:
-        """Why this path is withheld by name alone (pattern or .git internals), or None."""
+        """Why this path is withheld by name alone (pattern or .git internals), or None. A
+        pattern with a `/` is matched against the path and every folder it lies in, so
+        `secrets/*` (or `secrets/`) withholds `secrets/prod/db.yaml` too."""
         if self.opted_in(real):
             return None
         if ".git" in real.parts[:-1] or real.name == ".git":
             return f"{shown_name(real.name)} is inside .git/ (repository internals are never sent)"
         name = real.name.lower()
+        posix = PurePosixPath(real.as_posix())
         for pattern in self.patterns:
             if fnmatch.fnmatchcase(name, pattern.lower()) or (
-                "/" in pattern and PurePosixPath(real.as_posix()).match(pattern)
+                "/" in pattern and any(p.match(pattern) for p in (posix, *posix.parents))
             ):
                 return f"{shown_name(real.name)} matches the secret pattern {pattern!r}"
         return None

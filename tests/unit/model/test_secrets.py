@@ -184,6 +184,14 @@ def test_extra_patterns_from_configuration(tmp_path: Path) -> None:
     assert policy.path_reason(tmp_path / "prod.yaml") is None
 
 
+@pytest.mark.parametrize("pattern", ["secrets/*", "secrets/**", "secrets/", "ws/secrets"])
+def test_a_folder_pattern_withholds_what_lies_deeper_in_it(tmp_path: Path, pattern: str) -> None:
+    policy = SecretPolicy(patterns=(pattern,))
+    assert policy.path_reason(tmp_path / "ws" / "secrets" / "prod" / "db.yaml") is not None
+    assert policy.path_reason(tmp_path / "ws" / "secrets" / "db.yaml") is not None
+    assert policy.path_reason(tmp_path / "ws" / "public" / "secrets.md") is None
+
+
 def test_configured_opt_ins_by_relative_path_and_glob(tmp_path: Path) -> None:
     policy = SecretPolicy.configured(["*.vault"], ["deploy/.env", "config/*.pem"], base=tmp_path)
     assert policy.path_reason(tmp_path / "deploy" / ".env") is None
