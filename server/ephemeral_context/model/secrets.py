@@ -204,7 +204,7 @@ class SecretPolicy:
         `secrets/*` (or `secrets/`) withholds `secrets/prod/db.yaml` too."""
         if self.opted_in(real):
             return None
-        if ".git" in real.parts[:-1] or real.name == ".git":
+        if ".git" in (part.lower() for part in real.parts):  # `.GIT/config` on macOS too
             return f"{shown_name(real.name)} is inside .git/ (repository internals are never sent)"
         name = real.name.lower()
         posix = PurePosixPath(real.as_posix())

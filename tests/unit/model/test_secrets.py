@@ -134,6 +134,8 @@ def test_git_internals_are_withheld(tmp_path: Path) -> None:
     reason = SecretPolicy().path_reason(tmp_path / ".git" / "config")
     assert reason is not None and ".git/" in reason
     assert SecretPolicy().path_reason(tmp_path / ".gitignore") is None
+    # a file system that ignores case (macOS, Windows) opens .git/config by this name too
+    assert SecretPolicy().path_reason(tmp_path / ".GIT" / "config") is not None
 
 
 def test_private_key_block_is_found_with_its_line() -> None:
