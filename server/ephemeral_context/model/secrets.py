@@ -207,10 +207,11 @@ class SecretPolicy:
         if ".git" in (part.lower() for part in real.parts):  # `.GIT/config` on macOS too
             return f"{shown_name(real.name)} is inside .git/ (repository internals are never sent)"
         name = real.name.lower()
-        posix = PurePosixPath(real.as_posix())
+        posix = PurePosixPath(real.as_posix().lower())
         for pattern in self.patterns:
-            if fnmatch.fnmatchcase(name, pattern.lower()) or (
-                "/" in pattern and any(p.match(pattern) for p in (posix, *posix.parents))
+            lowered = pattern.lower()
+            if fnmatch.fnmatchcase(name, lowered) or (
+                "/" in pattern and any(p.match(lowered) for p in (posix, *posix.parents))
             ):
                 return f"{shown_name(real.name)} matches the secret pattern {pattern!r}"
         return None

@@ -184,6 +184,7 @@ def test_extra_patterns_from_configuration(tmp_path: Path) -> None:
     assert policy.path_reason(tmp_path / "db.secret") is not None
     assert policy.path_reason(tmp_path / "vault" / "prod.yaml") is not None
     assert policy.path_reason(tmp_path / "prod.yaml") is None
+    assert policy.path_reason(tmp_path / "Vault" / "prod.YAML") is not None  # as names are
 
 
 @pytest.mark.parametrize("pattern", ["secrets/*", "secrets/**", "secrets/", "ws/secrets"])
