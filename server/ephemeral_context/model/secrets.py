@@ -67,6 +67,13 @@ CONTENT_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
         ("gh", "github_pat_"),
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
     ),
+    (
+        "an AWS secret access key",  # named as the SDKs, the CLI's JSON and env vars name it
+        ("secret_access_key", "SECRET_ACCESS_KEY", "SecretAccessKey"),
+        re.compile(
+            r"(?i)secret_?access_?key[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
+        ),
+    ),
     ("a Slack token", ("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
     ("an Anthropic API key", ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
     ("an OpenAI API key", ("sk-",), re.compile(r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{40,}")),

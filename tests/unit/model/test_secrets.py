@@ -30,6 +30,10 @@ TOKENS = {
     "a GitLab token": "glpat-" + "f" * 20,
     "a GitHub token (fine-grained)": "github_pat_" + "g" * 40,
     "an AWS access key id (temporary)": "ASIA" + "IOSFODNN7EXAMPLE",
+    "an AWS secret access key": "aws_secret_access_key="
+    + "wJalrXUtnFEMI/K7MDENG+bPxRfiCY"
+    + "E" * 10,
+    "an AWS secret access key (the CLI's JSON)": 'SecretAccessKey": "' + "Kx9/" * 10,
 }
 """One of each form CONTENT_PATTERNS knows (each must hold one of its pattern's needles)."""
 
@@ -154,7 +158,10 @@ def test_well_known_tokens_are_found(kind: str, token: str) -> None:
 
 
 def test_ordinary_code_has_no_findings() -> None:
-    text = "def ask(key: str) -> str:\n    return 'sk-' + key  # AKIA is a prefix\n"
+    text = (
+        "def ask(key: str) -> str:\n    return 'sk-' + key  # AKIA is a prefix\n"
+        "aws_secret_access_key = os.environ['AWS_SECRET_ACCESS_KEY']\n"
+    )
     assert find_secret(text) is None
 
 
