@@ -45,8 +45,15 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     ".npmrc",
     ".git-credentials",
     "secrets.*",
+    ".htpasswd",
+    ".vault-token",
+    "*.tfstate",
+    "*.tfstate.backup",
+    ".docker/config.json",
+    ".kube/config",
 )
-"""File-name globs (matched against the base name, case-insensitively) that are never sent."""
+"""File-name globs (matched against the base name, case-insensitively; one with a `/`
+against the path) that are never sent."""
 
 # Each entry: what it is (for the reason the model reads), the text that any match holds
 # (a search for it rules the pattern out at a fraction of the regular expression's cost:

@@ -123,13 +123,21 @@ def test_an_empty_workspace_is_rejected() -> None:
         ".netrc",
         ".npmrc",
         "Server.PEM",
+        ".htpasswd",
+        ".vault-token",
+        "terraform.tfstate",
+        "terraform.tfstate.backup",
+        ".docker/config.json",
+        ".kube/config",
     ],
 )
 def test_secret_file_names_are_withheld(tmp_path: Path, name: str) -> None:
     assert SecretPolicy().path_reason(tmp_path / name) is not None
 
 
-@pytest.mark.parametrize("name", ["app.py", "environment.py", "keys.py", "README.md", "monkey.txt"])
+@pytest.mark.parametrize(
+    "name", ["app.py", "environment.py", "keys.py", "README.md", "monkey.txt", "kube/config"]
+)
 def test_ordinary_names_pass(tmp_path: Path, name: str) -> None:
     assert SecretPolicy().path_reason(tmp_path / name) is None
 
