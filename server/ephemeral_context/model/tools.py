@@ -478,8 +478,10 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     old, new = _text(args, "old_string"), _text(args, "new_string")
     if real.exists() and not real.is_file():
         return _error(f"{display} is not a regular file")
-    if real.exists():  # what the model may not read, it may not edit: a match would tell
-        env.guarded_document(real, display)  # of a secret (and a huge file is read whole)
+    # What the model may not read, it may not edit: a match would tell of a secret (and a
+    # huge file is read whole). A buffer open in the editor is edited there, saved or not.
+    if real.exists() or env.mirror.is_open(path_to_uri(real)):
+        env.guarded_document(real, display)
     outcome = await env.applier.apply(real, old, new)
     return ToolResult(
         f"{display}: {outcome.message}",
