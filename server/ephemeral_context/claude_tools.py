@@ -13,7 +13,7 @@ API:
 - `KNOWN_TOOLS`, `TASK_TOOLS`, `SKILL_TOOLS`,
   `BRIDGE_TOOLS`, `BRIDGE_FAILURES`, `SERENA_TOOLS`, `SERENA_FAILURES`: the vocabularies.
 - `builtin_tool(name)`, `stands_in(name)`, `serena_tool(name)`,
-  `tool_file_path(tool_input, root)`.
+  `tool_file_path(tool_input, root)`, `client_path(path)`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import ntpath
 import posixpath
 import re
 from collections.abc import Mapping
+from pathlib import PurePath, PurePosixPath, PureWindowsPath
 from typing import Any
 
 KNOWN_TOOLS = frozenset(
@@ -155,3 +156,9 @@ def tool_file_path(tool_input: Mapping[str, Any], root: str | None = None) -> st
     if _WINDOWS_ROOT.match(root):
         return ntpath.normpath(ntpath.join(root, relative))
     return posixpath.normpath(posixpath.join(root, relative))
+
+
+def client_path(path: str) -> PurePath:
+    """A path as the client's system reads it: a Windows root's by Windows rules (Claude Code
+    on Windows may reach a gateway in WSL, whose own rules would take it for one name)."""
+    return PureWindowsPath(path) if _WINDOWS_ROOT.match(path) else PurePosixPath(path)

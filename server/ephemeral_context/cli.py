@@ -160,7 +160,8 @@ def _add_ask_command(sub: Subcommands) -> None:
         action="append",
         default=[],
         metavar="PATH",
-        help="send this secret-looking file anyway (repeatable; a path or a glob)",
+        help="send this secret-looking file anyway (repeatable; a path from the current "
+        "folder, or a glob)",
     )
     ask.add_argument("--skills", metavar="DIR", help="folder of SKILL.md skills")
     ask.add_argument("--max-steps", type=int, default=20, help="model calls at most (default 20)")

@@ -231,6 +231,22 @@ async def test_edit_of_a_file_not_open_goes_to_disk(
     assert (workspace / "README.md").read_text(encoding="utf-8") == "# Project\n\nA sample.\n"
 
 
+async def test_an_unsaved_buffer_holding_a_key_is_not_edited_nor_probed(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """A buffer with no file on disk yet (or any more) is edited in the editor: whether
+    old_string matched would tell what it holds, so it is checked as a read of it is."""
+    await start(raw_editor, api, workspace, "visual_studio_code")
+    uri = raw_editor.open(workspace / "draft.py", text=f"KEY = {PRIVATE_KEY!r}\n")
+    edit = {"path": "draft.py", "old_string": "MHcCAQEEIBLAH", "new_string": "x"}
+    api.add_turns({"tool_use": [{"name": "edit_file", "input": edit}]}, "Could not.")
+    result = await raw_editor.request("ephemeralContext/ask", {"prompt": "guess"})
+    assert result.edits == []
+    assert raw_editor.applied == [] and "MHcCAQEEIBLAH" in raw_editor.buffers[uri].source
+    [answer] = tool_results(api.message_requests[-1].body)
+    assert answer["is_error"] and "private-key block" in text_of(answer)
+
+
 async def test_work_done_progress_and_serial_asks(
     raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
 ) -> None:

@@ -10,7 +10,7 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 - pieces.py: a version's text as pieces; `content_hash`.
 - lines.py: `LineIndex`, the line table carried across edits.
 - document.py: `Document` (one version), `TextEdit`, `ByteEdit`, `DocumentSource`.
-- uris.py: `normalize_uri`, `uri_to_path`, `path_to_uri`, `shown_name`, `taken_name`,
+- uris.py: `normalize_uri`, `uri_to_path`, `uri_path`, `path_to_uri`, `shown_name`, `taken_name`,
   `holds_raw_bytes`.
 - mirror.py: `DocumentMirror`, `DocumentChange`, `ChangeReason`, `Unmirrored`,
   `UnmirroredReason`.
@@ -41,6 +41,7 @@ from ephemeral_context.documents.uris import (
     path_to_uri,
     shown_name,
     taken_name,
+    uri_path,
     uri_to_path,
 )
 
@@ -66,6 +67,7 @@ __all__ = [
     "path_to_uri",
     "shown_name",
     "taken_name",
+    "uri_path",
     "uri_to_path",
     "utf8",
     "without_lone_surrogates",

@@ -2,7 +2,8 @@
 
 API:
 - `normalize_uri(uri)`: the one key of a file (file: URIs re-encoded canonically).
-- `uri_to_path(uri)`: the path of a file: URI, None for other schemes.
+- `uri_to_path(uri)`: the path of a file: URI, None for other schemes; `uri_path(uri)`:
+  the path any URI names.
 - `path_to_uri(path)`: the canonical file: URI of a path.
 - `shown_name(path)`, `taken_name(text)`: a path as the model is shown it, and back;
   `holds_raw_bytes(path)`: whether it needs that.
@@ -19,15 +20,22 @@ import functools
 import os
 import re
 import urllib.parse
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 
 def uri_to_path(uri: str) -> Path | None:
     """The file system path of a file: URI, or None for other schemes (untitled:, ...)."""
-    parsed = urllib.parse.urlsplit(uri)
-    if parsed.scheme != "file":
+    if urllib.parse.urlsplit(uri).scheme != "file":
         return None
-    return Path(urllib.parse.unquote(parsed.path, errors="surrogateescape"))
+    return Path(uri_path(uri))
+
+
+def uri_path(uri: str) -> PurePosixPath:
+    """The path a URI of any scheme names, unescaped: a file's, or one with no file here
+    (`untitled:/w/.env`, a virtual file system's), whose name still says what it holds."""
+    return PurePosixPath(
+        urllib.parse.unquote(urllib.parse.urlsplit(uri).path, errors="surrogateescape")
+    )
 
 
 def path_to_uri(path: str | os.PathLike[str]) -> str:

@@ -1,7 +1,9 @@
 """The model's `memory` tool: notes that persist across sessions, as files in one folder.
 
 The model names them `/memories/<path>` (or `<path>`); nothing can leave the folder
-(model/secrets.Workspace resolves every path). Each command returns a `MemoryReply`; a
+(model/secrets.Workspace resolves every path). The folder outlives a workspace, so a file
+holding a key or token is neither shown nor edited unless the user allowed it
+(model/secrets.SecretPolicy), as in the workspace. Each command returns a `MemoryReply`; a
 command that cannot be done raises `MemoryRefused` with the sentence the model sees.
 
 API:
@@ -11,12 +13,12 @@ API:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ephemeral_context.documents import path_to_uri, shown_name, taken_name
 from ephemeral_context.model.edits import DiskEditApplier, write_atomically
-from ephemeral_context.model.secrets import Workspace
+from ephemeral_context.model.secrets import SecretPolicy, Workspace
 
 
 class MemoryRefused(Exception):
@@ -37,6 +39,7 @@ class MemoryFolder:
     """The memories folder; created on first use."""
 
     root: Path
+    secrets: SecretPolicy = field(default_factory=SecretPolicy)
 
     def _path(self, raw: str) -> Path:
         """A path under the folder; `/memories/x.md` and `x.md` mean the same file (a name
@@ -59,6 +62,15 @@ class MemoryFolder:
             raise MemoryRefused(f"no memory file {name}")
         return path, name
 
+    def _shown(self, raw: str) -> tuple[Path, str, str]:
+        """A file's path, name and text, unless the text holds a secret: what may not be
+        shown may not be edited either (a match would tell)."""
+        path, name = self._file(raw)
+        text = path.read_text(encoding="utf-8")
+        if (reason := self.secrets.content_reason(path, text)) is not None:
+            raise MemoryRefused(SecretPolicy.withheld_message(name, reason))
+        return path, name, text
+
     def view(self, raw: str, view_range: tuple[int, int] | None) -> MemoryReply:
         """A folder's listing, or a file's lines numbered (view_range: first, last or -1)."""
         path = self._path(raw)
@@ -67,8 +79,8 @@ class MemoryFolder:
             entries = sorted(self._name(p) + ("/" if p.is_dir() else "") for p in path.rglob("*"))
             listing = "\n".join(entries) or "(empty)"
             return MemoryReply(f"{name}:\n{listing}")
-        path, name = self._file(raw)
-        lines = path.read_text(encoding="utf-8").splitlines()
+        path, name, text = self._shown(raw)
+        lines = text.splitlines()
         first, last = 1, len(lines)
         if view_range is not None:
             first = max(1, view_range[0])
@@ -91,7 +103,7 @@ class MemoryFolder:
         return MemoryReply(f"deleted {name}", uri=path_to_uri(path))
 
     async def str_replace(self, raw: str, old: str, new: str) -> MemoryReply:
-        path, name = self._file(raw)
+        path, name, _ = self._shown(raw)
         outcome = await DiskEditApplier().apply(path, old, new)
         return MemoryReply(f"{name}: {outcome.message}", failed=not outcome.applied)
 

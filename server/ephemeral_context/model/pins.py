@@ -110,12 +110,13 @@ class Pins:
         return changed
 
     def recheck(self, env: ToolEnv) -> list[str]:
-        """The user's secret settings changed (`env` has the new ones): each whole-file pin
-        passes a model's read checks again now, and one they withhold is unpinned, in every
-        conversation (the hosted gateway's too); returns one sentence per pin released. A
-        pin refused for another reason (a buffer out of sync, a file gone) is `follow`'s."""
+        """The user's secret settings changed (`env` has the new ones): each pinned file,
+        whole or by a definition, passes a model's read checks again now, and one they
+        withhold is unpinned, in every conversation (the hosted gateway's too); returns one
+        sentence per file released. A pin refused for another reason (a buffer out of sync,
+        a file gone) is `follow`'s."""
         released = []
-        for uri in self.engine.pinned_files():
+        for uri in sorted(self._pinned()):
             try:
                 env.readable(uri)
             except AccessDenied as exc:
@@ -124,8 +125,10 @@ class Pins:
         return released
 
     def _release(self, uri: str, why: AccessDenied) -> str:
-        """Unpin a whole file that no longer passes the checks; the sentence that says so."""
+        """Unpin a file (whole, and its definitions) that no longer passes the checks; the
+        sentence that says so."""
         self.engine.unpin(uri)
+        self._symbols.pop(uri, None)
         self._hashes.pop(uri, None)
         self._ids.pop(uri, None)
         return f"{label_of(uri)} is no longer pinned: {why}"

@@ -18,7 +18,7 @@ import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 
 from ephemeral_context.documents import UnmirroredReason, shown_name
 
@@ -45,8 +45,15 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     ".npmrc",
     ".git-credentials",
     "secrets.*",
+    ".htpasswd",
+    ".vault-token",
+    "*.tfstate",
+    "*.tfstate.backup",
+    ".docker/config.json",
+    ".kube/config",
 )
-"""File-name globs (matched against the base name, case-insensitively) that are never sent."""
+"""File-name globs (matched against the base name, case-insensitively; one with a `/`
+against the path) that are never sent."""
 
 # Each entry: what it is (for the reason the model reads), the text that any match holds
 # (a search for it rules the pattern out at a fraction of the regular expression's cost:
@@ -66,6 +73,13 @@ CONTENT_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
         "a GitHub token",
         ("gh", "github_pat_"),
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
+    ),
+    (
+        "an AWS secret access key",  # named as the SDKs, the CLI's JSON and env vars name it
+        ("secret_access_key", "SECRET_ACCESS_KEY", "SecretAccessKey"),
+        re.compile(
+            r"(?i)secret_?access_?key[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
+        ),
     ),
     ("a Slack token", ("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
     ("an Anthropic API key", ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
@@ -191,23 +205,27 @@ class SecretPolicy:
         """The user's opt-in for one file (by its resolved path)."""
         self.allowed.add(real.resolve())
 
-    def opted_in(self, real: Path) -> bool:
+    def opted_in(self, real: PurePath) -> bool:
         """Whether the user allowed this file by path or by glob."""
         if real in self.allowed:
             return True
         posix = PurePosixPath(real.as_posix())
         return any(posix.match(glob) for glob in self.allowed_globs)
 
-    def path_reason(self, real: Path) -> str | None:
-        """Why this path is withheld by name alone (pattern or .git internals), or None."""
+    def path_reason(self, real: PurePath) -> str | None:
+        """Why this path is withheld by name alone (pattern or .git internals), or None. A
+        pattern with a `/` is matched against the path and every folder it lies in, so
+        `secrets/*` (or `secrets/`) withholds `secrets/prod/db.yaml` too."""
         if self.opted_in(real):
             return None
-        if ".git" in real.parts[:-1] or real.name == ".git":
+        if ".git" in (part.lower() for part in real.parts):  # `.GIT/config` on macOS too
             return f"{shown_name(real.name)} is inside .git/ (repository internals are never sent)"
         name = real.name.lower()
+        posix = PurePosixPath(real.as_posix().lower())
         for pattern in self.patterns:
-            if fnmatch.fnmatchcase(name, pattern.lower()) or (
-                "/" in pattern and PurePosixPath(real.as_posix()).match(pattern)
+            lowered = pattern.lower()
+            if fnmatch.fnmatchcase(name, lowered) or (
+                "/" in pattern and any(p.match(lowered) for p in (posix, *posix.parents))
             ):
                 return f"{shown_name(real.name)} matches the secret pattern {pattern!r}"
         return None

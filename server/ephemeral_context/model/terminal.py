@@ -80,6 +80,7 @@ async def _ask(
             folders=[workspace],
             engine=engine,
             allow_secret_files=allow_secret,
+            allow_base=Path.cwd(),  # `--allow-secret config/.env` names it as the shell does
             skills_directory=skills,
         )
         session = AskSession.create(

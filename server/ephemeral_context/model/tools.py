@@ -23,13 +23,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import regex
 
 from ephemeral_context.context.blocks import definition_answer, reference_id
-from ephemeral_context.context.engine import BlockKind, ContextEngine
+from ephemeral_context.context.engine import BlockKind, ContextEngine, HydratedText
 from ephemeral_context.context.fetching import READ_SESSION_FILE
 from ephemeral_context.context.skills import parse_skill
 from ephemeral_context.documents import (
@@ -37,6 +37,7 @@ from ephemeral_context.documents import (
     DocumentMirror,
     path_to_uri,
     taken_name,
+    uri_path,
     uri_to_path,
 )
 from ephemeral_context.model.edits import DiskEditApplier, EditApplier
@@ -81,8 +82,10 @@ class SkillFolder:
         """(name, description) of every skill, sorted by name."""
         return sorted((name, description) for name, (_, description) in self._files().items())
 
-    def body(self, name: str) -> str:
-        return self._files()[name][0].read_text(encoding="utf-8")
+    def source(self, name: str) -> tuple[Path, str]:
+        """The skill's file and its whole text, frontmatter included."""
+        path = self._files()[name][0]
+        return path, path.read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -139,19 +142,20 @@ class ToolEnv:
         engine: ContextEngine | None = None,
         secret_patterns: Sequence[str] = (),
         allow_secret_files: Sequence[str] = (),
+        allow_base: Path | None = None,
         skills_directory: str | Path | None = None,
         memory_root: Path | None = None,
         applier: EditApplier | None = None,
     ) -> ToolEnv:
         """From plain settings (the server's Options or `ectx ask`'s flags), so both front
-        ends check the same way; allowed secret files are paths relative to the first
-        folder, or globs."""
+        ends check the same way; allowed secret files are globs, or paths relative to
+        `allow_base` (a shell's are to its current folder), else to the first folder."""
         workspace = Workspace.of(folders)
         return cls(
             workspace=workspace,
             mirror=mirror,
             secrets=SecretPolicy.configured(
-                secret_patterns, allow_secret_files, base=workspace.roots[0]
+                secret_patterns, allow_secret_files, base=allow_base or workspace.roots[0]
             ),
             applier=applier or DiskEditApplier(),
             engine=engine,
@@ -163,10 +167,15 @@ class ToolEnv:
         """The resolved path and its short name, after the workspace and secret-name checks."""
         real = self.workspace.resolve(raw)
         display = self.workspace.relative(real)
-        reason = self.secrets.path_reason(real)
+        self.withhold_name(real, display)
+        return real, display
+
+    def withhold_name(self, path: PurePath, display: str) -> None:
+        """Raise AccessDenied when the name of `path` marks it secret (a pattern, or .git
+        internals) and the user did not allow it."""
+        reason = self.secrets.path_reason(path)
         if reason is not None:
             raise AccessDenied(SecretPolicy.withheld_message(display, reason), "secret")
-        return real, display
 
     def named_path(self, written: str) -> tuple[Path, str]:
         """`guarded_path` for a name the model wrote: its `\\xNN` escapes read back to the
@@ -203,9 +212,11 @@ class ToolEnv:
 
     def readable(self, uri: str) -> Document:
         """The editor's `uri` through the checks of a model's read (a pin shows it to the
-        model); an untitled buffer, with no path, gets the content check only."""
+        model); a buffer with no file here (untitled:, a virtual file system's) gets the
+        name check on the path its URI names, and the content check."""
         path = uri_to_path(uri)
         if path is None:
+            self.withhold_name(uri_path(uri), uri)
             return self.guarded_document(Path(uri), uri, uri)
         real, display = self.guarded_path(str(path))
         return self.guarded_document(real, display, uri)
@@ -421,11 +432,7 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
     # Read whole, checked whole: a slice beside a key's header would carry its body.
     whole = env.engine.read_session_file(item_id, conv=env.conversation)
     check_range(item_id, offset, limit, whole.total_length)
-    path = uri_to_path(whole.uri) if whole.uri else None
-    if (finding := find_secret(whole.text)) is not None and not (
-        path is not None and env.secrets.opted_in(path.resolve())
-    ):
-        reason = f"it contains what looks like {finding.kind}"
+    if (reason := _withheld_version(env, whole)) is not None:
         return _error(SecretPolicy.withheld_message(item_id, reason))
     if symbol:
         if whole.uri is None:
@@ -440,6 +447,18 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
         return ToolResult(text)
     note = f"[{item_id}: characters {offset}-{end} of {whole.total_length}]\n"
     return ToolResult(note + text)
+
+
+def _withheld_version(env: ToolEnv, whole: HydratedText) -> str | None:
+    """Why stored content may not be sent now, judged as a read of its file would be today:
+    by name too, so a version stored under an opt-in since withdrawn (or another
+    workspace's) stays where it is."""
+    path = uri_to_path(whole.uri) if whole.uri else None
+    if path is None:
+        finding = find_secret(whole.text)
+        return None if finding is None else f"it contains what looks like {finding.kind}"
+    real = path.resolve()
+    return env.secrets.path_reason(real) or env.secrets.content_reason(real, whole.text)
 
 
 def _line_range(item_id: str, text: str, first: int, count: int | None) -> ToolResult:
@@ -459,8 +478,10 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     old, new = _text(args, "old_string"), _text(args, "new_string")
     if real.exists() and not real.is_file():
         return _error(f"{display} is not a regular file")
-    if real.exists():  # what the model may not read, it may not edit: a match would tell
-        env.guarded_document(real, display)  # of a secret (and a huge file is read whole)
+    # What the model may not read, it may not edit: a match would tell of a secret (and a
+    # huge file is read whole). A buffer open in the editor is edited there, saved or not.
+    if real.exists() or env.mirror.is_open(path_to_uri(real)):
+        env.guarded_document(real, display)
     outcome = await env.applier.apply(real, old, new)
     return ToolResult(
         f"{display}: {outcome.message}",
@@ -481,13 +502,15 @@ async def _invoke_skill(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     known = [skill for skill, _ in env.skills.names()]
     if name not in known:
         return _error(f"unknown skill {name!r}; known skills: {', '.join(known) or 'none'}")
-    return ToolResult(env.skills.body(name), kind=BlockKind.SKILL, uri=f"skill:{name}")
+    path, text = env.skills.source(name)
+    env.withhold_secret(path, f"skill {name}", text)  # a token pasted into it, say
+    return ToolResult(text, kind=BlockKind.SKILL, uri=f"skill:{name}")
 
 
 async def _memory(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     if env.memory_root is None:
         return _error("memory is not configured in this session")
-    folder = MemoryFolder(env.memory_root)
+    folder = MemoryFolder(env.memory_root, env.secrets)
     command = _text(args, "command")
     try:
         if command == "rename":

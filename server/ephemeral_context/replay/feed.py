@@ -22,10 +22,9 @@ API:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from ephemeral_context.claude_tools import SKILL_TOOLS
+from ephemeral_context.claude_tools import SKILL_TOOLS, client_path
 from ephemeral_context.context.blocks import uri_of
 from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 from ephemeral_context.context.skills import HARNESS_HEADER
@@ -114,7 +113,7 @@ def holds_secret(block: Block) -> bool:
     view, change = block.file_view, block.file_change
     paths = [p for p in (block.path, view and view.path, change and change.path) if p]
     texts = [block.text, change and after_change(change)]
-    return any(_SECRETS.path_reason(Path(p)) for p in paths) or any(
+    return any(_SECRETS.path_reason(client_path(p)) for p in paths) or any(
         find_secret(text) for text in texts if text
     )
 

@@ -440,13 +440,15 @@ async def test_content_not_shown_names_the_call_the_model_has(core: GatewayCore)
     assert negative == "'offset' must be an integer >= 1"
 
 
+@pytest.mark.parametrize("secret", ["/w/.env", r"C:\w\.env.local", r"\\host\w\id_rsa"])
 def test_what_holds_a_secret_stays_as_the_client_sent_it_and_is_never_stored(
-    core: GatewayCore,
+    core: GatewayCore, secret: str
 ) -> None:
-    """Claude Code reads a `.env` (a secret by its name) and a Bash output holds an AWS key
-    id (by its content): the engine sends both as the client did and keeps them so, never
-    writes them to its store on disk, and so has no id that a Read of /.ectx/ would fetch
-    them by (model/secrets.py says what a secret is)."""
+    """Claude Code reads a `.env` (a secret by its name, on Windows too: a gateway in WSL
+    serves Claude Code on the Windows host) and a Bash output holds an AWS key id (by its
+    content): the engine sends both as the client did and keeps them so, never writes them
+    to its store on disk, and so has no id that a Read of /.ectx/ would fetch them by
+    (model/secrets.py says what a secret is)."""
     read_tool = {
         "name": "Read",
         "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}},
@@ -459,7 +461,7 @@ def test_what_holds_a_secret_stays_as_the_client_sent_it_and_is_never_stored(
         {
             "role": "assistant",
             "content": [
-                {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "/w/.env"}},
+                {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": secret}},
                 {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "env"}},
             ],
         },

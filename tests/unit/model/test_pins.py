@@ -179,6 +179,17 @@ def test_a_pinned_definition_stays_one_when_the_model_reads_its_file(project: Pr
     ]
 
 
+def withholding(project: Project, tmp_path: Path) -> ToolEnv:
+    """The project's tools once the user's settings call app.py a secret."""
+    return ToolEnv.configured(
+        mirror=project.mirror,
+        folders=[project.path.parent],
+        engine=project.engine,
+        secret_patterns=["app.py"],
+        memory_root=tmp_path / "memories",
+    )
+
+
 def test_new_secret_settings_release_only_the_pins_they_withhold(
     project: Project, tmp_path: Path
 ) -> None:
@@ -189,13 +200,20 @@ def test_new_secret_settings_release_only_the_pins_they_withhold(
     project.mirror.desync(project.uri, "an edit was lost")
     assert project.pins.recheck(project.env) == []
     assert project.engine.pinned_files() == [project.uri]
-    withholding = ToolEnv.configured(
-        mirror=DocumentMirror(),
-        folders=[project.path.parent],
-        engine=project.engine,
-        secret_patterns=["app.py"],
-        memory_root=tmp_path / "memories",
-    )
-    (released,) = project.pins.recheck(withholding)
+    (released,) = project.pins.recheck(withholding(project, tmp_path))
     assert "no longer pinned" in released and "secret pattern 'app.py'" in released
     assert project.engine.pinned_files() == []
+
+
+def test_new_secret_settings_release_a_pinned_definition_of_a_file_they_withhold(
+    project: Project, tmp_path: Path
+) -> None:
+    """A pinned definition is kept in its conversations for good: once its file is
+    withheld it is released like a whole pin, so the policy may evict it."""
+    project.engine.add_user_text("c", "look")
+    project.pins.pin(project.env, project.uri, "run")
+    settings = withholding(project, tmp_path)
+    (released,) = project.pins.recheck(settings)
+    assert "no longer pinned" in released and "secret pattern 'app.py'" in released
+    assert [i.pinned for i in project.engine.items()] == [False]
+    assert project.pins.follow(settings) == []  # released once

@@ -30,6 +30,10 @@ TOKENS = {
     "a GitLab token": "glpat-" + "f" * 20,
     "a GitHub token (fine-grained)": "github_pat_" + "g" * 40,
     "an AWS access key id (temporary)": "ASIA" + "IOSFODNN7EXAMPLE",
+    "an AWS secret access key": "aws_secret_access_key="
+    + "wJalrXUtnFEMI/K7MDENG+bPxRfiCY"
+    + "E" * 10,
+    "an AWS secret access key (the CLI's JSON)": 'SecretAccessKey": "' + "Kx9/" * 10,
 }
 """One of each form CONTENT_PATTERNS knows (each must hold one of its pattern's needles)."""
 
@@ -119,13 +123,21 @@ def test_an_empty_workspace_is_rejected() -> None:
         ".netrc",
         ".npmrc",
         "Server.PEM",
+        ".htpasswd",
+        ".vault-token",
+        "terraform.tfstate",
+        "terraform.tfstate.backup",
+        ".docker/config.json",
+        ".kube/config",
     ],
 )
 def test_secret_file_names_are_withheld(tmp_path: Path, name: str) -> None:
     assert SecretPolicy().path_reason(tmp_path / name) is not None
 
 
-@pytest.mark.parametrize("name", ["app.py", "environment.py", "keys.py", "README.md", "monkey.txt"])
+@pytest.mark.parametrize(
+    "name", ["app.py", "environment.py", "keys.py", "README.md", "monkey.txt", "kube/config"]
+)
 def test_ordinary_names_pass(tmp_path: Path, name: str) -> None:
     assert SecretPolicy().path_reason(tmp_path / name) is None
 
@@ -134,6 +146,8 @@ def test_git_internals_are_withheld(tmp_path: Path) -> None:
     reason = SecretPolicy().path_reason(tmp_path / ".git" / "config")
     assert reason is not None and ".git/" in reason
     assert SecretPolicy().path_reason(tmp_path / ".gitignore") is None
+    # a file system that ignores case (macOS, Windows) opens .git/config by this name too
+    assert SecretPolicy().path_reason(tmp_path / ".GIT" / "config") is not None
 
 
 def test_private_key_block_is_found_with_its_line() -> None:
@@ -152,7 +166,10 @@ def test_well_known_tokens_are_found(kind: str, token: str) -> None:
 
 
 def test_ordinary_code_has_no_findings() -> None:
-    text = "def ask(key: str) -> str:\n    return 'sk-' + key  # AKIA is a prefix\n"
+    text = (
+        "def ask(key: str) -> str:\n    return 'sk-' + key  # AKIA is a prefix\n"
+        "aws_secret_access_key = os.environ['AWS_SECRET_ACCESS_KEY']\n"
+    )
     assert find_secret(text) is None
 
 
@@ -182,6 +199,15 @@ def test_extra_patterns_from_configuration(tmp_path: Path) -> None:
     assert policy.path_reason(tmp_path / "db.secret") is not None
     assert policy.path_reason(tmp_path / "vault" / "prod.yaml") is not None
     assert policy.path_reason(tmp_path / "prod.yaml") is None
+    assert policy.path_reason(tmp_path / "Vault" / "prod.YAML") is not None  # as names are
+
+
+@pytest.mark.parametrize("pattern", ["secrets/*", "secrets/**", "secrets/", "ws/secrets"])
+def test_a_folder_pattern_withholds_what_lies_deeper_in_it(tmp_path: Path, pattern: str) -> None:
+    policy = SecretPolicy(patterns=(pattern,))
+    assert policy.path_reason(tmp_path / "ws" / "secrets" / "prod" / "db.yaml") is not None
+    assert policy.path_reason(tmp_path / "ws" / "secrets" / "db.yaml") is not None
+    assert policy.path_reason(tmp_path / "ws" / "public" / "secrets.md") is None
 
 
 def test_configured_opt_ins_by_relative_path_and_glob(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -24,10 +25,13 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def ectx(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def ectx(
+    *args: str, env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ephemeral_context", *args],
         env=env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=120,
@@ -62,6 +66,29 @@ def test_ask_streams_the_answer_and_edits_the_file(api: FakeMessagesAPI, project
     assert "→ read_file app.py" in run.stderr and "→ edit_file app.py" in run.stderr
     assert "[end_turn: 3 model calls" in run.stderr and "1 edit(s)" in run.stderr
     assert (project / "app.py").read_text() == 'def target():\n    return "new"\n'
+
+
+def test_allow_secret_names_a_file_from_the_current_folder(
+    api: FakeMessagesAPI, project: Path
+) -> None:
+    """Like `--workspace`, `--allow-secret` is a path as the shell gives it: run from a
+    subfolder, it allows that folder's file, not the one at the same place under the
+    workspace."""
+    (project / "api" / "config").mkdir(parents=True)
+    (project / "api" / "config" / ".env").write_text("ALLOWED=yes\n")
+    (project / "config").mkdir()
+    (project / "config" / ".env").write_text("DB=hunter2\n")
+    reads = [
+        {"name": "read_file", "input": {"path": p}} for p in ("config/.env", "api/config/.env")
+    ]
+    api.add_turns({"tool_use": reads}, "Done.")
+    run = ectx(
+        "ask", "read both", "--workspace", "..", "--allow-secret", "config/.env",
+        env=environment(api), cwd=project / "api",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    sent = json.dumps(api.message_requests[-1].body)
+    assert "hunter2" not in sent and "ALLOWED=yes" in sent
 
 
 def test_a_sub_agent_shows_on_stderr_and_stays_out_of_the_answer(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,10 @@ from ephemeral_context.context.blocks import label_of, uri_of
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.documents import Document, DocumentMirror, path_to_uri, uri_to_path
 from ephemeral_context.model import search
+from ephemeral_context.model.agent import record_result
 from ephemeral_context.model.edits import DiskEditApplier, EditError, plan_edit
 from ephemeral_context.model.search import SEARCH_MAX_MATCHES
-from ephemeral_context.model.secrets import Workspace
+from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
 from ephemeral_context.model.tools import (
     READ_DEFAULT_LINES,
     SkillFolder,
@@ -93,6 +95,24 @@ async def test_read_session_file_through_the_engine(env: ToolEnv, store: Store) 
     assert unknown.is_error and "deadbeef" in unknown.text
 
 
+async def test_a_version_stored_under_an_opt_in_is_withheld_once_it_is_gone(
+    env: ToolEnv, root: Path, store: Store
+) -> None:
+    env.engine = ContextEngine(store)
+    allowed = replace(env, secrets=SecretPolicy.configured([], [".env"], base=root))
+    env.engine.add_user_text("c", "what is in .env?")
+    call = {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": ".env"}}
+    env.engine.add_assistant_content("c", [call])
+    record_result(env.engine, "c", "t1", await run_tool(allowed, "read_file", {"path": ".env"}))
+    [seen] = env.engine.file_views("c")
+    again = await run_tool(allowed, "read_session_file", {"id": seen.item_id})
+    assert again.text == "API_TOKEN=hunter2\n"
+    # The opt-in withdrawn (or another workspace's session): the id no longer sends it.
+    withheld = await run_tool(env, "read_session_file", {"id": seen.item_id})
+    assert withheld.is_error and "'.env'" in withheld.text
+    assert "hunter2" not in withheld.text
+
+
 async def test_read_session_file_brings_back_one_definition(env: ToolEnv, store: Store) -> None:
     """The one tool a gateway adds fetches a definition of a file's content by id, as the
     replay's round trips do (context/rehydration.py)."""
@@ -153,6 +173,16 @@ async def test_skills_from_a_folder(env: ToolEnv, tmp_path: Path) -> None:
     assert missing.is_error and "release, style" in missing.text
 
 
+async def test_a_skill_holding_a_token_is_withheld(env: ToolEnv, tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    (skills / "deploy.md").write_text(f"curl -H 'Authorization: token {GITHUB_TOKEN}'\n")
+    env.skills = SkillFolder(skills)
+    body = await run_tool(env, "invoke_skill", {"name": "deploy"})
+    assert body.is_error and "a GitHub token" in body.text
+    assert GITHUB_TOKEN not in body.text
+
+
 async def test_read_file_returns_the_whole_current_version(env: ToolEnv, root: Path) -> None:
     result = await run_tool(env, "read_file", {"path": "src/app.py"})
     assert not result.is_error
@@ -182,6 +212,19 @@ async def test_env_file_is_withheld_with_a_reason(env: ToolEnv) -> None:
     assert result.is_error
     assert "withheld" in result.text and "'.env'" in result.text
     assert "hunter2" not in result.text
+
+
+@pytest.mark.parametrize("uri", ["untitled:/w/.env", "vscode-vfs://github/o/r/%2Eenv.local"])
+def test_a_buffer_with_no_file_here_is_withheld_by_the_name_its_uri_gives(
+    env: ToolEnv, uri: str
+) -> None:
+    """What a pin checks (`readable`): no file on disk, but the name is still a secret's."""
+    env.mirror.open(uri, "dotenv", 1, "DB=hunter2\n")
+    with pytest.raises(AccessDenied, match="matches the secret pattern") as refused:
+        env.readable(uri)
+    assert refused.value.reason == "secret" and "hunter2" not in str(refused.value)
+    env.mirror.open("untitled:Untitled-1", "plaintext", 1, "notes\n")
+    assert env.readable("untitled:Untitled-1").text == "notes\n"
 
 
 async def test_private_key_content_is_withheld(env: ToolEnv) -> None:
@@ -398,6 +441,24 @@ async def test_a_memory_whose_name_is_not_utf8_is_listed_escaped_and_read_back(
     listing.text.encode("utf-8")  # strict: no lone surrogate
     viewed = await run_tool(env, "memory", {"command": "view", "path": "/memories/caf\\xe9.md"})
     assert not viewed.is_error and "kept" in viewed.text
+
+
+async def test_a_memory_holding_a_token_is_neither_shown_nor_probed(env: ToolEnv) -> None:
+    """The folder outlives the workspace whose opt-in let a token into it."""
+    assert env.memory_root is not None
+    env.memory_root.mkdir(parents=True, exist_ok=True)
+    notes = env.memory_root / "deploy.md"
+    notes.write_text(f"token: {GITHUB_TOKEN}\n", encoding="utf-8")
+    viewed = await run_tool(env, "memory", {"command": "view", "path": "/memories/deploy.md"})
+    assert viewed.is_error and "a GitHub token" in viewed.text
+    assert GITHUB_TOKEN not in viewed.text
+    probe = {"command": "str_replace", "path": "/memories/deploy.md", "old_str": "ghp_Z"}
+    probed = await run_tool(env, "memory", {**probe, "new_str": "x"})
+    assert probed.is_error and "withheld" in probed.text
+    assert notes.read_text(encoding="utf-8") == f"token: {GITHUB_TOKEN}\n"
+    env.secrets.allow(notes)
+    allowed = await run_tool(env, "memory", {"command": "view", "path": "/memories/deploy.md"})
+    assert not allowed.is_error and GITHUB_TOKEN in allowed.text
 
 
 async def test_memory_cannot_leave_its_folder(env: ToolEnv, tmp_path: Path) -> None:
