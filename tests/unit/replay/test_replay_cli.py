@@ -5,16 +5,19 @@ Own sessions are copies of fixture transcripts under the temporary HOME, never ~
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import ephemeral_context
 import pytest
 from ephemeral_context.cli import main
 from ephemeral_context.replay.demo import DEMO_SESSION
@@ -487,3 +490,45 @@ def test_the_installed_command_runs_in_a_subprocess(isolated_home: Path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["sessions"][0]["calls"] == 80
+
+
+def ectx(*argv: str, **options: Any) -> subprocess.Popen[bytes]:
+    """`python -m ephemeral_context *argv` in its own process, importing this checkout's
+    package (not whichever one the environment has installed)."""
+    package = Path(ephemeral_context.__file__).parents[1]
+    path = os.pathsep.join([str(package), str(REPO_ROOT)])
+    command = [sys.executable, "-m", "ephemeral_context", *argv]
+    return subprocess.Popen(command, env={**os.environ, "PYTHONPATH": path}, **options)
+
+
+@pytest.mark.parametrize("argv", [["--json"], []], ids=["json", "table"])
+def test_output_into_a_closed_pipe_ends_quietly(argv: list[str]) -> None:
+    """`ectx replay --json | head -c 10`: the reader has gone; no traceback, status 1."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    with ectx("replay", "--demo", *argv, stdout=writer, stderr=subprocess.PIPE) as process:
+        os.close(writer)
+        _, err = process.communicate(timeout=120)
+    assert err.decode() == ""
+    assert process.returncode == 1
+
+
+def test_ctrl_c_ends_the_replay_with_one_line_and_status_130(tmp_path: Path) -> None:
+    """SIGINT while the report is still being written says so in one line. stdout is a pipe
+    of one page that is not read, so the process cannot finish before the signal."""
+    for n in range(8):
+        session = Transcript().user(f"question {n}")
+        session.assistant([text("answer")], usage={"write": 4000})
+        session.write(tmp_path / f"s{n}.jsonl")
+    reader, writer = os.pipe()
+    fcntl.fcntl(writer, fcntl.F_SETPIPE_SZ, 4096)
+    with ectx("replay", "--json", str(tmp_path), stdout=writer, stderr=subprocess.PIPE) as process:
+        os.close(writer)
+        assert os.read(reader, 1) == b"{"  # it is writing what no longer fits the pipe
+        process.send_signal(signal.SIGINT)
+        while os.read(reader, 65536):
+            pass
+        os.close(reader)
+        _, err = process.communicate(timeout=120)
+    assert err.decode() == "ectx: interrupted\n"
+    assert process.returncode == 130
