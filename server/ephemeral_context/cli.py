@@ -10,6 +10,7 @@ API:
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import os
 import sys
@@ -396,6 +397,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose, args.log_file)
+    # stdout escapes what it cannot encode, as stderr does: half a surrogate pair read from
+    # JSON, in a model id the table shows, would otherwise end the command mid-table
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         result: int = args.handler(args)
         sys.stdout.flush()  # here, where a reader gone away is handled, not at exit

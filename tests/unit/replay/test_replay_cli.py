@@ -532,3 +532,17 @@ def test_ctrl_c_ends_the_replay_with_one_line_and_status_130(tmp_path: Path) -> 
         _, err = process.communicate(timeout=120)
     assert err.decode() == "ectx: interrupted\n"
     assert process.returncode == 130
+
+
+def test_a_lone_surrogate_the_table_shows_is_escaped_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model id holding half a surrogate pair (JSON allows it, UTF-8 cannot encode it)
+    is shown escaped in the table, which is printed whole."""
+    session = Transcript(model="claude-\ud800opus").user("hi")
+    session.assistant([text("hello")], usage={"write": 4000})
+    path = session.write(tmp_path / "s.jsonl")
+    assert main(["replay", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "claude-\\ud800opus" in out
+    assert "1 transcript, 1 calls" in out
