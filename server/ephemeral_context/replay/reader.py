@@ -410,6 +410,35 @@ def _parent_session(file: Path) -> str | None:
     return str(parent) if parent.is_file() else None
 
 
+MAX_LINE_BYTES = 64 << 20
+"""The longest line taken: twice the Messages API's 32 MB limit on a request, so longer is
+no record of one (a file of NULs, a disk image); it is read through in pieces, never held."""
+_PIECE_BYTES = 1 << 20
+
+
+def _lines(stream: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+    """Each line with its number, but None for one longer than `MAX_LINE_BYTES`: read a
+    piece at a time, so memory follows the longest line taken, not the file."""
+    for number in itertools.count(1):
+        pieces: list[bytes] = []
+        size = 0
+        piece = b""
+        while size <= MAX_LINE_BYTES and (piece := stream.readline(_PIECE_BYTES)):
+            pieces.append(piece)
+            size += len(piece)
+            if piece.endswith(b"\n"):
+                break
+        if not pieces:
+            return
+        if size <= MAX_LINE_BYTES:
+            yield number, b"".join(pieces)
+            continue
+        pieces.clear()  # what was read of it, before reading through to its end
+        while piece and not piece.endswith(b"\n"):
+            piece = stream.readline(_PIECE_BYTES)
+        yield number, None
+
+
 def _parse_lines(stream: BinaryIO, reading: _Reading) -> Iterator[tuple[int, dict[str, Any]]]:
     """The JSON object of each line, in file order; a line that fails is reported.
 
@@ -417,18 +446,25 @@ def _parse_lines(stream: BinaryIO, reading: _Reading) -> Iterator[tuple[int, dic
     blank lines follows it, so its report waits for the next line.
     """
     failed: tuple[int, str, bool] | None = None
-    for number, raw in enumerate(stream, 1):
-        line = raw.decode("utf-8-sig" if number == 1 else "utf-8", errors="replace")
-        if not line.strip():
+    for number, raw in _lines(stream):
+        line = "" if raw is None else raw.decode("utf-8-sig" if number == 1 else "utf-8", "replace")
+        if raw is not None and not line.strip():
             continue
         if failed is not None:
             reading.tallied(failed[0], NOT_JSON, failed[1])
             reading.not_json += 1
             failed = None
+        if raw is None:
+            limit = f"longer than {MAX_LINE_BYTES >> 20} MiB"
+            reading.problem(number, f"{limit}, more than any request holds; skipped")
+            continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
             failed = (number, error.msg, not raw.endswith(b"\n"))
+            continue
+        except RecursionError:  # valid JSON, nested deeper than the parser goes
+            reading.problem(number, "nested too deeply to parse; skipped")
             continue
         reading.json_lines += 1
         if not isinstance(record, dict):

@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import struct
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from ephemeral_context.replay.flow import (
 from ephemeral_context.replay.reader import (
     AGENT_LISTING,
     CLEARED_RESULT,
+    MAX_LINE_BYTES,
     SKILL_LISTING,
     TranscriptError,
     api_content_block,
@@ -198,6 +200,42 @@ def test_a_log_mixed_into_a_transcript_is_one_note_not_a_line_each(tmp_path: Pat
     assert len(session.calls) == 3
     assert [(p.line, p.message) for p in session.problems] == [
         (3, "not JSON 'Extra data' (3000 lines), 'Expecting value' (1 line); skipped")
+    ]
+
+
+def test_a_line_nested_too_deeply_to_parse_is_skipped_not_the_file(tmp_path: Path) -> None:
+    """A line nested deeper than Python's JSON parser goes (valid JSON all the same): one
+    note, and the rest of the session replays."""
+    good = hand_written(tmp_path).read_text().splitlines()
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join([*good[:2], deep, *good[2:]]) + "\n")
+    session = read_session(path)
+    assert len(session.calls) == 3
+    assert [(p.line, p.message) for p in session.problems] == [
+        (3, "nested too deeply to parse; skipped")
+    ]
+
+
+def test_a_line_longer_than_any_request_is_skipped_a_piece_at_a_time(tmp_path: Path) -> None:
+    """A file of NULs with no newline (a sparse file, a disk image named .jsonl) is read in
+    pieces, never held whole: memory stays below the longest line taken, whatever its size."""
+    good = hand_written(tmp_path).read_bytes()
+    path = tmp_path / "sparse.jsonl"
+    with path.open("wb") as stream:
+        stream.truncate(4 * MAX_LINE_BYTES)  # a hole: no disk space, read as NULs
+        stream.seek(0, os.SEEK_END)
+        stream.write(b"\n" + good)
+    tracemalloc.start()
+    try:
+        session = read_session(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * MAX_LINE_BYTES
+    assert len(session.calls) == 3
+    assert [(p.line, p.message) for p in session.problems] == [
+        (1, "longer than 64 MiB, more than any request holds; skipped")
     ]
 
 
