@@ -33,6 +33,7 @@ import gzip
 import heapq
 import itertools
 import json
+import math
 import os
 import re
 import stat
@@ -243,10 +244,10 @@ class _Reading:
     """Sent lines by the line they link to."""
     unknown_tools: dict[str, list[int]] = field(default_factory=dict)
     """Tool names the reader does not know, with the lines that used them."""
-    tallies: dict[tuple[str, str], dict[str, list[int]]] = field(default_factory=dict)
+    tallies: dict[tuple[str, str, str], dict[str, list[int]]] = field(default_factory=dict)
     """Per kind of line skipped (`tallied`), what each was (a record type, a JSON error)
     with its lines."""
-    tally_notes: dict[tuple[str, str], int] = field(default_factory=dict)
+    tally_notes: dict[tuple[str, str, str], int] = field(default_factory=dict)
     """Where the one note on each kind stands in `problems` (at its first line)."""
     queued_at: float | None = None
     """When the run that wrote the file's first lines queued its prompt (its first queue
@@ -288,10 +289,11 @@ class _Reading:
         what = "unknown tool" if len(uses) == 1 else "unknown tools"
         self.problem(first, f"{what} {_tally(uses, 'use')}: results counted as plain tool output")
 
-    def tallied(self, line: int, skipped: tuple[str, str], what: Any) -> None:
-        """One note for the whole file per kind of line skipped (`skipped`: its name, said
-        of one kind of `what` and of several), however many lines it covers: a record type a
-        newer Claude Code writes, a log mixed into the file. It says how many, per `what`."""
+    def tallied(self, line: int, skipped: tuple[str, str, str], what: Any) -> None:
+        """One note for the whole file per kind of line skipped or guessed at (`skipped`:
+        its name, said of one kind of `what` and of several, and what became of those lines),
+        however many lines it covers: a record type a newer Claude Code writes, a log mixed
+        into the file. It says how many, per `what`."""
         found = self.tallies.setdefault(skipped, {})
         found.setdefault(repr(what), []).append(line)
         if skipped not in self.tally_notes:
@@ -299,7 +301,7 @@ class _Reading:
             self.problems.append(Problem(self.path, line, ""))
         at = self.tally_notes[skipped]
         name = skipped[0] if len(found) == 1 else skipped[1]
-        message = f"{name} {_tally(found, 'line')}; skipped"
+        message = f"{name} {_tally(found, 'line')}; {skipped[2]}"
         self.problems[at] = Problem(self.path, self.problems[at].line, message)
 
     def keep(self, entry: _Entry) -> None:
@@ -319,10 +321,16 @@ class _Reading:
         return parent
 
 
-NOT_JSON = ("not JSON", "not JSON")
-NOT_AN_OBJECT = ("not a JSON object but", "not a JSON object but")
-UNKNOWN_RECORD = ("unknown record type", "unknown record types")
-"""The kinds of line the reader skips, each with one note per file (`_Reading.tallied`)."""
+NOT_JSON = ("not JSON", "not JSON", "skipped")
+NOT_AN_OBJECT = ("not a JSON object but", "not a JSON object but", "skipped")
+UNKNOWN_RECORD = ("unknown record type", "unknown record types", "skipped")
+NOT_A_TIME = (
+    "timestamp not ISO 8601 but",
+    "timestamps not ISO 8601 but",
+    "each taken as the line before's, so the cache's idle gaps there are a guess",
+)
+"""The kinds of line the reader skips or guesses at, each with one note per file
+(`_Reading.tallied`)."""
 
 
 def _tally(found: Mapping[str, Sequence[int]], noun: str) -> str:
@@ -492,6 +500,18 @@ def parse_timestamp(value: Any, fallback: float) -> float:
     return fallback
 
 
+def _sent_at(line: int, value: Any, reading: _Reading) -> float:
+    """A sent line's time; the line before's when it has none, and also, with a note, when
+    it has one that cannot be read (the gaps between calls decide when the cache is cold)."""
+    previous = reading.entries[-1].timestamp if reading.entries else 0.0
+    timestamp = parse_timestamp(value, math.nan)
+    if not math.isnan(timestamp):
+        return timestamp
+    if value is not None:
+        reading.tallied(line, NOT_A_TIME, type(value).__name__)
+    return previous
+
+
 def _string(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -546,8 +566,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
         _note_cleared(uuid, record, reading)
     if record.get("isVisibleInTranscriptOnly") and not record.get("isCompactSummary"):
         return  # shown to the user only; the compaction summary is sent although so marked
-    previous = reading.entries[-1].timestamp if reading.entries else 0.0
-    timestamp = parse_timestamp(record.get("timestamp"), previous)
+    timestamp = _sent_at(line, record.get("timestamp"), reading)
     if record["type"] == "attachment":
         role, texts = _rendered_attachment(record, reading)
         attachment = record.get("attachment")

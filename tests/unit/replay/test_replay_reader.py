@@ -239,6 +239,23 @@ def test_a_line_longer_than_any_request_is_skipped_a_piece_at_a_time(tmp_path: P
     ]
 
 
+def test_timestamps_that_cannot_be_read_are_one_note_not_silence(tmp_path: Path) -> None:
+    """A sent line's time that is no ISO 8601 date is taken as the line before's: the idle
+    gaps there, which decide when the cache is cold, are a guess, and one note says so."""
+    lines = [json.loads(line) for line in hand_written(tmp_path).read_text().splitlines()]
+    lines[2]["timestamp"] = "yesterday at noon"
+    lines[3]["timestamp"] = 1_767_225_600
+    lines[4]["timestamp"] = "12/01/2026"
+    path = tmp_path / "times.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    session = read_session(path)
+    assert len(session.calls) == 3
+    guess = "each taken as the line before's, so the cache's idle gaps there are a guess"
+    assert [(p.line, p.message) for p in session.problems] == [
+        (3, f"timestamps not ISO 8601 but 'str' (2 lines), 'int' (1 line); {guess}")
+    ]
+
+
 def test_record_types_a_newer_claude_code_writes_get_one_note_per_file(tmp_path: Path) -> None:
     good = hand_written(tmp_path).read_text().splitlines()
     new = [json.dumps({"type": "turn-telemetry", "uuid": f"n{i}"}) for i in range(300)]
