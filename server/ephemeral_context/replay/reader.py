@@ -329,6 +329,7 @@ NOT_A_TIME = (
     "timestamps not ISO 8601 but",
     "each taken as the line before's, so the cache's idle gaps there are a guess",
 )
+UNREADABLE_USAGE = ("unreadable usage", "unreadable usage", "those calls replay as unrecorded")
 """The kinds of line the reader skips or guesses at, each with one note per file
 (`_Reading.tallied`)."""
 
@@ -683,7 +684,7 @@ def _recorded_usage(
     try:
         return _usage(message.get("usage"))
     except MALFORMED as error:
-        reading.problem(line, f"unreadable usage ({error}); the call replays as unrecorded")
+        reading.tallied(line, UNREADABLE_USAGE, str(error))
         return None
 
 

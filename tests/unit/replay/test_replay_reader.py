@@ -6,6 +6,7 @@ import base64
 import itertools
 import json
 import os
+import re
 import struct
 import tracemalloc
 from pathlib import Path
@@ -432,7 +433,7 @@ def test_fields_of_the_wrong_shape_are_reported_not_raised(tmp_path: Path) -> No
     t.assistant([text("welcome")], usage={"read": 4050, "write": 20})
     t.lines[5]["message"]["usage"]["cache_creation"] = "lots"  # not an object
     session = read_session(t.write(tmp_path / "odd.jsonl"))
-    problems = [(p.line, p.message.split(" (")[0]) for p in session.problems]
+    problems = [(p.line, re.split(r" ['\"(]", p.message)[0]) for p in session.problems]
     assert problems == [(6, "unreadable usage"), (3, "malformed Read result")]
     assert len(session.calls) == 3  # the response with unreadable usage is a call all the same
     assert session.calls[2].usage is None
@@ -448,9 +449,27 @@ def test_usage_past_every_context_window_is_unreadable(tmp_path: Path) -> None:
     t.user("and?").assistant([text("so")], usage={"read": 3000, "write": 40})
     t.lines[3]["message"]["usage"]["input_tokens"] = 1e12
     session = read_session(t.write(tmp_path / "s.jsonl"))
-    assert [p.message.split(" (")[0] for p in session.problems] == ["unreadable usage"]
+    (problem,) = session.problems
+    assert problem.message.startswith("unreadable usage ")
     assert session.calls[1].usage is None
     assert max(b.tokens for m in session.request(session.calls[1]) for b in m.blocks) < 100
+
+
+def test_usage_unreadable_in_every_response_is_one_note_not_one_a_line(tmp_path: Path) -> None:
+    """Usage every response records the same wrong way (counts as words): one note with how
+    many lines, not a note for each line of each response."""
+    t = Transcript()
+    for n in range(30):
+        t.user(f"question {n}").assistant([text("one"), text("two")], usage={"write": 3000})
+    for line in t.lines:
+        if line["type"] == "assistant":
+            line["message"]["usage"]["output_tokens"] = "many"
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert len(session.calls) == 30
+    error = "invalid literal for int() with base 10: 'many'"
+    assert [(p.line, p.message) for p in session.problems] == [
+        (2, f"unreadable usage {error!r} (60 lines); those calls replay as unrecorded")
+    ]
 
 
 def test_random_damage_to_a_real_transcript_never_raises(tmp_path: Path) -> None:
