@@ -343,6 +343,10 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
+NO_CALLS = "no API calls in this transcript"
+"""The problem of a transcript that holds nothing to replay (empty, blank, no response)."""
+
+
 class TranscriptError(OSError):
     """A transcript file that cannot be opened or decoded at all."""
 
@@ -1634,7 +1638,7 @@ def _build_session(reading: _Reading) -> Session:
             )
         )
     if not session.calls:
-        reading.problem(0, "no API calls in this transcript")
+        reading.problem(0, NO_CALLS)
     for model in session.models:
         if not priced(model).known:
             reading.problem(

@@ -274,8 +274,11 @@ def test_a_bad_file_is_reported_and_the_others_still_replay(
     captured = capsys.readouterr()
     report = json.loads(captured.out)
     assert [s["path"] for s in report["sessions"]] == [str(folder / "a.jsonl")]
-    assert [e["path"] for e in report["errors"]] == [str(missing)]
-    assert "cannot read" in report["errors"][0]["error"]
+    errors = {e["path"]: e["error"] for e in report["errors"]}
+    assert errors == {
+        str(folder / "b.jsonl"): "no API calls in this transcript",
+        str(missing): "cannot read: No such file or directory",
+    }
     assert f"{missing}: cannot read" in captured.err
     assert f"{folder / 'b.jsonl'}:1: not JSON" in captured.err
 
@@ -546,3 +549,26 @@ def test_a_lone_surrogate_the_table_shows_is_escaped_not_a_crash(
     out = capsys.readouterr().out
     assert "claude-\\ud800opus" in out
     assert "1 transcript, 1 calls" in out
+
+
+def test_a_file_with_no_call_to_replay_is_under_errors_in_the_json_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty file, one of blank lines, one of JSON that is no record: none could be
+    replayed, and --json lists each under errors as the terminal says it, not nowhere."""
+    folder = demo_folder(tmp_path)
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "blank.jsonl").write_bytes(b"\n\n  \n")
+    (folder / "numbers.jsonl").write_bytes(b"[1, 2]\n42\n")
+    report = run_json(capsys, str(folder))
+    assert [Path(s["path"]).name for s in report["sessions"]] == ["a.jsonl"]
+    nothing = "no API calls in this transcript"
+    assert report["errors"] == [
+        {"path": str(folder / name), "error": nothing}
+        for name in ("blank.jsonl", "empty.jsonl", "numbers.jsonl")
+    ]
+    assert main(["replay", str(folder)]) == 0
+    err = capsys.readouterr().err
+    assert f"error: {folder / 'empty.jsonl'}: {nothing}\n" in err
+    assert f"note: {folder / 'numbers.jsonl'}:1: not a JSON object but 'list'" in err
+    assert "note: " + str(folder / "empty.jsonl") not in err
