@@ -329,6 +329,7 @@ NOT_A_TIME = (
     "timestamps not ISO 8601 but",
     "each taken as the line before's, so the cache's idle gaps there are a guess",
 )
+NOT_UTF8 = ("bytes not UTF-8:", "bytes not UTF-8:", "each read as U+FFFD")
 UNREADABLE_USAGE = ("unreadable usage", "unreadable usage", "those calls replay as unrecorded")
 """The kinds of line the reader skips or guesses at, each with one note per file
 (`_Reading.tallied`)."""
@@ -452,6 +453,16 @@ def _lines(stream: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
         yield number, None
 
 
+def _decoded(raw: bytes, number: int, reading: _Reading) -> str:
+    """A line's text; bytes that are no UTF-8 are read as U+FFFD, and a note says so."""
+    encoding = "utf-8-sig" if number == 1 else "utf-8"
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as error:
+        reading.tallied(number, NOT_UTF8, error.reason)
+        return raw.decode(encoding, "replace")
+
+
 def _parse_lines(stream: BinaryIO, reading: _Reading) -> Iterator[tuple[int, dict[str, Any]]]:
     """The JSON object of each line, in file order; a line that fails is reported.
 
@@ -460,7 +471,7 @@ def _parse_lines(stream: BinaryIO, reading: _Reading) -> Iterator[tuple[int, dic
     """
     failed: tuple[int, str, bool] | None = None
     for number, raw in _lines(stream):
-        line = "" if raw is None else raw.decode("utf-8-sig" if number == 1 else "utf-8", "replace")
+        line = "" if raw is None else _decoded(raw, number, reading)
         if raw is not None and not line.strip():
             continue
         if failed is not None:

@@ -257,6 +257,26 @@ def test_timestamps_that_cannot_be_read_are_one_note_not_silence(tmp_path: Path)
     ]
 
 
+def test_bytes_that_are_not_utf8_are_replaced_with_a_note(tmp_path: Path) -> None:
+    """A transcript damaged on disk (or written by a tool in another encoding) still
+    replays every call; the bytes read as U+FFFD are not changed unsaid."""
+    good = hand_written(tmp_path).read_bytes().splitlines(keepends=True)
+    damaged = good[0].replace(b"fix the bug", b"fix the \xff\xfe bug")
+    path = tmp_path / "latin.jsonl"
+    path.write_bytes(b"".join([damaged, *good[1:4], b"\xc3\n", *good[4:]]))
+    session = read_session(path)
+    assert len(session.calls) == 3
+    assert "fix the \ufffd\ufffd bug" in session.request(session.calls[0])[0].blocks[0].text
+    assert [(p.line, p.message) for p in session.problems] == [
+        (
+            1,
+            "bytes not UTF-8: 'invalid start byte' (1 line), 'invalid continuation byte' (1 line);"
+            " each read as U+FFFD",
+        ),
+        (5, "not JSON 'Expecting value' (1 line); skipped"),
+    ]
+
+
 def test_record_types_a_newer_claude_code_writes_get_one_note_per_file(tmp_path: Path) -> None:
     good = hand_written(tmp_path).read_text().splitlines()
     new = [json.dumps({"type": "turn-telemetry", "uuid": f"n{i}"}) for i in range(300)]
