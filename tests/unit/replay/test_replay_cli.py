@@ -122,6 +122,19 @@ def test_a_plot_file_of_no_format_is_refused_before_the_replay(
     assert printed.out == "" and "Traceback" not in printed.err
 
 
+def test_a_plot_folder_that_cannot_be_made_is_refused_before_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file where `--plot`'s folder would go: one clear error at once, not after the
+    whole replay."""
+    (tmp_path / "notes").write_text("a file, not a folder")
+    target = tmp_path / "notes" / "replay.png"
+    assert main(["replay", "--demo", "--plot", str(target)]) == 1
+    printed = capsys.readouterr()
+    assert printed.err == f"error: --plot {target}: cannot make its folder: File exists\n"
+    assert printed.out == ""
+
+
 @pytest.mark.parametrize("argv", [["--limit", "0"], ["--limit", "-1"], ["--limit", "x"]])
 def test_a_limit_below_one_is_refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exit:
