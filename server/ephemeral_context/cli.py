@@ -10,6 +10,7 @@ API:
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import os
 import sys
@@ -389,13 +390,36 @@ def _configure_logging(verbose: int, log_file: str | None) -> None:
     )
 
 
+EXIT_INTERRUPTED = 130
+"""The status after Ctrl-C, as a shell reports a command SIGINT ended (128 + 2)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose, args.log_file)
+    # stdout escapes what it cannot encode, as stderr does: half a surrogate pair read from
+    # JSON, in a model id the table shows, would otherwise end the command mid-table
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         result: int = args.handler(args)
+        sys.stdout.flush()  # here, where a reader gone away is handled, not at exit
     except StoreError as error:  # busy, read-only, full, an unknown id: one line, status 1
         print(f"ectx: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback from wherever it landed
+        print("ectx: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `ectx ... | head`: the reader has all it wanted
+        _discard_stdout()
+        return 1
     return result
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so that the output still buffered when the reader
+    went away is not written (and fails again) when the interpreter exits."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)

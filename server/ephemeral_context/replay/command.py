@@ -65,10 +65,15 @@ def _groups(
 
 
 def _check_plot_path(path: Path) -> None:
-    """`--plot`'s file names a format it writes (LookupError otherwise, before the replay)."""
+    """`--plot`'s file names a format it writes, in a folder that is there or can be made
+    (LookupError otherwise, before the replay, not after all of it)."""
     if path.suffix.lower() not in PLOT_FORMATS:
         formats = ", ".join(sorted(PLOT_FORMATS))
         raise LookupError(f"--plot {path}: name the file with one of {formats}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise LookupError(f"--plot {path}: cannot make its folder: {error.strerror}") from None
 
 
 def _fit_tokens(sources: Sequence[Path]) -> int:

@@ -44,13 +44,14 @@ def _sessions(project: Path) -> Iterator[OwnSession]:
     """Each session of a project folder: its main file with its sub-agents', or its
     sub-agents' alone when the main file is gone (deleted, or not yet written). A folder
     that cannot be listed is kept in the files of what it holds (the project folder: a
-    session of its own), so that replaying it says why, as for a file that cannot be read."""
+    session of its own), so that replaying it says why, as for a file that cannot be read;
+    so is what is named like a transcript and is no regular file (a broken link, a FIFO)."""
     try:
         entries = sorted(project.iterdir())
     except OSError:
         yield OwnSession(project.name, (project,), _modified(project))
         return
-    mains = {p.stem: p for p in entries if p.suffix == ".jsonl" and p.is_file()}
+    mains = {p.stem: p for p in entries if p.suffix == ".jsonl" and not p.is_dir()}
     agents = {p.name: _agents(p / "subagents") for p in entries if p.is_dir()}
     for stem in sorted(mains.keys() | agents.keys()):
         main = [mains[stem]] if stem in mains else []
@@ -69,7 +70,7 @@ def _agents(subagents: Path) -> list[Path]:
     except OSError:
         return [subagents]
     found = (subagents / n for n in names if n.startswith("agent-") and n.endswith(".jsonl"))
-    return [p for p in found if p.is_file()]
+    return [p for p in found if not p.is_dir()]
 
 
 def _modified(path: Path) -> float:

@@ -33,6 +33,7 @@ import gzip
 import heapq
 import itertools
 import json
+import math
 import os
 import re
 import stat
@@ -243,10 +244,10 @@ class _Reading:
     """Sent lines by the line they link to."""
     unknown_tools: dict[str, list[int]] = field(default_factory=dict)
     """Tool names the reader does not know, with the lines that used them."""
-    tallies: dict[tuple[str, str], dict[str, list[int]]] = field(default_factory=dict)
+    tallies: dict[tuple[str, str, str], dict[str, list[int]]] = field(default_factory=dict)
     """Per kind of line skipped (`tallied`), what each was (a record type, a JSON error)
     with its lines."""
-    tally_notes: dict[tuple[str, str], int] = field(default_factory=dict)
+    tally_notes: dict[tuple[str, str, str], int] = field(default_factory=dict)
     """Where the one note on each kind stands in `problems` (at its first line)."""
     queued_at: float | None = None
     """When the run that wrote the file's first lines queued its prompt (its first queue
@@ -288,10 +289,11 @@ class _Reading:
         what = "unknown tool" if len(uses) == 1 else "unknown tools"
         self.problem(first, f"{what} {_tally(uses, 'use')}: results counted as plain tool output")
 
-    def tallied(self, line: int, skipped: tuple[str, str], what: Any) -> None:
-        """One note for the whole file per kind of line skipped (`skipped`: its name, said
-        of one kind of `what` and of several), however many lines it covers: a record type a
-        newer Claude Code writes, a log mixed into the file. It says how many, per `what`."""
+    def tallied(self, line: int, skipped: tuple[str, str, str], what: Any) -> None:
+        """One note for the whole file per kind of line skipped or guessed at (`skipped`:
+        its name, said of one kind of `what` and of several, and what became of those lines),
+        however many lines it covers: a record type a newer Claude Code writes, a log mixed
+        into the file. It says how many, per `what`."""
         found = self.tallies.setdefault(skipped, {})
         found.setdefault(repr(what), []).append(line)
         if skipped not in self.tally_notes:
@@ -299,7 +301,7 @@ class _Reading:
             self.problems.append(Problem(self.path, line, ""))
         at = self.tally_notes[skipped]
         name = skipped[0] if len(found) == 1 else skipped[1]
-        message = f"{name} {_tally(found, 'line')}; skipped"
+        message = f"{name} {_tally(found, 'line')}; {skipped[2]}"
         self.problems[at] = Problem(self.path, self.problems[at].line, message)
 
     def keep(self, entry: _Entry) -> None:
@@ -319,10 +321,18 @@ class _Reading:
         return parent
 
 
-NOT_JSON = ("not JSON", "not JSON")
-NOT_AN_OBJECT = ("not a JSON object but", "not a JSON object but")
-UNKNOWN_RECORD = ("unknown record type", "unknown record types")
-"""The kinds of line the reader skips, each with one note per file (`_Reading.tallied`)."""
+NOT_JSON = ("not JSON", "not JSON", "skipped")
+NOT_AN_OBJECT = ("not a JSON object but", "not a JSON object but", "skipped")
+UNKNOWN_RECORD = ("unknown record type", "unknown record types", "skipped")
+NOT_A_TIME = (
+    "timestamp not ISO 8601 but",
+    "timestamps not ISO 8601 but",
+    "each taken as the line before's, so the cache's idle gaps there are a guess",
+)
+NOT_UTF8 = ("bytes not UTF-8:", "bytes not UTF-8:", "each read as U+FFFD")
+UNREADABLE_USAGE = ("unreadable usage", "unreadable usage", "those calls replay as unrecorded")
+"""The kinds of line the reader skips or guesses at, each with one note per file
+(`_Reading.tallied`)."""
 
 
 def _tally(found: Mapping[str, Sequence[int]], noun: str) -> str:
@@ -332,6 +342,10 @@ def _tally(found: Mapping[str, Sequence[int]], noun: str) -> str:
 
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+NO_CALLS = "no API calls in this transcript"
+"""The problem of a transcript that holds nothing to replay (empty, blank, no response)."""
 
 
 class TranscriptError(OSError):
@@ -410,6 +424,45 @@ def _parent_session(file: Path) -> str | None:
     return str(parent) if parent.is_file() else None
 
 
+MAX_LINE_BYTES = 64 << 20
+"""The longest line taken: twice the Messages API's 32 MB limit on a request, so longer is
+no record of one (a file of NULs, a disk image); it is read through in pieces, never held."""
+_PIECE_BYTES = 1 << 20
+
+
+def _lines(stream: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+    """Each line with its number, but None for one longer than `MAX_LINE_BYTES`: read a
+    piece at a time, so memory follows the longest line taken, not the file."""
+    for number in itertools.count(1):
+        pieces: list[bytes] = []
+        size = 0
+        piece = b""
+        while size <= MAX_LINE_BYTES and (piece := stream.readline(_PIECE_BYTES)):
+            pieces.append(piece)
+            size += len(piece)
+            if piece.endswith(b"\n"):
+                break
+        if not pieces:
+            return
+        if size <= MAX_LINE_BYTES:
+            yield number, b"".join(pieces)
+            continue
+        pieces.clear()  # what was read of it, before reading through to its end
+        while piece and not piece.endswith(b"\n"):
+            piece = stream.readline(_PIECE_BYTES)
+        yield number, None
+
+
+def _decoded(raw: bytes, number: int, reading: _Reading) -> str:
+    """A line's text; bytes that are no UTF-8 are read as U+FFFD, and a note says so."""
+    encoding = "utf-8-sig" if number == 1 else "utf-8"
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as error:
+        reading.tallied(number, NOT_UTF8, error.reason)
+        return raw.decode(encoding, "replace")
+
+
 def _parse_lines(stream: BinaryIO, reading: _Reading) -> Iterator[tuple[int, dict[str, Any]]]:
     """The JSON object of each line, in file order; a line that fails is reported.
 
@@ -417,18 +470,25 @@ def _parse_lines(stream: BinaryIO, reading: _Reading) -> Iterator[tuple[int, dic
     blank lines follows it, so its report waits for the next line.
     """
     failed: tuple[int, str, bool] | None = None
-    for number, raw in enumerate(stream, 1):
-        line = raw.decode("utf-8-sig" if number == 1 else "utf-8", errors="replace")
-        if not line.strip():
+    for number, raw in _lines(stream):
+        line = "" if raw is None else _decoded(raw, number, reading)
+        if raw is not None and not line.strip():
             continue
         if failed is not None:
             reading.tallied(failed[0], NOT_JSON, failed[1])
             reading.not_json += 1
             failed = None
+        if raw is None:
+            limit = f"longer than {MAX_LINE_BYTES >> 20} MiB"
+            reading.problem(number, f"{limit}, more than any request holds; skipped")
+            continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
             failed = (number, error.msg, not raw.endswith(b"\n"))
+            continue
+        except RecursionError:  # valid JSON, nested deeper than the parser goes
+            reading.problem(number, "nested too deeply to parse; skipped")
             continue
         reading.json_lines += 1
         if not isinstance(record, dict):
@@ -454,6 +514,18 @@ def parse_timestamp(value: Any, fallback: float) -> float:
         except ValueError:
             return fallback
     return fallback
+
+
+def _sent_at(line: int, value: Any, reading: _Reading) -> float:
+    """A sent line's time; the line before's when it has none, and also, with a note, when
+    it has one that cannot be read (the gaps between calls decide when the cache is cold)."""
+    previous = reading.entries[-1].timestamp if reading.entries else 0.0
+    timestamp = parse_timestamp(value, math.nan)
+    if not math.isnan(timestamp):
+        return timestamp
+    if value is not None:
+        reading.tallied(line, NOT_A_TIME, type(value).__name__)
+    return previous
 
 
 def _string(value: Any) -> str | None:
@@ -510,8 +582,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
         _note_cleared(uuid, record, reading)
     if record.get("isVisibleInTranscriptOnly") and not record.get("isCompactSummary"):
         return  # shown to the user only; the compaction summary is sent although so marked
-    previous = reading.entries[-1].timestamp if reading.entries else 0.0
-    timestamp = parse_timestamp(record.get("timestamp"), previous)
+    timestamp = _sent_at(line, record.get("timestamp"), reading)
     if record["type"] == "attachment":
         role, texts = _rendered_attachment(record, reading)
         attachment = record.get("attachment")
@@ -628,7 +699,7 @@ def _recorded_usage(
     try:
         return _usage(message.get("usage"))
     except MALFORMED as error:
-        reading.problem(line, f"unreadable usage ({error}); the call replays as unrecorded")
+        reading.tallied(line, UNREADABLE_USAGE, str(error))
         return None
 
 
@@ -1578,7 +1649,7 @@ def _build_session(reading: _Reading) -> Session:
             )
         )
     if not session.calls:
-        reading.problem(0, "no API calls in this transcript")
+        reading.problem(0, NO_CALLS)
     for model in session.models:
         if not priced(model).known:
             reading.problem(

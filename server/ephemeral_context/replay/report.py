@@ -34,7 +34,7 @@ from ephemeral_context.cache_sim import Usage
 from ephemeral_context.replay.billing import Billing, classify
 from ephemeral_context.replay.flow import Problem, RecordedUsage, Session
 from ephemeral_context.replay.parallel import Lost, available_cores, run_in_workers
-from ephemeral_context.replay.reader import TranscriptError, read_session
+from ephemeral_context.replay.reader import NO_CALLS, TranscriptError, read_session
 from ephemeral_context.replay.simulate import Fidelity, Strategy, StrategyResult, fidelity
 from ephemeral_context.replay.strategies import STRATEGIES
 
@@ -209,8 +209,8 @@ to start (it imports the package), more than a small batch would gain."""
 
 @dataclass(frozen=True)
 class _Replayed:
-    """What one file gave: its session's report (None when it made no calls), the problems
-    reading it found, or the error that stopped it."""
+    """What one file gave: its session's report, the problems reading it found, or the
+    error that stopped it (or that it made no calls)."""
 
     session: SessionReport | None = None
     problems: tuple[Problem, ...] = ()
@@ -221,8 +221,10 @@ def _replay_file(path: Path, strategies: Mapping[str, Strategy] = STRATEGIES) ->
     """One file under every strategy; any failure is its own error, never the batch's."""
     try:
         session = read_session(path)
-        report = replay_session(session, strategies) if session.calls else None
-        return _Replayed(report, tuple(session.problems))
+        if not session.calls:  # nothing replayed: an error, in the JSON as on the terminal
+            notes = tuple(p for p in session.problems if p.message != NO_CALLS)
+            return _Replayed(problems=notes, error=ReplayError(str(path), NO_CALLS))
+        return _Replayed(replay_session(session, strategies), tuple(session.problems))
     except TranscriptError as error:
         return _Replayed(error=ReplayError(str(path), str(error).removeprefix(f"{path}: ")))
     except Exception as error:  # one bad file never stops the batch: say why, go on

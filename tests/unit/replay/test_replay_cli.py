@@ -5,16 +5,19 @@ Own sessions are copies of fixture transcripts under the temporary HOME, never ~
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import ephemeral_context
 import pytest
 from ephemeral_context.cli import main
 from ephemeral_context.replay.demo import DEMO_SESSION
@@ -117,6 +120,19 @@ def test_a_plot_file_of_no_format_is_refused_before_the_replay(
     printed = capsys.readouterr()
     assert "error: --plot" in printed.err and ".png" in printed.err
     assert printed.out == "" and "Traceback" not in printed.err
+
+
+def test_a_plot_folder_that_cannot_be_made_is_refused_before_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file where `--plot`'s folder would go: one clear error at once, not after the
+    whole replay."""
+    (tmp_path / "notes").write_text("a file, not a folder")
+    target = tmp_path / "notes" / "replay.png"
+    assert main(["replay", "--demo", "--plot", str(target)]) == 1
+    printed = capsys.readouterr()
+    assert printed.err == f"error: --plot {target}: cannot make its folder: File exists\n"
+    assert printed.out == ""
 
 
 @pytest.mark.parametrize("argv", [["--limit", "0"], ["--limit", "-1"], ["--limit", "x"]])
@@ -271,8 +287,11 @@ def test_a_bad_file_is_reported_and_the_others_still_replay(
     captured = capsys.readouterr()
     report = json.loads(captured.out)
     assert [s["path"] for s in report["sessions"]] == [str(folder / "a.jsonl")]
-    assert [e["path"] for e in report["errors"]] == [str(missing)]
-    assert "cannot read" in report["errors"][0]["error"]
+    errors = {e["path"]: e["error"] for e in report["errors"]}
+    assert errors == {
+        str(folder / "b.jsonl"): "no API calls in this transcript",
+        str(missing): "cannot read: No such file or directory",
+    }
     assert f"{missing}: cannot read" in captured.err
     assert f"{folder / 'b.jsonl'}:1: not JSON" in captured.err
 
@@ -487,3 +506,82 @@ def test_the_installed_command_runs_in_a_subprocess(isolated_home: Path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["sessions"][0]["calls"] == 80
+
+
+def ectx(*argv: str, **options: Any) -> subprocess.Popen[bytes]:
+    """`python -m ephemeral_context *argv` in its own process, importing this checkout's
+    package (not whichever one the environment has installed)."""
+    package = Path(ephemeral_context.__file__).parents[1]
+    path = os.pathsep.join([str(package), str(REPO_ROOT)])
+    command = [sys.executable, "-m", "ephemeral_context", *argv]
+    return subprocess.Popen(command, env={**os.environ, "PYTHONPATH": path}, **options)
+
+
+@pytest.mark.parametrize("argv", [["--json"], []], ids=["json", "table"])
+def test_output_into_a_closed_pipe_ends_quietly(argv: list[str]) -> None:
+    """`ectx replay --json | head -c 10`: the reader has gone; no traceback, status 1."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    with ectx("replay", "--demo", *argv, stdout=writer, stderr=subprocess.PIPE) as process:
+        os.close(writer)
+        _, err = process.communicate(timeout=120)
+    assert err.decode() == ""
+    assert process.returncode == 1
+
+
+def test_ctrl_c_ends_the_replay_with_one_line_and_status_130(tmp_path: Path) -> None:
+    """SIGINT while the report is still being written says so in one line. stdout is a pipe
+    of one page that is not read, so the process cannot finish before the signal."""
+    for n in range(8):
+        session = Transcript().user(f"question {n}")
+        session.assistant([text("answer")], usage={"write": 4000})
+        session.write(tmp_path / f"s{n}.jsonl")
+    reader, writer = os.pipe()
+    fcntl.fcntl(writer, fcntl.F_SETPIPE_SZ, 4096)
+    with ectx("replay", "--json", str(tmp_path), stdout=writer, stderr=subprocess.PIPE) as process:
+        os.close(writer)
+        assert os.read(reader, 1) == b"{"  # it is writing what no longer fits the pipe
+        process.send_signal(signal.SIGINT)
+        while os.read(reader, 65536):
+            pass
+        os.close(reader)
+        _, err = process.communicate(timeout=120)
+    assert err.decode() == "ectx: interrupted\n"
+    assert process.returncode == 130
+
+
+def test_a_lone_surrogate_the_table_shows_is_escaped_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model id holding half a surrogate pair (JSON allows it, UTF-8 cannot encode it)
+    is shown escaped in the table, which is printed whole."""
+    session = Transcript(model="claude-\ud800opus").user("hi")
+    session.assistant([text("hello")], usage={"write": 4000})
+    path = session.write(tmp_path / "s.jsonl")
+    assert main(["replay", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "claude-\\ud800opus" in out
+    assert "1 transcript, 1 calls" in out
+
+
+def test_a_file_with_no_call_to_replay_is_under_errors_in_the_json_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty file, one of blank lines, one of JSON that is no record: none could be
+    replayed, and --json lists each under errors as the terminal says it, not nowhere."""
+    folder = demo_folder(tmp_path)
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "blank.jsonl").write_bytes(b"\n\n  \n")
+    (folder / "numbers.jsonl").write_bytes(b"[1, 2]\n42\n")
+    report = run_json(capsys, str(folder))
+    assert [Path(s["path"]).name for s in report["sessions"]] == ["a.jsonl"]
+    nothing = "no API calls in this transcript"
+    assert report["errors"] == [
+        {"path": str(folder / name), "error": nothing}
+        for name in ("blank.jsonl", "empty.jsonl", "numbers.jsonl")
+    ]
+    assert main(["replay", str(folder)]) == 0
+    err = capsys.readouterr().err
+    assert f"error: {folder / 'empty.jsonl'}: {nothing}\n" in err
+    assert f"note: {folder / 'numbers.jsonl'}:1: not a JSON object but 'list'" in err
+    assert "note: " + str(folder / "empty.jsonl") not in err

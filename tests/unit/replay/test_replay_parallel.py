@@ -44,7 +44,7 @@ def test_workers_give_the_report_one_process_gives(tmp_path: Path, alone: Report
     assert [str(p) for p in side_by_side.problems if p.path != str(binary)] == [
         str(p) for p in alone.problems
     ]
-    assert [e.path for e in side_by_side.errors] == [str(tmp_path / "missing.jsonl")]
+    assert [e.path for e in side_by_side.errors] == [str(binary), str(tmp_path / "missing.jsonl")]
     assert [p.path for p in side_by_side.problems if p.path == str(binary)]
     assert sorted(advanced) == sorted(paths)  # each file once, in the order they finished
 

@@ -45,3 +45,20 @@ def test_since_takes_dates_date_times_and_ages() -> None:
         assert before - delta <= got <= datetime.now() - delta
     with pytest.raises(ValueError, match="not a date"):
         parse_since("yesterday")
+
+
+def test_what_is_no_regular_file_is_kept_so_that_replaying_it_says_why(
+    isolated_home: Path,
+) -> None:
+    """A broken link or a FIFO named as a session or a sub-agent is kept, as it is in a
+    folder named on the command line, so that the replay lists it under errors instead of
+    leaving it out unsaid."""
+    root = claude_projects()
+    main = touch(root / "-w-app" / "s1.jsonl", 100)
+    pipe = root / "-w-app" / "s1" / "subagents" / "agent-p.jsonl"
+    pipe.parent.mkdir(parents=True)
+    os.mkfifo(pipe)
+    os.utime(pipe, (300, 300))
+    gone = root / "-w-app" / "s2.jsonl"
+    gone.symlink_to(root / "deleted.jsonl")
+    assert [s.files for s in own_sessions(root)] == [(main, pipe), (gone,)]

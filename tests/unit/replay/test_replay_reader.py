@@ -6,7 +6,9 @@ import base64
 import itertools
 import json
 import os
+import re
 import struct
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from ephemeral_context.replay.flow import (
 from ephemeral_context.replay.reader import (
     AGENT_LISTING,
     CLEARED_RESULT,
+    MAX_LINE_BYTES,
     SKILL_LISTING,
     TranscriptError,
     api_content_block,
@@ -198,6 +201,79 @@ def test_a_log_mixed_into_a_transcript_is_one_note_not_a_line_each(tmp_path: Pat
     assert len(session.calls) == 3
     assert [(p.line, p.message) for p in session.problems] == [
         (3, "not JSON 'Extra data' (3000 lines), 'Expecting value' (1 line); skipped")
+    ]
+
+
+def test_a_line_nested_too_deeply_to_parse_is_skipped_not_the_file(tmp_path: Path) -> None:
+    """A line nested deeper than Python's JSON parser goes (valid JSON all the same): one
+    note, and the rest of the session replays."""
+    good = hand_written(tmp_path).read_text().splitlines()
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join([*good[:2], deep, *good[2:]]) + "\n")
+    session = read_session(path)
+    assert len(session.calls) == 3
+    assert [(p.line, p.message) for p in session.problems] == [
+        (3, "nested too deeply to parse; skipped")
+    ]
+
+
+def test_a_line_longer_than_any_request_is_skipped_a_piece_at_a_time(tmp_path: Path) -> None:
+    """A file of NULs with no newline (a sparse file, a disk image named .jsonl) is read in
+    pieces, never held whole: memory stays below the longest line taken, whatever its size."""
+    good = hand_written(tmp_path).read_bytes()
+    path = tmp_path / "sparse.jsonl"
+    with path.open("wb") as stream:
+        stream.truncate(4 * MAX_LINE_BYTES)  # a hole: no disk space, read as NULs
+        stream.seek(0, os.SEEK_END)
+        stream.write(b"\n" + good)
+    tracemalloc.start()
+    try:
+        session = read_session(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * MAX_LINE_BYTES
+    assert len(session.calls) == 3
+    assert [(p.line, p.message) for p in session.problems] == [
+        (1, "longer than 64 MiB, more than any request holds; skipped")
+    ]
+
+
+def test_timestamps_that_cannot_be_read_are_one_note_not_silence(tmp_path: Path) -> None:
+    """A sent line's time that is no ISO 8601 date is taken as the line before's: the idle
+    gaps there, which decide when the cache is cold, are a guess, and one note says so."""
+    lines = [json.loads(line) for line in hand_written(tmp_path).read_text().splitlines()]
+    lines[2]["timestamp"] = "yesterday at noon"
+    lines[3]["timestamp"] = 1_767_225_600
+    lines[4]["timestamp"] = "12/01/2026"
+    path = tmp_path / "times.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    session = read_session(path)
+    assert len(session.calls) == 3
+    guess = "each taken as the line before's, so the cache's idle gaps there are a guess"
+    assert [(p.line, p.message) for p in session.problems] == [
+        (3, f"timestamps not ISO 8601 but 'str' (2 lines), 'int' (1 line); {guess}")
+    ]
+
+
+def test_bytes_that_are_not_utf8_are_replaced_with_a_note(tmp_path: Path) -> None:
+    """A transcript damaged on disk (or written by a tool in another encoding) still
+    replays every call; the bytes read as U+FFFD are not changed unsaid."""
+    good = hand_written(tmp_path).read_bytes().splitlines(keepends=True)
+    damaged = good[0].replace(b"fix the bug", b"fix the \xff\xfe bug")
+    path = tmp_path / "latin.jsonl"
+    path.write_bytes(b"".join([damaged, *good[1:4], b"\xc3\n", *good[4:]]))
+    session = read_session(path)
+    assert len(session.calls) == 3
+    assert "fix the \ufffd\ufffd bug" in session.request(session.calls[0])[0].blocks[0].text
+    assert [(p.line, p.message) for p in session.problems] == [
+        (
+            1,
+            "bytes not UTF-8: 'invalid start byte' (1 line), 'invalid continuation byte' (1 line);"
+            " each read as U+FFFD",
+        ),
+        (5, "not JSON 'Expecting value' (1 line); skipped"),
     ]
 
 
@@ -377,7 +453,7 @@ def test_fields_of_the_wrong_shape_are_reported_not_raised(tmp_path: Path) -> No
     t.assistant([text("welcome")], usage={"read": 4050, "write": 20})
     t.lines[5]["message"]["usage"]["cache_creation"] = "lots"  # not an object
     session = read_session(t.write(tmp_path / "odd.jsonl"))
-    problems = [(p.line, p.message.split(" (")[0]) for p in session.problems]
+    problems = [(p.line, re.split(r" ['\"(]", p.message)[0]) for p in session.problems]
     assert problems == [(6, "unreadable usage"), (3, "malformed Read result")]
     assert len(session.calls) == 3  # the response with unreadable usage is a call all the same
     assert session.calls[2].usage is None
@@ -393,9 +469,27 @@ def test_usage_past_every_context_window_is_unreadable(tmp_path: Path) -> None:
     t.user("and?").assistant([text("so")], usage={"read": 3000, "write": 40})
     t.lines[3]["message"]["usage"]["input_tokens"] = 1e12
     session = read_session(t.write(tmp_path / "s.jsonl"))
-    assert [p.message.split(" (")[0] for p in session.problems] == ["unreadable usage"]
+    (problem,) = session.problems
+    assert problem.message.startswith("unreadable usage ")
     assert session.calls[1].usage is None
     assert max(b.tokens for m in session.request(session.calls[1]) for b in m.blocks) < 100
+
+
+def test_usage_unreadable_in_every_response_is_one_note_not_one_a_line(tmp_path: Path) -> None:
+    """Usage every response records the same wrong way (counts as words): one note with how
+    many lines, not a note for each line of each response."""
+    t = Transcript()
+    for n in range(30):
+        t.user(f"question {n}").assistant([text("one"), text("two")], usage={"write": 3000})
+    for line in t.lines:
+        if line["type"] == "assistant":
+            line["message"]["usage"]["output_tokens"] = "many"
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert len(session.calls) == 30
+    error = "invalid literal for int() with base 10: 'many'"
+    assert [(p.line, p.message) for p in session.problems] == [
+        (2, f"unreadable usage {error!r} (60 lines); those calls replay as unrecorded")
+    ]
 
 
 def test_random_damage_to_a_real_transcript_never_raises(tmp_path: Path) -> None:
