@@ -324,3 +324,51 @@ def test_a_damaged_store_index_is_rebuilt_not_fatal(workspace: Path) -> None:
         assert "result" in server.initialize(workspace.as_uri())
         answer = server.request("ephemeralContext/hydrate", {"id": kept})
         assert answer["result"]["text"] == "def kept():\n    return 1\n"
+
+
+def shown_messages(server: RawServer) -> list[str]:
+    """The window/showMessage texts that arrived before the last response awaited."""
+    shown = [n for n in server.notifications if n["method"] == "window/showMessage"]
+    return [n["params"]["message"] for n in shown]
+
+
+@pytest.mark.parametrize(
+    ("version", "start", "end", "problem"),
+    [
+        (1, (0, 0), (0, 0), "version 1 after version 5"),  # a version going backwards
+        (6, (1, 2), (0, 1), "ends (0:1) before it starts (1:2)"),  # start after end
+    ],
+    ids=["version-backwards", "range-backwards"],
+)
+def test_a_change_that_cannot_apply_as_sent_is_told_to_the_user(
+    server: RawServer,
+    workspace: Path,
+    version: int,
+    start: tuple[int, int],
+    end: tuple[int, int],
+    problem: str,
+) -> None:
+    """Applied anyway, the edit would leave the mirror with a text the editor never had
+    (a reversed range read as an insertion); so the document goes out of sync, and the user
+    hears it (window/showMessage, before the next answer) rather than only the log."""
+    uri = (workspace / "src" / "app.py").as_uri()
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 5, "text": "abc\ndef\n"}},
+    )
+    where = {
+        "start": {"line": start[0], "character": start[1]},
+        "end": {"line": end[0], "character": end[1]},
+    }
+    server.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"range": where, "text": "X"}],
+        },
+    )
+    error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
+    assert error["data"] == {"reason": "out-of-sync"}
+    assert problem in str(error["message"])
+    (message,) = shown_messages(server)
+    assert "app.py" in message and "reopen" in message and problem in message

@@ -43,6 +43,7 @@ from ephemeral_context.context.engine import (
 from ephemeral_context.documents import (
     DocumentChange,
     DocumentMirror,
+    OutOfSync,
     normalize_uri,
     path_to_uri,
     uri_to_path,
@@ -238,8 +239,8 @@ class EphemeralContextServer(LanguageServer):
         self.window_show_message(params)
 
     def lost_edit(self, uri: str, problem: str) -> None:
-        """A didChange that could not be read: the mirror stops trusting the document, and
-        the user hears how to resynchronise."""
+        """A didChange that could not be read or applied: the mirror stops trusting the
+        document, and the user hears how to resynchronise."""
         self.mirror.desync(uri, problem)
         text = (
             f"Ephemeral Context: an edit to {uri} could not be applied ({problem}); "
@@ -621,7 +622,11 @@ def did_open(ls: EphemeralContextServer, params: types.DidOpenTextDocumentParams
 @SERVER.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: EphemeralContextServer, params: types.DidChangeTextDocumentParams) -> None:
     doc = params.text_document
-    ls.mirror.change(doc.uri, doc.version, converters.to_text_edits(params.content_changes))
+    try:
+        ls.mirror.change(doc.uri, doc.version, converters.to_text_edits(params.content_changes))
+    except OutOfSync as exc:
+        ls.lost_edit(doc.uri, str(exc))
+        return
     ls.usage_throttle.poke()
 
 
