@@ -332,6 +332,20 @@ def shown_messages(server: RawServer) -> list[str]:
     return [n["params"]["message"] for n in shown]
 
 
+def open_and_change(
+    server: RawServer, uri: str, change: dict[str, object], version: int = 6
+) -> None:
+    """didOpen "abc\\ndef\\n" at version 5, then one didChange to `version` with `change`."""
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 5, "text": "abc\ndef\n"}},
+    )
+    server.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
+    )
+
+
 @pytest.mark.parametrize(
     ("version", "start", "end", "problem"),
     [
@@ -352,23 +366,35 @@ def test_a_change_that_cannot_apply_as_sent_is_told_to_the_user(
     (a reversed range read as an insertion); so the document goes out of sync, and the user
     hears it (window/showMessage, before the next answer) rather than only the log."""
     uri = (workspace / "src" / "app.py").as_uri()
-    server.notify(
-        "textDocument/didOpen",
-        {"textDocument": {"uri": uri, "languageId": "python", "version": 5, "text": "abc\ndef\n"}},
-    )
     where = {
         "start": {"line": start[0], "character": start[1]},
         "end": {"line": end[0], "character": end[1]},
     }
-    server.notify(
-        "textDocument/didChange",
-        {
-            "textDocument": {"uri": uri, "version": version},
-            "contentChanges": [{"range": where, "text": "X"}],
-        },
-    )
+    open_and_change(server, uri, {"range": where, "text": "X"}, version)
     error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
     assert error["data"] == {"reason": "out-of-sync"}
     assert problem in str(error["message"])
     (message,) = shown_messages(server)
     assert "app.py" in message and "reopen" in message and problem in message
+
+
+def test_a_discarded_change_takes_its_document_out_of_sync(
+    server: RawServer, workspace: Path
+) -> None:
+    """A didChange over --max-message-bytes is thrown away unread, like one that stalls:
+    the edit is lost as surely as one that cannot be read, and later edits would apply to
+    the wrong text."""
+    uri = (workspace / "src" / "app.py").as_uri()
+    open_and_change(server, uri, {"text": "x" * (LIMIT + 10)})
+    later = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+    server.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": 7},
+            "contentChanges": [{"range": later, "text": "y"}],
+        },
+    )
+    error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
+    assert error["data"] == {"reason": "out-of-sync"}
+    (message,) = shown_messages(server)
+    assert "app.py" in message and "reopen" in message and str(LIMIT) in message

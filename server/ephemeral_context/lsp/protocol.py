@@ -607,21 +607,29 @@ class EphemeralContextProtocol(LanguageServerProtocol):
 
 
 def _discarded(data: dict[str, Any]) -> RejectedRequest:
+    """The stand-in as the message it replaced: a didChange keeps its document's URI, so
+    `handle_message` can report the lost edit like one that could not be read."""
     params = data.get("params") or {}
-    method = params.get("requestMethod") or "unknown method"
-    message = f"{params.get('reason')} ({method}); discarded"
+    method = params.get("requestMethod")
+    message = f"{params.get('reason')} ({method or 'unknown method'}); discarded"
     log.warning(message)
     return RejectedRequest(
-        id=data.get("id"), error=JsonRpcInvalidRequest(message), is_request="id" in data
+        id=data.get("id"),
+        error=JsonRpcInvalidRequest(message),
+        method=method,
+        params={"textDocument": {"uri": params.get("uri")}},
+        is_request="id" in data,
     )
 
 
-def discarded_stand_in(msg_id: MsgId | None, method: str | None, reason: str) -> bytes:
+def discarded_stand_in(
+    msg_id: MsgId | None, method: str | None, uri: str | None, reason: str
+) -> bytes:
     """The body the framed reader passes on in place of a message it discarded."""
     body: dict[str, Any] = {
         "jsonrpc": "2.0",
         "method": DISCARDED_METHOD,
-        "params": {"reason": reason, "requestMethod": method},
+        "params": {"reason": reason, "requestMethod": method, "uri": uri},
     }
     if msg_id is not None:
         body["id"] = msg_id

@@ -11,7 +11,8 @@ a body that never comes leaves it waiting forever, and over TCP nothing limits N
 - a body over the limit is read and thrown away in chunks, and a body that stalls (no byte
   for `body_timeout` seconds once its header has arrived) is thrown away too; the protocol
   then gets a small stand-in message instead, which it answers with InvalidRequest carrying
-  the original id when it appears in the first bytes (clients write `id` before `params`).
+  the original id when it appears in the first bytes (clients write `id` before `params`);
+  a lost didChange names its document, which then goes out of sync.
 
 The loop is ours rather than pygls' `start_io`/`start_tcp` (whose TCP reader cannot be
 replaced): it uses only pygls' public API, `protocol.set_writer`, `structure_message`,
@@ -19,7 +20,7 @@ replaced): it uses only pygls' public API, `protocol.set_writer`, `structure_mes
 
 API:
 - `serve_stdio(server, reader)`, `serve_tcp(server, host, port, ...)`: framed JSON-RPC with size
-  and stall limits; `Framer` (the framing state machine), `peek_id_and_method`.
+  and stall limits; `Framer` (the framing state machine), `peek_id_and_method`, `peek_uri`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ _END = re.compile(rb"\r?\n\r?\n")
 _HEADER_LINE = re.compile(rb"[A-Za-z][A-Za-z0-9-]*[ \t]*:[^\r\n]*\r?\n")
 _ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _METHOD = re.compile(rb'"method"\s*:\s*"([^"\\]{1,200})"')
+_URI = re.compile(rb'"uri"\s*:\s*("(?:[^"\\]|\\.){1,4096}")')
 
 Receive = Callable[[float | None], Awaitable[bytes | None]]
 """Reads the next bytes: b"" at the end of the stream, None when `timeout` seconds passed."""
@@ -174,11 +176,14 @@ class Framer:
             self._buffer += data[take:]  # the next message already began
 
     def _stand_in(self, why: str, length: int) -> bytes:
-        msg_id, method = peek_id_and_method(bytes(self._head))
+        head = bytes(self._head)
+        msg_id, method = peek_id_and_method(head)
         self._length = None
         self._head.clear()
         self._skipped = 0
-        return discarded_stand_in(msg_id, method, f"message of {length} bytes {why}")
+        return discarded_stand_in(
+            msg_id, method, peek_uri(head), f"message of {length} bytes {why}"
+        )
 
 
 class FramedReader:
@@ -251,6 +256,13 @@ def peek_id_and_method(head: bytes) -> tuple[MsgId | None, str | None]:
     method_match = _METHOD.search(head)
     method = method_match.group(1).decode("utf-8", "replace") if method_match else None
     return msg_id, method
+
+
+def peek_uri(head: bytes) -> str | None:
+    """The first URI named in the first bytes of a message: a didChange's document (a URI
+    inside the text of a change is escaped, so it never matches)."""
+    found = _URI.search(head)
+    return json.loads(found.group(1)) if found else None
 
 
 def serve_stdio(server: LanguageServer, reader: FramedReader) -> None:
