@@ -398,3 +398,20 @@ def test_a_discarded_change_takes_its_document_out_of_sync(
     assert error["data"] == {"reason": "out-of-sync"}
     (message,) = shown_messages(server)
     assert "app.py" in message and "reopen" in message and str(LIMIT) in message
+
+
+def test_a_change_that_is_not_json_takes_its_document_out_of_sync(
+    server: RawServer, workspace: Path
+) -> None:
+    """A didChange whose text is not UTF-8 (a client that wrote Latin-1) is answered as not
+    JSON, and its edit is lost like one that cannot be read."""
+    uri = (workspace / "src" / "app.py").as_uri()
+    open_and_change(server, uri, {"text": "ok"})
+    change = {"textDocument": {"uri": uri, "version": 7}, "contentChanges": [{"text": "caf?"}]}
+    body = json.dumps({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change})
+    server.send_body(body.encode().replace(b"caf?", b"caf\xe9"))
+    assert error_of(server.response(None))["code"] == -32700
+    error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
+    assert error["data"] == {"reason": "out-of-sync"}
+    (message,) = shown_messages(server)
+    assert "app.py" in message and "reopen" in message and "not valid JSON" in message

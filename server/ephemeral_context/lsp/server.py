@@ -402,12 +402,8 @@ class EphemeralContextServer(LanguageServer):
             self.protocol.notify(USAGE, converters.usage_params(status, self.last_output_tokens))
 
     def report_server_error(self, error: Exception, source: ServerErrors) -> None:
-        """Answer a body that is not JSON; other out-of-band errors go to the log only."""
-        # json.JSONDecodeError, UnicodeDecodeError, and arrays or objects nested too deeply
-        if isinstance(error, ValueError | RecursionError):
-            log.warning("unparsable message: %s", error)
-            self.rpc.report_parse_error(error)
-            return
+        """Out-of-band errors go to the log only (a body that is not JSON is answered by
+        the message loop: lsp/transport.py)."""
         if source is FeatureRequestError:  # already answered with a JSON-RPC error
             log.debug("request failed: %s", error)
             return

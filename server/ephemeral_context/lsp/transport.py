@@ -35,6 +35,7 @@ import select
 import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
+from typing import Any
 
 from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdoutWriter
@@ -325,10 +326,24 @@ async def _run(server: LanguageServer, reader: FramedReader) -> None:
     protocol = server.protocol
     while (body := await reader.next_body()) is not None:
         try:
-            protocol.handle_message(json.loads(body, object_hook=protocol.structure_message))
+            protocol.handle_message(_parse(body, protocol.structure_message))
         except Exception as exc:
             log.exception("unable to handle a message")
             server.report_server_error(exc, JsonRpcException)
+
+
+def _parse(body: bytes, structure: Callable[[dict[str, Any]], Any]) -> Any:
+    """The message in `body`; one that is not JSON (or not UTF-8, or nested too deeply
+    for the parser) is replaced by a stand-in naming what its first bytes show."""
+    try:
+        return json.loads(body, object_hook=structure)
+    except (ValueError, RecursionError) as error:
+        log.warning("unparsable message: %s", error)
+        head = body[:_HEAD_BYTES]
+        _, method = peek_id_and_method(head)
+        reason = f"message is not valid JSON: {error}"
+        stand_in = discarded_stand_in(None, method, peek_uri(head), reason, unparsable=True)
+        return json.loads(stand_in, object_hook=structure)
 
 
 _ONE_CLIENT = {
