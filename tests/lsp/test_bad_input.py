@@ -175,6 +175,15 @@ def test_huge_request_and_notification(server: RawServer, workspace: Path) -> No
     assert server.request("ephemeralContext/status", {})["result"]["openDocuments"] == 0
 
 
+@pytest.mark.parametrize("msg_id", [b'"\\q"', b'"\xff"'], ids=["bad-escape", "not-utf8"])
+def test_a_huge_message_whose_id_is_broken_too(server: RawServer, msg_id: bytes) -> None:
+    """The id of a discarded message is read from its first bytes: one that is no JSON
+    string leaves the stand-in without an id, and the server serving."""
+    padding = b"x" * (LIMIT + 10)
+    server.send_body(b'{"jsonrpc": "2.0", "id": %s, "params": "%s"}' % (msg_id, padding))
+    still_serving(server)
+
+
 def test_ask_without_api_key(server: RawServer) -> None:
     """No key in the environment: RequestFailed with a message that says what to do."""
     error = error_of(server.request("ephemeralContext/ask", {"prompt": "hello"}))

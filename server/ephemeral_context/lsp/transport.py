@@ -249,11 +249,8 @@ def stream_receiver(reader: asyncio.StreamReader) -> Receive:
 
 def peek_id_and_method(head: bytes) -> tuple[MsgId | None, str | None]:
     """The request id and method named in the first bytes of a message, when they appear there."""
-    id_match = _ID.search(head)
-    msg_id: MsgId | None = None
-    if id_match:
-        value = json.loads(id_match.group(1))
-        msg_id = value if isinstance(value, int | str) else None
+    value = _peek_json(_ID, head)
+    msg_id = value if isinstance(value, int | str) else None
     method_match = _METHOD.search(head)
     method = method_match.group(1).decode("utf-8", "replace") if method_match else None
     return msg_id, method
@@ -262,8 +259,21 @@ def peek_id_and_method(head: bytes) -> tuple[MsgId | None, str | None]:
 def peek_uri(head: bytes) -> str | None:
     """The first URI named in the first bytes of a message: a didChange's document (a URI
     inside the text of a change is escaped, so it never matches)."""
-    found = _URI.search(head)
-    return json.loads(found.group(1)) if found else None
+    value = _peek_json(_URI, head)
+    return value if isinstance(value, str) else None
+
+
+def _peek_json(pattern: re.Pattern[bytes], head: bytes) -> object:
+    """The JSON value `pattern`'s group holds in `head`, or None: these are the first bytes
+    of a message that is too large, stalled or not JSON, so the value may be broken too
+    (a bad escape, bytes that are not UTF-8)."""
+    found = pattern.search(head)
+    if found is None:
+        return None
+    try:
+        return json.loads(found.group(1))
+    except ValueError:
+        return None
 
 
 def serve_stdio(server: LanguageServer, reader: FramedReader) -> None:
