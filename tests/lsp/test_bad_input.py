@@ -143,6 +143,21 @@ def test_unknown_uris_and_ids(server: RawServer, workspace: Path) -> None:
     still_serving(server)
 
 
+def test_a_uri_with_half_a_surrogate_pair(server: RawServer, workspace: Path) -> None:
+    """Half a surrogate pair in a URI names no file: a clear not-found, not InternalError,
+    and an editor's buffer under it is mirrored like any other."""
+    uri = (workspace / "src").as_uri() + "/x\ud800.py"
+    error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
+    assert error["code"] == -32602 and error["data"] == {"reason": "not-found"}
+    assert server.request("ephemeralContext/drop", {"uri": uri})["result"] == {"dropped": []}
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": "x = 1\n"}},
+    )
+    item = server.request("ephemeralContext/pin", {"uri": uri})["result"]["item"]
+    assert item["uri"].endswith("/src/x%ED%A0%80.py")
+
+
 def test_secret_files_are_refused(server: RawServer, workspace: Path) -> None:
     env = workspace / ".env"
     env.write_text("TOKEN=abc\n", encoding="utf-8")

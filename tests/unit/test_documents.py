@@ -27,6 +27,7 @@ from ephemeral_context.documents import (
     content_hash,
     normalize_uri,
     path_to_uri,
+    uri_to_path,
 )
 from ephemeral_context.documents import lines as line_table
 from ephemeral_context.documents import pieces as piece_table
@@ -522,3 +523,15 @@ def test_file_uris_are_keyed_canonically(tmp_path: Path) -> None:
     assert normalize_uri(loose) == path_to_uri(path)
     document = mirror.get(path_to_uri(path))
     assert isinstance(document, Document) and document.text == "from editor"
+
+
+def test_a_lone_surrogate_in_a_file_uri_is_the_bytes_it_stands_for() -> None:
+    """JSON can carry half a surrogate pair in a URI ("\\ud800"); no path can be encoded
+    with it, so the URI is read as the UTF-8 bytes it would be written as, like its
+    percent-encoded form, and names no file rather than failing every use."""
+    loose, encoded = "file:///tmp/x\ud800.py", "file:///tmp/x%ED%A0%80.py"
+    assert uri_to_path(loose) == uri_to_path(encoded)
+    assert normalize_uri(loose) == encoded
+    assert normalize_uri("file:///tmp/x\udce9.py") == "file:///tmp/x%E9.py"  # os.fsdecode's
+    unmirrored = DocumentMirror().get(loose)
+    assert isinstance(unmirrored, Unmirrored) and unmirrored.reason is UnmirroredReason.NOT_FOUND

@@ -21,13 +21,24 @@ import re
 import urllib.parse
 from pathlib import Path
 
+from ephemeral_context.documents.positions import utf8
+
 
 def uri_to_path(uri: str) -> Path | None:
-    """The file system path of a file: URI, or None for other schemes (untitled:, ...)."""
+    """The file system path of a file: URI, or None for other schemes (untitled:, ...).
+
+    Half a surrogate pair (JSON can carry one) that is not os.fsdecode's escape of a byte
+    is taken as the UTF-8 bytes it would be written as, like its percent-encoded form: no
+    path can be encoded with it as it is."""
     parsed = urllib.parse.urlsplit(uri)
     if parsed.scheme != "file":
         return None
-    return Path(urllib.parse.unquote(parsed.path, errors="surrogateescape"))
+    path = urllib.parse.unquote(parsed.path, errors="surrogateescape")
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        path = utf8(path).decode("utf-8", "surrogateescape")
+    return Path(path)
 
 
 def path_to_uri(path: str | os.PathLike[str]) -> str:
