@@ -439,3 +439,34 @@ def test_a_change_that_is_not_json_takes_its_document_out_of_sync(
     assert error["data"] == {"reason": "out-of-sync"}
     (message,) = shown_messages(server)
     assert "app.py" in message and "reopen" in message and "not valid JSON" in message
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {
+            "contentChanges": [{"text": "x" * (LIMIT + 10)}],
+            "textDocument": {"uri": "file:///past/the/first/bytes.py", "version": 2},
+        },
+        {"contentChanges": [{"text": "x"}], "textDocument": "a.py"},
+        [{"text": "x"}],
+    ],
+    ids=["discarded-before-its-uri", "no-uri", "params-not-an-object"],
+)
+def test_a_lost_change_that_names_no_document_takes_every_open_one_out_of_sync(
+    server: RawServer, workspace: Path, params: object
+) -> None:
+    """A didChange lost before its document's URI could be read (too long, and its text came
+    first; or no URI at all) could have been to any open document: none can be trusted now."""
+    uris = [(workspace / name).as_uri() for name in ("a.py", "b.py")]
+    for uri in uris:
+        server.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": "a\n"}},
+        )
+    server.notify("textDocument/didChange", params)
+    for uri in uris:
+        error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
+        assert error["data"] == {"reason": "out-of-sync"}
+    (message,) = shown_messages(server)
+    assert "a.py" in message and "b.py" in message and "reopen" in message

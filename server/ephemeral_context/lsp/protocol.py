@@ -441,9 +441,10 @@ class EphemeralContextProtocol(LanguageServerProtocol):
     """LanguageServerProtocol that knows the custom messages and answers every broken request."""
 
     initialize_received = False
-    rejected_change: Callable[[str, str], None] | None = None
-    """Told (uri, problem) of a didChange that could not be structured: the edit is lost,
-    so the mirror must stop trusting that document."""
+    rejected_change: Callable[[str | None, str], None] | None = None
+    """Told (uri, problem) of a didChange that could not be read: the edit is lost, so the
+    mirror must stop trusting that document (every open one when the URI is None: what
+    could be read of the change does not say which)."""
 
     def __init__(self, server: Any, converter: cattrs.Converter) -> None:
         super().__init__(server, converter)
@@ -573,9 +574,7 @@ class EphemeralContextProtocol(LanguageServerProtocol):
                 types.WINDOW_LOG_MESSAGE, types.LogMessageParams(types.MessageType.Warning, problem)
             )
         if message.method == types.TEXT_DOCUMENT_DID_CHANGE and self.rejected_change:
-            document = (message.params or {}).get("textDocument") or {}
-            if isinstance(uri := document.get("uri"), str):
-                self.rejected_change(uri, message.error.message)
+            self.rejected_change(_document_uri(message.params), message.error.message)
 
     def _out_of_order(self, message: Any) -> bool:
         """LSP's order, enforced: `initialize` first and once; before it a request gets
@@ -605,6 +604,13 @@ class EphemeralContextProtocol(LanguageServerProtocol):
         subclass API it is (pygls has no public way to answer a message its routing never
         reached); nothing outside this class touches pygls' underscored names."""
         self._send_response(msg_id, error=error.to_response_error())  # type: ignore[arg-type]
+
+
+def _document_uri(params: Any) -> str | None:
+    """The `textDocument.uri` of a notification's raw params, if they hold one."""
+    document = params.get("textDocument") if isinstance(params, dict) else None
+    uri = document.get("uri") if isinstance(document, dict) else None
+    return uri if isinstance(uri, str) else None
 
 
 def _discarded(data: dict[str, Any]) -> RejectedRequest:

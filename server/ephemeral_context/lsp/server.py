@@ -238,13 +238,19 @@ class EphemeralContextServer(LanguageServer):
             return
         self.window_show_message(params)
 
-    def lost_edit(self, uri: str, problem: str) -> None:
+    def lost_edit(self, uri: str | None, problem: str) -> None:
         """A didChange that could not be read or applied: the mirror stops trusting the
-        document, and the user hears how to resynchronise."""
-        self.mirror.desync(uri, problem)
+        document (every open one when the change did not say which), and the user hears
+        how to resynchronise."""
+        uris = [uri] if uri is not None else self.mirror.open_uris()
+        if not uris:
+            return
+        for each in uris:
+            self.mirror.desync(each, problem)
+        target, files = (uri, "the file") if uri else (f"one of {', '.join(uris)}", "them")
         text = (
-            f"Ephemeral Context: an edit to {uri} could not be applied ({problem}); "
-            "close and reopen the file so the server sees its text again"
+            f"Ephemeral Context: an edit to {target} could not be applied ({problem}); "
+            f"close and reopen {files} so the server sees the text again"
         )
         self.warn(text)
         self.usage_throttle.poke()
