@@ -143,6 +143,21 @@ def test_unknown_uris_and_ids(server: RawServer, workspace: Path) -> None:
     still_serving(server)
 
 
+def test_a_uri_with_half_a_surrogate_pair(server: RawServer, workspace: Path) -> None:
+    """Half a surrogate pair in a URI names no file: a clear not-found, not InternalError,
+    and an editor's buffer under it is mirrored like any other."""
+    uri = (workspace / "src").as_uri() + "/x\ud800.py"
+    error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
+    assert error["code"] == -32602 and error["data"] == {"reason": "not-found"}
+    assert server.request("ephemeralContext/drop", {"uri": uri})["result"] == {"dropped": []}
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": "x = 1\n"}},
+    )
+    item = server.request("ephemeralContext/pin", {"uri": uri})["result"]["item"]
+    assert item["uri"].endswith("/src/x%ED%A0%80.py")
+
+
 def test_secret_files_are_refused(server: RawServer, workspace: Path) -> None:
     env = workspace / ".env"
     env.write_text("TOKEN=abc\n", encoding="utf-8")
@@ -173,6 +188,15 @@ def test_huge_request_and_notification(server: RawServer, workspace: Path) -> No
     )
     still_serving(server)
     assert server.request("ephemeralContext/status", {})["result"]["openDocuments"] == 0
+
+
+@pytest.mark.parametrize("msg_id", [b'"\\q"', b'"\xff"'], ids=["bad-escape", "not-utf8"])
+def test_a_huge_message_whose_id_is_broken_too(server: RawServer, msg_id: bytes) -> None:
+    """The id of a discarded message is read from its first bytes: one that is no JSON
+    string leaves the stand-in without an id, and the server serving."""
+    padding = b"x" * (LIMIT + 10)
+    server.send_body(b'{"jsonrpc": "2.0", "id": %s, "params": "%s"}' % (msg_id, padding))
+    still_serving(server)
 
 
 def test_ask_without_api_key(server: RawServer) -> None:
@@ -324,3 +348,125 @@ def test_a_damaged_store_index_is_rebuilt_not_fatal(workspace: Path) -> None:
         assert "result" in server.initialize(workspace.as_uri())
         answer = server.request("ephemeralContext/hydrate", {"id": kept})
         assert answer["result"]["text"] == "def kept():\n    return 1\n"
+
+
+def shown_messages(server: RawServer) -> list[str]:
+    """The window/showMessage texts that arrived before the last response awaited."""
+    shown = [n for n in server.notifications if n["method"] == "window/showMessage"]
+    return [n["params"]["message"] for n in shown]
+
+
+def open_and_change(
+    server: RawServer, uri: str, change: dict[str, object], version: int = 6
+) -> None:
+    """didOpen "abc\\ndef\\n" at version 5, then one didChange to `version` with `change`."""
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 5, "text": "abc\ndef\n"}},
+    )
+    server.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
+    )
+
+
+@pytest.mark.parametrize(
+    ("version", "start", "end", "problem"),
+    [
+        (1, (0, 0), (0, 0), "version 1 after version 5"),  # a version going backwards
+        (6, (1, 2), (0, 1), "ends (0:1) before it starts (1:2)"),  # start after end
+    ],
+    ids=["version-backwards", "range-backwards"],
+)
+def test_a_change_that_cannot_apply_as_sent_is_told_to_the_user(
+    server: RawServer,
+    workspace: Path,
+    version: int,
+    start: tuple[int, int],
+    end: tuple[int, int],
+    problem: str,
+) -> None:
+    """Applied anyway, the edit would leave the mirror with a text the editor never had
+    (a reversed range read as an insertion); so the document goes out of sync, and the user
+    hears it (window/showMessage, before the next answer) rather than only the log."""
+    uri = (workspace / "src" / "app.py").as_uri()
+    where = {
+        "start": {"line": start[0], "character": start[1]},
+        "end": {"line": end[0], "character": end[1]},
+    }
+    open_and_change(server, uri, {"range": where, "text": "X"}, version)
+    error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
+    assert error["data"] == {"reason": "out-of-sync"}
+    assert problem in str(error["message"])
+    (message,) = shown_messages(server)
+    assert "app.py" in message and "reopen" in message and problem in message
+
+
+def test_a_discarded_change_takes_its_document_out_of_sync(
+    server: RawServer, workspace: Path
+) -> None:
+    """A didChange over --max-message-bytes is thrown away unread, like one that stalls:
+    the edit is lost as surely as one that cannot be read, and later edits would apply to
+    the wrong text."""
+    uri = (workspace / "src" / "app.py").as_uri()
+    open_and_change(server, uri, {"text": "x" * (LIMIT + 10)})
+    later = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+    server.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": 7},
+            "contentChanges": [{"range": later, "text": "y"}],
+        },
+    )
+    error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
+    assert error["data"] == {"reason": "out-of-sync"}
+    (message,) = shown_messages(server)
+    assert "app.py" in message and "reopen" in message and str(LIMIT) in message
+
+
+def test_a_change_that_is_not_json_takes_its_document_out_of_sync(
+    server: RawServer, workspace: Path
+) -> None:
+    """A didChange whose text is not UTF-8 (a client that wrote Latin-1) is answered as not
+    JSON, and its edit is lost like one that cannot be read."""
+    uri = (workspace / "src" / "app.py").as_uri()
+    open_and_change(server, uri, {"text": "ok"})
+    change = {"textDocument": {"uri": uri, "version": 7}, "contentChanges": [{"text": "caf?"}]}
+    body = json.dumps({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change})
+    server.send_body(body.encode().replace(b"caf?", b"caf\xe9"))
+    assert error_of(server.response(None))["code"] == -32700
+    error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
+    assert error["data"] == {"reason": "out-of-sync"}
+    (message,) = shown_messages(server)
+    assert "app.py" in message and "reopen" in message and "not valid JSON" in message
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {
+            "contentChanges": [{"text": "x" * (LIMIT + 10)}],
+            "textDocument": {"uri": "file:///past/the/first/bytes.py", "version": 2},
+        },
+        {"contentChanges": [{"text": "x"}], "textDocument": "a.py"},
+        [{"text": "x"}],
+    ],
+    ids=["discarded-before-its-uri", "no-uri", "params-not-an-object"],
+)
+def test_a_lost_change_that_names_no_document_takes_every_open_one_out_of_sync(
+    server: RawServer, workspace: Path, params: object
+) -> None:
+    """A didChange lost before its document's URI could be read (too long, and its text came
+    first; or no URI at all) could have been to any open document: none can be trusted now."""
+    uris = [(workspace / name).as_uri() for name in ("a.py", "b.py")]
+    for uri in uris:
+        server.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": "a\n"}},
+        )
+    server.notify("textDocument/didChange", params)
+    for uri in uris:
+        error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
+        assert error["data"] == {"reason": "out-of-sync"}
+    (message,) = shown_messages(server)
+    assert "a.py" in message and "b.py" in message and "reopen" in message

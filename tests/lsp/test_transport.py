@@ -6,7 +6,7 @@ import json
 
 import pytest
 from ephemeral_context.lsp.protocol import DISCARDED_METHOD
-from ephemeral_context.lsp.transport import Framer, peek_id_and_method
+from ephemeral_context.lsp.transport import Framer, peek_id_and_method, peek_uri
 
 
 def frame(body: bytes, header: bytes = b"Content-Length") -> bytes:
@@ -98,3 +98,20 @@ def test_peek() -> None:
         None,
         "textDocument/didOpen",
     )
+
+
+def test_peek_uri_finds_the_document_not_a_uri_in_the_text() -> None:
+    change = {
+        "contentChanges": [{"text": '{"uri": "file:///text"}'}],
+        "textDocument": {"uri": "file:///a%20b.py"},
+    }
+    head = json.dumps({"method": "textDocument/didChange", "params": change}).encode()
+    assert peek_uri(head) == "file:///a%20b.py"
+    assert peek_uri(head[: head.index(b"textDocument")]) is None
+
+
+@pytest.mark.parametrize("value", [b'"\\q"', b'"\xff"'], ids=["bad-escape", "not-utf8"])
+def test_peek_skips_an_id_or_uri_that_is_no_json_string(value: bytes) -> None:
+    head = b'{"id": %s, "method": "m/x", "params": {"uri": %s' % (value, value)
+    assert peek_id_and_method(head) == (None, "m/x")
+    assert peek_uri(head) is None

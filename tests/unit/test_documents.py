@@ -17,6 +17,7 @@ from ephemeral_context.documents import (
     DocumentChange,
     DocumentMirror,
     LineIndex,
+    OutOfSync,
     Position,
     PositionEncoding,
     Range,
@@ -26,6 +27,7 @@ from ephemeral_context.documents import (
     content_hash,
     normalize_uri,
     path_to_uri,
+    uri_to_path,
 )
 from ephemeral_context.documents import lines as line_table
 from ephemeral_context.documents import pieces as piece_table
@@ -293,13 +295,30 @@ def test_an_unknown_uri_is_ignored_and_an_old_version_puts_it_out_of_sync(
     at_start = Range(Position(0, 0), Position(0, 0))
     with caplog.at_level(logging.WARNING):
         assert mirror.change("untitled:v", 3, [TextEdit(at_start, "Y")]) is not None
-        assert mirror.change("untitled:v", 2, [TextEdit(at_start, "X")]) is None
+        with pytest.raises(OutOfSync, match="version 2 after version 3"):
+            mirror.change("untitled:v", 2, [TextEdit(at_start, "X")])
     assert "version 2 after version 3" in caplog.text
     lost = mirror.get("untitled:v")
     assert isinstance(lost, Unmirrored) and lost.reason is UnmirroredReason.OUT_OF_SYNC
     mirror.open("untitled:v", None, 4, "XYhello\n")  # the editor opens it again
     document = mirror.get("untitled:v")
     assert isinstance(document, Document) and document.text == "XYhello\n"
+
+
+def test_a_range_that_ends_before_it_starts_puts_the_document_out_of_sync() -> None:
+    """Neither an insertion at its start nor the swapped range is what the editor did for
+    sure; the text it would give may be one the editor never had."""
+    mirror = DocumentMirror()
+    mirror.open("untitled:r", None, 1, "abc\ndef\n")
+    backwards = Range(Position(1, 2), Position(0, 1))
+    with pytest.raises(OutOfSync, match=r"ends \(0:1\) before it starts \(1:2\)"):
+        mirror.change(
+            "untitled:r",
+            2,
+            [TextEdit(Range(Position(0, 0), Position(0, 0)), "Y"), TextEdit(backwards, "X")],
+        )
+    lost = mirror.get("untitled:r")
+    assert isinstance(lost, Unmirrored) and lost.reason is UnmirroredReason.OUT_OF_SYNC
 
 
 def test_untitled_lives_in_memory_only_and_close_drops_it() -> None:
@@ -504,3 +523,15 @@ def test_file_uris_are_keyed_canonically(tmp_path: Path) -> None:
     assert normalize_uri(loose) == path_to_uri(path)
     document = mirror.get(path_to_uri(path))
     assert isinstance(document, Document) and document.text == "from editor"
+
+
+def test_a_lone_surrogate_in_a_file_uri_is_the_bytes_it_stands_for() -> None:
+    """JSON can carry half a surrogate pair in a URI ("\\ud800"); no path can be encoded
+    with it, so the URI is read as the UTF-8 bytes it would be written as, like its
+    percent-encoded form, and names no file rather than failing every use."""
+    loose, encoded = "file:///tmp/x\ud800.py", "file:///tmp/x%ED%A0%80.py"
+    assert uri_to_path(loose) == uri_to_path(encoded)
+    assert normalize_uri(loose) == encoded
+    assert normalize_uri("file:///tmp/x\udce9.py") == "file:///tmp/x%E9.py"  # os.fsdecode's
+    unmirrored = DocumentMirror().get(loose)
+    assert isinstance(unmirrored, Unmirrored) and unmirrored.reason is UnmirroredReason.NOT_FOUND

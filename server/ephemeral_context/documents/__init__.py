@@ -13,7 +13,7 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 - uris.py: `normalize_uri`, `uri_to_path`, `uri_path`, `path_to_uri`, `shown_name`, `taken_name`,
   `holds_raw_bytes`.
 - mirror.py: `DocumentMirror`, `DocumentChange`, `ChangeReason`, `Unmirrored`,
-  `UnmirroredReason`.
+  `UnmirroredReason`, `OutOfSync`.
 """
 
 from ephemeral_context.documents.document import ByteEdit, Document, DocumentSource, TextEdit
@@ -23,6 +23,7 @@ from ephemeral_context.documents.mirror import (
     DocumentChange,
     DocumentMirror,
     Listener,
+    OutOfSync,
     Unmirrored,
     UnmirroredReason,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "DocumentSource",
     "LineIndex",
     "Listener",
+    "OutOfSync",
     "Point",
     "Position",
     "PositionEncoding",

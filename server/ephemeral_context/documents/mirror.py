@@ -13,6 +13,8 @@ API:
   `.subscribe(listener)` (changes).
 - `DocumentChange`, `ChangeReason`: what changed for one URI, from which version to which.
 - `Unmirrored`, `UnmirroredReason`: a URI the mirror holds no text for, and why.
+- `OutOfSync`: raised by `.change` for an edit it could not apply (the document is out of
+  sync until reopened).
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ class UnmirroredReason(StrEnum):
     UNREADABLE = "unreadable"
     NOT_OPEN = "not-open"
     OUT_OF_SYNC = "out-of-sync"
+
+
+class OutOfSync(ValueError):
+    """A didChange that could not be applied as sent: the document is out of sync now."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,9 +185,9 @@ class DocumentMirror:
             return document
 
     def change(self, uri: str, version: int, edits: Sequence[TextEdit]) -> DocumentChange | None:
-        """didChange: apply the edits in order. Unknown URIs are ignored; a version not above
-        the mirror's came out of order, so an edit applied before it was applied to the wrong
-        text: the document goes out of sync (`desync`) until the editor opens it again."""
+        """didChange: apply the edits in order. Unknown URIs are ignored. An edit that cannot
+        be applied as sent (`_unappliable`) goes out of sync (`desync`) until the editor opens
+        the document again, and raises OutOfSync so the caller can tell the user."""
         key = normalize_uri(uri)
         with self._lock:
             current = self._open.get(key)
@@ -191,11 +197,10 @@ class DocumentMirror:
             if isinstance(current, Unmirrored):
                 log.info("didChange for unmirrored %s (%s): ignored", key, current.reason)
                 return None
-            if version <= current.version:
-                problem = f"didChange version {version} after version {current.version}"
+            if (problem := _unappliable(current, version, edits)) is not None:
                 log.warning("%s for %s: out of sync until reopened", problem, key)
                 self.desync(key, problem)
-                return None
+                raise OutOfSync(problem)
             document = current
             byte_edits: list[ByteEdit] = []
             for edit in edits:
@@ -354,6 +359,23 @@ class DocumentMirror:
         if cached is not None:
             self._emit_removed(key, cached.document, "disk")
         return Unmirrored(key, reason, detail)
+
+
+def _unappliable(current: Document, version: int, edits: Sequence[TextEdit]) -> str | None:
+    """Why a didChange cannot be applied to `current` as sent, if it cannot. A version not
+    above the mirror's came out of order, so an edit applied before it was applied to the
+    wrong text; a range that ends before it starts is no edit an editor makes, and any
+    reading of it (an insertion, the swapped range) may leave a text the editor never had."""
+    if version <= current.version:
+        return f"didChange version {version} after version {current.version}"
+    for edit in edits:
+        if edit.range is not None and edit.range.backwards:
+            start, end = edit.range.start, edit.range.end
+            return (
+                f"a didChange range that ends ({end.line}:{end.character}) "
+                f"before it starts ({start.line}:{start.character})"
+            )
+    return None
 
 
 def _decode(data: bytes, max_bytes: int) -> str | tuple[UnmirroredReason, str]:

@@ -6,7 +6,8 @@ here convert within one line; `Document` adds the line table (documents/lines.py
 
 API:
 - `PositionEncoding`: the client's unit, "utf-8", "utf-16" or "utf-32".
-- `Position`, `Range`: zero-based line and character in client units; a range, end exclusive.
+- `Position`, `Range`: zero-based line and character in client units; a range, end exclusive
+  (`.backwards` when it ends before it starts).
 - `Point`: tree-sitter's (row, byte column).
 - `units_to_cp(line, units, encoding)`, `cp_to_units(line, cp, encoding)`: within one line.
 - `utf8(text)`: the UTF-8 bytes, a lone surrogate kept byte for byte.
@@ -40,6 +41,11 @@ class Range:
 
     start: Position
     end: Position
+
+    @property
+    def backwards(self) -> bool:
+        """Whether it ends before it starts: no edit means that, whatever clamping makes of it."""
+        return (self.end.line, self.end.character) < (self.start.line, self.start.character)
 
 
 def without_lone_surrogates(text: str) -> str:

@@ -22,6 +22,8 @@ import re
 import urllib.parse
 from pathlib import Path, PurePosixPath
 
+from ephemeral_context.documents.positions import utf8
+
 
 def uri_to_path(uri: str) -> Path | None:
     """The file system path of a file: URI, or None for other schemes (untitled:, ...)."""
@@ -32,10 +34,17 @@ def uri_to_path(uri: str) -> Path | None:
 
 def uri_path(uri: str) -> PurePosixPath:
     """The path a URI of any scheme names, unescaped: a file's, or one with no file here
-    (`untitled:/w/.env`, a virtual file system's), whose name still says what it holds."""
-    return PurePosixPath(
-        urllib.parse.unquote(urllib.parse.urlsplit(uri).path, errors="surrogateescape")
-    )
+    (`untitled:/w/.env`, a virtual file system's), whose name still says what it holds.
+
+    Half a surrogate pair (JSON can carry one) that is not os.fsdecode's escape of a byte
+    is taken as the UTF-8 bytes it would be written as, like its percent-encoded form: no
+    path can be encoded with it as it is."""
+    path = urllib.parse.unquote(urllib.parse.urlsplit(uri).path, errors="surrogateescape")
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        path = utf8(path).decode("utf-8", "surrogateescape")
+    return PurePosixPath(path)
 
 
 def path_to_uri(path: str | os.PathLike[str]) -> str:

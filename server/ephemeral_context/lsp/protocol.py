@@ -441,9 +441,10 @@ class EphemeralContextProtocol(LanguageServerProtocol):
     """LanguageServerProtocol that knows the custom messages and answers every broken request."""
 
     initialize_received = False
-    rejected_change: Callable[[str, str], None] | None = None
-    """Told (uri, problem) of a didChange that could not be structured: the edit is lost,
-    so the mirror must stop trusting that document."""
+    rejected_change: Callable[[str | None, str], None] | None = None
+    """Told (uri, problem) of a didChange that could not be read: the edit is lost, so the
+    mirror must stop trusting that document (every open one when the URI is None: what
+    could be read of the change does not say which)."""
 
     def __init__(self, server: Any, converter: cattrs.Converter) -> None:
         super().__init__(server, converter)
@@ -551,18 +552,7 @@ class EphemeralContextProtocol(LanguageServerProtocol):
             self._answer(msg_id if _is_id(msg_id) else None, error)
             return
         if isinstance(message, RejectedRequest):
-            if message.is_request:
-                self._answer(message.id, message.error)
-                return
-            problem = f"{message.method or 'notification'} ignored: {message.error.message}"
-            log.warning(problem)
-            self.notify(
-                types.WINDOW_LOG_MESSAGE, types.LogMessageParams(types.MessageType.Warning, problem)
-            )
-            if message.method == types.TEXT_DOCUMENT_DID_CHANGE and self.rejected_change:
-                document = (message.params or {}).get("textDocument") or {}
-                if isinstance(uri := document.get("uri"), str):
-                    self.rejected_change(uri, message.error.message)
+            self._reject(message)
             return
         if self._out_of_order(message):
             return
@@ -571,6 +561,20 @@ class EphemeralContextProtocol(LanguageServerProtocol):
             if task is not None:
                 task.cancel()
         super().handle_message(message)
+
+    def _reject(self, message: RejectedRequest) -> None:
+        """Answer a rejected request, log a rejected notification; a lost didChange is
+        reported either way (`rejected_change`)."""
+        if message.is_request:
+            self._answer(message.id, message.error)
+        else:
+            problem = f"{message.method or 'notification'} ignored: {message.error.message}"
+            log.warning(problem)
+            self.notify(
+                types.WINDOW_LOG_MESSAGE, types.LogMessageParams(types.MessageType.Warning, problem)
+            )
+        if message.method == types.TEXT_DOCUMENT_DID_CHANGE and self.rejected_change:
+            self.rejected_change(_document_uri(message.params), message.error.message)
 
     def _out_of_order(self, message: Any) -> bool:
         """LSP's order, enforced: `initialize` first and once; before it a request gets
@@ -593,10 +597,6 @@ class EphemeralContextProtocol(LanguageServerProtocol):
             log.warning("%s before initialize: dropped", method)
         return True
 
-    def report_parse_error(self, error: ValueError | RecursionError) -> None:
-        """Answer a body that is not JSON with ParseError and id null, as JSON-RPC requires."""
-        self._answer(None, JsonRpcParseError(f"message is not valid JSON: {error}"))
-
     def _answer(self, msg_id: MsgId | None, error: JsonRpcException) -> None:
         """Send `error` as the response to `msg_id` (null when the id is unknown).
 
@@ -606,23 +606,48 @@ class EphemeralContextProtocol(LanguageServerProtocol):
         self._send_response(msg_id, error=error.to_response_error())  # type: ignore[arg-type]
 
 
+def _document_uri(params: Any) -> str | None:
+    """The `textDocument.uri` of a notification's raw params, if they hold one."""
+    document = params.get("textDocument") if isinstance(params, dict) else None
+    uri = document.get("uri") if isinstance(document, dict) else None
+    return uri if isinstance(uri, str) else None
+
+
 def _discarded(data: dict[str, Any]) -> RejectedRequest:
+    """The stand-in as the message it replaced: a didChange keeps its document's URI, so
+    `handle_message` can report the lost edit like one that could not be read. A body
+    that is not JSON is answered with ParseError and id null, as JSON-RPC requires."""
     params = data.get("params") or {}
-    method = params.get("requestMethod") or "unknown method"
-    message = f"{params.get('reason')} ({method}); discarded"
-    log.warning(message)
+    method = params.get("requestMethod")
+    if params.get("unparsable"):
+        error: JsonRpcException = JsonRpcParseError(params.get("reason"))
+        msg_id, is_request = None, True
+    else:
+        message = f"{params.get('reason')} ({method or 'unknown method'}); discarded"
+        log.warning(message)
+        error = JsonRpcInvalidRequest(message)
+        msg_id, is_request = data.get("id"), "id" in data
     return RejectedRequest(
-        id=data.get("id"), error=JsonRpcInvalidRequest(message), is_request="id" in data
+        id=msg_id,
+        error=error,
+        method=method,
+        params={"textDocument": {"uri": params.get("uri")}},
+        is_request=is_request,
     )
 
 
-def discarded_stand_in(msg_id: MsgId | None, method: str | None, reason: str) -> bytes:
-    """The body the framed reader passes on in place of a message it discarded."""
-    body: dict[str, Any] = {
-        "jsonrpc": "2.0",
-        "method": DISCARDED_METHOD,
-        "params": {"reason": reason, "requestMethod": method},
-    }
+def discarded_stand_in(
+    msg_id: MsgId | None,
+    method: str | None,
+    uri: str | None,
+    reason: str,
+    *,
+    unparsable: bool = False,
+) -> bytes:
+    """The body passed on in place of a message the framed reader discarded, or (when
+    `unparsable`) of one the message loop could not parse: ParseError answers that one."""
+    params = {"reason": reason, "requestMethod": method, "uri": uri, "unparsable": unparsable}
+    body: dict[str, Any] = {"jsonrpc": "2.0", "method": DISCARDED_METHOD, "params": params}
     if msg_id is not None:
         body["id"] = msg_id
     return json.dumps(body).encode()

@@ -43,6 +43,7 @@ from ephemeral_context.context.engine import (
 from ephemeral_context.documents import (
     DocumentChange,
     DocumentMirror,
+    OutOfSync,
     normalize_uri,
     path_to_uri,
     uri_to_path,
@@ -237,13 +238,19 @@ class EphemeralContextServer(LanguageServer):
             return
         self.window_show_message(params)
 
-    def lost_edit(self, uri: str, problem: str) -> None:
-        """A didChange that could not be read: the mirror stops trusting the document, and
-        the user hears how to resynchronise."""
-        self.mirror.desync(uri, problem)
+    def lost_edit(self, uri: str | None, problem: str) -> None:
+        """A didChange that could not be read or applied: the mirror stops trusting the
+        document (every open one when the change did not say which), and the user hears
+        how to resynchronise."""
+        uris = [uri] if uri is not None else self.mirror.open_uris()
+        if not uris:
+            return
+        for each in uris:
+            self.mirror.desync(each, problem)
+        target, files = (uri, "the file") if uri else (f"one of {', '.join(uris)}", "them")
         text = (
-            f"Ephemeral Context: an edit to {uri} could not be applied ({problem}); "
-            "close and reopen the file so the server sees its text again"
+            f"Ephemeral Context: an edit to {target} could not be applied ({problem}); "
+            f"close and reopen {files} so the server sees the text again"
         )
         self.warn(text)
         self.usage_throttle.poke()
@@ -401,12 +408,8 @@ class EphemeralContextServer(LanguageServer):
             self.protocol.notify(USAGE, converters.usage_params(status, self.last_output_tokens))
 
     def report_server_error(self, error: Exception, source: ServerErrors) -> None:
-        """Answer a body that is not JSON; other out-of-band errors go to the log only."""
-        # json.JSONDecodeError, UnicodeDecodeError, and arrays or objects nested too deeply
-        if isinstance(error, ValueError | RecursionError):
-            log.warning("unparsable message: %s", error)
-            self.rpc.report_parse_error(error)
-            return
+        """Out-of-band errors go to the log only (a body that is not JSON is answered by
+        the message loop: lsp/transport.py)."""
         if source is FeatureRequestError:  # already answered with a JSON-RPC error
             log.debug("request failed: %s", error)
             return
@@ -621,7 +624,11 @@ def did_open(ls: EphemeralContextServer, params: types.DidOpenTextDocumentParams
 @SERVER.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: EphemeralContextServer, params: types.DidChangeTextDocumentParams) -> None:
     doc = params.text_document
-    ls.mirror.change(doc.uri, doc.version, converters.to_text_edits(params.content_changes))
+    try:
+        ls.mirror.change(doc.uri, doc.version, converters.to_text_edits(params.content_changes))
+    except OutOfSync as exc:
+        ls.lost_edit(doc.uri, str(exc))
+        return
     ls.usage_throttle.poke()
 
 

@@ -11,7 +11,8 @@ a body that never comes leaves it waiting forever, and over TCP nothing limits N
 - a body over the limit is read and thrown away in chunks, and a body that stalls (no byte
   for `body_timeout` seconds once its header has arrived) is thrown away too; the protocol
   then gets a small stand-in message instead, which it answers with InvalidRequest carrying
-  the original id when it appears in the first bytes (clients write `id` before `params`).
+  the original id when it appears in the first bytes (clients write `id` before `params`);
+  a lost didChange names its document, which then goes out of sync.
 
 The loop is ours rather than pygls' `start_io`/`start_tcp` (whose TCP reader cannot be
 replaced): it uses only pygls' public API, `protocol.set_writer`, `structure_message`,
@@ -19,7 +20,7 @@ replaced): it uses only pygls' public API, `protocol.set_writer`, `structure_mes
 
 API:
 - `serve_stdio(server, reader)`, `serve_tcp(server, host, port, ...)`: framed JSON-RPC with size
-  and stall limits; `Framer` (the framing state machine), `peek_id_and_method`.
+  and stall limits; `Framer` (the framing state machine), `peek_id_and_method`, `peek_uri`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import select
 import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
+from typing import Any
 
 from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdoutWriter
@@ -54,6 +56,7 @@ _END = re.compile(rb"\r?\n\r?\n")
 _HEADER_LINE = re.compile(rb"[A-Za-z][A-Za-z0-9-]*[ \t]*:[^\r\n]*\r?\n")
 _ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _METHOD = re.compile(rb'"method"\s*:\s*"([^"\\]{1,200})"')
+_URI = re.compile(rb'"uri"\s*:\s*("(?:[^"\\]|\\.){1,4096}")')
 
 Receive = Callable[[float | None], Awaitable[bytes | None]]
 """Reads the next bytes: b"" at the end of the stream, None when `timeout` seconds passed."""
@@ -174,11 +177,14 @@ class Framer:
             self._buffer += data[take:]  # the next message already began
 
     def _stand_in(self, why: str, length: int) -> bytes:
-        msg_id, method = peek_id_and_method(bytes(self._head))
+        head = bytes(self._head)
+        msg_id, method = peek_id_and_method(head)
         self._length = None
         self._head.clear()
         self._skipped = 0
-        return discarded_stand_in(msg_id, method, f"message of {length} bytes {why}")
+        return discarded_stand_in(
+            msg_id, method, peek_uri(head), f"message of {length} bytes {why}"
+        )
 
 
 class FramedReader:
@@ -243,14 +249,31 @@ def stream_receiver(reader: asyncio.StreamReader) -> Receive:
 
 def peek_id_and_method(head: bytes) -> tuple[MsgId | None, str | None]:
     """The request id and method named in the first bytes of a message, when they appear there."""
-    id_match = _ID.search(head)
-    msg_id: MsgId | None = None
-    if id_match:
-        value = json.loads(id_match.group(1))
-        msg_id = value if isinstance(value, int | str) else None
+    value = _peek_json(_ID, head)
+    msg_id = value if isinstance(value, int | str) else None
     method_match = _METHOD.search(head)
     method = method_match.group(1).decode("utf-8", "replace") if method_match else None
     return msg_id, method
+
+
+def peek_uri(head: bytes) -> str | None:
+    """The first URI named in the first bytes of a message: a didChange's document (a URI
+    inside the text of a change is escaped, so it never matches)."""
+    value = _peek_json(_URI, head)
+    return value if isinstance(value, str) else None
+
+
+def _peek_json(pattern: re.Pattern[bytes], head: bytes) -> object:
+    """The JSON value `pattern`'s group holds in `head`, or None: these are the first bytes
+    of a message that is too large, stalled or not JSON, so the value may be broken too
+    (a bad escape, bytes that are not UTF-8)."""
+    found = pattern.search(head)
+    if found is None:
+        return None
+    try:
+        return json.loads(found.group(1))
+    except ValueError:
+        return None
 
 
 def serve_stdio(server: LanguageServer, reader: FramedReader) -> None:
@@ -313,10 +336,24 @@ async def _run(server: LanguageServer, reader: FramedReader) -> None:
     protocol = server.protocol
     while (body := await reader.next_body()) is not None:
         try:
-            protocol.handle_message(json.loads(body, object_hook=protocol.structure_message))
+            protocol.handle_message(_parse(body, protocol.structure_message))
         except Exception as exc:
             log.exception("unable to handle a message")
             server.report_server_error(exc, JsonRpcException)
+
+
+def _parse(body: bytes, structure: Callable[[dict[str, Any]], Any]) -> Any:
+    """The message in `body`; one that is not JSON (or not UTF-8, or nested too deeply
+    for the parser) is replaced by a stand-in naming what its first bytes show."""
+    try:
+        return json.loads(body, object_hook=structure)
+    except (ValueError, RecursionError) as error:
+        log.warning("unparsable message: %s", error)
+        head = body[:_HEAD_BYTES]
+        _, method = peek_id_and_method(head)
+        reason = f"message is not valid JSON: {error}"
+        stand_in = discarded_stand_in(None, method, peek_uri(head), reason, unparsable=True)
+        return json.loads(stand_in, object_hook=structure)
 
 
 _ONE_CLIENT = {
