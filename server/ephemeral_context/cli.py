@@ -402,6 +402,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # JSON, in a model id the table shows, would otherwise end the command mid-table
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
+    if sys.stdout is None:  # started with it closed (`>&-`): what is printed goes nowhere
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (the process's)
     try:
         result: int = args.handler(args)
         sys.stdout.flush()  # here, where a reader gone away is handled, not at exit

@@ -529,6 +529,17 @@ def test_output_into_a_closed_pipe_ends_quietly(argv: list[str]) -> None:
     assert process.returncode == 1
 
 
+def test_a_closed_stdout_is_no_traceback() -> None:
+    """`ectx replay --json >&-`: started with no stdout at all, the replay runs and what it
+    prints goes nowhere."""
+    with ectx(
+        "replay", "--demo", "--json", preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE
+    ) as process:
+        _, err = process.communicate(timeout=120)
+    assert err.decode() == ""
+    assert process.returncode == 0
+
+
 def test_ctrl_c_ends_the_replay_with_one_line_and_status_130(tmp_path: Path) -> None:
     """SIGINT while the report is still being written says so in one line. stdout is a pipe
     of one page that is not read, so the process cannot finish before the signal."""
