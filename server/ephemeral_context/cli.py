@@ -406,7 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (the process's)
     try:
         result: int = args.handler(args)
-        sys.stdout.flush()  # here, where a reader gone away is handled, not at exit
+        if not sys.stdout.closed:  # the language server closes it at `exit`
+            sys.stdout.flush()  # here, where a reader gone away is handled, not at exit
     except StoreError as error:  # busy, read-only, full, an unknown id: one line, status 1
         print(f"ectx: {error}", file=sys.stderr)
         return 1
