@@ -2,9 +2,11 @@
 
 The SDK's own retries are switched off so that one policy covers both failures the SDK sees
 before the stream starts (429, 529, 5xx, timeouts, dropped connections) and those in the middle
-of a stream, which the SDK never retries: error events, a dropped connection, and a stall (no
+of a stream, which the SDK never retries: error events, a dropped connection, a stall (no
 byte for `stall_timeout` seconds; there the SDK up to 2.16 lets httpx's own exceptions
-through, 2.17 wraps them as its connection and timeout errors: both are caught). Every
+through, 2.17 wraps them as its connection and timeout errors: both are caught), and a stream
+that ends before its `message_stop` or holds an event the SDK cannot read (a proxy's doing:
+the SDK would hand back the half answer as if whole, or fail with its parser's error). Every
 failure ends as a `ModelError` whose message tells the user what to do; the API key never
 appears in a message or a log line.
 
@@ -24,12 +26,13 @@ import logging
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import anthropic
 import httpx2
+from anthropic.lib.streaming import AsyncMessageStream, ParsedMessageStreamEvent
 from anthropic.types import Message
 
 log = logging.getLogger(__name__)
@@ -106,9 +109,40 @@ class ClientSettings:
     retry: RetryPolicy = RetryPolicy()
 
 
+class _BrokenAnswer(Exception):
+    """A stream that ended before its `message_stop`, or held an event the SDK cannot read:
+    retried like a lost connection, never taken for a whole answer."""
+
+
+async def _readable(
+    stream: AsyncMessageStream[None],
+) -> AsyncIterator[ParsedMessageStreamEvent[None]]:
+    """The stream's events. Whatever the SDK raises reading one (JSON that does not parse,
+    an event before message_start, a delta of no block) breaks the answer off; its API and
+    transport errors pass as they are."""
+    events = aiter(stream)
+    while True:
+        try:
+            event = await anext(events)
+        except StopAsyncIteration:
+            return
+        except (anthropic.APIError, httpx2.TransportError):
+            raise
+        except Exception as exc:
+            raise _BrokenAnswer(f"it sent an event that cannot be read ({exc!r})") from None
+        yield event
+
+
 def _stalled(exc: BaseException) -> bool:
     """A timeout: before the stream (the SDK's) or in it (httpx's, passed through)."""
     return isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException)
+
+
+def _reason(exc: BaseException) -> str:
+    """Why an attempt that got no whole answer is retried, in a few words."""
+    if _stalled(exc):
+        return "stalled"
+    return "answer broken off" if isinstance(exc, _BrokenAnswer) else "connection lost"
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -197,11 +231,11 @@ class ModelClient:
                     raise self._final_error(exc, request, attempt) from None
                 retry_after = parse_retry_after(exc.response.headers)
                 reason = f"{exc.status_code} {exc.type or 'error'}"
-            except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            except (anthropic.APIConnectionError, httpx2.TransportError, _BrokenAnswer) as exc:
                 if attempt >= policy.max_attempts:
                     raise self._final_error(exc, request, attempt) from None
                 retry_after = None
-                reason = "stalled" if _stalled(exc) else "connection lost"
+                reason = _reason(exc)
             delay = policy.delay(attempt, retry_after, self._rng)
             log.warning(
                 "model call attempt %d failed (%s); retrying in %.2fs", attempt, reason, delay
@@ -216,19 +250,29 @@ class ModelClient:
         self, request: Mapping[str, Any], on_text: TextCallback | None
     ) -> Message:
         async with self._sdk.messages.stream(**request) as stream:
-            async for event in stream:
+            seen: set[str] = set()
+            async for event in _readable(stream):
                 if event.type == "text" and on_text is not None:
                     on_text(event.text)
+                seen.add(event.type)
+            if not {"message_start", "message_stop"} <= seen:
+                raise _BrokenAnswer("it ended before its message_stop")
             return await stream.get_final_message()
 
     def _final_error(
         self,
-        exc: anthropic.APIError | httpx2.TransportError,
+        exc: anthropic.APIError | httpx2.TransportError | _BrokenAnswer,
         request: Mapping[str, Any],
         attempts: int,
     ) -> ModelError:
         """Turns an SDK error into a message that says what went wrong and what to do."""
         tried = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+        if isinstance(exc, _BrokenAnswer):
+            return ModelError(
+                "connection",
+                f"The Anthropic API's answer broke off{tried}: {self._scrub(str(exc))}; "
+                "check the network and any proxy in between.",
+            )
         if _stalled(exc):
             return ModelError(
                 "timeout",
