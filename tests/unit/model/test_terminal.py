@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from ephemeral_context.cli import main
 
-from tests.fakes.messages_api import FakeMessagesAPI, Raw, message_start, sse
+from tests.fakes.messages_api import FakeMessagesAPI, Raw, message_start, refused, sse
 from tests.unit.model.test_client import HALF, TEXT_START
 
 KEY = "sk-ant-cli-test-" + "q" * 20
@@ -208,3 +208,23 @@ def test_an_answer_that_never_ends_whole_is_one_line_and_exit_1(
     (line,) = [line for line in err.splitlines() if line.startswith("ectx ask:")]
     assert line.startswith("ectx ask: The Anthropic API's answer broke off (gave up after 5")
     assert "Traceback" not in err and "Half" not in out
+
+
+def test_an_error_after_some_of_the_answer_starts_a_line_of_its_own(
+    api: FakeMessagesAPI,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On a terminal stdout and stderr share the screen: the error must not follow the
+    answer's last words on their line."""
+    api.add_turns(
+        {"text": "Reading.", "tool_use": [{"name": "read_file", "input": {"path": "app.py"}}]},
+        refused("prompt is too long"),
+    )
+    code, out, err = in_process(
+        ["ask", "hi", "--workspace", str(project)], api, monkeypatch, capsys
+    )
+    assert code == 1
+    assert out == "Reading.\n"
+    assert err.splitlines()[-1].startswith("ectx ask: The Anthropic API refused the request (400)")
