@@ -598,14 +598,13 @@ class Gateway:
             if not builder.complete:  # ended without message_stop: end it the same way
                 await response.write_eof()
                 return response
-            stop = self._stop_reason(plan, content, builder.stop_reason)
             if self._hydrate_again(request, plan, content, builder.stop_reason):
-                if await self.worker.wait(self.core.answer_hydrations, plan, content):
-                    continue
-                stop = "end_turn"  # the engine failed: end the answer where it stands
-            else:
-                await self.worker.wait(self.core.finish, plan, rounds.shown, content)
-            await relay.close(rounds.output, stop)
+                if not await self.worker.wait(self.core.answer_hydrations, plan, content):
+                    log.warning("POST /v1/messages: hydration failed; its answer goes on unchanged")
+                    plan.body, plan.rounds = dict(plan.client), MAX_HYDRATION_ROUNDS
+                continue
+            await self.worker.wait(self.core.finish, plan, rounds.shown, content)
+            await relay.close(rounds.output, self._stop_reason(plan, content, builder.stop_reason))
             return response
 
 

@@ -1054,12 +1054,16 @@ def test_an_engine_failure_forwards_the_request_as_it_came(
     assert "engine bug" in caplog.text
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 def test_a_failed_hydration_falls_back_to_the_request_as_it_came(
     api: FakeMessagesAPI,
     client: anthropic.Anthropic,
     gateway: GatewayThread,
     monkeypatch: pytest.MonkeyPatch,
+    stream: bool,
 ) -> None:
+    """Streamed, the client had the answer's start: the answer to the request as it came
+    goes on from there (it had ended empty, as if the model had said nothing)."""
     api.add_turns(
         Reply(tool_calls=(ToolCall("Read", {"file_path": f"{FETCH_ROOT}0123abcd"}),)),
         "direct answer",
@@ -1075,8 +1079,16 @@ def test_a_failed_hydration_falls_back_to_the_request_as_it_came(
 
     monkeypatch.setattr(gateway.core, "_build", second_build_fails)
     body = ask([{"role": "user", "content": "hi"}])
-    message = client.messages.create(**body)
+    message: Any
+    if stream:
+        with client.messages.stream(**body) as running:
+            message = running.get_final_message()
+        body["stream"] = True
+    else:
+        message = client.messages.create(**body)
+    assert [b.type for b in message.content] == ["text"]
     assert message.content[0].text == "direct answer"
+    assert message.stop_reason == "end_turn"
     assert api.message_requests[-1].body == body
     total = gateway.status()["total"]  # both upstream calls were billed
     assert (total["requests"], total["upstream_calls"]) == (1, 2)
