@@ -257,7 +257,10 @@ class ModelClient:
                 seen.add(event.type)
             if not {"message_start", "message_stop"} <= seen:
                 raise _BrokenAnswer("it ended before its message_stop")
-            return await stream.get_final_message()
+            message = await stream.get_final_message()
+            if message.stop_reason is None:  # the API gives one in every message_delta
+                raise _BrokenAnswer("it ended without its message_delta")
+            return message
 
     def _final_error(
         self,

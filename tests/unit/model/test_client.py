@@ -317,6 +317,7 @@ BROKEN_ANSWERS = {
     ),
     "no-message-start": Raw(sse(TEXT_START, HALF, {"type": "message_stop"}), content_type=SSE),
     "json-not-a-stream": Raw(b'{"type": "message"}'),
+    "no-message-delta": Raw(sse(message_start(), {"type": "message_stop"}), content_type=SSE),
 }
 """200 answers to a stream that are not whole: what a proxy that ends or mangles a stream
 sends (the SDK hands back the half answer as if whole, or fails with its parser's error)."""
