@@ -57,6 +57,8 @@ ErrorKind = Literal[
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 RETRYABLE_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "timeout_error"})
+DETAIL_CHARS = 300
+"""The most of a server's own words an error message quotes."""
 
 
 class ModelError(Exception):
@@ -273,7 +275,7 @@ class ModelClient:
         if isinstance(exc, _BrokenAnswer):
             return ModelError(
                 "connection",
-                f"The Anthropic API's answer broke off{tried}: {self._scrub(str(exc))}; "
+                f"The Anthropic API's answer broke off{tried}: {self._detail(str(exc))}; "
                 "check the network and any proxy in between.",
             )
         if _stalled(exc):
@@ -286,12 +288,12 @@ class ModelClient:
             return ModelError(
                 "connection",
                 f"The connection to the Anthropic API broke mid-answer{tried}: "
-                f"{self._scrub(str(exc) or type(exc).__name__)}",
+                f"{self._detail(str(exc) or type(exc).__name__)}",
             )
         if not isinstance(exc, anthropic.APIStatusError):
             return ModelError("connection", f"Cannot reach the Anthropic API{tried}: {exc.message}")
         status = exc.status_code
-        detail = self._scrub(exc.api_message or exc.message)
+        detail = self._detail(exc.api_message or exc.message)
         model = request.get("model", "?")
         kind: ErrorKind
         if status == 401:
@@ -318,6 +320,9 @@ class ModelClient:
             kind, text = "refused", f"The Anthropic API refused the request ({status}): {detail}"
         return ModelError(kind, text, status=status)
 
-    def _scrub(self, text: str) -> str:
-        """Belt and braces: no message ever carries the key, even if a server echoed it."""
-        return text.replace(self._secret, "[redacted]") if self._secret else text
+    def _detail(self, text: str) -> str:
+        """What a server or the network said, fit for the user's one line: a proxy's HTML
+        page folded and clipped; and, belt and braces, never the key, even if echoed."""
+        scrubbed = text.replace(self._secret, "[redacted]") if self._secret else text
+        line = " ".join(scrubbed.split())
+        return line if len(line) <= DETAIL_CHARS else line[: DETAIL_CHARS - 1] + "…"

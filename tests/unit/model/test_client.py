@@ -346,3 +346,21 @@ async def test_an_answer_never_whole_ends_as_a_clear_error(
     assert caught.value.kind == "connection"
     assert str(caught.value).startswith("The Anthropic API's answer broke off (gave up after 2")
     assert "cannot be read" in str(caught.value)
+
+
+@pytest.mark.parametrize("status", [400, 502])
+async def test_an_error_page_is_quoted_on_one_short_line(
+    api: FakeMessagesAPI, make_client: Factory, status: int
+) -> None:
+    """A proxy's HTML page instead of the API's JSON error: the message stays one line."""
+    rows = b"<p>The upstream is unreachable.</p>\n" * 2000
+    page = (
+        b"<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n" + rows + b"</body></html>"
+    )
+    api.add_turns(Raw(page, status=status, content_type="text/html"))
+    client = make_client(retry=RetryPolicy(max_attempts=1))
+    with pytest.raises(ModelError) as caught:
+        await client.stream(request())
+    message = str(caught.value)
+    assert "\n" not in message and len(message) < 400
+    assert "<title>502 Bad Gateway</title>" in message and message.endswith("…")
