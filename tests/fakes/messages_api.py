@@ -7,9 +7,10 @@ sequence as the API) and POST /v1/messages/count_tokens; it accepts `x-api-key` 
 `Authorization: Bearer` and any `anthropic-version`. What it says comes from a script, one
 turn per request: text, tool_use blocks, a refusal, or an injected error (429/529/500 with
 retry-after, 401, 404, 400), or bytes no API would send (`Raw`: an HTML page, a body cut
-short), or a broken network (`cut`: the connection dropped, or silent). An answer longer
-than `max_tokens` is cut (stop_reason "max_tokens"), and `max_tokens: 0` is the documented
-cache pre-warm (no content). Requests the real API would refuse are refused the same way
+short, a stream framed by `sse` that ends before its message_stop), or a broken network
+(`cut`: the connection dropped, or silent). An answer longer than `max_tokens` is cut
+(stop_reason "max_tokens"), and `max_tokens: 0` is the documented cache pre-warm (no
+content). Requests the real API would refuse are refused the same way
 (400: more than 4 cache_control breakpoints, a tool_use without its tool_result, empty
 content, ...), so a client bug fails here as it would there. Usage is computed by
 ephemeral_context.cache_sim, so cache reads and writes follow the documented cache rules.
@@ -133,6 +134,24 @@ class Raw:
 
 
 Turn = Reply | ApiError | Raw
+
+
+def sse(*events: Mapping[str, Any] | bytes) -> bytes:
+    """Events framed as the API frames them, for a `Raw` stream no API would send whole (one
+    that ends before its message_stop, events out of order); bytes go as they are (a frame
+    whose data does not parse)."""
+    return b"".join(
+        e if isinstance(e, bytes) else f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+        for e in events
+    )
+
+
+def message_start(model: str = "claude-sonnet-4-6") -> dict[str, Any]:
+    """A stream's first event, as the API sends it."""
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    message = {"id": _new_id("msg"), "type": "message", "role": "assistant", "model": model}
+    fields: dict[str, Any] = {"content": [], "stop_reason": None, "stop_sequence": None}
+    return {"type": "message_start", "message": {**message, **fields, "usage": usage}}
 
 
 @dataclass(slots=True)

@@ -23,17 +23,20 @@ the gateway answers it and asks the upstream again, and the next answer's blocks
 the same message (one `message_start`, later blocks numbered on, one `message_delta` whose
 output tokens add up the rounds); a stream pauses for the length of one more upstream call.
 A stream the upstream drops is dropped for the client too; one that stalls ends with an
-`error` event that says so. A call counts in the status as made (billed) once the upstream
-answered it with a 200, however its answer ended (an `error` event in its stream included),
-even when the client walked away from it or the gateway stopped mid-answer: a request is
-accounted once its answer ended, whatever ended it. A client that walks away is noticed at
-once, not at the next write to it: its handler is cancelled (aiohttp's handler cancellation),
-which closes the upstream call it waits on (a stalled one would stay open for the stall
-timeout); engine work once asked runs to its end all the same (worker.py). One gone before
-its request was prepared is not counted: nothing went upstream for it. Engine work that
-takes longer than `plan_timeout` leaves its request to go upstream unchanged, and every
-request after it until that work is done (a stuck engine stops no session); those are
-accounted once the engine is free.
+`error` event that says so. The stream to the client begins with the first event it has to
+show (its message_start held, pings dropped till then), so a round of fetches only leaves it
+unbegun: a re-ask that fails then answers the client as a failed first call would (a 429
+with its retry-after), not as an `error` event in a 200. A call counts in the status as made
+(billed) once the upstream answered it with a 200, however its answer ended (an `error`
+event in its stream included), even when the client walked away from it or the gateway
+stopped mid-answer: a request is accounted once its answer ended, whatever ended it. A
+client that walks away is noticed at once, not at the next write to it: its handler is
+cancelled (aiohttp's handler cancellation), which closes the upstream call it waits on (a
+stalled one would stay open for the stall timeout); engine work once asked runs to its end
+all the same (worker.py). One gone before its request was prepared is not counted: nothing
+went upstream for it. Engine work that takes longer than `plan_timeout` leaves its request
+to go upstream unchanged, and every request after it until that work is done (a stuck engine
+stops no session); those are accounted once the engine is free.
 
 API:
 - `Gateway`: the aiohttp application and its upstream client session.
@@ -528,7 +531,7 @@ class Gateway:
         """A call failed before any of its answer was passed on: the error as the client's
         answer, or, once the stream to the client began (an earlier round), as its last
         event."""
-        if response is None:
+        if response is None or not response.prepared:
             return self._no_answer(error)
         await response.write(encode("error", self._failure(error, mid_answer=True)[1]))
         await response.write_eof()
@@ -554,7 +557,7 @@ class Gateway:
         event; a 200's call counts as billed (its usage when readable)."""
         if upstream.status == 200:
             rounds.add(_usage_of(raw, upstream.headers.get("content-type", "")), [])
-        if response is None:
+        if response is None or not response.prepared:
             return _as_sent(upstream, raw)
         await response.write(_error_event(upstream.status, raw))
         await response.write_eof()
@@ -563,8 +566,9 @@ class Gateway:
     async def _stream(
         self, request: web.Request, plan: Plan, rounds: _Rounds
     ) -> web.StreamResponse:
-        response: web.StreamResponse | None = None
+        client: _ClientStream | None = None
         while True:
+            response = client.response if client is not None else None
             try:
                 upstream = await self._post(request, plan)
             except UPSTREAM_ERRORS as error:
@@ -577,36 +581,36 @@ class Gateway:
                     except UPSTREAM_ERRORS as error:
                         return await self._failed(response, error)
                     return await self._as_sent_whole(upstream, rounds, response, raw)
-                if response is None:
-                    response = web.StreamResponse(headers=_forwarded(upstream.headers))
+                if client is None:  # the first round's headers; later rounds go on
+                    client = _ClientStream(request, _forwarded(upstream.headers))
                 relay = _Relay(
-                    response, plan.route, first=not rounds.usages, offset=len(rounds.shown)
+                    client, plan.route, first=not rounds.usages, offset=len(rounds.shown)
                 )
                 rounds.reading = relay.builder  # a 200: billed, however its answer ends
                 try:
-                    await response.prepare(request)  # the first round's; later ones go on
                     async for event in read_events(upstream.content.iter_any()):
                         if not await relay.pass_on(event):
-                            await response.write_eof()  # the upstream's error event, passed on
-                            return response
+                            await client.end()  # the upstream's error event, passed on
+                            return client.response
                 except UPSTREAM_ERRORS as error:  # dropped, stalled, or the client gone
-                    await self._broken_off(request, response, error)
-                    return response
+                    if not client.response.prepared:  # nothing shown yet: the API's error
+                        return self._no_answer(error)
+                    await self._broken_off(request, client.response, error)
+                    return client.response
             builder = relay.builder
             content = builder.content
             rounds.add(builder.usage, content)
             if not builder.complete:  # ended without message_stop: end it the same way
-                await response.write_eof()
-                return response
-            stop = self._stop_reason(plan, content, builder.stop_reason)
+                await client.end()
+                return client.response
             if self._hydrate_again(request, plan, content, builder.stop_reason):
-                if await self.worker.wait(self.core.answer_hydrations, plan, content):
-                    continue
-                stop = "end_turn"  # the engine failed: end the answer where it stands
-            else:
-                await self.worker.wait(self.core.finish, plan, rounds.shown, content)
-            await relay.close(rounds.output, stop)
-            return response
+                if not await self.worker.wait(self.core.answer_hydrations, plan, content):
+                    log.warning("POST /v1/messages: hydration failed; its answer goes on unchanged")
+                    plan.body, plan.rounds = dict(plan.client), MAX_HYDRATION_ROUNDS
+                continue
+            await self.worker.wait(self.core.finish, plan, rounds.shown, content)
+            await relay.close(rounds.output, self._stop_reason(plan, content, builder.stop_reason))
+            return client.response
 
 
 @dataclass
@@ -637,6 +641,28 @@ class _Rounds:
         return [*self.usages, _readable_usage(self.reading.usage)]
 
 
+class _ClientStream:
+    """The stream to the client, begun once it has something to show: until then the first
+    round's message_start waits and pings go nowhere, so an upstream that fails before any
+    of the answer was shown (the re-ask after a round of fetches only, refused with a 429)
+    still answers the client as the API answers, its status, headers and body."""
+
+    def __init__(self, request: web.Request, headers: CIMultiDict[str]) -> None:
+        self.request = request
+        self.response = web.StreamResponse(headers=headers)
+        self.start = b""
+
+    async def write(self, data: bytes) -> None:
+        if not self.response.prepared:
+            await self.response.prepare(self.request)
+            await self.response.write(self.start)
+        await self.response.write(data)
+
+    async def end(self) -> None:
+        await self.write(b"")
+        await self.response.write_eof()
+
+
 class _Relay:
     """One upstream stream passed on to the client: the hydration calls left out, blocks
     renumbered after earlier rounds, the closing events held until the gateway knows whether
@@ -644,9 +670,9 @@ class _Relay:
     on (its path says whether it is the gateway's: context/fetching.py)."""
 
     def __init__(
-        self, response: web.StreamResponse, route: FetchRoute, *, first: bool, offset: int
+        self, client: _ClientStream, route: FetchRoute, *, first: bool, offset: int
     ) -> None:
-        self.response = response
+        self.client = client
         self.route = route
         self.first = first
         self.offset = offset
@@ -664,13 +690,15 @@ class _Relay:
         kind = str(data.get("type", event.name))
         if kind == "message_start":
             if self.first:
-                await self.response.write(event.raw)
+                self.client.start = event.raw
+        elif kind == "ping" and not self.client.response.prepared:
+            pass  # a keep-alive for a stream not begun
         elif kind.startswith("content_block_"):
             await self._block_event(kind, event)
         elif kind in ("message_delta", "message_stop"):
             self.held.append(event)
         else:
-            await self.response.write(event.raw)
+            await self.client.write(event.raw)
             if kind == "error":
                 return False
         return True
@@ -680,7 +708,7 @@ class _Relay:
         index = block_index(data)
         known = (self.index, self.hidden, self.waiting)
         if index is None or (kind != "content_block_start" and all(index not in k for k in known)):
-            await self.response.write(event.raw)  # of no block it started: passed on as sent
+            await self.client.write(event.raw)  # of no block it started: passed on as sent
             return
         if kind == "content_block_start":
             block = data.get("content_block") or {}
@@ -710,9 +738,9 @@ class _Relay:
         """A block's event under the block's index as the client numbers it."""
         new_index = self.index[index]
         if new_index == index:
-            await self.response.write(event.raw)
+            await self.client.write(event.raw)
         else:
-            await self.response.write(encode(event.name, {**event.data, "index": new_index}))
+            await self.client.write(encode(event.name, {**event.data, "index": new_index}))
 
     async def close(self, output_tokens: int, stop_reason: Any) -> None:
         """The held message_delta (output tokens of every round, the client's stop reason)
@@ -724,7 +752,7 @@ class _Relay:
                 usage = {**(data.get("usage") or {}), "output_tokens": output_tokens}
                 changed = {**data, "delta": delta, "usage": usage}
                 same = changed == data
-                await self.response.write(event.raw if same else encode(event.name, changed))
+                await self.client.write(event.raw if same else encode(event.name, changed))
             else:
-                await self.response.write(event.raw)
-        await self.response.write_eof()
+                await self.client.write(event.raw)
+        await self.client.end()

@@ -2,9 +2,11 @@
 
 The SDK's own retries are switched off so that one policy covers both failures the SDK sees
 before the stream starts (429, 529, 5xx, timeouts, dropped connections) and those in the middle
-of a stream, which the SDK never retries: error events, a dropped connection, and a stall (no
+of a stream, which the SDK never retries: error events, a dropped connection, a stall (no
 byte for `stall_timeout` seconds; there the SDK up to 2.16 lets httpx's own exceptions
-through, 2.17 wraps them as its connection and timeout errors: both are caught). Every
+through, 2.17 wraps them as its connection and timeout errors: both are caught), and a stream
+that ends before its `message_stop` or holds an event the SDK cannot read (a proxy's doing:
+the SDK would hand back the half answer as if whole, or fail with its parser's error). Every
 failure ends as a `ModelError` whose message tells the user what to do; the API key never
 appears in a message or a log line.
 
@@ -24,12 +26,13 @@ import logging
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import anthropic
 import httpx2
+from anthropic.lib.streaming import AsyncMessageStream, ParsedMessageStreamEvent
 from anthropic.types import Message
 
 log = logging.getLogger(__name__)
@@ -54,6 +57,8 @@ ErrorKind = Literal[
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 RETRYABLE_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "timeout_error"})
+DETAIL_CHARS = 300
+"""The most of a server's own words an error message quotes."""
 
 
 class ModelError(Exception):
@@ -106,9 +111,40 @@ class ClientSettings:
     retry: RetryPolicy = RetryPolicy()
 
 
+class _BrokenAnswer(Exception):
+    """A stream that ended before its `message_stop`, or held an event the SDK cannot read:
+    retried like a lost connection, never taken for a whole answer."""
+
+
+async def _readable(
+    stream: AsyncMessageStream[None],
+) -> AsyncIterator[ParsedMessageStreamEvent[None]]:
+    """The stream's events. Whatever the SDK raises reading one (JSON that does not parse,
+    an event before message_start, a delta of no block) breaks the answer off; its API and
+    transport errors pass as they are."""
+    events = aiter(stream)
+    while True:
+        try:
+            event = await anext(events)
+        except StopAsyncIteration:
+            return
+        except (anthropic.APIError, httpx2.TransportError):
+            raise
+        except Exception as exc:
+            raise _BrokenAnswer(f"it sent an event that cannot be read ({exc!r})") from None
+        yield event
+
+
 def _stalled(exc: BaseException) -> bool:
     """A timeout: before the stream (the SDK's) or in it (httpx's, passed through)."""
     return isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException)
+
+
+def _reason(exc: BaseException) -> str:
+    """Why an attempt that got no whole answer is retried, in a few words."""
+    if _stalled(exc):
+        return "stalled"
+    return "answer broken off" if isinstance(exc, _BrokenAnswer) else "connection lost"
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -197,11 +233,11 @@ class ModelClient:
                     raise self._final_error(exc, request, attempt) from None
                 retry_after = parse_retry_after(exc.response.headers)
                 reason = f"{exc.status_code} {exc.type or 'error'}"
-            except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            except (anthropic.APIConnectionError, httpx2.TransportError, _BrokenAnswer) as exc:
                 if attempt >= policy.max_attempts:
                     raise self._final_error(exc, request, attempt) from None
                 retry_after = None
-                reason = "stalled" if _stalled(exc) else "connection lost"
+                reason = _reason(exc)
             delay = policy.delay(attempt, retry_after, self._rng)
             log.warning(
                 "model call attempt %d failed (%s); retrying in %.2fs", attempt, reason, delay
@@ -216,19 +252,32 @@ class ModelClient:
         self, request: Mapping[str, Any], on_text: TextCallback | None
     ) -> Message:
         async with self._sdk.messages.stream(**request) as stream:
-            async for event in stream:
+            seen: set[str] = set()
+            async for event in _readable(stream):
                 if event.type == "text" and on_text is not None:
                     on_text(event.text)
-            return await stream.get_final_message()
+                seen.add(event.type)
+            if not {"message_start", "message_stop"} <= seen:
+                raise _BrokenAnswer("it ended before its message_stop")
+            message = await stream.get_final_message()
+            if message.stop_reason is None:  # the API gives one in every message_delta
+                raise _BrokenAnswer("it ended without its message_delta")
+            return message
 
     def _final_error(
         self,
-        exc: anthropic.APIError | httpx2.TransportError,
+        exc: anthropic.APIError | httpx2.TransportError | _BrokenAnswer,
         request: Mapping[str, Any],
         attempts: int,
     ) -> ModelError:
         """Turns an SDK error into a message that says what went wrong and what to do."""
         tried = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+        if isinstance(exc, _BrokenAnswer):
+            return ModelError(
+                "connection",
+                f"The Anthropic API's answer broke off{tried}: {self._detail(str(exc))}; "
+                "check the network and any proxy in between.",
+            )
         if _stalled(exc):
             return ModelError(
                 "timeout",
@@ -239,12 +288,12 @@ class ModelClient:
             return ModelError(
                 "connection",
                 f"The connection to the Anthropic API broke mid-answer{tried}: "
-                f"{self._scrub(str(exc) or type(exc).__name__)}",
+                f"{self._detail(str(exc) or type(exc).__name__)}",
             )
         if not isinstance(exc, anthropic.APIStatusError):
             return ModelError("connection", f"Cannot reach the Anthropic API{tried}: {exc.message}")
         status = exc.status_code
-        detail = self._scrub(exc.api_message or exc.message)
+        detail = self._detail(exc.api_message or exc.message)
         model = request.get("model", "?")
         kind: ErrorKind
         if status == 401:
@@ -271,6 +320,9 @@ class ModelClient:
             kind, text = "refused", f"The Anthropic API refused the request ({status}): {detail}"
         return ModelError(kind, text, status=status)
 
-    def _scrub(self, text: str) -> str:
-        """Belt and braces: no message ever carries the key, even if a server echoed it."""
-        return text.replace(self._secret, "[redacted]") if self._secret else text
+    def _detail(self, text: str) -> str:
+        """What a server or the network said, fit for the user's one line: a proxy's HTML
+        page folded and clipped; and, belt and braces, never the key, even if echoed."""
+        scrubbed = text.replace(self._secret, "[redacted]") if self._secret else text
+        line = " ".join(scrubbed.split())
+        return line if len(line) <= DETAIL_CHARS else line[: DETAIL_CHARS - 1] + "…"

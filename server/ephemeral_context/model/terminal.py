@@ -142,6 +142,9 @@ async def _ask(
         try:
             result = await session.ask(prompt, f"cli-{uuid.uuid4().hex[:8]}", events)
         except ModelError as exc:
+            if wrote:  # the error on a line of its own, not after the answer's last words
+                out.write("\n")
+                out.flush()
             err.write(f"ectx ask: {exc}\n")
             return EXIT_MODEL_ERROR
         finally:

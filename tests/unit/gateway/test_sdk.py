@@ -31,6 +31,7 @@ from ephemeral_context.gateway.core import MAX_HYDRATION_ROUNDS
 
 from tests.claude_code import cat_n
 from tests.fakes.messages_api import (
+    ApiError,
     Cut,
     FakeMessagesAPI,
     Raw,
@@ -145,7 +146,7 @@ def test_streaming_text_reaches_the_sdk(api: FakeMessagesAPI, client: anthropic.
     assert final.usage.input_tokens + (final.usage.cache_creation_input_tokens or 0) > 0
 
 
-def _read_twice_then_hydrate(api: FakeMessagesAPI, answer: str | Reply) -> None:
+def _read_twice_then_hydrate(api: FakeMessagesAPI, answer: str | Reply | ApiError) -> None:
     api.add_turns(
         {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_1"}]},
         {"tool_use": [{"name": "Read", "input": {"file_path": "/w/app.py"}, "id": "toolu_2"}]},
@@ -1054,12 +1055,16 @@ def test_an_engine_failure_forwards_the_request_as_it_came(
     assert "engine bug" in caplog.text
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 def test_a_failed_hydration_falls_back_to_the_request_as_it_came(
     api: FakeMessagesAPI,
     client: anthropic.Anthropic,
     gateway: GatewayThread,
     monkeypatch: pytest.MonkeyPatch,
+    stream: bool,
 ) -> None:
+    """Streamed, the client had the answer's start: the answer to the request as it came
+    goes on from there (it had ended empty, as if the model had said nothing)."""
     api.add_turns(
         Reply(tool_calls=(ToolCall("Read", {"file_path": f"{FETCH_ROOT}0123abcd"}),)),
         "direct answer",
@@ -1075,8 +1080,16 @@ def test_a_failed_hydration_falls_back_to_the_request_as_it_came(
 
     monkeypatch.setattr(gateway.core, "_build", second_build_fails)
     body = ask([{"role": "user", "content": "hi"}])
-    message = client.messages.create(**body)
+    message: Any
+    if stream:
+        with client.messages.stream(**body) as running:
+            message = running.get_final_message()
+        body["stream"] = True
+    else:
+        message = client.messages.create(**body)
+    assert [b.type for b in message.content] == ["text"]
     assert message.content[0].text == "direct answer"
+    assert message.stop_reason == "end_turn"
     assert api.message_requests[-1].body == body
     total = gateway.status()["total"]  # both upstream calls were billed
     assert (total["requests"], total["upstream_calls"]) == (1, 2)
@@ -1270,6 +1283,26 @@ def test_an_answer_that_stalls_after_a_hydration_round_is_a_timeout_error(
         figures = gateway.status()["sessions"]["11111111-2222-3333-4444-555555555555"]
     assert (figures["requests"], figures["hydrations"]) == (4, 1)
     assert figures["upstream_calls"] == 4 + stream
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_a_re_ask_refused_before_anything_was_shown_reaches_the_client_as_sent(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, gateway: GatewayThread, stream: bool
+) -> None:
+    """The answer's only call was a fetch, so the client was shown nothing: the re-ask's
+    429 reaches it as the API sends one, status, retry-after and body, and it waits and
+    retries as it would there (streamed, it had been an `error` event in a 200 stream)."""
+    _read_twice_then_hydrate(api, rate_limited(retry_after=7))
+    with pytest.raises(anthropic.RateLimitError) as raised:
+        _conversation(client, stream)
+    assert raised.value.status_code == 429
+    assert raised.value.response.headers["retry-after"] == "7"
+    assert raised.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
+    api.add_turns("again")
+    message = client.messages.create(**ask([{"role": "user", "content": "hi"}]))
+    assert message.content[0].text == "again"
+    figures = gateway.status()["sessions"]["11111111-2222-3333-4444-555555555555"]
+    assert (figures["requests"], figures["upstream_calls"], figures["hydrations"]) == (4, 4, 1)
 
 
 def test_a_client_that_gives_up_first_leaves_the_call_accounted_and_the_gateway_serving(

@@ -22,8 +22,17 @@ from ephemeral_context.model.tools import SkillFolder, ToolEnv
 from ephemeral_context.store import Store
 
 from tests.fakes.conversation import PRIVATE_KEY, big_module, read_file_turn, tool_results
-from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, overloaded, unknown_model
+from tests.fakes.messages_api import (
+    FakeMessagesAPI,
+    Raw,
+    RecordedRequest,
+    message_start,
+    overloaded,
+    sse,
+    unknown_model,
+)
 from tests.unit.model.agent_session import MODEL, Session
+from tests.unit.model.test_client import HALF, TEXT_START
 
 
 @pytest.fixture
@@ -204,6 +213,21 @@ async def test_model_errors_surface_and_the_next_ask_works(session: Session) -> 
     session.api.add_turns("second try")
     result = await session.ask("again")
     assert result.text == "second try"
+
+
+async def test_a_half_answer_is_never_recorded_and_the_next_ask_keeps_both_prompts(
+    session: Session,
+) -> None:
+    """Every attempt a stream cut before its message_stop: the ask fails, the engine holds
+    the prompt and nothing of the half answer."""
+    half = Raw(sse(message_start(), TEXT_START, HALF), content_type="text/event-stream")
+    session.api.add_turns(*[half] * 5)
+    with pytest.raises(ModelError):
+        await session.ask("first prompt")
+    session.api.add_turns("second try")
+    assert (await session.ask("second prompt")).text == "second try"
+    sent = json.dumps((await session.bodies(6))[5]["messages"])
+    assert "first prompt" in sent and "second prompt" in sent and "Half" not in sent
 
 
 async def test_refusal_ends_the_loop(session: Session) -> None:

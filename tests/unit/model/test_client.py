@@ -26,17 +26,21 @@ from ephemeral_context.model.client import (
 from tests.fakes.messages_api import (
     ApiError,
     FakeMessagesAPI,
+    Raw,
     RecordedRequest,
     invalid_api_key,
+    message_start,
     overloaded,
     rate_limited,
     refused,
     server_error,
+    sse,
     unknown_model,
 )
 
 MODEL = "claude-sonnet-4-6"
 KEY = "sk-ant-test-" + "k" * 24
+SSE = "text/event-stream"
 
 
 def request(text: str = "hello") -> dict[str, Any]:
@@ -294,3 +298,69 @@ async def test_a_stream_that_keeps_stalling_ends_as_a_clear_error(
         await client.stream(request())
     assert caught.value.kind == "timeout"
     assert "nothing for 0.3s" in str(caught.value) and "2 attempts" in str(caught.value)
+
+
+TEXT_START = {
+    "type": "content_block_start",
+    "index": 0,
+    "content_block": {"type": "text", "text": ""},
+}
+HALF = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Half"}}
+NOT_JSON = b"event: content_block_delta\ndata: {not json\n\n"
+BROKEN_ANSWERS = {
+    "no-message-stop": Raw(sse(message_start()), content_type=SSE),
+    "no-stop-mid-text": Raw(sse(message_start(), TEXT_START, HALF), content_type=SSE),
+    "empty": Raw(b"", content_type=SSE),
+    "not-json": Raw(sse(message_start(), TEXT_START, NOT_JSON), content_type=SSE),
+    "delta-of-no-block": Raw(
+        sse(message_start(), HALF, {"type": "message_stop"}), content_type=SSE
+    ),
+    "no-message-start": Raw(sse(TEXT_START, HALF, {"type": "message_stop"}), content_type=SSE),
+    "json-not-a-stream": Raw(b'{"type": "message"}'),
+    "no-message-delta": Raw(sse(message_start(), {"type": "message_stop"}), content_type=SSE),
+}
+"""200 answers to a stream that are not whole: what a proxy that ends or mangles a stream
+sends (the SDK hands back the half answer as if whole, or fails with its parser's error)."""
+
+
+@pytest.mark.parametrize("answer", list(BROKEN_ANSWERS.values()), ids=list(BROKEN_ANSWERS))
+async def test_an_answer_not_whole_is_retried_never_taken_for_the_answer(
+    api: FakeMessagesAPI, make_client: Factory, answer: Raw
+) -> None:
+    api.add_turns(answer, "The whole answer.")
+    client = make_client()
+    notices: list[RetryNotice] = []
+    message = await client.stream(request(), on_retry=notices.append)
+    assert message.content[0].text == "The whole answer."  # type: ignore[union-attr]
+    assert message.stop_reason == "end_turn"
+    assert [n.reason for n in notices] == ["answer broken off"]
+
+
+async def test_an_answer_never_whole_ends_as_a_clear_error(
+    api: FakeMessagesAPI, make_client: Factory
+) -> None:
+    api.add_turns(BROKEN_ANSWERS["no-stop-mid-text"], BROKEN_ANSWERS["not-json"])
+    client = make_client(retry=RetryPolicy(max_attempts=2))
+    with pytest.raises(ModelError) as caught:
+        await client.stream(request())
+    assert caught.value.kind == "connection"
+    assert str(caught.value).startswith("The Anthropic API's answer broke off (gave up after 2")
+    assert "cannot be read" in str(caught.value)
+
+
+@pytest.mark.parametrize("status", [400, 502])
+async def test_an_error_page_is_quoted_on_one_short_line(
+    api: FakeMessagesAPI, make_client: Factory, status: int
+) -> None:
+    """A proxy's HTML page instead of the API's JSON error: the message stays one line."""
+    rows = b"<p>The upstream is unreachable.</p>\n" * 2000
+    page = (
+        b"<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n" + rows + b"</body></html>"
+    )
+    api.add_turns(Raw(page, status=status, content_type="text/html"))
+    client = make_client(retry=RetryPolicy(max_attempts=1))
+    with pytest.raises(ModelError) as caught:
+        await client.stream(request())
+    message = str(caught.value)
+    assert "\n" not in message and len(message) < 400
+    assert "<title>502 Bad Gateway</title>" in message and message.endswith("…")

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from ephemeral_context.cli import main
 
-from tests.fakes.messages_api import FakeMessagesAPI
+from tests.fakes.messages_api import FakeMessagesAPI, Raw, message_start, refused, sse
+from tests.unit.model.test_client import HALF, TEXT_START
 
 KEY = "sk-ant-cli-test-" + "q" * 20
 
@@ -216,3 +217,41 @@ def test_a_stream_that_keeps_stalling_ends_with_a_message_and_exit_1(
         "ectx ask: The Anthropic API sent nothing for 0.3s (gave up after 5 attempts)" in run.stderr
     )
     assert "Traceback" not in run.stderr and run.stdout == ""
+
+
+def test_an_answer_that_never_ends_whole_is_one_line_and_exit_1(
+    api: FakeMessagesAPI,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A stream a proxy ends before its message_stop, every time: not an answer."""
+    half = sse(message_start(), TEXT_START, HALF)
+    api.add_turns(*(Raw(half, content_type="text/event-stream") for _ in range(5)))
+    code, out, err = in_process(
+        ["ask", "hi", "--workspace", str(project)], api, monkeypatch, capsys
+    )
+    assert code == 1
+    (line,) = [line for line in err.splitlines() if line.startswith("ectx ask:")]
+    assert line.startswith("ectx ask: The Anthropic API's answer broke off (gave up after 5")
+    assert "Traceback" not in err and "Half" not in out
+
+
+def test_an_error_after_some_of_the_answer_starts_a_line_of_its_own(
+    api: FakeMessagesAPI,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On a terminal stdout and stderr share the screen: the error must not follow the
+    answer's last words on their line."""
+    api.add_turns(
+        {"text": "Reading.", "tool_use": [{"name": "read_file", "input": {"path": "app.py"}}]},
+        refused("prompt is too long"),
+    )
+    code, out, err = in_process(
+        ["ask", "hi", "--workspace", str(project)], api, monkeypatch, capsys
+    )
+    assert code == 1
+    assert out == "Reading.\n"
+    assert err.splitlines()[-1].startswith("ectx ask: The Anthropic API refused the request (400)")
