@@ -32,6 +32,21 @@ def still_serving(server: RawServer) -> None:
     assert answer["result"]["budget"] > 0
 
 
+def assert_out_of_sync_after_an_edit(server: RawServer, uri: str, version: int) -> None:
+    """A later, valid didChange (to `version`) does not bring the document back: a pin of
+    it still answers out-of-sync."""
+    start = {"line": 0, "character": 0}
+    server.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"range": {"start": start, "end": start}, "text": "y"}],
+        },
+    )
+    error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
+    assert error["data"] == {"reason": "out-of-sync"}
+
+
 def error_of(answer: dict[str, object]) -> dict[str, object]:
     error = answer.get("error")
     assert isinstance(error, dict), answer
@@ -317,16 +332,7 @@ def test_a_change_with_negative_positions_takes_the_document_out_of_sync(
     shown = server.next_notification("window/showMessage")
     message = shown["params"]["message"]
     assert "app.py" in message and "reopen" in message and "range.start" in message
-    later = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
-    server.notify(
-        "textDocument/didChange",
-        {
-            "textDocument": {"uri": uri, "version": 3},
-            "contentChanges": [{"range": later, "text": "y"}],
-        },
-    )
-    error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
-    assert error["data"] == {"reason": "out-of-sync"}
+    assert_out_of_sync_after_an_edit(server, uri, 3)
     server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
     server.notify(
         "textDocument/didOpen",
@@ -410,16 +416,7 @@ def test_a_discarded_change_takes_its_document_out_of_sync(
     the wrong text."""
     uri = (workspace / "src" / "app.py").as_uri()
     open_and_change(server, uri, {"text": "x" * (LIMIT + 10)})
-    later = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
-    server.notify(
-        "textDocument/didChange",
-        {
-            "textDocument": {"uri": uri, "version": 7},
-            "contentChanges": [{"range": later, "text": "y"}],
-        },
-    )
-    error = error_of(server.request("ephemeralContext/pin", {"uri": uri}))
-    assert error["data"] == {"reason": "out-of-sync"}
+    assert_out_of_sync_after_an_edit(server, uri, 7)
     (message,) = shown_messages(server)
     assert "app.py" in message and "reopen" in message and str(LIMIT) in message
 
