@@ -50,6 +50,7 @@ from types import TracebackType
 import platformdirs
 
 from ephemeral_context.documents import utf8
+from ephemeral_context.echo import quoted
 from ephemeral_context.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -112,11 +113,7 @@ class StoreError(Exception):
 
 class InvalidId(StoreError):
     def __init__(self, entry_id: str) -> None:
-        # Longer than any id, it is cut to its start and its length: a 100,000-character
-        # id does not come back in full (an id that passed the check is never that long).
-        shown = repr(entry_id[:_MAX_ID_LENGTH])
-        if len(entry_id) > _MAX_ID_LENGTH:
-            shown += f"... ({len(entry_id):,} characters)"
+        shown = quoted(entry_id, _MAX_ID_LENGTH)
         super().__init__(f"{shown} is not a store id: ids are hex digits (like 3f9a2c10)")
         self.entry_id = entry_id
 

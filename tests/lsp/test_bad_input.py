@@ -158,6 +158,18 @@ def test_unknown_uris_and_ids(server: RawServer, workspace: Path) -> None:
     still_serving(server)
 
 
+def test_a_huge_symbol_name_is_not_echoed_whole(server: RawServer, workspace: Path) -> None:
+    """A 100,000-character symbol name (a paste gone wrong) gets a short error that says how
+    long it was, not the name itself back in the editor's message."""
+    module = workspace / "module.py"
+    module.write_text("def run():\n    return 1\n", encoding="utf-8")
+    params = {"uri": module.as_uri(), "symbol": "r" * 100_000}
+    error = error_of(server.request("ephemeralContext/pin", params))
+    assert error["code"] == -32602 and error["data"] == {"reason": "unknown"}
+    assert "(100,000 characters)" in str(error["message"]) and len(str(error["message"])) < 300
+    still_serving(server)
+
+
 def test_a_uri_with_half_a_surrogate_pair(server: RawServer, workspace: Path) -> None:
     """Half a surrogate pair in a URI names no file: a clear not-found, not InternalError,
     and an editor's buffer under it is mirrored like any other."""

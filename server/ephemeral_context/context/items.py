@@ -26,6 +26,7 @@ from ephemeral_context.context.kinds import BlockKind
 from ephemeral_context.context.ledger import ItemState, LedgerItem, unfit_reason
 from ephemeral_context.context.state import EngineState
 from ephemeral_context.documents import Document, DocumentMirror, utf8
+from ephemeral_context.echo import quoted
 from ephemeral_context.store import UnknownId, check_range
 from ephemeral_context.syntax import SymbolText, address, find_symbol
 
@@ -126,7 +127,7 @@ def definition(state: EngineState, uri: str, text: str, symbol: str) -> SymbolTe
     if lookup.found is None:
         names = [address(s, outline) for s in lookup.candidates] or list(lookup.suggestions)
         hint = f"; did you mean {', '.join(names)}?" if names else ""
-        raise UnknownItem(f"no symbol {symbol!r} in {label}{hint}")
+        raise UnknownItem(f"no symbol {quoted(symbol)} in {label}{hint}")
     return lookup.found
 
 

@@ -40,6 +40,7 @@ from ephemeral_context.documents import (
     uri_path,
     uri_to_path,
 )
+from ephemeral_context.echo import quoted
 from ephemeral_context.model.edits import DiskEditApplier, EditApplier
 from ephemeral_context.model.memory import MemoryFolder, MemoryRefused
 from ephemeral_context.model.search import SEARCH_MAX_MATCHES, search_workspace
@@ -405,10 +406,10 @@ async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         return ToolResult(header + found.text + "\n", uri=doc.uri)
     if lookup.status is LookupStatus.AMBIGUOUS:
         names = ", ".join(f"{address(s, outline)} (line {s.start_line})" for s in lookup.candidates)
-        return _error(f"{symbol!r} is ambiguous in {display}: {names}")
+        return _error(f"{quoted(symbol)} is ambiguous in {display}: {names}")
     hint = f"; did you mean {', '.join(lookup.suggestions)}?" if lookup.suggestions else ""
     why = f" ({outline.fallback})" if outline.fallback else ""
-    return _error(f"no symbol {symbol!r} in {display}{why}{hint}; try outline")
+    return _error(f"no symbol {quoted(symbol)} in {display}{why}{hint}; try outline")
 
 
 async def _outline(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
@@ -501,7 +502,7 @@ async def _invoke_skill(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         return _error("no skills are configured")
     known = [skill for skill, _ in env.skills.names()]
     if name not in known:
-        return _error(f"unknown skill {name!r}; known skills: {', '.join(known) or 'none'}")
+        return _error(f"unknown skill {quoted(name)}; known skills: {', '.join(known) or 'none'}")
     path, text = env.skills.source(name)
     env.withhold_secret(path, f"skill {name}", text)  # a token pasted into it, say
     return ToolResult(text, kind=BlockKind.SKILL, uri=f"skill:{name}")
@@ -574,7 +575,7 @@ async def run_tool(env: ToolEnv, name: str, args: object) -> ToolResult:
     """Answer one tool call; every refusal or mistake becomes an error result, never a raise."""
     handler = HANDLERS.get(name)
     if handler is None:
-        return _error(f"unknown tool {name!r}; available: {', '.join(HANDLERS)}")
+        return _error(f"unknown tool {quoted(name)}; available: {', '.join(HANDLERS)}")
     if not isinstance(args, Mapping):
         return _error(f"{name}: the input must be a JSON object")
     try:

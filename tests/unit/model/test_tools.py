@@ -70,6 +70,8 @@ async def test_read_symbol_and_outline(env: ToolEnv, root: Path) -> None:
     )
     typo = await run_tool(env, "read_symbol", {"path": "src/shapes.py", "symbol": "Circel"})
     assert typo.is_error and "Circle" in typo.text
+    pasted = await run_tool(env, "read_symbol", {"path": "src/shapes.py", "symbol": "C" * 50_000})
+    assert pasted.is_error and "(50,000 characters)" in pasted.text and len(pasted.text) < 300
     outline = await run_tool(env, "outline", {"path": "src/shapes.py"})
     assert not outline.is_error
     assert "class Square" in outline.text and "method Circle.area" in outline.text
