@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,6 +157,22 @@ def test_unknown_uris_and_ids(server: RawServer, workspace: Path) -> None:
     )
     server.notify("textDocument/didClose", {"textDocument": {"uri": missing}})
     still_serving(server)
+
+
+def test_answered_refusals_log_no_traceback(workspace: Path, tmp_path: Path) -> None:
+    """A pin of a missing file and params of the wrong type are answered, not bugs: no
+    ERROR traceback in the editor's log for them (pygls writes one for each)."""
+    log_file = tmp_path / "server.log"
+    command = [sys.executable, "-m", "ephemeral_context", "--log-file", str(log_file), "serve"]
+    with RawServer.start(command=command) as raw:
+        raw.initialize(workspace.as_uri())
+        missing = {"uri": (workspace / "missing.py").as_uri()}
+        assert error_of(raw.request("ephemeralContext/pin", missing))["code"] == -32602
+        assert error_of(raw.request("ephemeralContext/pin", {"uri": 5}))["code"] == -32602
+        assert raw.request("shutdown", None)["result"] is None
+        raw.notify("exit", None)
+        assert raw.wait() == 0
+    assert log_file.read_text(encoding="utf-8") == ""
 
 
 def test_a_huge_symbol_name_is_not_echoed_whole(server: RawServer, workspace: Path) -> None:

@@ -11,7 +11,8 @@ params fail to structure, whose method is not a string or whose id is not an id,
 message the reader discarded, get a JSON-RPC error response instead of silence, so a client
 never waits forever. The params of our own methods are checked for their JSON types before
 they are structured (cattrs would coerce `123` into the URI "123"), and the error names the
-field.
+field. A request answered with an error the client is told about (a pin of a missing file,
+params of the wrong type) is logged as one line at DEBUG, not as pygls' traceback at ERROR.
 
 API:
 - The method names (`STATUS`, `ITEMS`, `PIN`, `UNPIN`, `DROP`, `HYDRATE`, `ASK`, `REPLAY`,
@@ -37,6 +38,7 @@ import cattrs
 from lsprotocol import types
 from pygls.exceptions import (
     JsonRpcException,
+    JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcParseError,
@@ -45,6 +47,26 @@ from pygls.exceptions import (
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 log = logging.getLogger(__name__)
+
+
+class _AnsweredRefusals(logging.Filter):
+    """Drops pygls' ERROR tracebacks for requests it answers with a JSON-RPC error other
+    than InternalError: refusals the client is told about (our own `report_server_error`
+    and `_answer` log them at DEBUG). An InternalError, a bug, keeps its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, JsonRpcException):
+            return isinstance(error, JsonRpcInternalError)
+        # Params cattrs could not structure: answered with InvalidParams (structure_message).
+        message = record.getMessage()
+        return not (
+            message.startswith("Unable to deserialize message")
+            and "cattrs.errors.ClassValidationError" in message
+        )
+
+
+logging.getLogger("pygls.protocol.json_rpc").addFilter(_AnsweredRefusals())
 
 STATUS = "ephemeralContext/status"
 ITEMS = "ephemeralContext/items"
@@ -603,6 +625,7 @@ class EphemeralContextProtocol(LanguageServerProtocol):
         `_send_response` is JsonRPCProtocol's own response primitive, used here as the
         subclass API it is (pygls has no public way to answer a message its routing never
         reached); nothing outside this class touches pygls' underscored names."""
+        log.debug("answered %s with an error: %s", msg_id, error.message)
         self._send_response(msg_id, error=error.to_response_error())  # type: ignore[arg-type]
 
 
