@@ -70,7 +70,7 @@ def _add_serve_command(sub: Subcommands) -> None:
         "--max-message-bytes",
         type=int,
         default=64 * 1024 * 1024,
-        help="larger JSON-RPC messages are discarded and answered with an error",
+        help="larger JSON-RPC messages are discarded and answered with an error (default 64 MiB)",
     )
     serve.add_argument(
         "--body-timeout",
@@ -126,7 +126,9 @@ def _add_gateway_command(sub: Subcommands) -> None:
         "only. GET /ectx/status reports what was saved.",
     )
     gateway.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
-    gateway.add_argument("--port", type=int, default=8787, help="0 picks a free port")
+    gateway.add_argument(
+        "--port", type=int, default=8787, help="the port (default 8787; 0 picks a free one)"
+    )
     gateway.add_argument(
         "--upstream",
         metavar="URL",

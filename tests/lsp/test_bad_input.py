@@ -49,8 +49,10 @@ def assert_out_of_sync_after_an_edit(server: RawServer, uri: str, version: int) 
 
 
 def error_of(answer: dict[str, object]) -> dict[str, object]:
+    """The error of a response, which names its request: `"id": null` when that id could
+    not be read (JSON-RPC 2.0 has every response carry an id)."""
     error = answer.get("error")
-    assert isinstance(error, dict), answer
+    assert isinstance(error, dict) and "id" in answer, answer
     return error
 
 

@@ -624,9 +624,15 @@ class EphemeralContextProtocol(LanguageServerProtocol):
 
         `_send_response` is JsonRPCProtocol's own response primitive, used here as the
         subclass API it is (pygls has no public way to answer a message its routing never
-        reached); nothing outside this class touches pygls' underscored names."""
+        reached); nothing outside this class touches pygls' underscored names. An unknown id
+        goes out as `"id": null`, which JSON-RPC requires and the converter would leave out
+        (as it leaves out every None)."""
         log.debug("answered %s with an error: %s", msg_id, error.message)
-        self._send_response(msg_id, error=error.to_response_error())  # type: ignore[arg-type]
+        if msg_id is None:
+            response = self._converter.unstructure(error.to_response_error())
+            self._send_data({"jsonrpc": "2.0", "id": None, "error": response})
+            return
+        self._send_response(msg_id, error=error.to_response_error())
 
 
 def _document_uri(params: Any) -> str | None:
