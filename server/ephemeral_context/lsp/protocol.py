@@ -622,11 +622,11 @@ class EphemeralContextProtocol(LanguageServerProtocol):
     def _answer(self, msg_id: MsgId | None, error: JsonRpcException) -> None:
         """Send `error` as the response to `msg_id` (null when the id is unknown).
 
-        `_send_response` is JsonRPCProtocol's own response primitive, used here as the
-        subclass API it is (pygls has no public way to answer a message its routing never
-        reached); nothing outside this class touches pygls' underscored names. An unknown id
-        goes out as `"id": null`, which JSON-RPC requires and the converter would leave out
-        (as it leaves out every None)."""
+        `_send_response` and `_send_data` are JsonRPCProtocol's own output primitives, used
+        here as the subclass API they are (pygls has no public way to answer a message its
+        routing never reached); nothing outside this class touches pygls' underscored names.
+        An unknown id goes out as `"id": null`, which JSON-RPC requires and the converter
+        would leave out (as it leaves out every None)."""
         log.debug("answered %s with an error: %s", msg_id, error.message)
         if msg_id is None:
             response = self._converter.unstructure(error.to_response_error())
