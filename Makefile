@@ -27,8 +27,11 @@ lint: $(STAMP) ## ruff
 typecheck: $(STAMP) ## mypy (strict) over the package and its tests
 	$(VENV)/bin/mypy
 
+# pytest-xdist: one worker per core; the end-to-end tests run one at a time on one of them.
+PYTEST := $(VENV)/bin/pytest -q -n auto --dist loadgroup
+
 unit: $(STAMP) ## the suite without the real-editor end-to-end tests
-	$(VENV)/bin/pytest -m 'not e2e' -q
+	$(PYTEST) -m 'not e2e'
 
 e2e-deps: ## install what the real-client tests need (Neovim, Chromium, code-server, Claude Code)
 	bash tests/e2e/install-deps.sh
@@ -38,7 +41,7 @@ e2e: $(STAMP) e2e-deps ## only the real-editor end-to-end tests
 
 test: $(STAMP) lint typecheck e2e-deps ## ruff, mypy and the whole suite, real clients included
 	cd extension && npm ci --no-audit --no-fund && npm test
-	$(VENV)/bin/pytest -q
+	$(PYTEST)
 
 bench: $(STAMP) ## benchmarks; figures go to docs/benchmarks.md
 	$(PY) tests/bench/run.py

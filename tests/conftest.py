@@ -77,6 +77,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """End-to-end tests (real editors) run last, after the cheap layers have passed."""
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """End-to-end tests (real editors, Claude Code) run last in a serial run, after the cheap
+    layers have passed. Under pytest-xdist (`make test`) they go first, as one group on one
+    worker while the others take the rest: two editors at once on a 2-core machine would only
+    make each slower and their waits flaky."""
+    e2e_first = hasattr(config, "workerinput")  # set on xdist's workers, which collect
+    items.sort(key=lambda item: (item.get_closest_marker("e2e") is not None) != e2e_first)
+    for item in items:
+        if item.get_closest_marker("e2e") is not None:
+            item.add_marker(pytest.mark.xdist_group("e2e"))
