@@ -38,6 +38,7 @@ import logging
 import os
 import re
 import sqlite3
+import stat
 import tempfile
 import threading
 import time
@@ -570,7 +571,7 @@ class Store:
                 "coalesce(sum(CASE WHEN expires_at > ? THEN tokens END), 0) FROM entries",
                 (now, now, now),
             ).fetchone()
-        disk = sum(path.stat().st_size for path in self.root.rglob("*") if path.is_file())
+        disk = sum(_file_size(path) for path in self.root.rglob("*"))
         return StoreStats(self.root, entries, live, entries - live, live_bytes, live_tokens, disk)
 
     # -- housekeeping --------------------------------------------------------------------
@@ -595,18 +596,38 @@ class Store:
                 freed += _unlink(self._blob_path(digest))
         orphans = 0
         for blob in self._blobs.glob("*/*"):
-            if blob.name not in known and wall - blob.stat().st_mtime > ORPHAN_GRACE_SECONDS:
+            if blob.name not in known and _stale(blob, wall):
                 freed += _unlink(blob)
                 orphans += 1
         temps = 0
         for temp in self._tmp.iterdir():
-            if wall - temp.stat().st_mtime > ORPHAN_GRACE_SECONDS:
+            if _stale(temp, wall):
                 freed += _unlink(temp)
                 temps += 1
         return GcReport(len(expired), orphans, temps, purged, freed)
 
 
+def _stale(path: Path, wall: float) -> bool:
+    """Older than the grace a put in progress gets. False once gone: a file listed a moment
+    ago may be gone when looked at (another process renamed its temp file into blobs/, or
+    its gc removed the blob)."""
+    try:
+        return wall - path.stat().st_mtime > ORPHAN_GRACE_SECONDS
+    except FileNotFoundError:
+        return False
+
+
+def _file_size(path: Path) -> int:
+    """The size of a regular file; 0 for a folder, or a file gone since it was listed."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return 0
+    return status.st_size if stat.S_ISREG(status.st_mode) else 0
+
+
 def _unlink(path: Path) -> int:
+    """Removes `path`: the bytes freed, 0 if it was gone already."""
     try:
         size = path.stat().st_size
         path.unlink()

@@ -11,6 +11,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
@@ -247,6 +249,39 @@ def test_gc_removes_old_orphans_and_temp_files_only(store: Store) -> None:
     report = store.gc()
     assert (report.orphans_removed, report.temp_removed) == (1, 1)
     assert not old_orphan.exists() and not temp.exists() and young_orphan.exists()
+    assert store.get(kept.id).text == "kept"
+
+
+@pytest.mark.parametrize("look", [Store.gc, Store.stats], ids=["gc", "stats"])
+@pytest.mark.parametrize("looks_before", [0, 1], ids=["gone-once-listed", "gone-once-looked-at"])
+def test_files_another_process_removes_meanwhile_are_passed_over(
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+    look: Callable[[Store], object],
+    looks_before: int,
+) -> None:
+    """`ectx store gc` or `ectx status` while the server stores: a temp file is renamed into
+    blobs/ (or another gc removes a blob) after the folder was listed, before or after the
+    file was first looked at. It is passed over, not a FileNotFoundError."""
+    kept = store.put("kept")
+    gone = [store.root / "tmp" / "partial.123", store.root / "blobs" / "ab" / ("ab" + "0" * 62)]
+    two_hours_ago = time.time() - 7200
+    for path in gone:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"partial")
+        os.utime(path, (two_hours_ago, two_hours_ago))
+    real_stat = Path.stat
+    looks: Counter[Path] = Counter()
+
+    def stat(path: Path, **kwargs: bool) -> os.stat_result:
+        if path in gone:
+            if looks[path] == looks_before:
+                path.unlink()
+            looks[path] += 1
+        return real_stat(path, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    look(store)
     assert store.get(kept.id).text == "kept"
 
 
