@@ -12,9 +12,10 @@ fsynced) before the row that names it is committed, in one transaction per put. 
 leave a temp file or a blob without a row (gc removes both), never a row without its blob or a
 partial blob under a final name. An index that is no database at all (overwritten, cut
 short) is moved aside at open and rebuilt from the blobs: every id still reads its text, the
-uris and versions are forgotten. Several processes may share one store: SQLite's WAL and busy
-timeout serialise the writers (a lock held past the timeout is StoreBusy, and nothing is
-lost), and BEGIN IMMEDIATE makes the id choice atomic.
+uris and versions are forgotten. So is one a later call finds damaged (the call is then made
+again); another process that had it open opens the rebuilt one. Several processes may share
+one store: SQLite's WAL and busy timeout serialise the writers (a lock held past the timeout
+is StoreBusy, and nothing is lost), and BEGIN IMMEDIATE makes the id choice atomic.
 
 Ids are the shortest prefix of the hash (at least 8 hex digits) that no other entry's hash
 shares, so they stay short and grow only on collision. An id is checked to be hex before it
@@ -24,8 +25,8 @@ API:
 - `Store`: `put`, `get`, `gc`, ...; one SQLite connection per instance.
 - `StoredEntry`: one stored content and what is known about it.
 - `StoreError` and its kinds (`UnknownId`, `ExpiredId`, `InvalidId`, `InvalidRange`,
-  `OffsetPastEnd`, `CorruptEntry`, and `StoreDown`'s `StoreBusy` and `StoreUnavailable`):
-  what a bad read is told.
+  `OffsetPastEnd`, `CorruptEntry`, and `StoreDown`'s `StoreBusy`, `StoreUnavailable` and
+  `IndexDamaged`): what a bad read is told.
 - `data_dir()`, `default_store_dir()`: where the data lives.
 - `TOMBSTONE_SECONDS`: how long an expired id still answers.
 """
@@ -33,6 +34,7 @@ API:
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import os
@@ -47,6 +49,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Concatenate, ParamSpec, TypeVar
 
 import platformdirs
 
@@ -55,6 +58,9 @@ from ephemeral_context.echo import quoted
 from ephemeral_context.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 DEFAULT_TTL_SECONDS = 7 * 24 * 3600
 MIN_ID_LENGTH = 8
@@ -204,6 +210,20 @@ _UNAVAILABLE = ("readonly", "read-only", "disk is full", "disk I/O error", "unab
 """SQLite's words for a store it cannot write (StoreUnavailable), not a fault of ours."""
 
 
+class IndexDamaged(StoreDown):
+    """SQLite's "database disk image is malformed" or "file is not a database": the index
+    was damaged (a bad disk, a copy cut short). It is rebuilt from the blobs; this is told
+    only when that did not help."""
+
+    def __init__(self, root: Path, error: sqlite3.DatabaseError) -> None:
+        super().__init__(f"the store in {root} has a damaged index: {error}")
+        self.root = root
+        self.error = error
+
+
+_DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
 class CorruptEntry(StoreError):
     def __init__(self, entry_id: str, problem: str) -> None:
         super().__init__(f"stored content {entry_id} is damaged ({problem}); re-read the source")
@@ -263,6 +283,36 @@ class StoreStats:
     disk_bytes: int
 
 
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """Which file is at `path` (device, inode): another process may have replaced it."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _rebuilt_when_damaged(
+    method: Callable[Concatenate[Store, P], R],
+) -> Callable[Concatenate[Store, P], R]:
+    """A call that finds the index damaged after it opened (its first page, all that opening
+    reads, intact) rebuilds it as opening would, then is made once more: the index does not
+    fail every call for good."""
+
+    @functools.wraps(method)
+    def call(store: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        damaged = store._db
+        try:
+            return method(store, *args, **kwargs)
+        except IndexDamaged as exc:
+            if store._relisting:  # the index just made is damaged too: told, not made again
+                raise
+            store._rebuild_index(exc, damaged)
+        return method(store, *args, **kwargs)
+
+    return call
+
+
 def _switch_to_wal(db: sqlite3.Connection, busy_timeout_ms: int) -> None:
     """`PRAGMA journal_mode = WAL`, retried: the switch needs the database to itself, and
     SQLite answers "database is locked" at once (no busy wait) while another process creating
@@ -304,17 +354,19 @@ class Store:
         except OSError as exc:  # a read-only or full disk, a file in the way
             raise StoreUnavailable(self.root, exc) from exc
         self._lock = threading.Lock()
-        index = self.root / "index.sqlite3"
+        self._index = self.root / "index.sqlite3"
+        self._opened: tuple[int, int] | None = None  # the index file this instance opened
+        self._relisting = False  # a rebuilt index is being filled from the blobs
         try:
-            self._db = self._open_index(index)
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError):
-                raise StoreUnavailable(self.root, exc) from exc  # nothing is damaged
-            self._rebuild_index(index, exc)
+            self._db = self._open_index()
+        except IndexDamaged as exc:
+            self._rebuild_index(exc)
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(self.root, exc) from exc  # nothing is damaged
 
-    def _open_index(self, index: Path) -> sqlite3.Connection:
+    def _open_index(self) -> sqlite3.Connection:
         db = sqlite3.connect(
-            index,
+            self._index,
             timeout=self.busy_timeout_ms / 1000,
             isolation_level=None,
             check_same_thread=False,
@@ -334,25 +386,44 @@ class Store:
             except BaseException:
                 db.close()
                 raise
+        self._opened = _file_id(self._index)
         return db
 
-    def _rebuild_index(self, index: Path, damage: sqlite3.DatabaseError) -> None:
-        """A damaged index (not a database, a malformed image) is moved aside, and a new one
-        lists every blob again: each content keeps its id (the same hash prefix), its uri and
-        version are forgotten."""
-        aside = index.with_name(f"{index.name}.damaged-{int(self.clock())}")
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.replace(f"{index}{suffix}", f"{aside}{suffix}")
-        log.warning(
-            "the store index %s is damaged (%s): moved to %s, rebuilt", index, damage, aside
-        )
-        self._db = self._open_index(index)
-        for blob in sorted(self._blobs.glob("*/*")):
-            try:
-                self.put(blob.read_bytes().decode("utf-8", "surrogatepass"))
-            except (OSError, UnicodeDecodeError) as exc:
-                log.warning("store blob %s cannot be read again (%s); left to gc", blob, exc)
+    def _rebuild_index(
+        self, damage: IndexDamaged, damaged: sqlite3.Connection | None = None
+    ) -> None:
+        """A damaged index (not a database, a malformed image: at open, or found by a call on
+        the connection `damaged`) is moved aside, and a new one lists every blob again: each
+        content keeps its id (the same hash prefix), its uri and version are forgotten. One
+        another thread or process rebuilt already is only opened again."""
+        with self._lock:
+            if damaged is not None:
+                if damaged is not self._db:
+                    return
+                damaged.close()
+            rebuild = self._opened in (None, _file_id(self._index))
+            if rebuild:
+                index = self._index
+                aside = index.with_name(f"{index.name}.damaged-{int(self.clock())}")
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.replace(f"{index}{suffix}", f"{aside}{suffix}")
+                log.warning(
+                    "the store index %s is damaged (%s): moved to %s, rebuilt",
+                    index,
+                    damage.error,
+                    aside,
+                )
+            self._db = self._open_index()
+        self._relisting = True
+        try:
+            for blob in sorted(self._blobs.glob("*/*")) if rebuild else ():
+                try:
+                    self.put(blob.read_bytes().decode("utf-8", "surrogatepass"))
+                except (OSError, UnicodeDecodeError) as exc:
+                    log.warning("store blob %s cannot be read again (%s); left to gc", blob, exc)
+        finally:
+            self._relisting = False
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -383,6 +454,10 @@ class Store:
             if any(words in str(exc) for words in _UNAVAILABLE):
                 raise StoreUnavailable(self.root, exc) from exc
             raise
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _DAMAGED:
+                raise IndexDamaged(self.root, exc) from exc
+            raise
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -409,6 +484,7 @@ class Store:
 
     # -- writing -------------------------------------------------------------------------
 
+    @_rebuilt_when_damaged
     def put(
         self,
         text: str,
@@ -507,11 +583,13 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------
 
+    @_rebuilt_when_damaged
     def info(self, entry_id: str) -> StoredEntry:
         """What is stored under an id, without reading it or refreshing its expiry."""
         entry, _gone = self._lookup(entry_id)
         return entry
 
+    @_rebuilt_when_damaged
     def get(self, entry_id: str, offset: int = 0, limit: int | None = None) -> StoredText:
         """Characters [offset, offset+limit) of a stored content; refreshes its expiry."""
         check_range(entry_id, offset, limit)
@@ -556,12 +634,14 @@ class Store:
         *fields, gone = rows[0]
         return StoredEntry(*fields), bool(gone)
 
+    @_rebuilt_when_damaged
     def entries(self) -> list[StoredEntry]:
         """Every row (expired ones included), oldest first."""
         with self._connection() as db:
             rows = db.execute(f"SELECT {_COLUMNS} FROM entries ORDER BY created_at, id").fetchall()
         return [StoredEntry(*row) for row in rows]
 
+    @_rebuilt_when_damaged
     def stats(self) -> StoreStats:
         now = self.clock()
         with self._connection() as db:
@@ -576,6 +656,7 @@ class Store:
 
     # -- housekeeping --------------------------------------------------------------------
 
+    @_rebuilt_when_damaged
     def gc(self) -> GcReport:
         """Drop blobs of expired entries, orphan blobs and stale temp files; purge old rows."""
         now = self.clock()

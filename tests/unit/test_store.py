@@ -320,6 +320,32 @@ def test_a_damaged_index_is_moved_aside_and_every_content_keeps_its_id(
     assert "damaged" in caplog.text and str(aside) in caplog.text
 
 
+def test_an_index_found_damaged_after_it_opened_is_rebuilt_and_the_call_made_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its first page intact, so it opens; the pages after it overwritten (a bad disk, a
+    backup tool): the first call that reads them rebuilds the index as at open and answers,
+    instead of sqlite3.DatabaseError from every call for good. Another process that had it
+    open (`other`) opens the rebuilt one, and does not rebuild it again."""
+    texts = [store_text(i, 3) for i in range(500)]
+    with Store(tmp_path / "s") as store:
+        ids = [store.put(text, uri=f"file:///{i}.py").id for i, text in enumerate(texts)]
+    index = tmp_path / "s" / "index.sqlite3"
+    image = index.read_bytes()
+    page = int.from_bytes(image[16:18], "big")
+    index.write_bytes(image[:page] + b"\xff" * (len(image) - page))
+    with Store(tmp_path / "s") as store, Store(tmp_path / "s") as other:
+        assert store.get(ids[7]).text == texts[7]
+        assert [store.get(i).text for i in ids] == texts
+        after = store.put("after")
+        assert other.get(after.id).text == "after"  # opens the new index, not moves it aside
+        later = store.put("later")
+        assert other.get(later.id).text == "later"
+        assert len(store.entries()) == len(other.entries()) == 502
+    (aside,) = index.parent.glob("index.sqlite3.damaged-*[0-9]")  # with its -wal and -shm
+    assert "damaged" in caplog.text and str(aside) in caplog.text
+
+
 def test_a_failed_put_leaves_no_row(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """Simulates a crash between the blob and the commit: the transaction rolls back."""
 
