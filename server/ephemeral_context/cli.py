@@ -400,12 +400,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose, args.log_file)
+    if sys.stdout is None:  # started with it closed (`>&-`): what is printed goes nowhere
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (the process's)
     # stdout escapes what it cannot encode, as stderr does: half a surrogate pair read from
     # JSON, in a model id the table shows, would otherwise end the command mid-table
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
-    if sys.stdout is None:  # started with it closed (`>&-`): what is printed goes nowhere
-        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (the process's)
     try:
         result: int = args.handler(args)
         if not sys.stdout.closed:  # the language server closes it at `exit`

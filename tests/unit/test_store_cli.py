@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sqlite3
 import subprocess
 import sys
@@ -174,3 +175,19 @@ def test_ectx_runs_as_a_module(repo: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "3 files" in done.stdout and "1 skipped" in done.stdout
+
+
+def test_get_with_stdout_closed_is_no_traceback() -> None:
+    """`ectx store get ID >&-` of a text with half a surrogate pair (kept as it came from
+    JSON): what it prints goes nowhere, as it would on a terminal; the range line still
+    comes on stderr, and no UnicodeEncodeError."""
+    with Store() as store:
+        entry = store.put("half a pair: \ud800\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "ephemeral_context", "store", "get", entry.id],
+        preexec_fn=lambda: os.close(1),
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, f"[{entry.id}: characters 0-15 of 15]\n")
