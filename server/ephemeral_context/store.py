@@ -283,6 +283,19 @@ class StoreStats:
     disk_bytes: int
 
 
+def _bound_text(value: str | None) -> bytes | None:
+    """A str for a TEXT column (under `CAST(? AS TEXT)`) as its UTF-8 bytes: half a surrogate
+    pair, which JSON can carry in a URI, is kept byte-for-byte where sqlite3 would refuse
+    the str; `_text_of` reads it back."""
+    return None if value is None else utf8(value)
+
+
+def _text_of(data: bytes) -> str:
+    """The str `documents.utf8` made `data` from, half a surrogate pair included: a blob's
+    content, or a TEXT column's value (`_bound_text`)."""
+    return data.decode("utf-8", "surrogatepass")
+
+
 def _file_id(path: Path) -> tuple[int, int] | None:
     """Which file is at `path` (device, inode): another process may have replaced it."""
     try:
@@ -371,6 +384,7 @@ class Store:
             isolation_level=None,
             check_same_thread=False,
         )
+        db.text_factory = _text_of
         with self._told_busy():
             try:
                 db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
@@ -419,7 +433,7 @@ class Store:
         try:
             for blob in sorted(self._blobs.glob("*/*")) if rebuild else ():
                 try:
-                    self.put(blob.read_bytes().decode("utf-8", "surrogatepass"))
+                    self.put(_text_of(blob.read_bytes()))
                 except (OSError, UnicodeDecodeError) as exc:
                     log.warning("store blob %s cannot be read again (%s); left to gc", blob, exc)
         finally:
@@ -512,23 +526,24 @@ class Store:
                     self._write_blob(blob, data)
                 db.execute(
                     "UPDATE entries SET last_access = ?, expires_at = ?, blob_gone = 0, "
-                    "tokens = coalesce(tokens, ?), synopsis = coalesce(synopsis, ?) "
+                    "tokens = coalesce(tokens, ?), synopsis = coalesce(synopsis, CAST(? AS TEXT)) "
                     "WHERE hash = ?",
-                    (now, now + self.ttl_seconds, tokens, synopsis, digest),
+                    (now, now + self.ttl_seconds, tokens, _bound_text(synopsis), digest),
                 )
             else:
                 entry_id = self._free_id(db, digest)
                 db.execute(
-                    f"INSERT INTO entries ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO entries ({_COLUMNS}) VALUES "
+                    "(?, ?, CAST(? AS TEXT), ?, ?, ?, ?, CAST(? AS TEXT), ?, ?, ?)",
                     (
                         entry_id,
                         digest,
-                        uri,
+                        _bound_text(uri),
                         version,
                         len(data),
                         len(text),
                         tokens,
-                        synopsis,
+                        _bound_text(synopsis),
                         now,
                         now,
                         now + self.ttl_seconds,
@@ -604,7 +619,7 @@ class Store:
             raise CorruptEntry(entry.id, "its blob is missing") from error
         if hashlib.sha256(data).hexdigest() != entry.hash:
             raise CorruptEntry(entry.id, "its blob does not match its hash")
-        text = data.decode("utf-8", "surrogatepass")
+        text = _text_of(data)
         with self._transaction() as db:
             db.execute(
                 "UPDATE entries SET last_access = ?, expires_at = ? WHERE id = ?",

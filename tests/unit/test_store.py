@@ -180,6 +180,19 @@ def test_unknown_id(store: Store) -> None:
         store.get("00000000")
 
 
+def test_half_a_surrogate_pair_in_a_uri_or_synopsis_is_kept(store: Store) -> None:
+    """JSON can carry half a surrogate pair in a URI (an untitled buffer's, which is not
+    re-encoded as a file: URI is): it is stored and read back as given, not a
+    UnicodeEncodeError that fails the pin."""
+    uri, synopsis = "untitled:Untitled-\ud800", "def f\udc80"
+    entry = store.put("x = 1\n", uri=uri, synopsis=synopsis)
+    assert (entry.uri, entry.synopsis) == (uri, synopsis)
+    store.put("y = 2\n")
+    assert store.put("y = 2\n", synopsis=synopsis).synopsis == synopsis  # an update's too
+    assert store.get(entry.id).entry.uri == uri
+    assert [e.uri for e in store.entries()] == [uri, None]
+
+
 def test_ids_grow_on_collision(tmp_path: Path) -> None:
     store = Store(tmp_path / "s", min_id_length=1)
     texts = [f"text number {i}" for i in range(60)]  # 60 texts, 16 one-digit prefixes
