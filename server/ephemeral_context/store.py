@@ -4,6 +4,8 @@ Layout under the store directory:
 
     index.sqlite3          SQLite in WAL mode: one row per content (id, hash, uri, version,
                            sizes, tokens, synopsis, created_at, last_access, expires_at)
+    index.sqlite3.relisting
+                           there while a rebuilt index is being filled from the blobs
     blobs/ab/abcdef...     the UTF-8 content, named by its full sha256
     tmp/                   blobs being written; never read
 
@@ -369,13 +371,16 @@ class Store:
         self._lock = threading.Lock()
         self._index = self.root / "index.sqlite3"
         self._opened: tuple[int, int] | None = None  # the index file this instance opened
-        self._relisting = False  # a rebuilt index is being filled from the blobs
+        self._unlisted = self.root / "index.sqlite3.relisting"
+        self._relisting = False  # this instance is filling a rebuilt index from the blobs
         try:
             self._db = self._open_index()
         except IndexDamaged as exc:
             self._rebuild_index(exc)
         except sqlite3.OperationalError as exc:
             raise StoreUnavailable(self.root, exc) from exc  # nothing is damaged
+        else:
+            self._relist()  # a rebuild a process killed meanwhile did not finish
 
     def _open_index(self) -> sqlite3.Connection:
         db = sqlite3.connect(
@@ -409,16 +414,16 @@ class Store:
         """A damaged index (not a database, a malformed image: at open, or found by a call on
         the connection `damaged`) is moved aside, and a new one lists every blob again: each
         content keeps its id (the same hash prefix), its uri and version are forgotten. One
-        another thread or process rebuilt already is only opened again."""
+        another thread or process rebuilt already is only opened again (`_relist`)."""
         with self._lock:
             if damaged is not None:
                 if damaged is not self._db:
                     return
                 damaged.close()
-            rebuild = self._opened in (None, _file_id(self._index))
-            if rebuild:
+            if self._opened in (None, _file_id(self._index)):
                 index = self._index
                 aside = index.with_name(f"{index.name}.damaged-{int(self.clock())}")
+                self._unlisted.touch()
                 for suffix in ("", "-wal", "-shm"):
                     with contextlib.suppress(FileNotFoundError):
                         os.replace(f"{index}{suffix}", f"{aside}{suffix}")
@@ -429,15 +434,25 @@ class Store:
                     aside,
                 )
             self._db = self._open_index()
+        self._relist()
+
+    def _relist(self) -> None:
+        """Every blob into the index again, while `_unlisted` says a rebuilt index is not
+        filled yet. A process killed meanwhile leaves it there, and the next open finishes
+        the listing, instead of every id not listed yet being unknown for good (and its blob
+        an orphan for gc); a blob listed already is only refreshed."""
+        if not self._unlisted.exists():
+            return
         self._relisting = True
         try:
-            for blob in sorted(self._blobs.glob("*/*")) if rebuild else ():
+            for blob in sorted(self._blobs.glob("*/*")):
                 try:
                     self.put(_text_of(blob.read_bytes()))
                 except (OSError, UnicodeDecodeError) as exc:
                     log.warning("store blob %s cannot be read again (%s); left to gc", blob, exc)
         finally:
             self._relisting = False
+        self._unlisted.unlink(missing_ok=True)
 
     # -- lifecycle -----------------------------------------------------------------------
 

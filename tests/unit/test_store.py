@@ -26,6 +26,7 @@ from ephemeral_context.store import (
     OffsetPastEnd,
     Store,
     StoreBusy,
+    StoredEntry,
     StoreUnavailable,
     UnknownId,
     data_dir,
@@ -331,6 +332,44 @@ def test_a_damaged_index_is_moved_aside_and_every_content_keeps_its_id(
     (aside,) = index.parent.glob("index.sqlite3.damaged-*")
     assert aside.read_bytes() == damage
     assert "damaged" in caplog.text and str(aside) in caplog.text
+
+
+def test_a_rebuild_cut_short_is_finished_by_the_next_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process that lists the blobs into a new index (some 50 s for 100,000 of them) is
+    killed after 5 of 20: the next open lists the rest, instead of every id not listed yet
+    being unknown for good and its blob an orphan for gc."""
+    texts = [store_text(i, 3) for i in range(20)]
+    with Store(tmp_path / "s") as store:
+        ids = [store.put(text).id for text in texts]
+    index = tmp_path / "s" / "index.sqlite3"
+    for stale in index.parent.glob("index.sqlite3-*"):
+        stale.unlink()
+    index.write_bytes(b"not a database " * 100)
+    two_hours_ago = time.time() - 7200
+    for blob in blob_files(tmp_path / "s"):
+        os.utime(blob, (two_hours_ago, two_hours_ago))
+
+    class Killed(BaseException):
+        pass
+
+    put, puts = Store.put, 0
+
+    def killed_after_5(store: Store, text: str, **about: str | int | None) -> StoredEntry:
+        nonlocal puts
+        puts += 1
+        if puts > 5:
+            raise Killed
+        return put(store, text, **about)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "put", killed_after_5)
+    with pytest.raises(Killed):
+        Store(tmp_path / "s")
+    monkeypatch.undo()
+    with Store(tmp_path / "s") as store:
+        assert [store.get(i).text for i in ids] == texts
+        assert store.gc().orphans_removed == 0
 
 
 def test_an_index_found_damaged_after_it_opened_is_rebuilt_and_the_call_made_again(
