@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from ephemeral_context.documents import Document, DocumentMirror, Unmirrored, path_to_uri
+from ephemeral_context.documents import (
+    Document,
+    DocumentMirror,
+    Unmirrored,
+    path_to_uri,
+    real_path,
+)
 from ephemeral_context.model.secrets import SecretPolicy
 from ephemeral_context.store import Store, StoredEntry
 from ephemeral_context.syntax import outline_text, render_synopsis
@@ -139,7 +145,7 @@ def expand(paths: Iterable[Path]) -> list[Path]:
     result: list[Path] = []
     for path in paths:
         if path.is_dir():
-            result += sorted(p.resolve() for p in project_files(path, FileSet.TRACKED))
+            result += sorted(real_path(p) for p in project_files(path, FileSet.TRACKED))
         else:
             result.append(path.resolve())
     return list(dict.fromkeys(result))

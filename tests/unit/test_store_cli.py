@@ -71,6 +71,22 @@ def test_index_outside_git_walks_the_directory(
     assert "a.txt" in out and "b.txt" not in out and "1 files" in out
 
 
+def test_a_symlink_loop_is_skipped_and_the_rest_indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A link to itself and two links to each other among the files: each is listed as
+    unreadable, not a RuntimeError ("Symlink loop") that ends the whole `ectx index`."""
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "a.txt").write_text("alpha")
+    (tmp_path / "plain" / "self.txt").symlink_to("self.txt")
+    (tmp_path / "plain" / "ping").symlink_to("pong")
+    (tmp_path / "plain" / "pong").symlink_to("ping")
+    monkeypatch.chdir(tmp_path / "plain")
+    assert main(["index"]) == 0
+    out = capsys.readouterr().out
+    assert "1 files" in out and "3 skipped" in out and out.count("unreadable") == 3
+
+
 def test_index_targets_are_the_repository_around_the_working_directory(
     repo: Path, tmp_path: Path
 ) -> None:

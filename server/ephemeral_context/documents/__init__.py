@@ -10,8 +10,8 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 - pieces.py: a version's text as pieces; `content_hash`.
 - lines.py: `LineIndex`, the line table carried across edits.
 - document.py: `Document` (one version), `TextEdit`, `ByteEdit`, `DocumentSource`.
-- uris.py: `normalize_uri`, `uri_to_path`, `uri_path`, `path_to_uri`, `shown_name`, `taken_name`,
-  `holds_raw_bytes`.
+- uris.py: `normalize_uri`, `uri_to_path`, `uri_path`, `path_to_uri`, `real_path`,
+  `shown_name`, `taken_name`, `holds_raw_bytes`.
 - mirror.py: `DocumentMirror`, `DocumentChange`, `ChangeReason`, `Unmirrored`,
   `UnmirroredReason`, `OutOfSync`.
 """
@@ -40,6 +40,7 @@ from ephemeral_context.documents.uris import (
     holds_raw_bytes,
     normalize_uri,
     path_to_uri,
+    real_path,
     shown_name,
     taken_name,
     uri_path,
@@ -67,6 +68,7 @@ __all__ = [
     "holds_raw_bytes",
     "normalize_uri",
     "path_to_uri",
+    "real_path",
     "shown_name",
     "taken_name",
     "uri_path",

@@ -4,7 +4,8 @@ API:
 - `normalize_uri(uri)`: the one key of a file (file: URIs re-encoded canonically).
 - `uri_to_path(uri)`: the path of a file: URI, None for other schemes; `uri_path(uri)`:
   the path any URI names.
-- `path_to_uri(path)`: the canonical file: URI of a path.
+- `path_to_uri(path)`: the canonical file: URI of a path; `real_path(path)`: the file it
+  names, links followed.
 - `shown_name(path)`, `taken_name(text)`: a path as the model is shown it, and back;
   `holds_raw_bytes(path)`: whether it needs that.
 
@@ -50,6 +51,15 @@ def uri_path(uri: str) -> PurePosixPath:
 def path_to_uri(path: str | os.PathLike[str]) -> str:
     """The canonical file: URI of a path (absolute, percent-encoded like VS Code's)."""
     return Path(os.path.abspath(path)).as_uri()
+
+
+def real_path(path: Path) -> Path:
+    """The file a path names (links followed); itself when that cannot be told (a link
+    loop: reading it then says why)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a link loop, before Python 3.13
+        return path
 
 
 @functools.lru_cache(maxsize=8192)

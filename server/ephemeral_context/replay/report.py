@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ephemeral_context.cache_sim import Usage
+from ephemeral_context.documents import real_path
 from ephemeral_context.replay.billing import Billing, classify
 from ephemeral_context.replay.flow import Problem, RecordedUsage, Session
 from ephemeral_context.replay.parallel import Lost, available_cores, run_in_workers
@@ -90,19 +91,10 @@ def discover(paths: Iterable[Path]) -> list[Path]:
     for path in paths:
         if path.is_dir():
             for each in sorted(_found_under(path)):
-                found.setdefault(_identity(each), each)
+                found.setdefault(real_path(each), each)
         else:
-            found.setdefault(_identity(path), path)
+            found.setdefault(real_path(path), path)
     return list(found.values())
-
-
-def _identity(path: Path) -> Path:
-    """The file a path names (links followed); itself when that cannot be told (a link
-    loop: reading it then lists it under errors)."""
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):  # RuntimeError: a link loop, before Python 3.13
-        return path
 
 
 def _found_under(folder: Path) -> list[Path]:
