@@ -366,7 +366,9 @@ class Store:
         try:
             self._blobs.mkdir(parents=True, exist_ok=True)
             self._tmp.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # a read-only or full disk, a file in the way
+        except (OSError, ValueError) as exc:
+            # a read-only or full disk, a file in the way; or a NUL or half a surrogate pair
+            # (ValueError), which a setting can hold and no path can
             raise StoreUnavailable(self.root, exc) from exc
         self._lock = threading.Lock()
         self._index = self.root / "index.sqlite3"

@@ -431,6 +431,19 @@ def test_a_store_that_cannot_be_written_says_so_in_one_line(tmp_path: Path) -> N
     store.close()
 
 
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [("nul\x00byte", "embedded null byte"), ("half\ud800pair", "surrogates not allowed")],
+    ids=["nul", "lone-surrogate"],
+)
+def test_a_folder_no_path_can_name_is_one_line(tmp_path: Path, name: str, reason: str) -> None:
+    """A `dataDirectory` setting (JSON) can hold a NUL or half a surrogate pair, which no
+    path on disk can: StoreUnavailable (the editor is told, each request fails with its one
+    line), not a ValueError that fails `initialize` and every request after it."""
+    with pytest.raises(StoreUnavailable, match=f"cannot be used: .*{reason}"):
+        Store(tmp_path / name / "store")
+
+
 def test_data_dir_comes_from_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
