@@ -10,7 +10,8 @@ file deleted on disk leaves the context (the model
 must not read a file that is gone as if it were there): the user is told which, and the id
 that still reads the text last pinned. A pinned definition is shown once, as it was then;
 it is released likewise when its file is deleted, or when the file no longer defines it
-(renamed or removed: the conversations keep what they were shown). The LSP server and
+(renamed or removed: the conversations keep what they were shown). A pinned text never
+expires from the store while it is pinned (`follow` renews it). The LSP server and
 `ectx` hold no pin state of their own.
 
 API:
@@ -143,7 +144,18 @@ class Pins:
                 self.pin(env, uri)
             except AccessDenied as exc:
                 released.append(self._release(uri, exc))
+        self._keep_stored(env.mirror)
         return released
+
+    def _keep_stored(self, mirror: DocumentMirror) -> None:
+        """Each unchanged whole pin's text put in the store again (the same id, its hash's
+        prefix; its expiry renewed, its blob written back if gc took it). The store forgets
+        a text unread for its TTL, and a pinned text is read only when a conversation first
+        shows it: a pin a week old would fail the next new conversation's request."""
+        for uri in self.engine.pinned_files():
+            document = mirror.get(uri)
+            if isinstance(document, Document) and self._hashes.get(uri) == document.hash:
+                self.engine.store.put(document.text, uri=uri, version=document.version)
 
     def _follow_symbols(self, mirror: DocumentMirror) -> list[str]:
         """Release the pinned definitions their files no longer have (the text they were

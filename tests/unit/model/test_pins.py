@@ -217,3 +217,20 @@ def test_new_secret_settings_release_a_pinned_definition_of_a_file_they_withhold
     assert "no longer pinned" in released and "secret pattern 'app.py'" in released
     assert [i.pinned for i in project.engine.items()] == [False]
     assert project.pins.follow(settings) == []  # released once
+
+
+def test_a_pin_unread_past_the_stores_expiry_is_still_shown_to_a_new_conversation(
+    project: Project,
+) -> None:
+    """The store forgets a text unread for its TTL (7 days); a pinned file's text is read
+    only when a conversation first shows it, so a week of asks in one conversation (or none)
+    must not leave the next conversation's request failing on an expired id."""
+    pins, engine, uri = project.pins, project.engine, project.uri
+    project.open()
+    pinned = pins.pin(project.env, uri)
+    assert "def other()" in project.request()
+    later = project.store.clock() + 8 * 24 * 3600
+    project.store.clock = lambda: later
+    assert pins.follow(project.env) == []
+    fresh = repr(engine.build_request("d", "claude-sonnet-4-6", "system"))
+    assert f"[pinned [[file:{pinned.id}]]" in fresh and "def other()" in fresh
