@@ -71,8 +71,9 @@ def find_symbol(text: str, outline: Outline, name: str) -> SymbolLookup:
     if not matches:
         suffix = f".{wanted}"
         matches = [s for s in outline.symbols if s.qualname.endswith(suffix)]
-    if ordinal.isdigit() and len({s.qualname for s in matches}) == 1:
-        index = int(ordinal) - 1
+    if ordinal.isascii() and ordinal.isdigit() and len({s.qualname for s in matches}) == 1:
+        digits = ordinal.lstrip("0")  # int() refuses `²`, a digit, and 4,301 digits
+        index = int(digits) - 1 if 0 < len(digits) <= 18 else -1
         matches = matches[index : index + 1] if 0 <= index < len(matches) else []
     if len(matches) == 1:
         return SymbolLookup(LookupStatus.FOUND, name, found=symbol_text(text, outline, matches[0]))

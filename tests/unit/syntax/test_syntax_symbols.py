@@ -109,3 +109,11 @@ def test_split_reference() -> None:
     assert split_reference("src/a.py::Foo.bar") == ("src/a.py", "Foo.bar")
     assert split_reference("src/a.py") == ("src/a.py", None)
     assert split_reference("a.cpp::ns::f") == ("a.cpp", "ns::f")
+
+
+@pytest.mark.parametrize("ordinal", ["²", "9" * 5000])
+def test_an_ordinal_int_refuses_is_no_crash(ordinal: str) -> None:
+    """`²` is a digit to str.isdigit but not to int(), which also refuses 4,301 digits."""
+    text = "def f():\n    return 1\n\ndef f():\n    return 2\n"
+    lookup = find_symbol(text, outline_text(text, "a.py"), f"f#{ordinal}")
+    assert lookup.found is None
