@@ -65,12 +65,16 @@ def address(symbol: Symbol, outline: Outline) -> str:
 
 
 def find_symbol(text: str, outline: Outline, name: str) -> SymbolLookup:
-    """Resolve `name` (qualified, a trailing part of a qualified name, or `Name#N`) in `outline`."""
-    wanted, _, ordinal = name.strip().partition(_ORDINAL)
-    matches = [s for s in outline.symbols if s.qualname == wanted]
-    if not matches:
-        suffix = f".{wanted}"
-        matches = [s for s in outline.symbols if s.qualname.endswith(suffix)]
+    """Resolve `name` (qualified, a trailing part of a qualified name, or `Name#N`) in `outline`.
+
+    A name may hold `#` itself (a heading `C# support`, a key `a#b`): the last `#` starts
+    an ordinal only when the whole name matches nothing (`Issue #12#2`).
+    """
+    wanted, ordinal = name.strip(), ""
+    matches = _named(outline, wanted)
+    if not matches and _ORDINAL in wanted:
+        wanted, _, ordinal = wanted.rpartition(_ORDINAL)
+        matches = _named(outline, wanted)
     if ordinal.isascii() and ordinal.isdigit() and len({s.qualname for s in matches}) == 1:
         digits = ordinal.lstrip("0")  # int() refuses `²`, a digit, and 4,301 digits
         index = int(digits) - 1 if 0 < len(digits) <= 18 else -1
@@ -82,6 +86,15 @@ def find_symbol(text: str, outline: Outline, name: str) -> SymbolLookup:
     known = sorted({s.qualname for s in outline.symbols} | {s.name for s in outline.symbols})
     close = difflib.get_close_matches(wanted, known, n=5, cutoff=0.5)
     return SymbolLookup(LookupStatus.UNKNOWN, name, suggestions=tuple(close))
+
+
+def _named(outline: Outline, wanted: str) -> list[Symbol]:
+    """The symbols named `wanted` in full, else those whose qualified name it ends."""
+    matches = [s for s in outline.symbols if s.qualname == wanted]
+    if not matches:
+        suffix = f".{wanted}"
+        matches = [s for s in outline.symbols if s.qualname.endswith(suffix)]
+    return matches
 
 
 def symbol_text(text: str, outline: Outline, symbol: Symbol) -> SymbolText:

@@ -117,3 +117,20 @@ def test_an_ordinal_int_refuses_is_no_crash(ordinal: str) -> None:
     text = "def f():\n    return 1\n\ndef f():\n    return 2\n"
     lookup = find_symbol(text, outline_text(text, "a.py"), f"f#{ordinal}")
     assert lookup.found is None
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("a.md", "# Guide\n\n## C# support\n\n## Issue #12\n\nyes\n\n## Issue #12\n\nno\n"),
+        ("a.json", '{"a#b": 1, "c": {"d#1": 2}}\n'),
+        ("a.yaml", "a#b: 1\nc#: 2\n"),
+    ],
+)
+def test_a_name_holding_a_hash_round_trips_through_its_address(path: str, text: str) -> None:
+    """`#` starts an ordinal (`Name#2`) only after a name that matches nothing as written."""
+    outline = outline_text(text, path)
+    assert any("#" in symbol.name for symbol in outline.symbols)
+    for symbol in outline.symbols:
+        lookup = find_symbol(text, outline, address(symbol, outline))
+        assert lookup.found is not None and lookup.found.symbol == symbol, lookup
