@@ -9,6 +9,7 @@ API:
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 from typing import TextIO
@@ -30,7 +31,7 @@ def run_outline(
     """Print the synopsis of `reference`'s file, or the symbol it names after `::`."""
     path, symbol = (reference, None) if Path(reference).is_file() else split_reference(reference)
     try:
-        text = Path(path).read_bytes().decode("utf-8", errors="replace")
+        text = _read(Path(path))
     except OSError as error:
         print(f"ectx outline: cannot read {path}: {error.strerror or error}", file=err)
         return 2
@@ -46,6 +47,13 @@ def run_outline(
     else:
         _print_lookup(path, outline, lookup, out, err)
     return 0 if lookup.status is LookupStatus.FOUND else 1
+
+
+def _read(path: Path) -> str:
+    """The file's text; a FIFO or a device is not read (it could block, or never end)."""
+    if path.exists() and not (path.is_file() or path.is_dir()):  # a folder: EISDIR below
+        raise OSError(errno.EINVAL, "not a regular file")
+    return path.read_bytes().decode("utf-8", errors="replace")
 
 
 def _print_lookup(
