@@ -38,6 +38,7 @@ from ephemeral_context.syntax.outline import (
     new_parser,
     outline_language,
     outline_order,
+    parsed_source,
 )
 from ephemeral_context.syntax.queries import refinements
 from ephemeral_context.syntax.table import SymbolTable
@@ -151,6 +152,8 @@ class IncrementalSyntax:
             or self._component  # its scripts' ranges move with every edit: parsed anew
             or not edits
             or fallback_reason(text, source, self._language, self._limits) is not None
+            or self._adds_newline(self._source)  # its tree ends past the text: parsed anew
+            or self._adds_newline(source)
         ):
             return self._replace_all(text)
         tree, table = self._tree, self._table
@@ -203,6 +206,10 @@ class IncrementalSyntax:
         old_source = self._source
         self._tree, self._text, self._source, self._outline = new_tree, text, source, None
         return _compare(table.left, old_source, table.entered(), source, incremental=reused)
+
+    def _adds_newline(self, source: bytes) -> bool:
+        """Whether the parser reads `source` with a newline added (outline.parsed_source)."""
+        return self._language is not None and parsed_source(source, self._language) != source
 
     def sexp(self) -> str:
         """The tree as an S-expression (empty without a tree), for comparing two parses."""

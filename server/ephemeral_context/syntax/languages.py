@@ -32,6 +32,9 @@ class LanguageSpec:
     # or decorators the grammar puts outside its node (hydration keeps them): Rust's `#[`,
     # C#'s `[`, the decorators of a TypeScript class member (the class body's children).
     doc_prefixes: tuple[str, ...] = ()
+    # The grammar reads the last line only once it ends: Markdown's block grammar makes a
+    # file `# Title` without its final newline an error, with no heading.
+    ends_last_line: bool = False
 
 
 _C_DOCS = ("//", "/*", "*", "*/")
@@ -65,7 +68,7 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
                  ("shellscript", "bash", "sh"), (".bashrc", ".bash_profile", ".profile"),
                  doc_prefixes=("#",)),
     LanguageSpec("markdown", "tree_sitter_markdown", "language", (".md", ".markdown"),
-                 ("markdown",)),
+                 ("markdown",), ends_last_line=True),
     LanguageSpec("json", "tree_sitter_json", "language", (".json", ".jsonc"), ("json", "jsonc")),
     LanguageSpec("yaml", "tree_sitter_yaml", "language", (".yaml", ".yml"), ("yaml",)),
     LanguageSpec("toml", "tree_sitter_toml", "language", (".toml",), ("toml",)),

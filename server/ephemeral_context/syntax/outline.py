@@ -14,7 +14,7 @@ API:
   `outline_language(text, path, ...)`: the grammar it gets.
 - `Symbol`, `SymbolId`, `Definition`, `Limits`: the data.
 - `analyse`, `find_definitions`, `nest`, `qualify`, `outline_order`, `encloses`,
-  `make_outline`, `new_parser`: the steps (incremental.py and table.py reuse them).
+  `make_outline`, `new_parser`, `parsed_source`: the steps (incremental.py and table.py reuse them).
 - `binary_reason(text)`, `fallback_reason(...)`: why a text gets no tree.
 """
 
@@ -195,6 +195,14 @@ def binary_reason(text: str) -> str | None:
 
 def new_parser(language: str) -> ts.Parser:
     return ts.Parser(load_language(language))
+
+
+def parsed_source(source: bytes, language: str) -> bytes:
+    """What the parser reads: the file, with the newline it lacks when the grammar needs its
+    last line ended (LanguageSpec.ends_last_line); the nodes keep the file's offsets."""
+    if spec_for(language).ends_last_line and source and not source.endswith(b"\n"):
+        return source + b"\n"
+    return source
 
 
 def _squash(raw: bytes) -> str:
@@ -410,7 +418,7 @@ def _definition(
         name=_squash(source[name.start_byte : name.end_byte]).strip(),
         scope=_squash(source[scopes[0].start_byte : scopes[0].end_byte]) if scopes else None,
         start_byte=node.start_byte,
-        end_byte=end_byte,
+        end_byte=min(end_byte, len(source)),  # not past a newline parsed_source added
         start_line=node.start_point[0] + 1,
         end_line=end_line,
         signature=signature,
@@ -536,7 +544,7 @@ def analyse(
         if component:
             parser.included_ranges = script_ranges(source, blocks)
         try:
-            tree = tree or parse_bounded(parser, source, limits.budget)
+            tree = tree or parse_bounded(parser, parsed_source(source, language), limits.budget)
             definitions = find_definitions(tree, source, language)
             if blocks:
                 found = [_section_definition(source, block) for block in blocks]

@@ -92,3 +92,17 @@ def test_incremental_document_survives_turning_binary_and_back() -> None:
     changes = syntax.apply([], "def g():\n    pass\n")
     assert [s.qualname for s in syntax.outline.symbols] == ["g"]
     assert syntax.tree is not None
+
+
+def test_a_markdown_file_without_its_last_newline_keeps_its_headings() -> None:
+    """Markdown's block grammar reads a heading only with its line ended: `# Title` alone
+    parsed as an error with no heading, and a last heading made the file 'has syntax errors'."""
+    for text, headings in [
+        ("# Title", ["Title"]),
+        ("Title\n===", ["Title"]),
+        ("# A\n\nx\n## B", ["A", "A.B"]),
+    ]:
+        outline = outline_text(text, "README.md")
+        assert [s.qualname for s in outline.symbols] == headings
+        assert not outline.has_errors
+        assert outline.symbols[-1].end_byte == len(text)

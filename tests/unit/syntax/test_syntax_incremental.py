@@ -362,3 +362,14 @@ def test_a_query_near_any_byte_finds_what_the_whole_query_finds_there(name: str)
     for at in sorted(edges | set(range(0, len(source), 7))):
         wanted = [d for d in everything if d.reach_start <= at <= d.reach_end]
         assert find_definitions(tree, source, language, touching=(at, at)) == wanted, at
+
+
+def test_typing_at_the_end_of_markdown_without_its_last_newline_equals_fresh_parse() -> None:
+    """The parser reads such a file with a newline added; the edits around it agree."""
+    text = "# Ti"
+    syntax = IncrementalSyntax(text, "README.md")
+    for insert in ["tle", "\n", "\n## Next", "\n"]:
+        text, edit = splice(text, len(text), len(text), insert)
+        syntax.apply([edit], text)
+        assert syntax.outline == outline_text(text, "README.md")
+        assert [s.qualname for s in syntax.outline.symbols][:1] == ["Title"]
