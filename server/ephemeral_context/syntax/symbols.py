@@ -103,7 +103,7 @@ def symbol_text(text: str, outline: Outline, symbol: Symbol) -> SymbolText:
     start = symbol.start_line
     prefixes = spec_for(outline.language).doc_prefixes if outline.language else ()
     while prefixes and start > 1:
-        above = lines[start - 2].strip()
+        above = lines[start - 2].lstrip("\ufeff").strip()  # a BOM is no text
         if not above or not above.startswith(prefixes):
             break
         start -= 1

@@ -134,3 +134,12 @@ def test_a_name_holding_a_hash_round_trips_through_its_address(path: str, text: 
     for symbol in outline.symbols:
         lookup = find_symbol(text, outline, address(symbol, outline))
         assert lookup.found is not None and lookup.found.symbol == symbol, lookup
+
+
+@pytest.mark.parametrize(("path", "doc"), [("a.py", "# Doubles."), ("a.rs", "/// Doubles.")])
+def test_a_doc_comment_after_a_byte_order_mark_comes_with_the_text(path: str, doc: str) -> None:
+    """str.strip keeps U+FEFF, so the first line's comment read as code, not as a doc."""
+    text = f"\ufeff{doc}\n" + ("def f(x): return 2 * x\n" if path == "a.py" else "fn f() {}\n")
+    lookup = find_symbol(text, outline_text(text, path), "f")
+    assert lookup.found is not None and lookup.found.start_line == 1, lookup
+    assert lookup.found.text.startswith(f"\ufeff{doc}\n")
