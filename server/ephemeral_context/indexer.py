@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from ephemeral_context.documents import Document, DocumentMirror, Unmirrored, path_to_uri
+from ephemeral_context.documents import (
+    Document,
+    DocumentMirror,
+    Unmirrored,
+    path_to_uri,
+    shown_name,
+)
 from ephemeral_context.model.secrets import SecretPolicy
 from ephemeral_context.store import Store, StoredEntry
 from ephemeral_context.syntax import outline_text, render_synopsis
@@ -183,7 +189,7 @@ def index_files(
             report.skipped.append((path, result))
         else:
             kind = TOKEN_KINDS.get(path.suffix.lower(), "code")
-            outline = outline_text(result.text, str(path))
+            outline = outline_text(result.text, shown_name(str(path)))  # the store takes UTF-8
             entry = store.put(
                 result.text,
                 uri=result.uri,
