@@ -498,7 +498,9 @@ def make_outline(
     preview: tuple[str, ...] = ()
     if fallback is not None and not fallback.startswith("binary"):
         count = (limits or Limits()).preview_lines
-        preview = tuple(_clip(line, 200) for line in text[:20_000].splitlines()[:count])
+        head = text[:20_000]  # rows as `lines` counts them: str.splitlines knows more breaks
+        rows = head.split("\n")[: min(count, count_lines(head))]
+        preview = tuple(_clip(row.removesuffix("\r"), 200) for row in rows)
     return Outline(
         path=path,
         language=language,

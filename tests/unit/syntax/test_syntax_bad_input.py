@@ -106,3 +106,18 @@ def test_a_markdown_file_without_its_last_newline_keeps_its_headings() -> None:
         assert [s.qualname for s in outline.symbols] == headings
         assert not outline.has_errors
         assert outline.symbols[-1].end_byte == len(text)
+
+
+def test_the_first_lines_are_numbered_as_the_file_counts_them() -> None:
+    """str.splitlines also breaks at a form feed, U+2028 or U+001C: the preview said line 8
+    of a 5-line file."""
+    text = "one\x0cpage two\r\ntwo\nthree \u2028 still three\nfour\x1cfs\nfive\n"
+    outline = outline_text(text, "notes.txt")
+    assert outline.lines == 5
+    assert outline.preview == (
+        "one\x0cpage two",
+        "two",
+        "three \u2028 still three",
+        "four\x1cfs",
+        "five",
+    )
