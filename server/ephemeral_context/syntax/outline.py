@@ -20,6 +20,7 @@ API:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -157,6 +158,16 @@ class Outline:
     has_errors: bool = False
     fallback: str | None = None
     preview: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def twins(self) -> dict[Symbol, tuple[int, int]]:
+        """Each symbol's place (1-based) among those with its qualified name, and their count:
+        symbols.address reads it for each candidate of a lookup, which may be thousands."""
+        counts: dict[str, int] = {}
+        places = {}
+        for symbol in self.symbols:
+            places[symbol] = counts[symbol.qualname] = counts.get(symbol.qualname, 0) + 1
+        return {symbol: (place, counts[symbol.qualname]) for symbol, place in places.items()}
 
     def to_json(self) -> dict[str, object]:
         return {

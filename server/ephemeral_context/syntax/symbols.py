@@ -58,10 +58,8 @@ def split_reference(reference: str) -> tuple[str, str | None]:
 
 def address(symbol: Symbol, outline: Outline) -> str:
     """The shortest reference that picks exactly `symbol` out of `outline`."""
-    twins = [s for s in outline.symbols if s.qualname == symbol.qualname]
-    if len(twins) == 1:
-        return symbol.qualname
-    return f"{symbol.qualname}{_ORDINAL}{twins.index(symbol) + 1}"
+    place, count = outline.twins[symbol]
+    return symbol.qualname if count == 1 else f"{symbol.qualname}{_ORDINAL}{place}"
 
 
 def find_symbol(text: str, outline: Outline, name: str) -> SymbolLookup:
