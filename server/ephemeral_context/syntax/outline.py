@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import functools
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import NamedTuple
 
 import tree_sitter as ts
@@ -72,6 +74,14 @@ class _Candidate(NamedTuple):
     name: ts.Node
     captures: Captures
     reach: tuple[int, int]
+
+
+class _Sharing(NamedTuple):
+    """Definitions sharing one node (`int x = 1, y = 2;`): the first name node, and where
+    all their names start (sorted, distinct), which bisecting searches in logarithmic time."""
+
+    first: ts.Node
+    starts: list[int]
 
 
 class SymbolId(NamedTuple):
@@ -358,13 +368,20 @@ def find_definitions(
     names_by_node: dict[tuple[int, int], list[ts.Node]] = {}
     for c in candidates:
         names_by_node.setdefault((c.node.start_byte, c.node.end_byte), []).append(c.name)
+    sharing = {
+        span: _Sharing(
+            min(names, key=attrgetter("start_byte")), sorted({n.start_byte for n in names})
+        )
+        for span, names in names_by_node.items()
+        if len(names) > 1
+    }
     if touching is not None:
         start, end = touching
         candidates = [c for c in candidates if c.reach[0] <= end and start <= c.reach[1]]
-    definitions = []
-    for c in candidates:
-        names = names_by_node[(c.node.start_byte, c.node.end_byte)]
-        definitions.append(_definition(source, c, comments, names if len(names) > 1 else ()))
+    definitions = [
+        _definition(source, c, comments, sharing.get((c.node.start_byte, c.node.end_byte)))
+        for c in candidates
+    ]
     return sorted(definitions, key=outline_order)
 
 
@@ -393,31 +410,31 @@ def _matches(tree: ts.Tree, language: str, query_range: tuple[int, int] | None) 
     return matches
 
 
-def _own_part(node: ts.Node, name: ts.Node, names: Sequence[ts.Node]) -> ts.Node:
-    """The largest node around `name`, below `node`, that holds none of the other `names`:
-    its declarator in a declaration of several (`y = 2` in `int x = 1, y = 2;`)."""
-    others = [n.start_byte for n in names if n.start_byte != name.start_byte]
+def _own_part(node: ts.Node, name: ts.Node, starts: Sequence[int]) -> ts.Node:
+    """The largest node around `name`, below `node`, where no other of the names starting at
+    `starts` (sorted, distinct) starts: its declarator in a declaration of several (`y = 2`
+    in `int x = 1, y = 2;`)."""
     part, size = name, node.end_byte - node.start_byte
     while (parent := part.parent) is not None and parent.end_byte - parent.start_byte < size:
-        if any(parent.start_byte <= other < parent.end_byte for other in others):
+        if bisect_left(starts, parent.end_byte) - bisect_left(starts, parent.start_byte) > 1:
             break
         part = parent
     return part
 
 
 def _definition(
-    source: bytes, candidate: _Candidate, comments: tuple[bytes, ...], names: Sequence[ts.Node]
+    source: bytes, candidate: _Candidate, comments: tuple[bytes, ...], shared: _Sharing | None
 ) -> Definition:
-    """`names`: the name nodes of every definition sharing this one's node, when several do;
+    """`shared`: the names of every definition sharing this one's node, when several do;
     each then shows the shared header (`static final int`) and its own declarator only."""
     kind, node, name, captures = candidate.kind, candidate.node, candidate.name, candidate.captures
     bodies = captures.get(f"body.definition.{kind}")
     scopes = captures.get(f"scope.definition.{kind}")
     omitted = [(n.start_byte, n.end_byte) for n in captures.get(f"omit.definition.{kind}", ())]
     head_limit = None
-    if names:
-        own = _own_part(node, name, names)
-        first = _own_part(node, min(names, key=lambda n: n.start_byte), names)
+    if shared is not None:
+        own = _own_part(node, name, shared.starts)
+        first = _own_part(node, shared.first, shared.starts)
         omitted.append((first.start_byte, own.start_byte))  # the declarators before its own
         head_limit = own.end_byte
     signature, name_at = _signature(
