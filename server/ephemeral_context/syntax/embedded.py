@@ -32,9 +32,13 @@ COMPONENT_EXTENSIONS = frozenset({".vue", ".svelte"})
 _COMPONENT_IDS = frozenset({"vue", "svelte"})
 _LANG = re.compile(rb"""\blang\s*=\s*["']?([\w-]+)""", re.IGNORECASE)
 _TYPESCRIPT = frozenset({b"ts", b"typescript"})
-_OPENING = re.compile(rb"<!--|<(template|script|style)\b[^>]*>", re.IGNORECASE)
+_ATTRIBUTES = rb"""(?:[^<>"']|"[^"]*"|'[^']*')*"""
+"""A tag's attributes: a quoted value may hold `>` (`generic="T extends Map<K, V>"`); an
+unquoted `<` ends the tag, so a tag left open is not searched to the end of the file from
+every later `<` (quadratic time)."""
+_OPENING = re.compile(rb"<!--|<(template|script|style)\b" + _ATTRIBUTES + rb">", re.IGNORECASE)
 """Where a top-level block opens (or a comment that may hide one starts)."""
-_TEMPLATE_TAG = re.compile(rb"<(/?)template\b[^>]*?(/?)>", re.IGNORECASE)
+_TEMPLATE_TAG = re.compile(rb"<(/?)template\b" + _ATTRIBUTES + rb"?(/?)>", re.IGNORECASE)
 _CLOSING = {
     name: re.compile(rb"</" + name + rb"\s*>", re.IGNORECASE) for name in (b"script", b"style")
 }
