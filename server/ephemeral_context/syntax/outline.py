@@ -40,6 +40,7 @@ from ephemeral_context.syntax.binding import (
 from ephemeral_context.syntax.embedded import (
     Section,
     is_component,
+    points,
     script_language,
     script_ranges,
     sections,
@@ -458,9 +459,9 @@ def _definition(
     )
 
 
-def _section_definition(source: bytes, section: Section) -> Definition:
-    """A component's top-level block as a definition: its name is its tag's, its signature
-    the opening tag."""
+def _section_definition(section: Section, start: ts.Point, end: ts.Point) -> Definition:
+    """A component's top-level block (from `start` to `end`) as a definition: its name is its
+    tag's, its signature the opening tag."""
     name_start = section.start_byte + 1
     return Definition(
         kind=SECTION,
@@ -468,8 +469,8 @@ def _section_definition(source: bytes, section: Section) -> Definition:
         scope=None,
         start_byte=section.start_byte,
         end_byte=section.end_byte,
-        start_line=source.count(b"\n", 0, section.start_byte) + 1,
-        end_line=source.count(b"\n", 0, section.end_byte) + 1,
+        start_line=start.row + 1,
+        end_line=end.row + 1,
         signature=section.opening,
         name_at=1,
         reach_start=section.start_byte,
@@ -577,7 +578,11 @@ def analyse(
             tree = tree or parse_bounded(parser, parsed_source(source, language), limits.budget)
             definitions = find_definitions(tree, source, language)
             if blocks:
-                found = [_section_definition(source, block) for block in blocks]
+                at = points(source, [o for b in blocks for o in (b.start_byte, b.end_byte)])
+                found = [
+                    _section_definition(block, start, end)
+                    for block, start, end in zip(blocks, at[::2], at[1::2], strict=True)
+                ]
                 definitions = sorted(definitions + found, key=outline_order)
         except BudgetExceeded as error:
             tree, reason = None, str(error)
