@@ -80,7 +80,8 @@ class SymbolChanges:
 
 
 Span = tuple[int, int]
-# Above this many re-queried definitions one update re-reads the whole tree instead.
+# Above this many re-queried definitions one update re-reads the whole tree instead, and above
+# this many edits it parses the text anew.
 _MAX_PIECEWISE = 256
 
 
@@ -151,6 +152,7 @@ class IncrementalSyntax:
             or self._parser is None
             or self._component  # its scripts' ranges move with every edit: parsed anew
             or not edits
+            or len(edits) > _MAX_PIECEWISE  # a replace-all: each edit moves the spans of all before
             or fallback_reason(text, source, self._language, self._limits) is not None
             or self._adds_newline(self._source)  # its tree ends past the text: parsed anew
             or self._adds_newline(source)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -373,3 +374,24 @@ def test_typing_at_the_end_of_markdown_without_its_last_newline_equals_fresh_par
         syntax.apply([edit], text)
         assert syntax.outline == outline_text(text, "README.md")
         assert [s.qualname for s in syntax.outline.symbols][:1] == ["Title"]
+
+
+def test_a_replace_all_of_thousands_of_edits_takes_linear_time() -> None:
+    """An editor's replace-all is one didChange with an edit per match: each edit moved the
+    spans of all those before it, so 6,000 took seconds; such an update is parsed anew."""
+    functions = [f"def f{i}(x):\n    return x\n" for i in range(6000)]
+    syntax = IncrementalSyntax("".join(functions), "a.py")
+    edits, at = [], 0
+    for i, function in enumerate(functions):  # `(x)` -> `(yy)`
+        column = function.index("x")
+        row, byte = 2 * i, at + column
+        edits.append(
+            ByteEdit(byte, byte + 1, byte + 2, (row, column), (row, column + 1), (row, column + 2))
+        )
+        at += len(function)
+    edits.reverse()  # back to front, as editors send them
+    text = "".join(functions).replace("(x)", "(yy)")
+    started = time.monotonic()
+    syntax.apply(edits, text)
+    assert time.monotonic() - started < 3
+    assert syntax.outline == outline_text(text, "a.py")
