@@ -324,14 +324,30 @@ def _end(
     trimmed = False
     while end_row > name.end_point[0]:
         line_start = source.rfind(b"\n", 0, end) + 1
-        line = source[line_start:end].strip()
-        if line and not line.startswith(comments):
+        raw = source[line_start:end]
+        line, first = raw.strip(), line_start + len(raw) - len(raw.lstrip())
+        if line and not (
+            line.startswith(comments)
+            and _in_comment(node, first)
+            and _in_comment(node, first + len(line) - 1)  # no code after it: `/* a */ b;`
+        ):
             break
         end_row, end, trimmed = end_row - 1, line_start - 1, True
     if not trimmed:
         return end_row + 1, node.end_byte
     line_start = source.rfind(b"\n", 0, end) + 1
     return end_row + 1, line_start + len(source[line_start:end].rstrip())
+
+
+def _in_comment(node: ts.Node, byte: int) -> bool:
+    """Whether `byte` (in `node`) is in a comment, not in code that looks like one (`* b;`
+    continuing `a`, a string's `# end`): every grammar makes its comments extras."""
+    inner: ts.Node | None = node.descendant_for_byte_range(byte, byte + 1)
+    while inner is not None and inner != node:
+        if inner.is_extra:
+            return True
+        inner = inner.parent
+    return False
 
 
 def find_definitions(

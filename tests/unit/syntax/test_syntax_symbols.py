@@ -155,3 +155,20 @@ def test_addressing_every_candidate_of_a_lookup_takes_linear_time() -> None:
     addresses = [address(candidate, outline) for candidate in lookup.candidates]
     assert time.monotonic() - started < 5
     assert addresses[0] == "f#1" and addresses[-1] == "f#20000"
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "name"),
+    [
+        ("a.js", "const AREA = WIDTH\n  * HEIGHT;", "AREA"),
+        ("a.c", "static const int AREA = W\n    /* cm */ * H;", "AREA"),
+        ("a.py", 'def usage():\n    return """\n# Usage"""', "usage"),
+    ],
+)
+def test_a_last_line_that_only_looks_like_a_comment_is_kept(
+    path: str, text: str, name: str
+) -> None:
+    """Trailing comment lines are cut off a definition; code that starts like one is not."""
+    outline = outline_text(text + "\n", path)
+    lookup = find_symbol(text, outline, name)
+    assert lookup.found is not None and lookup.found.text == text
