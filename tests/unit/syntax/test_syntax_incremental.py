@@ -395,3 +395,16 @@ def test_a_replace_all_of_thousands_of_edits_takes_linear_time() -> None:
     syntax.apply(edits, text)
     assert time.monotonic() - started < 3
     assert syntax.outline == outline_text(text, "a.py")
+
+
+def test_a_definition_inside_several_with_one_span_is_nested_in_the_last_as_fresh() -> None:
+    """Error recovery can make `RING_OK, RING_FULL, RING_EMPTY` three definitions with one
+    span around `struct ring`; an update re-nested it in the first of them (found by fuzzing)."""
+    text = 'typedef unsigned cha",\nstruct ring {\n    int head;\n};\n\n'
+    text += "enum ring_status { RING_OK, RING_FULL, RING_EMPTY };\n"
+    syntax = IncrementalSyntax(text, "ring.h")
+    start = text.index("ng_status {")
+    text, edit = splice(text, start, start + len("ng_status {"), "fn é\n")
+    syntax.apply([edit], text)
+    assert syntax.outline == outline_text(text, "ring.h")
+    assert syntax.outline.symbols[-1].qualname == "RING_EMPTY.ring"
