@@ -1,7 +1,7 @@
 """`ectx outline PATH[::Symbol] [--json]`: a file's synopsis, or one symbol's text.
 
 Exit status: 0 printed what was asked, 1 the symbol is ambiguous or unknown (the candidates
-or closest names are printed), 2 the file cannot be read.
+or closest names are printed), 2 the file cannot be read or `--language` names no language.
 
 API:
 - `run_outline(...)`: `ectx outline`.
@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from ephemeral_context.syntax.embedded import COMPONENT_IDS
+from ephemeral_context.syntax.languages import LANGUAGE_IDS
 from ephemeral_context.syntax.outline import Outline, outline_text
 from ephemeral_context.syntax.symbols import (
     LookupStatus,
@@ -29,6 +31,13 @@ def run_outline(
     reference: str, *, as_json: bool, language_id: str | None, out: TextIO, err: TextIO
 ) -> int:
     """Print the synopsis of `reference`'s file, or the symbol it names after `::`."""
+    known = LANGUAGE_IDS | COMPONENT_IDS
+    if language_id is not None and language_id not in known:
+        print(
+            f"ectx outline: unknown language {language_id!r}; known: {', '.join(sorted(known))}",
+            file=err,
+        )
+        return 2
     path, symbol = (reference, None) if Path(reference).is_file() else split_reference(reference)
     try:
         text = _read(Path(path))

@@ -12,7 +12,8 @@ refer to the component file itself. The language is the first script block's `la
 that holds anything has nothing to outline (its sections neither: it has no language).
 
 API:
-- `COMPONENT_EXTENSIONS`, `is_component(path, language_id)`: which files hold scripts.
+- `COMPONENT_EXTENSIONS`, `COMPONENT_IDS`, `is_component(path, language_id)`: which files
+  hold scripts.
 - `script_language(source)`: the grammar their scripts take, or None without one.
 - `script_ranges(source, blocks)`: the byte ranges of the scripts among a component's
   `blocks`, as tree-sitter takes them.
@@ -30,7 +31,7 @@ from typing import NamedTuple
 import tree_sitter as ts
 
 COMPONENT_EXTENSIONS = frozenset({".vue", ".svelte"})
-_COMPONENT_IDS = frozenset({"vue", "svelte"})
+COMPONENT_IDS = frozenset({"vue", "svelte"})
 _LANG = re.compile(rb"""\blang\s*=\s*["']?([\w-]+)""", re.IGNORECASE)
 _TYPESCRIPT = frozenset({b"ts", b"typescript"})
 _ATTRIBUTES = rb"""(?:[^<>"']|"[^"]*"|'[^']*')*"""
@@ -60,7 +61,7 @@ class Section(NamedTuple):
 def is_component(path: str, language_id: str | None = None) -> bool:
     """Whether the file is a component whose scripts are outlined (by name or languageId)."""
     name = PurePath(path.split("::", 1)[0])  # a symbol address names its file first
-    return language_id in _COMPONENT_IDS or name.suffix.lower() in COMPONENT_EXTENSIONS
+    return language_id in COMPONENT_IDS or name.suffix.lower() in COMPONENT_EXTENSIONS
 
 
 def script_language(source: bytes) -> str | None:

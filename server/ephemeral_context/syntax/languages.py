@@ -4,7 +4,8 @@ Every supported language is one `LanguageSpec` row in `LANGUAGES`; detection tab
 from those rows, so adding a language means adding one row and one grammars/<name>-tags.scm.
 
 API:
-- `detect_language(path, language_id)`, `spec_for(language)`, `LANGUAGES`: which grammar.
+- `detect_language(path, language_id)`, `spec_for(language)`, `LANGUAGES`: which grammar;
+  `LANGUAGE_IDS`: the LSP language ids that name one.
 - `load_language(language)`: the grammar, loaded once.
 """
 
@@ -76,6 +77,7 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
 
 _BY_NAME = {spec.name: spec for spec in LANGUAGES}
 _BY_LANGUAGE_ID = {lid: spec.name for spec in LANGUAGES for lid in spec.language_ids}
+LANGUAGE_IDS = frozenset(_BY_LANGUAGE_ID)
 _BY_EXTENSION = {ext: spec.name for spec in LANGUAGES for ext in spec.extensions}
 _BY_FILENAME = {fname: spec.name for spec in LANGUAGES for fname in spec.filenames}
 

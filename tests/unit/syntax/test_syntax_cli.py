@@ -92,3 +92,10 @@ def test_a_fifo_is_refused_not_waited_for(tmp_path: Path) -> None:
     assert result.returncode == 2 and "not a regular file" in result.stderr
     folder = ectx(str(tmp_path))
     assert folder.returncode == 2 and "Is a directory" in folder.stderr
+
+
+def test_an_unknown_language_is_refused_not_ignored() -> None:
+    """`--language pyhton` fell back on the file name: a .txt file had 'no grammar'."""
+    result = ectx(str(SAMPLES / "notes.txt"), "--language", "pyhton")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "unknown language 'pyhton'" in result.stderr and "python" in result.stderr
