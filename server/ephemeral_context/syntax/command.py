@@ -38,7 +38,7 @@ def run_outline(
             file=err,
         )
         return 2
-    path, symbol = (reference, None) if Path(reference).is_file() else split_reference(reference)
+    path, symbol = (reference, None) if _is_file(reference) else split_reference(reference)
     try:
         text = _read(Path(path))
     except OSError as error:
@@ -56,6 +56,14 @@ def run_outline(
     else:
         _print_lookup(path, outline, lookup, out, err)
     return 0 if lookup.status is LookupStatus.FOUND else 1
+
+
+def _is_file(path: str) -> bool:
+    """Whether `path` names a file (a `path::Symbol` too long to be a file name names none)."""
+    try:
+        return Path(path).is_file()
+    except OSError:  # ENAMETOOLONG, which Path.is_file raises
+        return False
 
 
 def _read(path: Path) -> str:

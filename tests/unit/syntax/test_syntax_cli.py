@@ -99,3 +99,10 @@ def test_an_unknown_language_is_refused_not_ignored() -> None:
     result = ectx(str(SAMPLES / "notes.txt"), "--language", "pyhton")
     assert result.returncode == 2 and result.stdout == ""
     assert "unknown language 'pyhton'" in result.stderr and "python" in result.stderr
+
+
+def test_a_symbol_name_longer_than_a_file_name_is_unknown_not_a_traceback() -> None:
+    """Whether `a.py::<5,000 characters>` is itself a file raised ENAMETOOLONG."""
+    result = ectx(f"{SAMPLES / 'inventory.py'}::{'x' * 5000}")
+    assert result.returncode == 1 and "no definition" in result.stderr
+    assert "Traceback" not in result.stderr
