@@ -33,6 +33,7 @@ from ephemeral_context.documents import (
     Unmirrored,
     path_to_uri,
     real_path,
+    shown_name,
 )
 from ephemeral_context.model.secrets import SecretPolicy
 from ephemeral_context.store import Store, StoredEntry
@@ -189,7 +190,7 @@ def index_files(
             report.skipped.append((path, result))
         else:
             kind = TOKEN_KINDS.get(path.suffix.lower(), "code")
-            outline = outline_text(result.text, str(path))
+            outline = outline_text(result.text, shown_name(str(path)))  # the store takes UTF-8
             entry = store.put(
                 result.text,
                 uri=result.uri,

@@ -207,3 +207,19 @@ def test_get_with_stdout_closed_is_no_traceback() -> None:
         check=False,
     )
     assert (done.returncode, done.stderr) == (0, f"[{entry.id}: characters 0-15 of 15]\n")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="file names are bytes on Linux")
+def test_index_stores_a_file_whose_name_is_not_utf8(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its synopsis names it with the byte escaped: the raw name failed the whole run."""
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "caf\udce9.py").write_text("def f():\n    pass\n")  # b"caf\xe9.py"
+    (tmp_path / "plain" / "z.py").write_text("def g():\n    pass\n")
+    monkeypatch.chdir(tmp_path / "plain")
+    assert main(["index"]) == 0
+    assert "2 files" in capsys.readouterr().out
+    with Store() as store:
+        synopses = sorted(entry.synopsis or "" for entry in store.entries())
+    assert "caf\\xe9.py (python, 2 lines" in synopses[0] and "function f()" in synopses[0]

@@ -1,7 +1,7 @@
 """`ectx outline PATH[::Symbol] [--json]`: a file's synopsis, or one symbol's text.
 
 Exit status: 0 printed what was asked, 1 the symbol is ambiguous or unknown (the candidates
-or closest names are printed), 2 the file cannot be read.
+or closest names are printed), 2 the file cannot be read or `--language` names no language.
 
 API:
 - `run_outline(...)`: `ectx outline`.
@@ -9,10 +9,13 @@ API:
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 from typing import TextIO
 
+from ephemeral_context.syntax.embedded import COMPONENT_IDS
+from ephemeral_context.syntax.languages import LANGUAGE_IDS
 from ephemeral_context.syntax.outline import Outline, outline_text
 from ephemeral_context.syntax.symbols import (
     LookupStatus,
@@ -28,9 +31,16 @@ def run_outline(
     reference: str, *, as_json: bool, language_id: str | None, out: TextIO, err: TextIO
 ) -> int:
     """Print the synopsis of `reference`'s file, or the symbol it names after `::`."""
-    path, symbol = (reference, None) if Path(reference).is_file() else split_reference(reference)
+    known = LANGUAGE_IDS | COMPONENT_IDS
+    if language_id is not None and language_id not in known:
+        print(
+            f"ectx outline: unknown language {language_id!r}; known: {', '.join(sorted(known))}",
+            file=err,
+        )
+        return 2
+    path, symbol = (reference, None) if _is_file(reference) else split_reference(reference)
     try:
-        text = Path(path).read_bytes().decode("utf-8", errors="replace")
+        text = _read(Path(path))
     except OSError as error:
         print(f"ectx outline: cannot read {path}: {error.strerror or error}", file=err)
         return 2
@@ -46,6 +56,21 @@ def run_outline(
     else:
         _print_lookup(path, outline, lookup, out, err)
     return 0 if lookup.status is LookupStatus.FOUND else 1
+
+
+def _is_file(path: str) -> bool:
+    """Whether `path` names a file (a `path::Symbol` too long to be a file name names none)."""
+    try:
+        return Path(path).is_file()
+    except OSError:  # ENAMETOOLONG, which Path.is_file raises
+        return False
+
+
+def _read(path: Path) -> str:
+    """The file's text; a FIFO or a device is not read (it could block, or never end)."""
+    if path.exists() and not (path.is_file() or path.is_dir()):  # a folder: EISDIR below
+        raise OSError(errno.EINVAL, "not a regular file")
+    return path.read_bytes().decode("utf-8", errors="replace")
 
 
 def _print_lookup(

@@ -12,29 +12,35 @@ refer to the component file itself. The language is the first script block's `la
 that holds anything has nothing to outline (its sections neither: it has no language).
 
 API:
-- `COMPONENT_EXTENSIONS`, `is_component(path, language_id)`: which files hold scripts.
+- `COMPONENT_EXTENSIONS`, `COMPONENT_IDS`, `is_component(path, language_id)`: which files
+  hold scripts.
 - `script_language(source)`: the grammar their scripts take, or None without one.
 - `script_ranges(source, blocks)`: the byte ranges of the scripts among a component's
   `blocks`, as tree-sitter takes them.
+- `points(source, offsets)`: rows and columns of many byte offsets.
 - `sections(source)`: the top-level `<template>`, `<script>` and `<style>` blocks (`Section`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 from typing import NamedTuple
 
 import tree_sitter as ts
 
 COMPONENT_EXTENSIONS = frozenset({".vue", ".svelte"})
-_COMPONENT_IDS = frozenset({"vue", "svelte"})
+COMPONENT_IDS = frozenset({"vue", "svelte"})
 _LANG = re.compile(rb"""\blang\s*=\s*["']?([\w-]+)""", re.IGNORECASE)
 _TYPESCRIPT = frozenset({b"ts", b"typescript"})
-_OPENING = re.compile(rb"<!--|<(template|script|style)\b[^>]*>", re.IGNORECASE)
+_ATTRIBUTES = rb"""(?:[^<>"']|"[^"]*"|'[^']*')*"""
+"""A tag's attributes: a quoted value may hold `>` (`generic="T extends Map<K, V>"`); an
+unquoted `<` ends the tag, so a tag left open is not searched to the end of the file from
+every later `<` (quadratic time)."""
+_OPENING = re.compile(rb"<!--|<(template|script|style)\b" + _ATTRIBUTES + rb">", re.IGNORECASE)
 """Where a top-level block opens (or a comment that may hide one starts)."""
-_TEMPLATE_TAG = re.compile(rb"<(/?)template\b[^>]*?(/?)>", re.IGNORECASE)
+_TEMPLATE_TAG = re.compile(rb"<(/?)template\b" + _ATTRIBUTES + rb"?(/?)>", re.IGNORECASE)
 _CLOSING = {
     name: re.compile(rb"</" + name + rb"\s*>", re.IGNORECASE) for name in (b"script", b"style")
 }
@@ -55,7 +61,7 @@ class Section(NamedTuple):
 def is_component(path: str, language_id: str | None = None) -> bool:
     """Whether the file is a component whose scripts are outlined (by name or languageId)."""
     name = PurePath(path.split("::", 1)[0])  # a symbol address names its file first
-    return language_id in _COMPONENT_IDS or name.suffix.lower() in COMPONENT_EXTENSIONS
+    return language_id in COMPONENT_IDS or name.suffix.lower() in COMPONENT_EXTENSIONS
 
 
 def script_language(source: bytes) -> str | None:
@@ -74,14 +80,11 @@ def script_language(source: bytes) -> str | None:
 def script_ranges(source: bytes, blocks: Sequence[Section]) -> list[ts.Range]:
     """The contents of the non-empty script blocks among `blocks` (`sections(source)`,
     which the caller also outlines), in order."""
+    scripts = _scripts(blocks)
+    at = points(source, [offset for s in scripts for offset in (s.content_start, s.content_end)])
     return [
-        ts.Range(
-            _point(source, s.content_start),
-            _point(source, s.content_end),
-            s.content_start,
-            s.content_end,
-        )
-        for s in _scripts(blocks)
+        ts.Range(start, end, s.content_start, s.content_end)
+        for s, start, end in zip(scripts, at[::2], at[1::2], strict=True)
     ]
 
 
@@ -90,10 +93,17 @@ def _scripts(blocks: Sequence[Section]) -> list[Section]:
     return [s for s in blocks if s.name == "script" and s.content_start < s.content_end]
 
 
-def _point(source: bytes, byte: int) -> ts.Point:
-    """Row and byte column of a byte offset, as tree-sitter counts them."""
-    row = source.count(b"\n", 0, byte)
-    return ts.Point(row, byte - (source.rfind(b"\n", 0, byte) + 1))
+def points(source: bytes, offsets: Iterable[int]) -> list[ts.Point]:
+    """Row and byte column of each of the ascending byte `offsets`, as tree-sitter counts
+    them, in one pass (counting from the start for each took quadratic time)."""
+    found, row, at, line_start = [], 0, 0, 0
+    for byte in offsets:
+        if (newlines := source.count(b"\n", at, byte)) > 0:
+            row += newlines
+            line_start = source.rfind(b"\n", at, byte) + 1
+        found.append(ts.Point(row, byte - line_start))
+        at = byte
+    return found
 
 
 def sections(source: bytes) -> list[Section]:

@@ -38,6 +38,7 @@ from ephemeral_context.syntax.outline import (
     new_parser,
     outline_language,
     outline_order,
+    parsed_source,
 )
 from ephemeral_context.syntax.queries import refinements
 from ephemeral_context.syntax.table import SymbolTable
@@ -79,7 +80,8 @@ class SymbolChanges:
 
 
 Span = tuple[int, int]
-# Above this many re-queried definitions one update re-reads the whole tree instead.
+# Above this many re-queried definitions one update re-reads the whole tree instead, and above
+# this many edits it parses the text anew.
 _MAX_PIECEWISE = 256
 
 
@@ -150,7 +152,10 @@ class IncrementalSyntax:
             or self._parser is None
             or self._component  # its scripts' ranges move with every edit: parsed anew
             or not edits
+            or len(edits) > _MAX_PIECEWISE  # a replace-all: each edit moves the spans of all before
             or fallback_reason(text, source, self._language, self._limits) is not None
+            or self._adds_newline(self._source)  # its tree ends past the text: parsed anew
+            or self._adds_newline(source)
         ):
             return self._replace_all(text)
         tree, table = self._tree, self._table
@@ -203,6 +208,10 @@ class IncrementalSyntax:
         old_source = self._source
         self._tree, self._text, self._source, self._outline = new_tree, text, source, None
         return _compare(table.left, old_source, table.entered(), source, incremental=reused)
+
+    def _adds_newline(self, source: bytes) -> bool:
+        """Whether the parser reads `source` with a newline added (outline.parsed_source)."""
+        return self._language is not None and parsed_source(source, self._language) != source
 
     def sexp(self) -> str:
         """The tree as an S-expression (empty without a tree), for comparing two parses."""

@@ -4,7 +4,8 @@ Every supported language is one `LanguageSpec` row in `LANGUAGES`; detection tab
 from those rows, so adding a language means adding one row and one grammars/<name>-tags.scm.
 
 API:
-- `detect_language(path, language_id)`, `spec_for(language)`, `LANGUAGES`: which grammar.
+- `detect_language(path, language_id)`, `spec_for(language)`, `LANGUAGES`: which grammar;
+  `LANGUAGE_IDS`: the LSP language ids that name one.
 - `load_language(language)`: the grammar, loaded once.
 """
 
@@ -32,6 +33,9 @@ class LanguageSpec:
     # or decorators the grammar puts outside its node (hydration keeps them): Rust's `#[`,
     # C#'s `[`, the decorators of a TypeScript class member (the class body's children).
     doc_prefixes: tuple[str, ...] = ()
+    # The grammar reads the last line only once it ends: Markdown's block grammar makes a
+    # file `# Title` without its final newline an error, with no heading.
+    ends_last_line: bool = False
 
 
 _C_DOCS = ("//", "/*", "*", "*/")
@@ -65,7 +69,7 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
                  ("shellscript", "bash", "sh"), (".bashrc", ".bash_profile", ".profile"),
                  doc_prefixes=("#",)),
     LanguageSpec("markdown", "tree_sitter_markdown", "language", (".md", ".markdown"),
-                 ("markdown",)),
+                 ("markdown",), ends_last_line=True),
     LanguageSpec("json", "tree_sitter_json", "language", (".json", ".jsonc"), ("json", "jsonc")),
     LanguageSpec("yaml", "tree_sitter_yaml", "language", (".yaml", ".yml"), ("yaml",)),
     LanguageSpec("toml", "tree_sitter_toml", "language", (".toml",), ("toml",)),
@@ -73,6 +77,7 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
 
 _BY_NAME = {spec.name: spec for spec in LANGUAGES}
 _BY_LANGUAGE_ID = {lid: spec.name for spec in LANGUAGES for lid in spec.language_ids}
+LANGUAGE_IDS = frozenset(_BY_LANGUAGE_ID)
 _BY_EXTENSION = {ext: spec.name for spec in LANGUAGES for ext in spec.extensions}
 _BY_FILENAME = {fname: spec.name for spec in LANGUAGES for fname in spec.filenames}
 

@@ -14,15 +14,18 @@ API:
   `outline_language(text, path, ...)`: the grammar it gets.
 - `Symbol`, `SymbolId`, `Definition`, `Limits`: the data.
 - `analyse`, `find_definitions`, `nest`, `qualify`, `outline_order`, `encloses`,
-  `make_outline`, `new_parser`: the steps (incremental.py and table.py reuse them).
+  `make_outline`, `new_parser`, `parsed_source`: the steps (incremental.py and table.py reuse them).
 - `binary_reason(text)`, `fallback_reason(...)`: why a text gets no tree.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import NamedTuple
 
 import tree_sitter as ts
@@ -37,6 +40,7 @@ from ephemeral_context.syntax.binding import (
 from ephemeral_context.syntax.embedded import (
     Section,
     is_component,
+    points,
     script_language,
     script_ranges,
     sections,
@@ -71,6 +75,14 @@ class _Candidate(NamedTuple):
     name: ts.Node
     captures: Captures
     reach: tuple[int, int]
+
+
+class _Sharing(NamedTuple):
+    """Definitions sharing one node (`int x = 1, y = 2;`): the first name node, and where
+    all their names start (sorted, distinct), which bisecting searches in logarithmic time."""
+
+    first: ts.Node
+    starts: list[int]
 
 
 class SymbolId(NamedTuple):
@@ -158,6 +170,16 @@ class Outline:
     fallback: str | None = None
     preview: tuple[str, ...] = ()
 
+    @functools.cached_property
+    def twins(self) -> dict[Symbol, tuple[int, int]]:
+        """Each symbol's place (1-based) among those with its qualified name, and their count:
+        symbols.address reads it for each candidate of a lookup, which may be thousands."""
+        counts: dict[str, int] = {}
+        places = {}
+        for symbol in self.symbols:
+            places[symbol] = counts[symbol.qualname] = counts.get(symbol.qualname, 0) + 1
+        return {symbol: (place, counts[symbol.qualname]) for symbol, place in places.items()}
+
     def to_json(self) -> dict[str, object]:
         return {
             "path": self.path,
@@ -195,6 +217,14 @@ def binary_reason(text: str) -> str | None:
 
 def new_parser(language: str) -> ts.Parser:
     return ts.Parser(load_language(language))
+
+
+def parsed_source(source: bytes, language: str) -> bytes:
+    """What the parser reads: the file, with the newline it lacks when the grammar needs its
+    last line ended (LanguageSpec.ends_last_line); the nodes keep the file's offsets."""
+    if spec_for(language).ends_last_line and source and not source.endswith(b"\n"):
+        return source + b"\n"
+    return source
 
 
 def _squash(raw: bytes) -> str:
@@ -294,14 +324,30 @@ def _end(
     trimmed = False
     while end_row > name.end_point[0]:
         line_start = source.rfind(b"\n", 0, end) + 1
-        line = source[line_start:end].strip()
-        if line and not line.startswith(comments):
+        raw = source[line_start:end]
+        line, first = raw.strip(), line_start + len(raw) - len(raw.lstrip())
+        if line and not (
+            line.startswith(comments)
+            and _in_comment(node, first)
+            and _in_comment(node, first + len(line) - 1)  # no code after it: `/* a */ b;`
+        ):
             break
         end_row, end, trimmed = end_row - 1, line_start - 1, True
     if not trimmed:
         return end_row + 1, node.end_byte
     line_start = source.rfind(b"\n", 0, end) + 1
     return end_row + 1, line_start + len(source[line_start:end].rstrip())
+
+
+def _in_comment(node: ts.Node, byte: int) -> bool:
+    """Whether `byte` (in `node`) is in a comment, not in code that looks like one (`* b;`
+    continuing `a`, a string's `# end`): every grammar makes its comments extras."""
+    inner: ts.Node | None = node.descendant_for_byte_range(byte, byte + 1)
+    while inner is not None and inner != node:
+        if inner.is_extra:
+            return True
+        inner = inner.parent
+    return False
 
 
 def find_definitions(
@@ -339,13 +385,20 @@ def find_definitions(
     names_by_node: dict[tuple[int, int], list[ts.Node]] = {}
     for c in candidates:
         names_by_node.setdefault((c.node.start_byte, c.node.end_byte), []).append(c.name)
+    sharing = {
+        span: _Sharing(
+            min(names, key=attrgetter("start_byte")), sorted({n.start_byte for n in names})
+        )
+        for span, names in names_by_node.items()
+        if len(names) > 1
+    }
     if touching is not None:
         start, end = touching
         candidates = [c for c in candidates if c.reach[0] <= end and start <= c.reach[1]]
-    definitions = []
-    for c in candidates:
-        names = names_by_node[(c.node.start_byte, c.node.end_byte)]
-        definitions.append(_definition(source, c, comments, names if len(names) > 1 else ()))
+    definitions = [
+        _definition(source, c, comments, sharing.get((c.node.start_byte, c.node.end_byte)))
+        for c in candidates
+    ]
     return sorted(definitions, key=outline_order)
 
 
@@ -374,31 +427,31 @@ def _matches(tree: ts.Tree, language: str, query_range: tuple[int, int] | None) 
     return matches
 
 
-def _own_part(node: ts.Node, name: ts.Node, names: Sequence[ts.Node]) -> ts.Node:
-    """The largest node around `name`, below `node`, that holds none of the other `names`:
-    its declarator in a declaration of several (`y = 2` in `int x = 1, y = 2;`)."""
-    others = [n.start_byte for n in names if n.start_byte != name.start_byte]
+def _own_part(node: ts.Node, name: ts.Node, starts: Sequence[int]) -> ts.Node:
+    """The largest node around `name`, below `node`, where no other of the names starting at
+    `starts` (sorted, distinct) starts: its declarator in a declaration of several (`y = 2`
+    in `int x = 1, y = 2;`)."""
     part, size = name, node.end_byte - node.start_byte
     while (parent := part.parent) is not None and parent.end_byte - parent.start_byte < size:
-        if any(parent.start_byte <= other < parent.end_byte for other in others):
+        if bisect_left(starts, parent.end_byte) - bisect_left(starts, parent.start_byte) > 1:
             break
         part = parent
     return part
 
 
 def _definition(
-    source: bytes, candidate: _Candidate, comments: tuple[bytes, ...], names: Sequence[ts.Node]
+    source: bytes, candidate: _Candidate, comments: tuple[bytes, ...], shared: _Sharing | None
 ) -> Definition:
-    """`names`: the name nodes of every definition sharing this one's node, when several do;
+    """`shared`: the names of every definition sharing this one's node, when several do;
     each then shows the shared header (`static final int`) and its own declarator only."""
     kind, node, name, captures = candidate.kind, candidate.node, candidate.name, candidate.captures
     bodies = captures.get(f"body.definition.{kind}")
     scopes = captures.get(f"scope.definition.{kind}")
     omitted = [(n.start_byte, n.end_byte) for n in captures.get(f"omit.definition.{kind}", ())]
     head_limit = None
-    if names:
-        own = _own_part(node, name, names)
-        first = _own_part(node, min(names, key=lambda n: n.start_byte), names)
+    if shared is not None:
+        own = _own_part(node, name, shared.starts)
+        first = _own_part(node, shared.first, shared.starts)
         omitted.append((first.start_byte, own.start_byte))  # the declarators before its own
         head_limit = own.end_byte
     signature, name_at = _signature(
@@ -410,7 +463,7 @@ def _definition(
         name=_squash(source[name.start_byte : name.end_byte]).strip(),
         scope=_squash(source[scopes[0].start_byte : scopes[0].end_byte]) if scopes else None,
         start_byte=node.start_byte,
-        end_byte=end_byte,
+        end_byte=min(end_byte, len(source)),  # not past a newline parsed_source added
         start_line=node.start_point[0] + 1,
         end_line=end_line,
         signature=signature,
@@ -422,9 +475,9 @@ def _definition(
     )
 
 
-def _section_definition(source: bytes, section: Section) -> Definition:
-    """A component's top-level block as a definition: its name is its tag's, its signature
-    the opening tag."""
+def _section_definition(section: Section, start: ts.Point, end: ts.Point) -> Definition:
+    """A component's top-level block (from `start` to `end`) as a definition: its name is its
+    tag's, its signature the opening tag."""
     name_start = section.start_byte + 1
     return Definition(
         kind=SECTION,
@@ -432,8 +485,8 @@ def _section_definition(source: bytes, section: Section) -> Definition:
         scope=None,
         start_byte=section.start_byte,
         end_byte=section.end_byte,
-        start_line=source.count(b"\n", 0, section.start_byte) + 1,
-        end_line=source.count(b"\n", 0, section.end_byte) + 1,
+        start_line=start.row + 1,
+        end_line=end.row + 1,
         signature=section.opening,
         name_at=1,
         reach_start=section.start_byte,
@@ -490,7 +543,9 @@ def make_outline(
     preview: tuple[str, ...] = ()
     if fallback is not None and not fallback.startswith("binary"):
         count = (limits or Limits()).preview_lines
-        preview = tuple(_clip(line, 200) for line in text[:20_000].splitlines()[:count])
+        head = text[:20_000]  # rows as `lines` counts them: str.splitlines knows more breaks
+        rows = head.split("\n")[: min(count, count_lines(head))]
+        preview = tuple(_clip(row.removesuffix("\r"), 200) for row in rows)
     return Outline(
         path=path,
         language=language,
@@ -536,10 +591,14 @@ def analyse(
         if component:
             parser.included_ranges = script_ranges(source, blocks)
         try:
-            tree = tree or parse_bounded(parser, source, limits.budget)
+            tree = tree or parse_bounded(parser, parsed_source(source, language), limits.budget)
             definitions = find_definitions(tree, source, language)
             if blocks:
-                found = [_section_definition(source, block) for block in blocks]
+                at = points(source, [o for b in blocks for o in (b.start_byte, b.end_byte)])
+                found = [
+                    _section_definition(block, start, end)
+                    for block, start, end in zip(blocks, at[::2], at[1::2], strict=True)
+                ]
                 definitions = sorted(definitions + found, key=outline_order)
         except BudgetExceeded as error:
             tree, reason = None, str(error)

@@ -58,21 +58,24 @@ def split_reference(reference: str) -> tuple[str, str | None]:
 
 def address(symbol: Symbol, outline: Outline) -> str:
     """The shortest reference that picks exactly `symbol` out of `outline`."""
-    twins = [s for s in outline.symbols if s.qualname == symbol.qualname]
-    if len(twins) == 1:
-        return symbol.qualname
-    return f"{symbol.qualname}{_ORDINAL}{twins.index(symbol) + 1}"
+    place, count = outline.twins[symbol]
+    return symbol.qualname if count == 1 else f"{symbol.qualname}{_ORDINAL}{place}"
 
 
 def find_symbol(text: str, outline: Outline, name: str) -> SymbolLookup:
-    """Resolve `name` (qualified, a trailing part of a qualified name, or `Name#N`) in `outline`."""
-    wanted, _, ordinal = name.strip().partition(_ORDINAL)
-    matches = [s for s in outline.symbols if s.qualname == wanted]
-    if not matches:
-        suffix = f".{wanted}"
-        matches = [s for s in outline.symbols if s.qualname.endswith(suffix)]
-    if ordinal.isdigit() and len({s.qualname for s in matches}) == 1:
-        index = int(ordinal) - 1
+    """Resolve `name` (qualified, a trailing part of a qualified name, or `Name#N`) in `outline`.
+
+    A name may hold `#` itself (a heading `C# support`, a key `a#b`): the last `#` starts
+    an ordinal only when the whole name matches nothing (`Issue #12#2`).
+    """
+    wanted, ordinal = name.strip(), ""
+    matches = _named(outline, wanted)
+    if not matches and _ORDINAL in wanted:
+        wanted, _, ordinal = wanted.rpartition(_ORDINAL)
+        matches = _named(outline, wanted)
+    if ordinal.isascii() and ordinal.isdigit() and len({s.qualname for s in matches}) == 1:
+        digits = ordinal.lstrip("0")  # int() refuses `²`, a digit, and 4,301 digits
+        index = int(digits) - 1 if 0 < len(digits) <= 18 else -1
         matches = matches[index : index + 1] if 0 <= index < len(matches) else []
     if len(matches) == 1:
         return SymbolLookup(LookupStatus.FOUND, name, found=symbol_text(text, outline, matches[0]))
@@ -83,13 +86,22 @@ def find_symbol(text: str, outline: Outline, name: str) -> SymbolLookup:
     return SymbolLookup(LookupStatus.UNKNOWN, name, suggestions=tuple(close))
 
 
+def _named(outline: Outline, wanted: str) -> list[Symbol]:
+    """The symbols named `wanted` in full, else those whose qualified name it ends."""
+    matches = [s for s in outline.symbols if s.qualname == wanted]
+    if not matches:
+        suffix = f".{wanted}"
+        matches = [s for s in outline.symbols if s.qualname.endswith(suffix)]
+    return matches
+
+
 def symbol_text(text: str, outline: Outline, symbol: Symbol) -> SymbolText:
     """The symbol's whole lines, extended upwards over the comment lines that document it."""
     lines = text.split("\n")  # rows as tree-sitter counts them (str.splitlines knows more breaks)
     start = symbol.start_line
     prefixes = spec_for(outline.language).doc_prefixes if outline.language else ()
     while prefixes and start > 1:
-        above = lines[start - 2].strip()
+        above = lines[start - 2].lstrip("\ufeff").strip()  # a BOM is no text
         if not above or not above.startswith(prefixes):
             break
         start -= 1

@@ -308,5 +308,7 @@ def _rows(
 
 
 def _innermost(symbols: Sequence[Symbol], start: int, end: int) -> Symbol | None:
+    """The deepest of `symbols` (in outline order) enclosing start..end; of several with one
+    span (`enum { A, B }` after error recovery), the last, as outline.nest picks."""
     enclosing = [s for s in symbols if encloses(s.start_byte, s.end_byte, start, end)]
-    return max(enclosing, key=lambda s: s.depth, default=None)
+    return max(reversed(enclosing), key=lambda s: s.depth, default=None)

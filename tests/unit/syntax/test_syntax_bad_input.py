@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from ephemeral_context.syntax import IncrementalSyntax, Limits, outline_text, render_synopsis
 from ephemeral_context.syntax.binding import Budget
 
@@ -92,3 +94,42 @@ def test_incremental_document_survives_turning_binary_and_back() -> None:
     changes = syntax.apply([], "def g():\n    pass\n")
     assert [s.qualname for s in syntax.outline.symbols] == ["g"]
     assert syntax.tree is not None
+
+
+def test_a_markdown_file_without_its_last_newline_keeps_its_headings() -> None:
+    """Markdown's block grammar reads a heading only with its line ended: `# Title` alone
+    parsed as an error with no heading, and a last heading made the file 'has syntax errors'."""
+    for text, headings in [
+        ("# Title", ["Title"]),
+        ("Title\n===", ["Title"]),
+        ("# A\n\nx\n## B", ["A", "A.B"]),
+    ]:
+        outline = outline_text(text, "README.md")
+        assert [s.qualname for s in outline.symbols] == headings
+        assert not outline.has_errors
+        assert outline.symbols[-1].end_byte == len(text)
+
+
+def test_the_first_lines_are_numbered_as_the_file_counts_them() -> None:
+    """str.splitlines also breaks at a form feed, U+2028 or U+001C: the preview said line 8
+    of a 5-line file."""
+    text = "one\x0cpage two\r\ntwo\nthree \u2028 still three\nfour\x1cfs\nfive\n"
+    outline = outline_text(text, "notes.txt")
+    assert outline.lines == 5
+    assert outline.preview == (
+        "one\x0cpage two",
+        "two",
+        "three \u2028 still three",
+        "four\x1cfs",
+        "five",
+    )
+
+
+def test_thousands_of_names_in_one_declaration_take_linear_time() -> None:
+    """Each name's declarator was found by checking every other name: 4,000 took 12 s."""
+    names = ", ".join(f"A{i} = {i}" for i in range(4000))
+    started = time.monotonic()
+    outline = outline_text(f"class K {{ static final int {names}; }}\n", "K.java")
+    assert time.monotonic() - started < 3
+    assert len(outline.symbols) == 4001
+    assert outline.symbols[-1].signature == "static final int A3999 = 3999"

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "syntax" / "samples"
 
 
-def ectx(*args: str) -> subprocess.CompletedProcess[str]:
+def ectx(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ephemeral_context", "outline", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
 
@@ -78,3 +81,28 @@ def test_missing_file_and_binary_file(tmp_path: Path) -> None:
     binary = ectx(str(blob))
     assert binary.returncode == 0
     assert "no outline: binary file" in binary.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_refused_not_waited_for(tmp_path: Path) -> None:
+    """Reading a FIFO no one writes blocks forever (and /dev/zero never ends)."""
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    result = ectx(str(fifo), timeout=20)
+    assert result.returncode == 2 and "not a regular file" in result.stderr
+    folder = ectx(str(tmp_path))
+    assert folder.returncode == 2 and "Is a directory" in folder.stderr
+
+
+def test_an_unknown_language_is_refused_not_ignored() -> None:
+    """`--language pyhton` fell back on the file name: a .txt file had 'no grammar'."""
+    result = ectx(str(SAMPLES / "notes.txt"), "--language", "pyhton")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "unknown language 'pyhton'" in result.stderr and "python" in result.stderr
+
+
+def test_a_symbol_name_longer_than_a_file_name_is_unknown_not_a_traceback() -> None:
+    """Whether `a.py::<5,000 characters>` is itself a file raised ENAMETOOLONG."""
+    result = ectx(f"{SAMPLES / 'inventory.py'}::{'x' * 5000}")
+    assert result.returncode == 1 and "no definition" in result.stderr
+    assert "Traceback" not in result.stderr

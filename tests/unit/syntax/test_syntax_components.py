@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from ephemeral_context.documents import ByteEdit
 from ephemeral_context.syntax import IncrementalSyntax, outline_text
 from ephemeral_context.syntax.symbols import LookupStatus, find_symbol
@@ -126,3 +128,38 @@ def test_blocks_end_where_their_own_closing_tag_is() -> None:
         ("go", 11, 11, "function go()"),
         ("style", 13, 17, '<style scoped lang="less">'),
     ]
+
+
+def test_a_quoted_attribute_may_hold_angle_brackets() -> None:
+    """Vue's generic components: the script began inside `generic="..."`, after its `>`."""
+    text = (
+        '<script setup lang="ts" generic="T extends Record<string, number>">\n'
+        "function pick(item: T): T {\n  return item;\n}\n</script>\n\n"
+        '<template v-if="a > b">\n  <template #row="{ n }"><i v-if="n > 1" /></template>\n'
+        "</template>\n"
+    )
+    outline = outline_text(text, "List.vue")
+    assert not outline.has_errors
+    assert [(s.qualname, s.start_line, s.end_line, s.signature) for s in outline.symbols] == [
+        ("script", 1, 5, '<script setup lang="ts" generic="T extends Record<string, number>">'),
+        ("pick", 2, 4, "function pick(item: T): T"),
+        ("template", 7, 9, '<template v-if="a > b">'),
+    ]
+
+
+def test_tags_left_open_take_linear_time() -> None:
+    """An unclosed tag was searched for its `>` to the end of the file from each `<template`
+    or `<script` after it: 20,000 of them took a minute."""
+    started = time.monotonic()
+    for text in ["<template>" + "<template " * 20_000, "<script " * 20_000]:
+        assert outline_text(text, "Junk.vue").symbols == ()
+    assert time.monotonic() - started < 3
+
+
+def test_thousands_of_blocks_take_linear_time() -> None:
+    """Each block's line was counted from the start of the file: 20,000 scripts took 9 s."""
+    text = "<script>\nvar a;\n</script>\n" * 20_000
+    started = time.monotonic()
+    outline = outline_text(text, "Junk.vue")
+    assert time.monotonic() - started < 4
+    assert (outline.symbols[-1].start_line, outline.symbols[-1].end_line) == (59_998, 60_000)

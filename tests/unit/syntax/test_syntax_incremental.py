@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -362,3 +363,48 @@ def test_a_query_near_any_byte_finds_what_the_whole_query_finds_there(name: str)
     for at in sorted(edges | set(range(0, len(source), 7))):
         wanted = [d for d in everything if d.reach_start <= at <= d.reach_end]
         assert find_definitions(tree, source, language, touching=(at, at)) == wanted, at
+
+
+def test_typing_at_the_end_of_markdown_without_its_last_newline_equals_fresh_parse() -> None:
+    """The parser reads such a file with a newline added; the edits around it agree."""
+    text = "# Ti"
+    syntax = IncrementalSyntax(text, "README.md")
+    for insert in ["tle", "\n", "\n## Next", "\n"]:
+        text, edit = splice(text, len(text), len(text), insert)
+        syntax.apply([edit], text)
+        assert syntax.outline == outline_text(text, "README.md")
+        assert [s.qualname for s in syntax.outline.symbols][:1] == ["Title"]
+
+
+def test_a_replace_all_of_thousands_of_edits_takes_linear_time() -> None:
+    """An editor's replace-all is one didChange with an edit per match: each edit moved the
+    spans of all those before it, so 6,000 took seconds; such an update is parsed anew."""
+    functions = [f"def f{i}(x):\n    return x\n" for i in range(6000)]
+    syntax = IncrementalSyntax("".join(functions), "a.py")
+    edits, at = [], 0
+    for i, function in enumerate(functions):  # `(x)` -> `(yy)`
+        column = function.index("x")
+        row, byte = 2 * i, at + column
+        edits.append(
+            ByteEdit(byte, byte + 1, byte + 2, (row, column), (row, column + 1), (row, column + 2))
+        )
+        at += len(function)
+    edits.reverse()  # back to front, as editors send them
+    text = "".join(functions).replace("(x)", "(yy)")
+    started = time.monotonic()
+    syntax.apply(edits, text)
+    assert time.monotonic() - started < 3
+    assert syntax.outline == outline_text(text, "a.py")
+
+
+def test_a_definition_inside_several_with_one_span_is_nested_in_the_last_as_fresh() -> None:
+    """Error recovery can make `RING_OK, RING_FULL, RING_EMPTY` three definitions with one
+    span around `struct ring`; an update re-nested it in the first of them (found by fuzzing)."""
+    text = 'typedef unsigned cha",\nstruct ring {\n    int head;\n};\n\n'
+    text += "enum ring_status { RING_OK, RING_FULL, RING_EMPTY };\n"
+    syntax = IncrementalSyntax(text, "ring.h")
+    start = text.index("ng_status {")
+    text, edit = splice(text, start, start + len("ng_status {"), "fn é\n")
+    syntax.apply([edit], text)
+    assert syntax.outline == outline_text(text, "ring.h")
+    assert syntax.outline.symbols[-1].qualname == "RING_EMPTY.ring"

@@ -6,8 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
-from ephemeral_context.syntax import LANGUAGES, detect_language
+from ephemeral_context.syntax import LANGUAGES, detect_language, outline_text
 from ephemeral_context.syntax.queries import KINDS, QueryFileError, compiled_query, grammars_dir
+from ephemeral_context.syntax.synopsis import symbol_line
 
 README = Path(__file__).resolve().parents[3] / "grammars" / "README.md"
 
@@ -96,3 +97,12 @@ def test_top_level_patterns_match_only_at_the_root() -> None:
     text = "X = 1\ndef f():\n    Y = 2\nclass C:\n    Z = 3\nif True:\n    W = 4\nV: int = 5\n"
     constants = [s.qualname for s in outline_text(text, "m.py").symbols if s.kind == "constant"]
     assert constants == ["X", "V"]
+
+
+def test_a_json_key_with_escapes_is_one_definition() -> None:
+    """The grammar splits a key's text around each escape: `"caf\\u00e9"` was a key `caf` and
+    `"a\\"q"` two keys, `a` (a twin of the real `a`) and `q`."""
+    text = '{"a": 1, "a\\"q": 2, "caf\\u00e9": 3}\n'
+    outline = outline_text(text, "strings.json")
+    assert [s.qualname for s in outline.symbols] == ["a", '"a\\"q"', '"caf\\u00e9"']
+    assert [symbol_line(s).strip() for s in outline.symbols][1] == '1-1 key "a\\"q": 2'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,65 @@ def test_split_reference() -> None:
     assert split_reference("src/a.py::Foo.bar") == ("src/a.py", "Foo.bar")
     assert split_reference("src/a.py") == ("src/a.py", None)
     assert split_reference("a.cpp::ns::f") == ("a.cpp", "ns::f")
+
+
+@pytest.mark.parametrize("ordinal", ["²", "9" * 5000])
+def test_an_ordinal_int_refuses_is_no_crash(ordinal: str) -> None:
+    """`²` is a digit to str.isdigit but not to int(), which also refuses 4,301 digits."""
+    text = "def f():\n    return 1\n\ndef f():\n    return 2\n"
+    lookup = find_symbol(text, outline_text(text, "a.py"), f"f#{ordinal}")
+    assert lookup.found is None
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("a.md", "# Guide\n\n## C# support\n\n## Issue #12\n\nyes\n\n## Issue #12\n\nno\n"),
+        ("a.json", '{"a#b": 1, "c": {"d#1": 2}}\n'),
+        ("a.yaml", "a#b: 1\nc#: 2\n"),
+    ],
+)
+def test_a_name_holding_a_hash_round_trips_through_its_address(path: str, text: str) -> None:
+    """`#` starts an ordinal (`Name#2`) only after a name that matches nothing as written."""
+    outline = outline_text(text, path)
+    assert any("#" in symbol.name for symbol in outline.symbols)
+    for symbol in outline.symbols:
+        lookup = find_symbol(text, outline, address(symbol, outline))
+        assert lookup.found is not None and lookup.found.symbol == symbol, lookup
+
+
+@pytest.mark.parametrize(("path", "doc"), [("a.py", "# Doubles."), ("a.rs", "/// Doubles.")])
+def test_a_doc_comment_after_a_byte_order_mark_comes_with_the_text(path: str, doc: str) -> None:
+    """str.strip keeps U+FEFF, so the first line's comment read as code, not as a doc."""
+    text = f"\ufeff{doc}\n" + ("def f(x): return 2 * x\n" if path == "a.py" else "fn f() {}\n")
+    lookup = find_symbol(text, outline_text(text, path), "f")
+    assert lookup.found is not None and lookup.found.start_line == 1, lookup
+    assert lookup.found.text.startswith(f"\ufeff{doc}\n")
+
+
+def test_addressing_every_candidate_of_a_lookup_takes_linear_time() -> None:
+    """Each address scanned every symbol: 20,000 same-named definitions took 36 s to list."""
+    text = "def f(): pass\n" * 20_000
+    outline = outline_text(text, "twins.py")
+    lookup = find_symbol(text, outline, "f")
+    started = time.monotonic()
+    addresses = [address(candidate, outline) for candidate in lookup.candidates]
+    assert time.monotonic() - started < 5
+    assert addresses[0] == "f#1" and addresses[-1] == "f#20000"
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "name"),
+    [
+        ("a.js", "const AREA = WIDTH\n  * HEIGHT;", "AREA"),
+        ("a.c", "static const int AREA = W\n    /* cm */ * H;", "AREA"),
+        ("a.py", 'def usage():\n    return """\n# Usage"""', "usage"),
+    ],
+)
+def test_a_last_line_that_only_looks_like_a_comment_is_kept(
+    path: str, text: str, name: str
+) -> None:
+    """Trailing comment lines are cut off a definition; code that starts like one is not."""
+    outline = outline_text(text + "\n", path)
+    lookup = find_symbol(text, outline, name)
+    assert lookup.found is not None and lookup.found.text == text
