@@ -30,7 +30,8 @@ import { AskProgress, Methods, StatusResult, Usage } from './protocol';
 import { getInterpreterDetails, InterpreterDetails } from './python';
 import { checkServerPackage, MIN_PYTHON } from './pythonProbe';
 import { ServerInfo } from './setup';
-import { getWindowSettings, ISettings, toServerSettings } from './settings';
+import { getSettings, getWindowSettings } from './settings';
+import { ISettings, toServerSettings } from './settingValues';
 import { normalizeUsage } from '../model/normalize';
 import { ServerState } from '../model/statusText';
 import {
@@ -176,8 +177,11 @@ export class ServerManager implements Disposable {
 
     private async startClient(): Promise<void> {
         this.setState({ kind: 'starting' });
-        const settings = getWindowSettings();
         const folder = getWorkspaceFolders()[0];
+        const { settings, ignored } = getSettings(folder);
+        if (ignored.length > 0) {
+            this.explainIgnoredSettings(ignored);
+        }
         let interpreter = await getInterpreterDetails(settings.interpreter, folder?.uri);
         if (!interpreter) {
             this.setState({ kind: 'noPython' });
@@ -308,6 +312,12 @@ export class ServerManager implements Disposable {
             this.crashTimer = undefined;
             void this.restart();
         }, delay);
+    }
+
+    private explainIgnoredSettings(keys: string[]): void {
+        const message = `${this.deps.info.name}: ${keys.join(', ')} ${keys.length === 1 ? 'has' : 'have'} a value of the wrong type; using the default.`;
+        traceError(message);
+        void showWarningMessage(message, 'Open Settings').then((choice) => choice && openSettings(keys[0]));
     }
 
     private explainNoPython(message: string): void {
