@@ -16,13 +16,13 @@ import {
 } from 'vscode';
 import { ResponseError } from 'vscode-languageclient/node';
 import { Commands } from '../common/constants';
-import { traceError } from '../common/log/logging';
+import { traceError, traceWarn } from '../common/log/logging';
 import { AskParams, AskResult, ErrorCodes, Methods } from '../common/protocol';
 import { ServerManager } from '../common/server';
-import { executeCommand } from '../common/vscodeapi';
+import { executeCommand, showErrorMessage } from '../common/vscodeapi';
 import { normalizeAskResult } from '../model/normalize';
 import { renderPage } from './html';
-import { ToExtension, ToWebview } from './messages';
+import { parseToExtension, ToExtension, ToWebview } from './messages';
 
 export const CHAT_VIEW_TYPE = 'ephemeralContext.chat';
 
@@ -75,7 +75,7 @@ export class ChatPanel implements Disposable {
         });
         this.disposables.push(
             panel.onDidDispose(() => this.dispose()),
-            panel.webview.onDidReceiveMessage((message: ToExtension) => void this.onMessage(message)),
+            panel.webview.onDidReceiveMessage((message: unknown) => void this.receive(message)),
             deps.server.onAskProgress((event) => {
                 if (this.running && (!this.conversationId || event.conversationId === this.conversationId)) {
                     this.conversationId = event.conversationId;
@@ -108,6 +108,21 @@ export class ChatPanel implements Disposable {
             serverRunning: state.kind === 'running',
             serverMessage,
         });
+    }
+
+    /** Acts on a well-formed message; a failure (a file that cannot be opened) becomes an error message. */
+    private async receive(raw: unknown): Promise<void> {
+        const message = parseToExtension(raw);
+        if (!message) {
+            traceWarn(`The Ask Claude panel sent a message of unknown shape: ${JSON.stringify(raw)?.slice(0, 200)}`);
+            return;
+        }
+        try {
+            await this.onMessage(message);
+        } catch (error) {
+            traceError(`Ask Claude panel: ${message.type} failed: ${errorMessage(error)}`);
+            void showErrorMessage(`Ephemeral Context: ${errorMessage(error)}`);
+        }
     }
 
     private async onMessage(message: ToExtension): Promise<void> {
