@@ -59,7 +59,7 @@ export interface StatusResult extends Usage {
 
 /** Known kinds; the server may add more, shown generically. */
 export type ItemKind = 'file' | 'symbol' | 'skill' | 'memory' | 'tool_result' | (string & {});
-export type ItemState = 'full' | 'partial' | 'synopsis' | 'evicted' | (string & {});
+export type ItemState = 'full' | 'partial' | 'synopsis' | 'reference' | 'evicted' | (string & {});
 
 export interface LedgerItem {
     id: string;
