@@ -20,6 +20,7 @@ import { traceError, traceWarn } from '../common/log/logging';
 import { AskParams, AskResult, ErrorCodes, Methods } from '../common/protocol';
 import { ServerManager } from '../common/server';
 import { executeCommand, showErrorMessage } from '../common/vscodeapi';
+import { ConversationState } from '../model/conversation';
 import { normalizeAskResult } from '../model/normalize';
 import { renderPage } from './html';
 import { parseToExtension, ToExtension, ToWebview } from './messages';
@@ -38,7 +39,7 @@ export class ChatPanel implements Disposable {
 
     private readonly disposables: Disposable[] = [];
     private running: CancellationTokenSource | undefined;
-    private conversationId: string | undefined;
+    private readonly conversation = new ConversationState();
 
     static createOrShow(deps: ChatDependencies): void {
         if (ChatPanel.current) {
@@ -77,8 +78,7 @@ export class ChatPanel implements Disposable {
             panel.onDidDispose(() => this.dispose()),
             panel.webview.onDidReceiveMessage((message: unknown) => void this.receive(message)),
             deps.server.onAskProgress((event) => {
-                if (this.running && (!this.conversationId || event.conversationId === this.conversationId)) {
-                    this.conversationId = event.conversationId;
+                if (this.conversation.accepts(event.conversationId)) {
                     const label = event.kind === 'edit' ? workspace.asRelativePath(Uri.parse(event.uri)) : undefined;
                     this.post({ type: 'progress', event, label });
                 }
@@ -144,7 +144,8 @@ export class ChatPanel implements Disposable {
                 return;
             case 'newConversation':
                 this.running?.cancel();
-                this.conversationId = undefined;
+                this.running = undefined;
+                this.conversation.reset();
                 this.post({ type: 'cleared' });
                 return;
         }
@@ -165,21 +166,27 @@ export class ChatPanel implements Disposable {
         const source = new CancellationTokenSource();
         this.running = source;
         this.post({ type: 'started', prompt });
-        const params: AskParams = this.conversationId ? { prompt, conversationId: this.conversationId } : { prompt };
+        const { run, conversationId } = this.conversation.begin();
+        const params: AskParams = conversationId ? { prompt, conversationId } : { prompt };
         try {
             const result = normalizeAskResult(await this.deps.server.request<AskResult>(Methods.ask, params, source.token));
-            this.conversationId = result.conversationId;
-            this.post({ type: 'done', result });
+            if (this.conversation.end(run, result.conversationId)) {
+                this.post({ type: 'done', result });
+            }
         } catch (error) {
             const cancelled = source.token.isCancellationRequested || (error instanceof ResponseError && error.code === ErrorCodes.requestCancelled);
             const message = cancelled ? 'Cancelled. Edits already applied stay applied (undo them in the editor).' : errorMessage(error);
             if (!cancelled) {
                 traceError(`${Methods.ask} failed: ${message}`);
             }
-            this.post({ type: 'failed', message, cancelled });
+            if (this.conversation.end(run)) {
+                this.post({ type: 'failed', message, cancelled });
+            }
         } finally {
             source.dispose();
-            this.running = undefined;
+            if (this.running === source) {
+                this.running = undefined;
+            }
         }
     }
 
