@@ -112,7 +112,12 @@ export class ServerManager implements Disposable {
                 if (this.disposed) {
                     return;
                 }
-                await this.startClient();
+                try {
+                    await this.startClient();
+                } catch (error) {
+                    // Not the process (its failures are handled in startClient): the steps before it.
+                    this.scheduleCrashRestart(`it could not be started (${error instanceof Error ? error.message : String(error)})`);
+                }
             } while (this.restartAgain && !this.disposed);
         })();
         try {

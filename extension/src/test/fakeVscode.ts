@@ -1,0 +1,81 @@
+/**
+ * Just enough of the `vscode` module, and of vscode-languageclient/node (which needs the real
+ * one), to unit-test the extension-host classes without a workbench. Import it before them:
+ * it answers `require` for both. Settings come from `settings`; shown messages land in `shown`.
+ */
+import Module from 'node:module';
+
+type Listener<T> = (value: T) => unknown;
+
+class EventEmitter<T> {
+    private listeners: Listener<T>[] = [];
+    readonly event = (listener: Listener<T>) => {
+        this.listeners.push(listener);
+        return { dispose: () => (this.listeners = this.listeners.filter((l) => l !== listener)) };
+    };
+    fire(value: T): void {
+        this.listeners.forEach((listener) => listener(value));
+    }
+    dispose(): void {
+        this.listeners = [];
+    }
+}
+
+export const settings: Record<string, unknown> = {};
+export const shown: string[] = [];
+
+const show = async (message: string) => {
+    shown.push(message);
+    return undefined;
+};
+
+const fakeVscode = {
+    EventEmitter,
+    ProgressLocation: { Notification: 15 },
+    Uri: { file: (fsPath: string) => ({ fsPath, toString: () => `file://${fsPath}` }) },
+    window: { showErrorMessage: show, showWarningMessage: show, showInformationMessage: show },
+    workspace: {
+        workspaceFolders: undefined,
+        getConfiguration: () => ({ get: (key: string) => settings[key], inspect: () => undefined }),
+    },
+    commands: { executeCommand: async () => undefined },
+    extensions: { getExtension: () => undefined },
+};
+
+const State = { Stopped: 1, Running: 2, Starting: 3 };
+
+/** A client whose server starts at once and answers every request with `{}`. */
+class FakeLanguageClient {
+    state = State.Stopped;
+    async start(): Promise<void> {
+        this.state = State.Running;
+    }
+    needsStop(): boolean {
+        return this.state === State.Running;
+    }
+    async stop(): Promise<void> {
+        this.state = State.Stopped;
+    }
+    async dispose(): Promise<void> {}
+    onNotification() {
+        return { dispose: () => undefined };
+    }
+    async sendRequest(): Promise<unknown> {
+        return {};
+    }
+}
+
+const fakeClient = {
+    LanguageClient: FakeLanguageClient,
+    State,
+    CloseAction: { DoNotRestart: 1 },
+    ErrorAction: { Continue: 1 },
+    RevealOutputChannelOn: { Never: 4 },
+};
+
+const fakes: Record<string, unknown> = { vscode: fakeVscode, 'vscode-languageclient/node': fakeClient };
+const moduleWithLoad = Module as unknown as { _load(request: string, ...rest: unknown[]): unknown };
+const load = moduleWithLoad._load;
+moduleWithLoad._load = function (request: string, ...rest: unknown[]) {
+    return request in fakes ? fakes[request] : load.call(this, request, ...rest);
+};
