@@ -232,8 +232,7 @@ export function registerCommands(deps: CommandDependencies): void {
         if (key === undefined) {
             return;
         }
-        // Restart first (it reads the key when the debounce fires), so nothing sees the old server as ready.
-        server.requestRestart('API key changed');
+        // The server restarts on the key store's change event (ServerManager), in every window.
         if (key.trim()) {
             await apiKeys.set(key.trim());
             void showInformationMessage('API key stored; restarting the Ephemeral Context server to use it.');

@@ -49,6 +49,8 @@ export interface ServerDependencies {
     channel: LogOutputChannel;
     /** The Anthropic API key to hand to the server process, if any. */
     apiKey(): Promise<string | undefined>;
+    /** Fires when the stored key changes, in this window or another: the process must be restarted to get it. */
+    onDidChangeApiKey: Event<void>;
     /** Where a virtual environment created for the server lives. */
     storageDir: Uri;
 }
@@ -78,7 +80,11 @@ export class ServerManager implements Disposable {
     readonly onAskProgress: Event<AskProgress> = this.askEmitter.event;
     readonly onState: Event<ServerState> = this.stateEmitter.event;
 
-    constructor(private readonly deps: ServerDependencies) {}
+    private readonly keyListener: Disposable;
+
+    constructor(private readonly deps: ServerDependencies) {
+        this.keyListener = deps.onDidChangeApiKey(() => this.requestRestart('the API key changed'));
+    }
 
     get state(): ServerState {
         return this.currentState;
@@ -147,6 +153,7 @@ export class ServerManager implements Disposable {
 
     async dispose(): Promise<void> {
         this.disposed = true;
+        this.keyListener.dispose();
         clearTimeout(this.restartTimer);
         clearTimeout(this.crashTimer);
         await this.stopClient();

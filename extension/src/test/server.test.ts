@@ -2,7 +2,7 @@ import { settings, shown } from './fakeVscode'; // first: it fakes `vscode` for 
 import { strict as assert } from 'node:assert';
 import { after, beforeEach, test } from 'node:test';
 import { ServerDependencies, ServerManager } from '../common/server';
-import { LogOutputChannel, Uri } from 'vscode';
+import { EventEmitter, LogOutputChannel, Uri } from 'vscode';
 
 // A Python that has the "server module": json stands in for ephemeral_context.
 const info = { name: 'Ephemeral Context', module: 'json', pipPackage: 'ephemeral-context' };
@@ -13,6 +13,7 @@ function manager(overrides: Partial<ServerDependencies> = {}): ServerManager {
         info,
         channel: { show: () => undefined } as unknown as LogOutputChannel,
         apiKey: async () => 'sk-ant-test',
+        onDidChangeApiKey: new EventEmitter<void>().event,
         storageDir: Uri.file('/tmp/ectx-test-storage'),
         ...overrides,
     } as ServerDependencies;
@@ -35,4 +36,13 @@ test('a start that fails before the process runs (the key store cannot be read) 
     await server.restart();
     assert.equal(server.state.kind, 'crashed');
     assert.match(shown.join('\n'), /no keyring/);
+});
+
+test('an API key stored or removed, in this window or another, restarts the server so it gets the key', async () => {
+    const keyChanged = new EventEmitter<void>();
+    const server = manager({ onDidChangeApiKey: keyChanged.event });
+    await server.restart();
+    assert.equal(server.state.kind, 'running');
+    keyChanged.fire();
+    assert.equal(server.state.kind, 'starting');
 });
