@@ -22,6 +22,8 @@ class EventEmitter<T> {
 }
 
 export const settings: Record<string, unknown> = {};
+/** Fire it to add or remove a workspace folder. */
+export const workspaceFoldersChanged = new EventEmitter<unknown>();
 export const shown: string[] = [];
 
 const show = async (message: string) => {
@@ -32,10 +34,15 @@ const show = async (message: string) => {
 const fakeVscode = {
     EventEmitter,
     ProgressLocation: { Notification: 15 },
-    Uri: { file: (fsPath: string) => ({ fsPath, toString: () => `file://${fsPath}` }) },
+    Uri: {
+        file: (fsPath: string) => ({ fsPath, toString: () => `file://${fsPath}` }),
+        parse: (uri: string) => ({ fsPath: uri.replace(/^file:\/\//, ''), toString: () => uri }),
+    },
     window: { showErrorMessage: show, showWarningMessage: show, showInformationMessage: show },
     workspace: {
         workspaceFolders: undefined,
+        onDidChangeWorkspaceFolders: workspaceFoldersChanged.event,
+        asRelativePath: (uri: { fsPath: string }) => uri.fsPath,
         getConfiguration: () => ({ get: (key: string) => settings[key], inspect: () => undefined }),
     },
     commands: { executeCommand: async () => undefined },
