@@ -133,10 +133,14 @@ export class ServerManager implements Disposable {
         }
     }
 
-    /** Sends a request to the running server; rejects with a readable error when there is none. */
+    /**
+     * Sends a request to the running server; rejects with a readable error when there is none,
+     * and from the moment a restart is asked for: the old process, still up until the restart
+     * runs, would forget what the request did (a pin).
+     */
     async request<R>(method: string, params: object, token?: CancellationToken): Promise<R> {
         const client = this.client;
-        if (!client || client.state !== State.Running) {
+        if (!client || client.state !== State.Running || this.currentState.kind !== 'running') {
             throw new Error(`The ${this.deps.info.name} server is not running (${describeState(this.currentState)}).`);
         }
         return token ? client.sendRequest<R>(method, params, token) : client.sendRequest<R>(method, params);

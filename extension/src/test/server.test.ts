@@ -46,3 +46,11 @@ test('an API key stored or removed, in this window or another, restarts the serv
     keyChanged.fire();
     assert.equal(server.state.kind, 'starting');
 });
+
+test('requests are refused once a restart is asked for: the old server would forget what they did (a pin)', async () => {
+    const server = manager();
+    await server.restart();
+    await server.request('ephemeralContext/pin', { uri: 'file:///w/a.py' });
+    server.requestRestart('settings changed');
+    await assert.rejects(server.request('ephemeralContext/pin', { uri: 'file:///w/a.py' }), /server is not running \(starting\)/);
+});
