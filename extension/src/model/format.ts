@@ -18,8 +18,16 @@ export function formatTokens(tokens: number): string {
     return `${trim((n / 1_000_000_000).toFixed(2))}B`;
 }
 
-/** 0.36 -> "$0.36", 0.004 -> "$0.004", 12.5 -> "$12.50", 0 -> "$0.00". */
+/** Signed, for savings (negative on a short session): -1200 -> "-1.2k", 950 -> "950". */
+export function formatTokenDelta(tokens: number): string {
+    return tokens < 0 ? `-${formatTokens(-tokens)}` : formatTokens(tokens);
+}
+
+/** 0.36 -> "$0.36", 0.004 -> "$0.004", 12.5 -> "$12.50", 0 -> "$0.00", -0.05 -> "-$0.05". */
 export function formatUsd(usd: number): string {
+    if (usd < 0) {
+        return `-${formatUsd(-usd)}`;
+    }
     if (usd > 0 && usd < 0.01) {
         return `$${usd.toPrecision(1)}`;
     }

@@ -4,7 +4,7 @@
  * without VS Code.
  */
 import { Usage } from '../common/protocol';
-import { formatRate, formatTokens, formatUsd } from './format';
+import { formatRate, formatTokenDelta, formatTokens, formatUsd } from './format';
 
 export type ServerState =
     | { kind: 'starting' }
@@ -47,7 +47,7 @@ export function formatUsage(usage: Usage, warningRatio: number): StatusText {
         `| synopsis only | ${formatTokens(breakdown.synopsis)} |`,
         `| evicted (not sent, hydratable) | ${formatTokens(breakdown.evicted)} |`,
         '',
-        `Cache hit rate this session: ${formatRate(usage.cacheHitRate)}; saved ${formatTokens(usage.savedTokens)} tokens` +
+        `Cache hit rate this session: ${formatRate(usage.cacheHitRate)}; saved ${formatTokenDelta(usage.savedTokens)} tokens` +
             ` (${formatUsd(usage.savedUsd)}) versus re-sending every read.`,
         '',
         lastCall
