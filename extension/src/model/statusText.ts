@@ -97,3 +97,21 @@ export function formatServerState(state: ServerState): StatusText {
             };
     }
 }
+
+/** Why the server cannot take a request now, in the words a command's error message uses. */
+export function whyNotRunning(state: ServerState): string {
+    switch (state.kind) {
+        case 'starting':
+            return 'it is starting';
+        case 'running':
+            return 'it is restarting';
+        case 'noPython':
+            return 'no usable Python 3.11+ was found';
+        case 'installing':
+            return 'it is being installed';
+        case 'missingPackage':
+            return 'its package is not installed (see the log)';
+        case 'crashed':
+            return 'it stopped and is restarting';
+    }
+}

@@ -52,5 +52,16 @@ test('requests are refused once a restart is asked for: the old server would for
     await server.restart();
     await server.request('ephemeralContext/pin', { uri: 'file:///w/a.py' });
     server.requestRestart('settings changed');
-    await assert.rejects(server.request('ephemeralContext/pin', { uri: 'file:///w/a.py' }), /server is not running \(starting\)/);
+    await assert.rejects(server.request('ephemeralContext/pin', { uri: 'file:///w/a.py' }), /server is not running: it is starting/);
+});
+
+test('a command run while the server cannot run says why in words', async () => {
+    settings.interpreter = ['/nonexistent/python3'];
+    const server = manager();
+    await server.restart();
+    assert.equal(server.state.kind, 'noPython');
+    await assert.rejects(server.request('ephemeralContext/pin', { uri: 'file:///w/a.py' }), (error: Error) => {
+        assert.equal(error.message, 'The Ephemeral Context server is not running: no usable Python 3.11+ was found.');
+        return true;
+    });
 });
