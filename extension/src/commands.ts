@@ -21,7 +21,7 @@ import { ResponseError } from 'vscode-languageclient/node';
 import { ApiKeyStore } from './common/apiKey';
 import { Commands, CONTEXT_VIEW_ID } from './common/constants';
 import { traceError, traceInfo } from './common/log/logging';
-import { DropParams, DropResult, ErrorCodes, HydrateResult, Methods, PinParams, PinResult } from './common/protocol';
+import { DropParams, DropResult, ErrorCodes, HydrateResult, isRequestCancelled, Methods, PinParams, PinResult } from './common/protocol';
 import { ServerManager } from './common/server';
 import { executeCommand, registerCommand, showErrorMessage, showInformationMessage, withProgress } from './common/vscodeapi';
 import { ContextNode, ItemNode } from './model/contextTree';
@@ -49,13 +49,17 @@ function describe(error: unknown): string {
     return error instanceof Error ? error.message : String(error);
 }
 
-/** Wraps a handler so that a failure becomes one error message and a log line. */
-function safely<A extends unknown[]>(name: string, handler: (...args: A) => Promise<unknown>): (...args: A) => Promise<void> {
+/** Wraps a handler so that a failure becomes one error message and a log line (a cancel, just the log line). */
+export function safely<A extends unknown[]>(name: string, handler: (...args: A) => Promise<unknown>): (...args: A) => Promise<void> {
     return async (...args: A) => {
         traceInfo(`Command ${name}`);
         try {
             await handler(...args);
         } catch (error) {
+            if (isRequestCancelled(error)) {
+                traceInfo(`${name} cancelled`);
+                return;
+            }
             traceError(`${name} failed: ${describe(error)}`);
             void showErrorMessage(`Ephemeral Context: ${describe(error)}`);
         }

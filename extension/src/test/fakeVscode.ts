@@ -72,8 +72,18 @@ class FakeLanguageClient {
     }
 }
 
+export class ResponseError extends Error {
+    constructor(
+        readonly code: number,
+        message: string,
+    ) {
+        super(message);
+    }
+}
+
 const fakeClient = {
     LanguageClient: FakeLanguageClient,
+    ResponseError,
     State,
     CloseAction: { DoNotRestart: 1 },
     ErrorAction: { Continue: 1 },

@@ -14,10 +14,9 @@ import {
     window,
     workspace,
 } from 'vscode';
-import { ResponseError } from 'vscode-languageclient/node';
 import { Commands } from '../common/constants';
 import { traceError, traceWarn } from '../common/log/logging';
-import { AskParams, AskResult, ErrorCodes, Methods } from '../common/protocol';
+import { AskParams, AskResult, isRequestCancelled, Methods } from '../common/protocol';
 import { ServerManager } from '../common/server';
 import { executeCommand, showErrorMessage } from '../common/vscodeapi';
 import { ConversationState } from '../model/conversation';
@@ -174,7 +173,7 @@ export class ChatPanel implements Disposable {
                 this.post({ type: 'done', result });
             }
         } catch (error) {
-            const cancelled = source.token.isCancellationRequested || (error instanceof ResponseError && error.code === ErrorCodes.requestCancelled);
+            const cancelled = source.token.isCancellationRequested || isRequestCancelled(error);
             const message = cancelled ? 'Cancelled. Edits already applied stay applied (undo them in the editor).' : errorMessage(error);
             if (!cancelled) {
                 traceError(`${Methods.ask} failed: ${message}`);
