@@ -33,7 +33,7 @@ import { ServerInfo } from './setup';
 import { getSettings, getWindowSettings } from './settings';
 import { ISettings, toServerSettings } from './settingValues';
 import { normalizeUsage } from '../model/normalize';
-import { ServerState, whyNotRunning } from '../model/statusText';
+import { notRunningMessage, ServerState } from '../model/statusText';
 import {
     getWorkspaceFolders,
     isVirtualWorkspace,
@@ -141,7 +141,7 @@ export class ServerManager implements Disposable {
     async request<R>(method: string, params: object, token?: CancellationToken): Promise<R> {
         const client = this.client;
         if (!client || client.state !== State.Running || this.currentState.kind !== 'running') {
-            throw new Error(`The ${this.deps.info.name} server is not running: ${whyNotRunning(this.currentState)}.`);
+            throw new Error(notRunningMessage(this.deps.info.name, this.currentState));
         }
         return token ? client.sendRequest<R>(method, params, token) : client.sendRequest<R>(method, params);
     }

@@ -98,8 +98,12 @@ export function formatServerState(state: ServerState): StatusText {
     }
 }
 
-/** Why the server cannot take a request now, in the words a command's error message uses. */
-export function whyNotRunning(state: ServerState): string {
+/** What a command or the Ask Claude panel says while the server cannot take a request. */
+export function notRunningMessage(serverName: string, state: ServerState): string {
+    return `The ${serverName} server is not running: ${whyNotRunning(state)}.`;
+}
+
+function whyNotRunning(state: ServerState): string {
     switch (state.kind) {
         case 'starting':
             return 'it is starting';
@@ -112,6 +116,6 @@ export function whyNotRunning(state: ServerState): string {
         case 'missingPackage':
             return 'its package is not installed (see the log)';
         case 'crashed':
-            return 'it stopped and is restarting';
+            return 'it stopped and is restarting (see the log)';
     }
 }

@@ -26,6 +26,26 @@ export const settings: Record<string, unknown> = {};
 export const workspaceFoldersChanged = new EventEmitter<unknown>();
 export const shown: string[] = [];
 
+/** The webview panels created, each with the messages posted to it and a way to send it one. */
+export const panels: { posted: unknown[]; receive(message: unknown): void }[] = [];
+
+function createWebviewPanel() {
+    const received = new EventEmitter<unknown>();
+    const record = { posted: [] as unknown[], receive: (message: unknown) => received.fire(message) };
+    panels.push(record);
+    return {
+        webview: {
+            cspSource: 'vscode-webview:',
+            asWebviewUri: (uri: unknown) => uri,
+            postMessage: async (message: unknown) => record.posted.push(message),
+            onDidReceiveMessage: received.event,
+        },
+        onDidDispose: new EventEmitter<void>().event,
+        reveal: () => undefined,
+        dispose: () => undefined,
+    };
+}
+
 const show = async (message: string) => {
     shown.push(message);
     return undefined;
@@ -36,9 +56,12 @@ const fakeVscode = {
     ProgressLocation: { Notification: 15 },
     Uri: {
         file: (fsPath: string) => ({ fsPath, toString: () => `file://${fsPath}` }),
+        joinPath: (base: { fsPath: string }, ...parts: string[]) => ({ fsPath: [base.fsPath, ...parts].join('/') }),
         parse: (uri: string) => ({ fsPath: uri.replace(/^file:\/\//, ''), toString: () => uri }),
     },
-    window: { showErrorMessage: show, showWarningMessage: show, showInformationMessage: show },
+    window: { showErrorMessage: show, showWarningMessage: show, showInformationMessage: show, createWebviewPanel },
+    ViewColumn: { One: 1, Beside: -2 },
+    CancellationTokenSource: class {},
     workspace: {
         workspaceFolders: undefined,
         onDidChangeWorkspaceFolders: workspaceFoldersChanged.event,

@@ -21,6 +21,7 @@ import { ServerManager } from '../common/server';
 import { executeCommand, showErrorMessage } from '../common/vscodeapi';
 import { ConversationState } from '../model/conversation';
 import { normalizeAskResult } from '../model/normalize';
+import { notRunningMessage } from '../model/statusText';
 import { renderPage } from './html';
 import { parseToExtension, ToExtension, ToWebview } from './messages';
 
@@ -93,19 +94,11 @@ export class ChatPanel implements Disposable {
 
     private async postState(): Promise<void> {
         const state = this.deps.server.state;
-        const serverMessage =
-            state.kind === 'running'
-                ? ''
-                : state.kind === 'starting'
-                  ? 'The server is starting…'
-                  : state.kind === 'crashed'
-                    ? 'The server stopped and is restarting; see the Ephemeral Context log.'
-                    : 'The server is not running: no usable Python or the server package is missing. See the Ephemeral Context log.';
         this.post({
             type: 'state',
             hasApiKey: await this.deps.hasApiKey(),
             serverRunning: state.kind === 'running',
-            serverMessage,
+            serverMessage: state.kind === 'running' ? '' : notRunningMessage('Ephemeral Context', state),
         });
     }
 
