@@ -115,7 +115,28 @@ export function registerCommands(deps: CommandDependencies): void {
         await tree.refresh();
     };
 
-    const addToContext = async (target?: Uri): Promise<void> => {
+    /** Pins each file, going on past a refused one; the refusals are reported together. */
+    const pinEach = async (files: Uri[]): Promise<void> => {
+        const refused: string[] = [];
+        for (const file of files) {
+            try {
+                await pin({ uri: file.toString() });
+            } catch (error) {
+                refused.push(`${path.basename(file.fsPath)}: ${describe(error)}`);
+            }
+        }
+        if (refused.length > 0) {
+            throw new Error(`${refused.length} of ${files.length} files were not added. ${refused.join('; ')}`);
+        }
+    };
+
+    /** From the Explorer, `selected` holds every selected file (`target` is the one right-clicked). */
+    const addToContext = async (target?: Uri, selected?: Uri[]): Promise<void> => {
+        const files = Array.isArray(selected) ? selected.filter((uri) => uri instanceof Uri) : [];
+        if (files.length > 1) {
+            await pinEach(files);
+            return;
+        }
         const editor = window.activeTextEditor;
         if (target instanceof Uri || !editor) {
             const uri = targetUri(target);

@@ -1,7 +1,8 @@
-import { ResponseError, shown } from './fakeVscode'; // first: it fakes `vscode` for the imports below
+import { registeredCommands, ResponseError, shown } from './fakeVscode'; // first: it fakes `vscode` for the imports below
 import { strict as assert } from 'node:assert';
 import { beforeEach, test } from 'node:test';
-import { safely } from '../commands';
+import { Uri } from 'vscode';
+import { CommandDependencies, registerCommands, safely } from '../commands';
 
 beforeEach(() => {
     shown.length = 0;
@@ -19,4 +20,39 @@ test('a command that fails shows one message with the reason, never a stack', as
         throw new ResponseError(-32602, 'a.bin is binary');
     })();
     assert.deepEqual(shown, ['Ephemeral Context: a.bin is binary']);
+});
+
+test('Add to Context on several files selected in the Explorer pins every one of them', async () => {
+    const pinned: unknown[] = [];
+    const server = {
+        request: async (_method: string, params: unknown) => {
+            pinned.push(params);
+            return { item: { id: 'f1', label: 'a.py', state: 'full', tokens: 10 } };
+        },
+    };
+    const context = { subscriptions: [], extensionUri: Uri.file('/ext') };
+    registerCommands({ context, server, tree: { refresh: async () => undefined } } as unknown as CommandDependencies);
+    const first = Uri.file('/w/my file#1.py');
+    const second = Uri.file('/w/naïve 100%.py');
+    await registeredCommands.get('ephemeralContext.addToContext')?.(first, [first, second]);
+    assert.deepEqual(pinned, [{ uri: first.toString() }, { uri: second.toString() }]);
+    assert.deepEqual(shown, []);
+});
+
+test('a refused file among several does not stop the others, and the refusals are told together', async () => {
+    const pinned: unknown[] = [];
+    const server = {
+        request: async (_method: string, params: { uri: string }) => {
+            if (params.uri.endsWith('.env')) {
+                throw new ResponseError(-32602, 'matches the secret pattern .env*');
+            }
+            pinned.push(params);
+            return { item: { id: 'f1', label: 'a.py', state: 'full', tokens: 10 } };
+        },
+    };
+    registerCommands({ context: { subscriptions: [] }, server, tree: { refresh: async () => undefined } } as unknown as CommandDependencies);
+    const files = [Uri.file('/w/.env'), Uri.file('/w/a.py')];
+    await registeredCommands.get('ephemeralContext.addToContext')?.(files[0], files);
+    assert.deepEqual(pinned, [{ uri: files[1].toString() }]);
+    assert.deepEqual(shown, ['Ephemeral Context: 1 of 2 files were not added. .env: matches the secret pattern .env*']);
 });

@@ -21,7 +21,26 @@ class EventEmitter<T> {
     }
 }
 
+/** A file URI: enough for `instanceof Uri`, fsPath, toString and the static constructors used. */
+class Uri {
+    private constructor(readonly fsPath: string) {}
+    static file(fsPath: string): Uri {
+        return new Uri(fsPath);
+    }
+    static parse(uri: string): Uri {
+        return new Uri(decodeURIComponent(uri.replace(/^file:\/\//, '')));
+    }
+    static joinPath(base: Uri, ...parts: string[]): Uri {
+        return new Uri([base.fsPath, ...parts].join('/'));
+    }
+    toString(): string {
+        return `file://${encodeURI(this.fsPath).replace(/#/g, '%23')}`;
+    }
+}
+
 export const settings: Record<string, unknown> = {};
+/** The handlers given to commands.registerCommand, by command id. */
+export const registeredCommands = new Map<string, (...args: unknown[]) => unknown>();
 /** Fire it to add or remove a workspace folder. */
 export const workspaceFoldersChanged = new EventEmitter<unknown>();
 export const shown: string[] = [];
@@ -54,12 +73,15 @@ const show = async (message: string) => {
 const fakeVscode = {
     EventEmitter,
     ProgressLocation: { Notification: 15 },
-    Uri: {
-        file: (fsPath: string) => ({ fsPath, toString: () => `file://${fsPath}` }),
-        joinPath: (base: { fsPath: string }, ...parts: string[]) => ({ fsPath: [base.fsPath, ...parts].join('/') }),
-        parse: (uri: string) => ({ fsPath: uri.replace(/^file:\/\//, ''), toString: () => uri }),
+    Uri,
+    window: {
+        showErrorMessage: show,
+        showWarningMessage: show,
+        showInformationMessage: show,
+        createWebviewPanel,
+        activeTextEditor: undefined,
+        setStatusBarMessage: () => ({ dispose: () => undefined }),
     },
-    window: { showErrorMessage: show, showWarningMessage: show, showInformationMessage: show, createWebviewPanel },
     ViewColumn: { One: 1, Beside: -2 },
     CancellationTokenSource: class {},
     workspace: {
@@ -68,7 +90,13 @@ const fakeVscode = {
         asRelativePath: (uri: { fsPath: string }) => uri.fsPath,
         getConfiguration: () => ({ get: (key: string) => settings[key], inspect: () => undefined }),
     },
-    commands: { executeCommand: async () => undefined },
+    commands: {
+        executeCommand: async () => undefined,
+        registerCommand: (id: string, handler: (...args: unknown[]) => unknown) => {
+            registeredCommands.set(id, handler);
+            return { dispose: () => registeredCommands.delete(id) };
+        },
+    },
     extensions: { getExtension: () => undefined },
 };
 
