@@ -304,7 +304,12 @@ export class ServerManager implements Disposable {
 
     private bindNotifications(client: LanguageClient): void {
         this.clientListeners.push(
-            client.onNotification(Methods.usage, (usage: Usage) => this.usageEmitter.fire(normalizeUsage(usage))),
+            client.onNotification(Methods.usage, (usage: Usage) => {
+                // Once a restart is asked for, the old process's figures would hide the restart.
+                if (this.currentState.kind === 'running') {
+                    this.usageEmitter.fire(normalizeUsage(usage));
+                }
+            }),
             client.onNotification(Methods.askProgress, (event: AskProgress) => this.askEmitter.fire(event)),
         );
     }

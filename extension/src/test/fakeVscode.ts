@@ -102,6 +102,9 @@ const fakeVscode = {
 
 const State = { Stopped: 1, Running: 2, Starting: 3 };
 
+/** The handlers of the latest client, by method: call one to play a server notification. */
+export const serverNotifications = new Map<string, (params: unknown) => void>();
+
 /** A client whose server starts at once and answers every request with `{}`. */
 class FakeLanguageClient {
     state = State.Stopped;
@@ -115,7 +118,8 @@ class FakeLanguageClient {
         this.state = State.Stopped;
     }
     async dispose(): Promise<void> {}
-    onNotification() {
+    onNotification(method: string, handler: (params: unknown) => void) {
+        serverNotifications.set(method, handler);
         return { dispose: () => undefined };
     }
     async sendRequest(): Promise<unknown> {

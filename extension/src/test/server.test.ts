@@ -1,4 +1,4 @@
-import { settings, shown } from './fakeVscode'; // first: it fakes `vscode` for the imports below
+import { serverNotifications, settings, shown } from './fakeVscode'; // first: it fakes `vscode` for the imports below
 import { strict as assert } from 'node:assert';
 import { after, beforeEach, test } from 'node:test';
 import { ServerDependencies, ServerManager } from '../common/server';
@@ -64,4 +64,16 @@ test('a command run while the server cannot run says why in words', async () => 
         assert.equal(error.message, 'The Ephemeral Context server is not running: no usable Python 3.11+ was found.');
         return true;
     });
+});
+
+test('usage the old server reports after a restart was asked for is not shown: the status bar keeps saying "starting"', async () => {
+    const server = manager();
+    await server.restart();
+    const usage: unknown[] = [];
+    server.onUsage((u) => usage.push(u));
+    serverNotifications.get('ephemeralContext/usage')?.({ contextTokens: 10, budget: 100 });
+    assert.equal(usage.length, 1);
+    server.requestRestart('settings changed');
+    serverNotifications.get('ephemeralContext/usage')?.({ contextTokens: 20, budget: 100 });
+    assert.equal(usage.length, 1);
 });
