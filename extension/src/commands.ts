@@ -26,6 +26,7 @@ import { ServerManager } from './common/server';
 import { executeCommand, registerCommand, showErrorMessage, showInformationMessage, withProgress } from './common/vscodeapi';
 import { ContextNode, ItemNode } from './model/contextTree';
 import { normalizeItem } from './model/normalize';
+import { notRunningMessage } from './model/statusText';
 import { enclosingSymbolPath, selectedIdentifier, SymbolLike } from './model/symbols';
 import { ContextTreeProvider } from './treeView';
 import { ChatDependencies, ChatPanel } from './webview/chatPanel';
@@ -195,6 +196,12 @@ export function registerCommands(deps: CommandDependencies): void {
             params = { id: target.item.id };
         } else if (target instanceof Uri || window.activeTextEditor) {
             params = { uri: targetUri(target) as string };
+        } else if (tree.snapshot.length === 0) {
+            // The view is also emptied while the server is down: say which it is.
+            if (server.state.kind !== 'running') {
+                throw new Error(notRunningMessage('Ephemeral Context', server.state));
+            }
+            void showInformationMessage('The context is empty: there is nothing to drop.');
         } else {
             const picked = await window.showQuickPick(
                 tree.snapshot.map((item) => ({ label: item.label, description: `${item.kind} · ${item.state} · ${item.tokens} tok`, id: item.id })),

@@ -56,3 +56,14 @@ test('a refused file among several does not stop the others, and the refusals ar
     assert.deepEqual(pinned, [{ uri: files[1].toString() }]);
     assert.deepEqual(shown, ['Ephemeral Context: 1 of 2 files were not added. .env: matches the secret pattern .env*']);
 });
+
+test('Drop with nothing in the context says so instead of offering an empty list', async () => {
+    const server = { state: { kind: 'running' }, request: async () => ({ dropped: [] }) };
+    registerCommands({ context: { subscriptions: [] }, server, tree: { snapshot: [] } } as unknown as CommandDependencies);
+    await registeredCommands.get('ephemeralContext.drop')?.();
+    assert.deepEqual(shown, ['The context is empty: there is nothing to drop.']);
+    shown.length = 0;
+    server.state = { kind: 'starting' };
+    await registeredCommands.get('ephemeralContext.drop')?.();
+    assert.deepEqual(shown, ['Ephemeral Context: The Ephemeral Context server is not running: it is starting.']);
+});

@@ -80,6 +80,10 @@ const fakeVscode = {
         showInformationMessage: show,
         createWebviewPanel,
         activeTextEditor: undefined,
+        showQuickPick: async (items: unknown[]) => {
+            shown.push(`quick pick of ${items.length}`);
+            return undefined;
+        },
         setStatusBarMessage: () => ({ dispose: () => undefined }),
     },
     ViewColumn: { One: 1, Beside: -2 },
