@@ -21,11 +21,12 @@ import { ResponseError } from 'vscode-languageclient/node';
 import { ApiKeyStore } from './common/apiKey';
 import { Commands, CONTEXT_VIEW_ID } from './common/constants';
 import { traceError, traceInfo } from './common/log/logging';
-import { DropParams, DropResult, ErrorCodes, HydrateResult, Methods, PinParams, PinResult } from './common/protocol';
+import { DropParams, DropResult, ErrorCodes, HydrateResult, isRequestCancelled, Methods, PinParams, PinResult } from './common/protocol';
 import { ServerManager } from './common/server';
 import { executeCommand, registerCommand, showErrorMessage, showInformationMessage, withProgress } from './common/vscodeapi';
 import { ContextNode, ItemNode } from './model/contextTree';
 import { normalizeItem } from './model/normalize';
+import { notRunningMessage } from './model/statusText';
 import { enclosingSymbolPath, selectedIdentifier, SymbolLike } from './model/symbols';
 import { ContextTreeProvider } from './treeView';
 import { ChatDependencies, ChatPanel } from './webview/chatPanel';
@@ -49,13 +50,17 @@ function describe(error: unknown): string {
     return error instanceof Error ? error.message : String(error);
 }
 
-/** Wraps a handler so that a failure becomes one error message and a log line. */
-function safely<A extends unknown[]>(name: string, handler: (...args: A) => Promise<unknown>): (...args: A) => Promise<void> {
+/** Wraps a handler so that a failure becomes one error message and a log line (a cancel, just the log line). */
+export function safely<A extends unknown[]>(name: string, handler: (...args: A) => Promise<unknown>): (...args: A) => Promise<void> {
     return async (...args: A) => {
         traceInfo(`Command ${name}`);
         try {
             await handler(...args);
         } catch (error) {
+            if (isRequestCancelled(error)) {
+                traceInfo(`${name} cancelled`);
+                return;
+            }
             traceError(`${name} failed: ${describe(error)}`);
             void showErrorMessage(`Ephemeral Context: ${describe(error)}`);
         }
@@ -111,7 +116,28 @@ export function registerCommands(deps: CommandDependencies): void {
         await tree.refresh();
     };
 
-    const addToContext = async (target?: Uri): Promise<void> => {
+    /** Pins each file, going on past a refused one; the refusals are reported together. */
+    const pinEach = async (files: Uri[]): Promise<void> => {
+        const refused: string[] = [];
+        for (const file of files) {
+            try {
+                await pin({ uri: file.toString() });
+            } catch (error) {
+                refused.push(`${path.basename(file.fsPath)}: ${describe(error)}`);
+            }
+        }
+        if (refused.length > 0) {
+            throw new Error(`${refused.length} of ${files.length} files were not added. ${refused.join('; ')}`);
+        }
+    };
+
+    /** From the Explorer, `selected` holds every selected file (`target` is the one right-clicked). */
+    const addToContext = async (target?: Uri, selected?: Uri[]): Promise<void> => {
+        const files = Array.isArray(selected) ? selected.filter((uri) => uri instanceof Uri) : [];
+        if (files.length > 1) {
+            await pinEach(files);
+            return;
+        }
         const editor = window.activeTextEditor;
         if (target instanceof Uri || !editor) {
             const uri = targetUri(target);
@@ -170,6 +196,12 @@ export function registerCommands(deps: CommandDependencies): void {
             params = { id: target.item.id };
         } else if (target instanceof Uri || window.activeTextEditor) {
             params = { uri: targetUri(target) as string };
+        } else if (tree.snapshot.length === 0) {
+            // The view is also emptied while the server is down: say which it is.
+            if (server.state.kind !== 'running') {
+                throw new Error(notRunningMessage('Ephemeral Context', server.state));
+            }
+            void showInformationMessage('The context is empty: there is nothing to drop.');
         } else {
             const picked = await window.showQuickPick(
                 tree.snapshot.map((item) => ({ label: item.label, description: `${item.kind} · ${item.state} · ${item.tokens} tok`, id: item.id })),
@@ -232,8 +264,7 @@ export function registerCommands(deps: CommandDependencies): void {
         if (key === undefined) {
             return;
         }
-        // Restart first (it reads the key when the debounce fires), so nothing sees the old server as ready.
-        server.requestRestart('API key changed');
+        // The server restarts on the key store's change event (ServerManager), in every window.
         if (key.trim()) {
             await apiKeys.set(key.trim());
             void showInformationMessage('API key stored; restarting the Ephemeral Context server to use it.');

@@ -26,7 +26,13 @@ export async function activate(context: ExtensionContext): Promise<void> {
     traceInfo(`${info.name} extension ${context.extension.packageJSON.version} activating`);
 
     const apiKeys = new ApiKeyStore(context.secrets);
-    server = new ServerManager({ info, channel, apiKey: () => apiKeys.get(), storageDir: context.globalStorageUri });
+    server = new ServerManager({
+        info,
+        channel,
+        apiKey: () => apiKeys.get(),
+        onDidChangeApiKey: apiKeys.onDidChange,
+        storageDir: context.globalStorageUri,
+    });
     const tree = new ContextTreeProvider(server);
     const chat: ChatDependencies = {
         extensionUri: context.extensionUri,

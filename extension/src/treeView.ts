@@ -1,8 +1,9 @@
 /**
  * The Context view: every ledger item grouped by kind, with state and tokens. The provider
  * holds a snapshot fetched from `ephemeralContext/items` whenever a usage notification
- * arrives (coalesced: at most one fetch in flight, one more queued), so getChildren never
- * does I/O and never shows messages.
+ * arrives or the workspace folders change (labels, ours and the server's, are relative to
+ * them), coalesced: at most one fetch in flight, one more queued. So
+ * getChildren never does I/O and never shows messages.
  */
 import { Disposable, Event, EventEmitter, ThemeIcon, TreeDataProvider, TreeItem, TreeItemCollapsibleState, Uri, workspace } from 'vscode';
 import { Commands } from './common/constants';
@@ -10,6 +11,7 @@ import { traceError } from './common/log/logging';
 import { ItemsResult, LedgerItem, Methods } from './common/protocol';
 import { ServerManager } from './common/server';
 import { buildContextTree, ContextNode, GroupNode } from './model/contextTree';
+import { onDidChangeWorkspaceFolders } from './common/vscodeapi';
 import { normalizeItem } from './model/normalize';
 
 export class ContextTreeProvider implements TreeDataProvider<ContextNode>, Disposable {
@@ -25,6 +27,7 @@ export class ContextTreeProvider implements TreeDataProvider<ContextNode>, Dispo
     constructor(private readonly server: ServerManager) {
         this.listeners = [
             server.onUsage(() => void this.refresh()),
+            onDidChangeWorkspaceFolders(() => void this.refresh()),
             server.onState((state) => {
                 if (state.kind !== 'running') {
                     this.show([]);

@@ -24,6 +24,11 @@ export const ErrorCodes = {
     requestFailed: -32803,
 } as const;
 
+/** Whether a request failed because it was cancelled (the user's Cancel): not an error to show. */
+export function isRequestCancelled(error: unknown): boolean {
+    return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === ErrorCodes.requestCancelled;
+}
+
 export interface Breakdown {
     full: number;
     partial: number;
@@ -59,7 +64,7 @@ export interface StatusResult extends Usage {
 
 /** Known kinds; the server may add more, shown generically. */
 export type ItemKind = 'file' | 'symbol' | 'skill' | 'memory' | 'tool_result' | (string & {});
-export type ItemState = 'full' | 'partial' | 'synopsis' | 'evicted' | (string & {});
+export type ItemState = 'full' | 'partial' | 'synopsis' | 'reference' | 'evicted' | (string & {});
 
 export interface LedgerItem {
     id: string;

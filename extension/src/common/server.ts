@@ -30,9 +30,10 @@ import { AskProgress, Methods, StatusResult, Usage } from './protocol';
 import { getInterpreterDetails, InterpreterDetails } from './python';
 import { checkServerPackage, MIN_PYTHON } from './pythonProbe';
 import { ServerInfo } from './setup';
-import { getWindowSettings, ISettings, toServerSettings } from './settings';
+import { getSettings, getWindowSettings } from './settings';
+import { ISettings, toServerSettings } from './settingValues';
 import { normalizeUsage } from '../model/normalize';
-import { ServerState } from '../model/statusText';
+import { notRunningMessage, ServerState } from '../model/statusText';
 import {
     getWorkspaceFolders,
     isVirtualWorkspace,
@@ -48,6 +49,8 @@ export interface ServerDependencies {
     channel: LogOutputChannel;
     /** The Anthropic API key to hand to the server process, if any. */
     apiKey(): Promise<string | undefined>;
+    /** Fires when the stored key changes, in this window or another: the process must be restarted to get it. */
+    onDidChangeApiKey: Event<void>;
     /** Where a virtual environment created for the server lives. */
     storageDir: Uri;
 }
@@ -77,7 +80,11 @@ export class ServerManager implements Disposable {
     readonly onAskProgress: Event<AskProgress> = this.askEmitter.event;
     readonly onState: Event<ServerState> = this.stateEmitter.event;
 
-    constructor(private readonly deps: ServerDependencies) {}
+    private readonly keyListener: Disposable;
+
+    constructor(private readonly deps: ServerDependencies) {
+        this.keyListener = deps.onDidChangeApiKey(() => this.requestRestart('the API key changed'));
+    }
 
     get state(): ServerState {
         return this.currentState;
@@ -111,7 +118,12 @@ export class ServerManager implements Disposable {
                 if (this.disposed) {
                     return;
                 }
-                await this.startClient();
+                try {
+                    await this.startClient();
+                } catch (error) {
+                    // Not the process (its failures are handled in startClient): the steps before it.
+                    this.scheduleCrashRestart(`it could not be started (${error instanceof Error ? error.message : String(error)})`);
+                }
             } while (this.restartAgain && !this.disposed);
         })();
         try {
@@ -121,11 +133,15 @@ export class ServerManager implements Disposable {
         }
     }
 
-    /** Sends a request to the running server; rejects with a readable error when there is none. */
+    /**
+     * Sends a request to the running server; rejects with a readable error when there is none,
+     * and from the moment a restart is asked for: the old process, still up until the restart
+     * runs, would forget what the request did (a pin).
+     */
     async request<R>(method: string, params: object, token?: CancellationToken): Promise<R> {
         const client = this.client;
-        if (!client || client.state !== State.Running) {
-            throw new Error(`The ${this.deps.info.name} server is not running (${describeState(this.currentState)}).`);
+        if (!client || client.state !== State.Running || this.currentState.kind !== 'running') {
+            throw new Error(notRunningMessage(this.deps.info.name, this.currentState));
         }
         return token ? client.sendRequest<R>(method, params, token) : client.sendRequest<R>(method, params);
     }
@@ -141,6 +157,7 @@ export class ServerManager implements Disposable {
 
     async dispose(): Promise<void> {
         this.disposed = true;
+        this.keyListener.dispose();
         clearTimeout(this.restartTimer);
         clearTimeout(this.crashTimer);
         await this.stopClient();
@@ -176,8 +193,11 @@ export class ServerManager implements Disposable {
 
     private async startClient(): Promise<void> {
         this.setState({ kind: 'starting' });
-        const settings = getWindowSettings();
         const folder = getWorkspaceFolders()[0];
+        const { settings, ignored } = getSettings(folder);
+        if (ignored.length > 0) {
+            this.explainIgnoredSettings(ignored);
+        }
         let interpreter = await getInterpreterDetails(settings.interpreter, folder?.uri);
         if (!interpreter) {
             this.setState({ kind: 'noPython' });
@@ -284,7 +304,12 @@ export class ServerManager implements Disposable {
 
     private bindNotifications(client: LanguageClient): void {
         this.clientListeners.push(
-            client.onNotification(Methods.usage, (usage: Usage) => this.usageEmitter.fire(normalizeUsage(usage))),
+            client.onNotification(Methods.usage, (usage: Usage) => {
+                // Once a restart is asked for, the old process's figures would hide the restart.
+                if (this.currentState.kind === 'running') {
+                    this.usageEmitter.fire(normalizeUsage(usage));
+                }
+            }),
             client.onNotification(Methods.askProgress, (event: AskProgress) => this.askEmitter.fire(event)),
         );
     }
@@ -308,6 +333,12 @@ export class ServerManager implements Disposable {
             this.crashTimer = undefined;
             void this.restart();
         }, delay);
+    }
+
+    private explainIgnoredSettings(keys: string[]): void {
+        const message = `${this.deps.info.name}: ${keys.join(', ')} ${keys.length === 1 ? 'has' : 'have'} a value of the wrong type; using the default.`;
+        traceError(message);
+        void showWarningMessage(message, 'Open Settings').then((choice) => choice && openSettings(keys[0]));
     }
 
     private explainNoPython(message: string): void {
@@ -374,8 +405,4 @@ export class ServerManager implements Disposable {
         const key = await this.deps.apiKey();
         return key ? { ...process.env, ANTHROPIC_API_KEY: key } : { ...process.env };
     }
-}
-
-function describeState(state: ServerState): string {
-    return state.kind === 'crashed' ? 'it crashed and is restarting' : state.kind;
 }

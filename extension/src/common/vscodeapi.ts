@@ -44,6 +44,10 @@ export function getWorkspaceFolders(): readonly WorkspaceFolder[] {
     return workspace.workspaceFolders ?? [];
 }
 
+export function onDidChangeWorkspaceFolders(handler: () => unknown): Disposable {
+    return workspace.onDidChangeWorkspaceFolders(handler);
+}
+
 export function isVirtualWorkspace(): boolean {
     return getWorkspaceFolders().some((folder) => folder.uri.scheme !== 'file');
 }

@@ -21,9 +21,8 @@ const KIND_ICONS: Record<string, string> = {
     memory: 'note',
     tool_result: 'terminal',
 };
-const STATE_ICONS: Record<string, string> = {
-    evicted: 'circle-slash',
-};
+/** States whose content is not sent (a placeholder or just the id); the status bar counts both as evicted. */
+const NOT_SENT = new Set(['evicted', 'reference']);
 
 export interface GroupNode {
     type: 'group';
@@ -71,7 +70,7 @@ export function toItemNode(item: LedgerItem, labelOf: LabelOf = (i) => i.label):
     }
     const tooltip = [
         `${kindTitle(item.kind)} · ${item.state}${item.pinned ? ' · pinned' : ''}`,
-        `${item.tokens} tokens${item.state === 'evicted' ? ' (not sent; hydratable by id)' : ''}`,
+        `${item.tokens} tokens${NOT_SENT.has(item.state) ? ' (not sent; hydratable by id)' : ''}`,
         `id ${item.id}${item.version !== null ? ` · version ${item.version}` : ''}`,
         ...(item.uri ? [item.uri] : []),
     ].join('\n');
@@ -81,7 +80,7 @@ export function toItemNode(item: LedgerItem, labelOf: LabelOf = (i) => i.label):
         label: labelOf(item),
         description: parts.join(' · '),
         tooltip,
-        icon: STATE_ICONS[item.state] ?? KIND_ICONS[item.kind] ?? 'circle-outline',
+        icon: NOT_SENT.has(item.state) ? 'circle-slash' : (KIND_ICONS[item.kind] ?? 'circle-outline'),
         contextValue: ['ectx-item', item.pinned ? 'pinned' : 'unpinned', ...(item.uri ? ['hasUri'] : [])].join(' '),
     };
 }
@@ -104,7 +103,7 @@ export function buildContextTree(items: readonly LedgerItem[], labelOf?: LabelOf
     return [...byKind.entries()]
         .sort(([a], [b]) => kindRank(a) - kindRank(b) || a.localeCompare(b))
         .map(([kind, list]) => {
-            const sent = list.filter((item) => item.state !== 'evicted').reduce((sum, item) => sum + item.tokens, 0);
+            const sent = list.filter((item) => !NOT_SENT.has(item.state)).reduce((sum, item) => sum + item.tokens, 0);
             return {
                 type: 'group',
                 kind,

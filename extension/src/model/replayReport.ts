@@ -36,14 +36,25 @@ function num(value: unknown): number {
     return typeof value === 'number' && Number.isFinite(value) ? value : 0;
 }
 
+function isObject(value: unknown): value is Record<string, unknown> {
+    return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A session the renderers can print: its path as text, only the strategies that are objects; undefined when it has none. */
+function parseSession(value: unknown): ReplaySession | undefined {
+    if (!isObject(value) || !isObject(value.strategies)) {
+        return undefined;
+    }
+    const strategies = Object.fromEntries(Object.entries(value.strategies).filter(([, figures]) => isObject(figures)));
+    return { ...value, path: String(value.path ?? 'transcript'), strategies } as ReplaySession;
+}
+
 /** Checks the shape loosely; returns a readable reason when it is not a replay report. */
 export function parseReplayReport(value: unknown): ReplayReportJson | string {
-    if (typeof value !== 'object' || value === null || !Array.isArray((value as { sessions?: unknown }).sessions)) {
+    if (!isObject(value) || !Array.isArray(value.sessions)) {
         return 'The server returned something that is not a replay report (no "sessions" list).';
     }
-    const sessions = (value as { sessions: unknown[] }).sessions.filter(
-        (s): s is ReplaySession => typeof s === 'object' && s !== null && typeof (s as ReplaySession).strategies === 'object',
-    );
+    const sessions = value.sessions.map(parseSession).filter((session): session is ReplaySession => session !== undefined);
     return sessions.length > 0 ? { sessions } : 'The transcript contained no model calls to replay.';
 }
 

@@ -4,7 +4,7 @@
  * without VS Code.
  */
 import { Usage } from '../common/protocol';
-import { formatRate, formatTokens, formatUsd } from './format';
+import { formatRate, formatTokenDelta, formatTokens, formatUsd } from './format';
 
 export type ServerState =
     | { kind: 'starting' }
@@ -47,7 +47,7 @@ export function formatUsage(usage: Usage, warningRatio: number): StatusText {
         `| synopsis only | ${formatTokens(breakdown.synopsis)} |`,
         `| evicted (not sent, hydratable) | ${formatTokens(breakdown.evicted)} |`,
         '',
-        `Cache hit rate this session: ${formatRate(usage.cacheHitRate)}; saved ${formatTokens(usage.savedTokens)} tokens` +
+        `Cache hit rate this session: ${formatRate(usage.cacheHitRate)}; saved ${formatTokenDelta(usage.savedTokens)} tokens` +
             ` (${formatUsd(usage.savedUsd)}) versus re-sending every read.`,
         '',
         lastCall
@@ -95,5 +95,27 @@ export function formatServerState(state: ServerState): StatusText {
                 tooltip: `Ephemeral Context: the server stopped (${state.crashes} in a row); restarting in ${Math.round(state.restartInMs / 1000)} s. See the log.`,
                 level: 'warning',
             };
+    }
+}
+
+/** What a command or the Ask Claude panel says while the server cannot take a request. */
+export function notRunningMessage(serverName: string, state: ServerState): string {
+    return `The ${serverName} server is not running: ${whyNotRunning(state)}.`;
+}
+
+function whyNotRunning(state: ServerState): string {
+    switch (state.kind) {
+        case 'starting':
+            return 'it is starting';
+        case 'running':
+            return 'it is restarting';
+        case 'noPython':
+            return 'no usable Python 3.11+ was found';
+        case 'installing':
+            return 'it is being installed';
+        case 'missingPackage':
+            return 'its package is not installed (see the log)';
+        case 'crashed':
+            return 'it stopped and is restarting (see the log)';
     }
 }

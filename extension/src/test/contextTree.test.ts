@@ -51,8 +51,13 @@ test('a group counts its items and the tokens actually sent', () => {
     const [files] = buildContextTree([
         item({ id: 'a', tokens: 1830 }),
         item({ id: 'b', tokens: 400, state: 'evicted' }),
+        // A binary, over-size or demoted file: only its id is sent, as the status bar counts it.
+        item({ id: 'c', tokens: 250_000, state: 'reference' }),
     ]);
-    assert.equal(files.description, '2 · 1.8k tok');
+    assert.equal(files.description, '3 · 1.8k tok');
+    const reference = files.children.find((node) => node.item.id === 'c');
+    assert.equal(reference?.icon, 'circle-slash');
+    assert.match(reference?.tooltip ?? '', /250000 tokens \(not sent; hydratable by id\)/);
 });
 
 test('an item node shows state, tokens and pin, and its menu context', () => {

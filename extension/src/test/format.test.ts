@@ -12,6 +12,10 @@ test('formatTokens picks a short unit', () => {
         [99_999, '100k'],
         [150_000, '150k'],
         [1_234_567, '1.23M'],
+        // Rounding that carries into the next unit takes that unit (a 1M budget nearly full).
+        [999_700, '1M'],
+        [999_996_000, '1B'],
+        [2_500_000_000, '2.5B'],
         [-5, '0'],
     ];
     for (const [tokens, expected] of cases) {

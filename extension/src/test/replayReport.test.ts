@@ -61,3 +61,17 @@ test('something that is not a report gets a reason, not a crash', () => {
     assert.equal(parseReplayReport({ sessions: [] }), 'The transcript contained no model calls to replay.');
     assert.deepEqual(parseReplayReport(report), report);
 });
+
+test('sessions and strategies of the wrong shape are skipped, a path that is not text is shown as text', () => {
+    const parsed = parseReplayReport({
+        sessions: [
+            { path: '/t/null.jsonl', strategies: null },
+            { path: 42, calls: 1, strategies: { recorded: figures(1, 10), broken: null } },
+        ],
+    });
+    assert.ok(typeof parsed !== 'string');
+    assert.equal(parsed.sessions.length, 1);
+    const html = renderReplayHtml(parsed);
+    assert.match(html, /<h2>42<\/h2>/);
+    assert.doesNotMatch(html, /broken/);
+});

@@ -39,6 +39,12 @@ test('before the first model call the tooltip says so', () => {
     assert.ok(text.endsWith('0% cached · $0.00 saved'));
 });
 
+test('a short session that cost more than re-sending every read shows a negative saving, signed', () => {
+    const { text, tooltip } = formatUsage({ ...usage, savedTokens: -1200, savedUsd: -0.05 }, 0.9);
+    assert.ok(text.endsWith('· -$0.05 saved'), text);
+    assert.ok(tooltip.includes('saved -1.2k tokens (-$0.05)'), tooltip);
+});
+
 test('the colour turns to warning near the budget and to error past it', () => {
     assert.equal(budgetLevel(134_999, 150_000, 0.9), 'normal');
     assert.equal(budgetLevel(135_000, 150_000, 0.9), 'warning');

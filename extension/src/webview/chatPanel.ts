@@ -14,15 +14,16 @@ import {
     window,
     workspace,
 } from 'vscode';
-import { ResponseError } from 'vscode-languageclient/node';
 import { Commands } from '../common/constants';
-import { traceError } from '../common/log/logging';
-import { AskParams, AskResult, ErrorCodes, Methods } from '../common/protocol';
+import { traceError, traceWarn } from '../common/log/logging';
+import { AskParams, AskResult, isRequestCancelled, Methods } from '../common/protocol';
 import { ServerManager } from '../common/server';
-import { executeCommand } from '../common/vscodeapi';
+import { executeCommand, showErrorMessage } from '../common/vscodeapi';
+import { ConversationState } from '../model/conversation';
 import { normalizeAskResult } from '../model/normalize';
+import { notRunningMessage } from '../model/statusText';
 import { renderPage } from './html';
-import { ToExtension, ToWebview } from './messages';
+import { parseToExtension, ToExtension, ToWebview } from './messages';
 
 export const CHAT_VIEW_TYPE = 'ephemeralContext.chat';
 
@@ -38,7 +39,7 @@ export class ChatPanel implements Disposable {
 
     private readonly disposables: Disposable[] = [];
     private running: CancellationTokenSource | undefined;
-    private conversationId: string | undefined;
+    private readonly conversation = new ConversationState();
 
     static createOrShow(deps: ChatDependencies): void {
         if (ChatPanel.current) {
@@ -75,10 +76,9 @@ export class ChatPanel implements Disposable {
         });
         this.disposables.push(
             panel.onDidDispose(() => this.dispose()),
-            panel.webview.onDidReceiveMessage((message: ToExtension) => void this.onMessage(message)),
+            panel.webview.onDidReceiveMessage((message: unknown) => void this.receive(message)),
             deps.server.onAskProgress((event) => {
-                if (this.running && (!this.conversationId || event.conversationId === this.conversationId)) {
-                    this.conversationId = event.conversationId;
+                if (this.conversation.accepts(event.conversationId)) {
                     const label = event.kind === 'edit' ? workspace.asRelativePath(Uri.parse(event.uri)) : undefined;
                     this.post({ type: 'progress', event, label });
                 }
@@ -94,20 +94,27 @@ export class ChatPanel implements Disposable {
 
     private async postState(): Promise<void> {
         const state = this.deps.server.state;
-        const serverMessage =
-            state.kind === 'running'
-                ? ''
-                : state.kind === 'starting'
-                  ? 'The server is starting…'
-                  : state.kind === 'crashed'
-                    ? 'The server stopped and is restarting; see the Ephemeral Context log.'
-                    : 'The server is not running: no usable Python or the server package is missing. See the Ephemeral Context log.';
         this.post({
             type: 'state',
             hasApiKey: await this.deps.hasApiKey(),
             serverRunning: state.kind === 'running',
-            serverMessage,
+            serverMessage: state.kind === 'running' ? '' : notRunningMessage('Ephemeral Context', state),
         });
+    }
+
+    /** Acts on a well-formed message; a failure (a file that cannot be opened) becomes an error message. */
+    private async receive(raw: unknown): Promise<void> {
+        const message = parseToExtension(raw);
+        if (!message) {
+            traceWarn(`The Ask Claude panel sent a message of unknown shape: ${JSON.stringify(raw)?.slice(0, 200)}`);
+            return;
+        }
+        try {
+            await this.onMessage(message);
+        } catch (error) {
+            traceError(`Ask Claude panel: ${message.type} failed: ${errorMessage(error)}`);
+            void showErrorMessage(`Ephemeral Context: ${errorMessage(error)}`);
+        }
     }
 
     private async onMessage(message: ToExtension): Promise<void> {
@@ -129,7 +136,8 @@ export class ChatPanel implements Disposable {
                 return;
             case 'newConversation':
                 this.running?.cancel();
-                this.conversationId = undefined;
+                this.running = undefined;
+                this.conversation.reset();
                 this.post({ type: 'cleared' });
                 return;
         }
@@ -150,21 +158,27 @@ export class ChatPanel implements Disposable {
         const source = new CancellationTokenSource();
         this.running = source;
         this.post({ type: 'started', prompt });
-        const params: AskParams = this.conversationId ? { prompt, conversationId: this.conversationId } : { prompt };
+        const { run, conversationId } = this.conversation.begin();
+        const params: AskParams = conversationId ? { prompt, conversationId } : { prompt };
         try {
             const result = normalizeAskResult(await this.deps.server.request<AskResult>(Methods.ask, params, source.token));
-            this.conversationId = result.conversationId;
-            this.post({ type: 'done', result });
+            if (this.conversation.end(run, result.conversationId)) {
+                this.post({ type: 'done', result });
+            }
         } catch (error) {
-            const cancelled = source.token.isCancellationRequested || (error instanceof ResponseError && error.code === ErrorCodes.requestCancelled);
+            const cancelled = source.token.isCancellationRequested || isRequestCancelled(error);
             const message = cancelled ? 'Cancelled. Edits already applied stay applied (undo them in the editor).' : errorMessage(error);
             if (!cancelled) {
                 traceError(`${Methods.ask} failed: ${message}`);
             }
-            this.post({ type: 'failed', message, cancelled });
+            if (this.conversation.end(run)) {
+                this.post({ type: 'failed', message, cancelled });
+            }
         } finally {
             source.dispose();
-            this.running = undefined;
+            if (this.running === source) {
+                this.running = undefined;
+            }
         }
     }
 

@@ -15,6 +15,31 @@ export type ToExtension =
     | { type: 'openUri'; uri: string }
     | { type: 'newConversation' };
 
+/**
+ * A webview message as the extension may act on it, or undefined for anything else (a
+ * missing or mistyped field): the panel's page is a separate program, so its messages are
+ * checked like any other input.
+ */
+export function parseToExtension(value: unknown): ToExtension | undefined {
+    if (typeof value !== 'object' || value === null) {
+        return undefined;
+    }
+    const message = value as Record<string, unknown>;
+    switch (message.type) {
+        case 'ready':
+        case 'cancel':
+        case 'setApiKey':
+        case 'newConversation':
+            return { type: message.type };
+        case 'ask':
+            return typeof message.prompt === 'string' ? { type: 'ask', prompt: message.prompt } : undefined;
+        case 'openUri':
+            return typeof message.uri === 'string' && message.uri.length > 0 ? { type: 'openUri', uri: message.uri } : undefined;
+        default:
+            return undefined;
+    }
+}
+
 /** Extension -> webview. */
 export type ToWebview =
     | { type: 'state'; hasApiKey: boolean; serverRunning: boolean; serverMessage: string }
