@@ -67,6 +67,17 @@ def _read_through_gateway(url: str, api: FakeMessagesAPI) -> None:
     api.add_turns({"tool_use": [{"name": "Read", "input": {}, "id": "toolu_1"}]}, "read it")
     text = cat_n("\n".join(f"line {n}" for n in range(400)))
     messages: list[dict[str, Any]] = [{"role": "user", "content": "read"}]
+    for _ in range(2):
+        answer = _ask_through_gateway(url, messages)
+        messages.append({"role": "assistant", "content": [b.model_dump() for b in answer.content]})
+        result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": text}
+        messages.append({"role": "user", "content": [result]})
+    assert isinstance(answer.content[0], anthropic.types.TextBlock)
+    assert answer.content[0].text == "read it"
+
+
+def _ask_through_gateway(url: str, messages: list[dict[str, Any]]) -> anthropic.types.Message:
+    """One request of a Claude Code-like session (it has a Read tool) through the gateway."""
     body: dict[str, Any] = {
         "model": "claude-sonnet-4-6",
         "max_tokens": 256,
@@ -74,14 +85,8 @@ def _read_through_gateway(url: str, api: FakeMessagesAPI) -> None:
         "messages": messages,
     }
     with anthropic.Anthropic(api_key="sk-ant-test-hosted", base_url=url, max_retries=0) as sdk:
-        for _ in range(2):
-            answer = sdk.messages.create(**body)
-            messages.append(
-                {"role": "assistant", "content": [b.model_dump() for b in answer.content]}
-            )
-            result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": text}
-            messages.append({"role": "user", "content": [result]})
-    assert answer.content[0].text == "read it"
+        answer: anthropic.types.Message = sdk.messages.create(**body)
+    return answer
 
 
 @pytest.mark.usefixtures("gateway_url")
@@ -197,3 +202,28 @@ async def test_a_data_directory_change_after_the_gateway_recorded_says_why_it_wa
     assert status is not None and status["total"]["requests"] == 4
     assert status["total"]["passthrough"] == 0
     assert not (moved / "store").exists()
+
+
+async def test_a_pin_edited_in_the_editor_reaches_the_next_request_as_it_is_now(
+    hosting: Editor, gateway_url: str, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """The editor's pins are shown to the Claude Code session through the hosted gateway;
+    once the pinned buffer is edited, the next request carries the edit (the pins follow
+    their files before the gateway's request as before an ask), not the version pinned."""
+    editor = hosting
+    path = workspace / "pinned.py"
+    path.write_text("VALUE = 'as pinned'\n", encoding="utf-8")
+    uri = editor.open(path)
+    await editor.request("ephemeralContext/pin", {"uri": uri})
+    api.add_turns("one", "two")
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+    await asyncio.to_thread(_ask_through_gateway, gateway_url, messages)
+    start, end = types.Position(0, 0), types.Position(0, 19)
+    edit = types.TextDocumentContentChangePartial(types.Range(start, end), "VALUE = 'edited'\n")
+    editor.change(uri, [edit])
+    await editor.request("ephemeralContext/status")  # the change has reached the server
+    messages += [{"role": "assistant", "content": "one"}, {"role": "user", "content": "again"}]
+    await asyncio.to_thread(_ask_through_gateway, gateway_url, messages)
+    first, second = (json.dumps(r.body["messages"]) for r in api.message_requests)
+    assert "VALUE = 'as pinned'" in first
+    assert "VALUE = 'edited'" in second

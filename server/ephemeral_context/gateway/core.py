@@ -169,6 +169,10 @@ class GatewayCore:
         self.savings = Savings()
         self._status = self.savings.as_json()
         self._tools = ToolEnv(workspace=Workspace.of(["/"]), mirror=DocumentMirror(), engine=engine)
+        self.before_plan: Callable[[], None] | None = None
+        """Run before each request the engine plans: the hosted gateway's editor brings its
+        pins up to date there (`Pins.follow`, as before an ask), so a pinned file edited
+        since reaches the next request as it is now, not as it was pinned."""
 
     def serve_from(self, engine: ContextEngine) -> None:
         """Go on with `engine` (the editor's settings moved the store): the engine replaced
@@ -196,6 +200,8 @@ class GatewayCore:
             return self._passthrough(str(unknown), session, client, now)
         messages: list[Mapping[str, Any]] = client["messages"]
         keys = [message_key(m) for m in messages]
+        if self.before_plan is not None:
+            self.before_plan()
         thread = self.conversations.find(session, keys) or self._branch(session, keys)
         thread.used_at = now  # in use, passed through or not: the last to go
         for old in self.conversations.least_used(KEPT_CONVERSATIONS, thread):

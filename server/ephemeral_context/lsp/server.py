@@ -326,11 +326,19 @@ class EphemeralContextServer(LanguageServer):
         except OSError as error:  # the port taken: the editor works on, the user hears why
             self.warn(f"Ephemeral Context: the gateway cannot listen on port {port}: {error}")
             return
+        self.gateway.core.before_plan = self.follow_pins
         self.host_gateway()  # the settings may have moved the store while it started
         if announce:
             text = f"Ephemeral Context: the gateway listens on port {port} now"
             log.info(text)
             self.window_show_message(types.ShowMessageParams(types.MessageType.Info, text))
+
+    def follow_pins(self) -> None:
+        """Before a hosted gateway request: the pins as their files are now, as before an
+        ask; the user hears of each pin released."""
+        if self.pins is not None:
+            for released in self.pins.follow(self.tool_env()):
+                self.warn(f"Ephemeral Context: {released}")
 
     def data_root(self) -> Path:
         """`dataDirectory`, else $EPHEMERAL_CONTEXT_HOME or the platform's data folder."""
