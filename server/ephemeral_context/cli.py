@@ -10,6 +10,7 @@ API:
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import logging
 import os
@@ -419,7 +420,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `ectx ... | head`: the reader has all it wanted
         _discard_stdout()
         return 1
+    except OSError as error:
+        if error.errno not in _FULL:
+            raise
+        print(f"ectx: cannot write the output: {error.strerror}", file=sys.stderr)
+        _discard_stdout()  # what is still buffered would fail again at exit
+        return 1
     return result
+
+
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""A full disk or quota under `ectx ... > file` (the store's own writes say so as StoreError)."""
 
 
 def _discard_stdout() -> None:

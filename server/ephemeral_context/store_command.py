@@ -83,12 +83,21 @@ def run_get(item_id: str, offset: int, limit: int | None) -> int:
     return 0
 
 
+def _absent(path: Path) -> str | None:
+    """Why `path` names nothing to index: it is not there, or cannot be looked at (a name
+    longer than the system takes); None when it is there."""
+    try:
+        return None if path.exists() else "no such file or directory"
+    except OSError as error:
+        return str(error.strerror or error).lower()
+
+
 def run_index(paths: Sequence[Path], max_bytes: int, *, summary: bool) -> int:
     """Load `paths` (default: the repository's tracked files) into the mirror and the store."""
-    missing = [path for path in paths if not path.exists()]
-    if missing:
-        print(f"ectx index: no such file or directory: {missing[0]}", file=sys.stderr)
-        return 2
+    for path in paths:
+        if (problem := _absent(path)) is not None:
+            print(f"ectx index: {problem}: {path}", file=sys.stderr)
+            return 2
     root, files = index_targets(paths, Path.cwd())
     mirror = DocumentMirror(max_bytes=max_bytes)
     with Store() as store, Progress(console=Console(stderr=True), transient=True) as progress:

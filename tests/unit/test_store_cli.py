@@ -223,3 +223,10 @@ def test_index_stores_a_file_whose_name_is_not_utf8(
     with Store() as store:
         synopses = sorted(entry.synopsis or "" for entry in store.entries())
     assert "caf\\xe9.py (python, 2 lines" in synopses[0] and "function f()" in synopses[0]
+
+
+def test_index_of_a_name_longer_than_the_system_takes_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["index", "a" * 5000]) == 2
+    assert capsys.readouterr().err.startswith("ectx index: file name too long: aaaa")

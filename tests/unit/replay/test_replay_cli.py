@@ -540,6 +540,19 @@ def test_a_closed_stdout_is_no_traceback() -> None:
     assert process.returncode == 0
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_output_to_a_full_disk_is_one_line_and_status_1() -> None:
+    """`ectx replay > file` on a full disk (Linux's /dev/full is one): the error in one
+    line, no traceback."""
+    with (
+        open("/dev/full", "w", encoding="utf-8") as full,
+        ectx("replay", "--demo", stdout=full, stderr=subprocess.PIPE) as process,
+    ):
+        _, err = process.communicate(timeout=120)
+    assert err.decode() == "ectx: cannot write the output: No space left on device\n"
+    assert process.returncode == 1
+
+
 def test_ctrl_c_ends_the_replay_with_one_line_and_status_130(tmp_path: Path) -> None:
     """SIGINT while the report is still being written says so in one line. stdout is a pipe
     of one page that is not read, so the process cannot finish before the signal."""
