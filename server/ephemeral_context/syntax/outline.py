@@ -458,10 +458,16 @@ def _definition(
         source, node, name, bodies[0] if bodies else None, omitted, head_limit
     )
     end_line, end_byte = _end(source, node, name, comments)
+    scope = _squash(source[scopes[0].start_byte : scopes[0].end_byte]) if scopes else None
+    written = _squash(source[name.start_byte : name.end_byte]).strip()
+    scope, own_name = _unscoped(scope, written)
+    if own_name != written and signature.startswith(written, name_at):
+        # the signature holds the name alone, where the synopsis puts the qualified name
+        signature = signature[:name_at] + own_name + signature[name_at + len(written) :]
     return Definition(
         kind=kind,
-        name=_squash(source[name.start_byte : name.end_byte]).strip(),
-        scope=_squash(source[scopes[0].start_byte : scopes[0].end_byte]) if scopes else None,
+        name=own_name,
+        scope=scope,
         start_byte=node.start_byte,
         end_byte=min(end_byte, len(source)),  # not past a newline parsed_source added
         start_line=node.start_point[0] + 1,
@@ -494,6 +500,16 @@ def _section_definition(section: Section, start: ts.Point, end: ts.Point) -> Def
         name_start=name_start,
         name_end=name_start + len(section.name),
     )
+
+
+def _unscoped(scope: str | None, name: str) -> tuple[str | None, str]:
+    """A name written with its scopes (C++ `ns::S::g`, whose query captures `ns` as the scope
+    and `S::g` as the name; Ruby `class A::B`): the last part is the name, the rest joins the
+    scope, so the qualified name reads `ns.S.g` as its declaration's inside `ns` and `S` does."""
+    if "::" not in name:
+        return scope, name
+    *outer, last = (part.strip() for part in name.split("::"))
+    return ".".join(part for part in (scope, *outer) if part) or None, last
 
 
 def qualify(owner: str | None, scope: str | None, name: str) -> str:

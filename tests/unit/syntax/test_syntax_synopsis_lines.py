@@ -109,6 +109,21 @@ CASES = {
             "11-11 function TEST(Suite, Name)",
         ],
     ),
+    "c++: a member defined under several scopes reads as its declaration does": (
+        "s.cpp",
+        "namespace ns {\nstruct S { void g(); };\n}\nvoid ns::S::g() {\n  run();\n}\n",
+        [
+            "1-3 module ns",
+            "  2-2 struct ns.S",
+            "    2-2 method void ns.S.g()",
+            "4-6 method void ns.S.g()",
+        ],
+    ),
+    "ruby: a class named with its scope": (
+        "r.rb",
+        "class A::B\n  def m\n  end\nend\n",
+        ["1-4 class A.B", "  2-3 method A.B.m"],
+    ),
     "a header whose parenthesis closes on a later line is not cut at the first": (
         "p.h",
         "size_t ring_size(\n    const struct ring *r,\n    int flags);\n",
