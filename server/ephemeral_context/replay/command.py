@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 
 from ephemeral_context.replay.calibrate import describe, fit_paths
 from ephemeral_context.replay.demo import DEMO_SESSION
@@ -119,15 +119,16 @@ def run(
         return _fit_tokens(sources)
     ends = {files[-1]: label for label, files in groups}  # a session is done after its last file
     with Progress(
+        SpinnerColumn(),  # moves while one long session replays, the count still at 0/1
         TextColumn("replaying"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.description}"),
         console=err,
         transient=True,
-        disable=len(groups) < 2 or not err.is_terminal,
+        disable=not err.is_terminal,
     ) as progress:
-        task = progress.add_task("", total=len(groups))
+        task = progress.add_task(groups[0][0] if len(groups) == 1 else "", total=len(groups))
 
         def advance(path: Path) -> None:
             if path in ends:

@@ -5,10 +5,12 @@ Own sessions are copies of fixture transcripts under the temporary HOME, never ~
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import gzip
 import json
 import os
+import pty
 import shutil
 import signal
 import subprocess
@@ -538,6 +540,22 @@ def test_a_closed_stdout_is_no_traceback() -> None:
         _, err = process.communicate(timeout=120)
     assert err.decode() == ""
     assert process.returncode == 0
+
+
+def test_a_terminal_sees_the_progress_of_a_single_session() -> None:
+    """One long session is the case that needs it most: a terminal on stderr shows the
+    progress (a spinner and the session's name) while the tables go to stdout."""
+    leader, follower = pty.openpty()
+    with ectx("replay", "--demo", stdout=subprocess.DEVNULL, stderr=follower) as process:
+        os.close(follower)
+        shown = b""
+        with contextlib.suppress(OSError):  # EIO once the process has closed the terminal
+            while chunk := os.read(leader, 65536):
+                shown += chunk
+        process.wait(timeout=120)
+    os.close(leader)
+    assert process.returncode == 0
+    assert b"replaying" in shown and DEMO_SESSION.name.encode() in shown
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
