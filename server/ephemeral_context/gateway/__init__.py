@@ -43,12 +43,17 @@ def upstream_url(given: str | None) -> str:
 
 
 async def host_gateway(
-    engine: ContextEngine, port: int, on_update: Callable[[], None] | None = None
+    engine: ContextEngine,
+    port: int,
+    on_update: Callable[[], None] | None = None,
+    before_plan: Callable[[], None] | None = None,
 ) -> Gateway:
     """The gateway on 127.0.0.1:port inside a running event loop (`ectx serve --gateway`),
     over the caller's engine, so its status (the editor's status bar) counts these sessions;
-    the engine work stays on this loop, where the editor's handlers use the same engine."""
-    gateway = Gateway(GatewayCore(engine), upstream_url(None), on_update, engine_thread=False)
+    the engine work stays on this loop, where the editor's handlers use the same engine
+    (`before_plan`: the editor's pins brought up to date before each request it plans)."""
+    core = GatewayCore(engine, before_plan=before_plan)
+    gateway = Gateway(core, upstream_url(None), on_update, engine_thread=False)
     url = await gateway.start("127.0.0.1", port)
     log.info("ectx gateway on %s, upstream %s", url, gateway.upstream)
     return gateway

@@ -162,14 +162,19 @@ def _not_text(item: Mapping[str, Any]) -> bool:
 class GatewayCore:
     """One engine for every conversation the gateway carries."""
 
-    def __init__(self, engine: ContextEngine, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        engine: ContextEngine,
+        clock: Callable[[], float] = time.time,
+        before_plan: Callable[[], None] | None = None,
+    ) -> None:
         self.engine = engine
         self.clock = clock
         self.conversations = Conversations()
         self.savings = Savings()
         self._status = self.savings.as_json()
         self._tools = ToolEnv(workspace=Workspace.of(["/"]), mirror=DocumentMirror(), engine=engine)
-        self.before_plan: Callable[[], None] | None = None
+        self.before_plan = before_plan
         """Run before each request the engine plans: the hosted gateway's editor brings its
         pins up to date there (`Pins.follow`, as before an ask), so a pinned file edited
         since reaches the next request as it is now, not as it was pinned."""

@@ -322,11 +322,12 @@ class EphemeralContextServer(LanguageServer):
         from ephemeral_context.gateway import host_gateway  # aiohttp and the SDK: only if asked
 
         try:
-            self.gateway = await host_gateway(engine, port, self.usage_throttle.poke)
+            self.gateway = await host_gateway(
+                engine, port, self.usage_throttle.poke, before_plan=self.follow_pins
+            )
         except OSError as error:  # the port taken: the editor works on, the user hears why
             self.warn(f"Ephemeral Context: the gateway cannot listen on port {port}: {error}")
             return
-        self.gateway.core.before_plan = self.follow_pins
         self.host_gateway()  # the settings may have moved the store while it started
         if announce:
             text = f"Ephemeral Context: the gateway listens on port {port} now"
