@@ -204,7 +204,7 @@ export class ServerManager implements Disposable {
             this.explainNoPython('No Python interpreter was found.');
             return;
         }
-        const check = await checkServerPackage(interpreter.command, this.deps.info.module);
+        const check = await checkServerPackage(interpreter.command, this.deps.info.serverModule);
         switch (check.kind) {
             case 'noPython':
                 this.setState({ kind: 'noPython' });
@@ -216,7 +216,7 @@ export class ServerManager implements Disposable {
                 this.explainNoPython(`${interpreter.command.join(' ')} is Python ${check.version}; the server needs ${MIN_PYTHON.join('.')} or later.`);
                 return;
             case 'missingPackage':
-                interpreter = await this.privateServer(interpreter.command, settings);
+                interpreter = await this.privateServer(interpreter.command, settings, check.detail);
                 if (!interpreter) {
                     return;
                 }
@@ -359,17 +359,18 @@ export class ServerManager implements Disposable {
     /**
      * The private venv's Python, installing the server there first when it does not hold it
      * yet (the bundled wheel, or the serverPackageSpec setting); undefined when that failed.
+     * `why` is the import error that sent us here.
      */
-    private async privateServer(basePython: string[], settings: ISettings): Promise<InterpreterDetails | undefined> {
+    private async privateServer(basePython: string[], settings: ISettings, why: string): Promise<InterpreterDetails | undefined> {
         const venv = new ServerVenv(this.deps.storageDir.fsPath);
         const spec = settings.serverPackageSpec || bundledWheel();
-        const lacks = `${basePython.join(' ')} does not have the "${this.deps.info.module}" package`;
+        const lacks = `${basePython.join(' ')} cannot import the "${this.deps.info.module}" package's server (${why})`;
         if (!spec) {
             this.setState({ kind: 'missingPackage' });
             this.explainMissingPackage(`${lacks}, and this build of the extension carries no server wheel: set "${SECTION}.serverPackageSpec".`);
             return undefined;
         }
-        if (await venv.holds(spec, this.deps.info.module)) {
+        if (await venv.holds(spec, this.deps.info.serverModule)) {
             return { command: [venv.python], source: 'private' };
         }
         traceInfo(`${lacks}: installing ${spec} into ${venv.dir}`);

@@ -9,6 +9,8 @@ import { EXTENSION_ROOT_DIR } from './constants';
 export interface ServerInfo {
     name: string;
     module: string;
+    /** The module `serve` runs: the interpreter that imports it has the server and its dependencies. */
+    serverModule: string;
     pipPackage: string;
 }
 

@@ -5,7 +5,7 @@ import { ServerDependencies, ServerManager } from '../common/server';
 import { EventEmitter, LogOutputChannel, Uri } from 'vscode';
 
 // A Python that has the "server module": json stands in for ephemeral_context.
-const info = { name: 'Ephemeral Context', module: 'json', pipPackage: 'ephemeral-context' };
+const info = { name: 'Ephemeral Context', module: 'json', serverModule: 'json', pipPackage: 'ephemeral-context' };
 const managers: ServerManager[] = [];
 
 function manager(overrides: Partial<ServerDependencies> = {}): ServerManager {
