@@ -27,8 +27,15 @@ Match = tuple[int, Captures]
 _READ_CHUNK = 512
 
 
+# An error node with this many children or more is refused: queries take time quadratic in
+# its width (4,000 children: about 10 ms a query; 20,000: 0.3 s; 40,000: 1.2 s; a 1 MB line
+# of `(`, extrapolated: most of an hour), see run_matches.
+_MAX_ERROR_WIDTH = 4_000
+
+
 class BudgetExceeded(Exception):
-    """Parsing or querying ran past its time budget; the caller falls back with a reason."""
+    """Parsing or querying ran, or would run, past its time budget; the caller falls back
+    with a reason."""
 
 
 @dataclass(frozen=True)
@@ -55,11 +62,30 @@ def parse_bounded(
 
     try:
         if old_tree is None:
-            return parser.parse(read, progress_callback=over_budget)
-        return parser.parse(read, old_tree, progress_callback=over_budget)
+            tree = parser.parse(read, progress_callback=over_budget)
+        else:
+            tree = parser.parse(read, old_tree, progress_callback=over_budget)
     except ValueError as error:  # the binding reports a cancelled parse this way
         parser.reset()
         raise BudgetExceeded(f"parsing took longer than {budget.seconds:g} s") from error
+    width = _widest_error(tree.root_node)
+    if width >= _MAX_ERROR_WIDTH:
+        raise BudgetExceeded(
+            f"the syntax tree has an error node of {width:,} parts, too many to query in time"
+        )
+    return tree
+
+
+def _widest_error(root: ts.Node) -> int:
+    """The most children an ERROR node has, looking only under nodes that hold an error (a
+    tree without errors costs one check)."""
+    widest, pending = 0, [root] if root.has_error else []
+    while pending:
+        node = pending.pop()
+        if node.is_error:
+            widest = max(widest, node.child_count)
+        pending.extend(child for child in node.children if child.has_error)
+    return widest
 
 
 def run_matches(
@@ -73,10 +99,11 @@ def run_matches(
 
     Query time is linear in the tree for code as people write it, which the byte limit and
     parse budget bound; not for every tree: a long run of unmatched `{` (or `(`) leaves one
-    node whose every child costs time in proportion to its place: 20,000 of them in a Python
-    file take about 1.5 s to outline, 40,000 about 6 s, with the GIL held. Nothing here
-    bounds that: the cursor's own progress callback is not used, since with py-tree-sitter
-    0.26.1 passing one to `QueryCursor.matches` crashes the interpreter (segmentation fault).
+    error node whose every child costs time in proportion to its place (20,000 of them in a
+    Python file took 1.5 s to outline, 40,000 about 6 s, with the GIL held). The cursor's
+    own progress callback cannot bound that (with py-tree-sitter 0.26.1 passing one to
+    `QueryCursor.matches` crashes the interpreter: segmentation fault), so `parse_bounded`
+    refuses such trees before any query runs.
     """
     cursor = ts.QueryCursor(query)
     if byte_range is not None:

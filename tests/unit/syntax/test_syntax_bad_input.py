@@ -47,6 +47,33 @@ def test_parse_budget_gives_a_reason_instead_of_hanging() -> None:
     assert outline.fallback is not None and "parsing took longer" in outline.fallback
 
 
+def test_a_wide_error_node_falls_back_with_its_reason() -> None:
+    """A run of unmatched brackets leaves one error node whose queries take quadratic time
+    (a 1 MB line of `(` took most of an hour with the GIL held): refused before querying."""
+    text = "def f():\n    pass\n" + "(\n" * 20_000
+    outline = outline_text(text, "brackets.py")
+    assert outline.fallback == (
+        "the syntax tree has an error node of 20,001 parts, too many to query in time"
+    )
+    assert outline.symbols == () and outline.preview[:2] == ("def f():", "    pass")
+
+
+def test_a_few_unmatched_brackets_still_outline_by_the_tree() -> None:
+    text = "def f():\n    pass\n" + "(\n" * 1_000
+    outline = outline_text(text, "brackets.py")
+    assert outline.fallback is None and outline.has_errors
+    assert [s.qualname for s in outline.symbols] == ["f"]
+
+
+def test_an_edited_document_falls_back_on_a_wide_error_node_and_recovers() -> None:
+    syntax = IncrementalSyntax("def f():\n    pass\n", "a.py")
+    syntax.apply([], "def f():\n    pass\n" + "{\n" * 20_000)
+    assert syntax.tree is None and syntax.outline.fallback is not None
+    assert "error node" in syntax.outline.fallback
+    syntax.apply([], "def g():\n    pass\n")
+    assert [s.qualname for s in syntax.outline.symbols] == ["g"] and syntax.tree is not None
+
+
 def test_deep_nesting() -> None:
     depth = 3000
     text = "x = " + "[" * depth + "]" * depth + "\n"
