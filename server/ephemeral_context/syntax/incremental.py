@@ -38,6 +38,7 @@ from ephemeral_context.syntax.outline import (
     new_parser,
     outline_language,
     outline_order,
+    parsed_as_is,
     parsed_source,
 )
 from ephemeral_context.syntax.queries import refinements
@@ -122,6 +123,9 @@ class IncrementalSyntax:
         self._table = SymbolTable((), (), {})
         self._text, self._source = "", b""
         self._outline: Outline | None = None
+        # The parser read the current text as it is (outline.parsed_source), so edits to
+        # the text describe how what it reads changed.
+        self._as_is = True
         self._rebuild(text)
 
     @property
@@ -154,8 +158,7 @@ class IncrementalSyntax:
             or not edits
             or len(edits) > _MAX_PIECEWISE  # a replace-all: each edit moves the spans of all before
             or fallback_reason(text, source, self._language, self._limits) is not None
-            or self._adds_newline(self._source)  # its tree ends past the text: parsed anew
-            or self._adds_newline(source)
+            or not self._as_is  # its tree is not of the text: parsed anew
         ):
             return self._replace_all(text)
         tree, table = self._tree, self._table
@@ -175,6 +178,9 @@ class IncrementalSyntax:
                 edit.new_end_byte - edit.old_end_byte,
                 edit.new_end_point[0] - edit.old_end_point[0],
             )
+        assert self._language is not None
+        if not parsed_as_is(source, self._language, spans):  # the edits do not describe that
+            return self._replace_all(text)
         try:
             new_tree = parse_bounded(self._parser, source, self._limits.budget, old_tree=tree)
         except BudgetExceeded:
@@ -190,7 +196,6 @@ class IncrementalSyntax:
                 return self._replace_all(text)
         structural = ((r.start_byte, r.end_byte) for r in tree.changed_ranges(new_tree))
         spans = _merge([*spans, *structural])
-        assert self._language is not None
         found: dict[tuple[int, int], Definition] = {}  # by name node, as find_definitions
         for start, end in spans:
             keys |= table.remove_touching(start, end)
@@ -208,10 +213,6 @@ class IncrementalSyntax:
         old_source = self._source
         self._tree, self._text, self._source, self._outline = new_tree, text, source, None
         return _compare(table.left, old_source, table.entered(), source, incremental=reused)
-
-    def _adds_newline(self, source: bytes) -> bool:
-        """Whether the parser reads `source` with a newline added (outline.parsed_source)."""
-        return self._language is not None and parsed_source(source, self._language) != source
 
     def sexp(self) -> str:
         """The tree as an S-expression (empty without a tree), for comparing two parses."""
@@ -243,6 +244,9 @@ class IncrementalSyntax:
         refine = refinements(self._language) if self._language else {}
         self._table = SymbolTable(self._outline.symbols, definitions, refine)
         self._text, self._source = text, text.encode("utf-8", errors="surrogatepass")
+        self._as_is = self._language is None or (
+            parsed_source(self._source, self._language) == self._source
+        )
 
 
 def _compare(

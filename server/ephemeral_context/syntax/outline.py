@@ -45,7 +45,12 @@ from ephemeral_context.syntax.embedded import (
     script_ranges,
     sections,
 )
-from ephemeral_context.syntax.languages import detect_language, load_language, spec_for
+from ephemeral_context.syntax.languages import (
+    LanguageSpec,
+    detect_language,
+    load_language,
+    spec_for,
+)
 from ephemeral_context.syntax.queries import (
     FILE,
     SECTION,
@@ -56,6 +61,11 @@ from ephemeral_context.syntax.queries import (
 from ephemeral_context.tokens import estimate_tokens
 
 _SQUASH = re.compile(r"\s+")
+# Runs of this many full-line `#` comments or more are parsed as blank lines: a run of 100
+# costs the Python scanner about 2 ms, and the cost grows with the square of its length.
+_LONG_COMMENT_RUN = 100
+_COMMENT_RUN = re.compile(rb"(?:\A|\n)((?:[ \t]*+#[^\n]*+\n)++)")  # tried at line ends only
+_NOT_NEWLINE = re.compile(rb"[^\n]")
 _OPEN_SPACE = re.compile(r"([(\[]) ")
 _CLOSE_SPACE = re.compile(r",? ([)\]])")
 _PREFIX_LIMIT = 80
@@ -221,10 +231,62 @@ def new_parser(language: str) -> ts.Parser:
 
 def parsed_source(source: bytes, language: str) -> bytes:
     """What the parser reads: the file, with the newline it lacks when the grammar needs its
-    last line ended (LanguageSpec.ends_last_line); the nodes keep the file's offsets."""
-    if spec_for(language).ends_last_line and source and not source.endswith(b"\n"):
-        return source + b"\n"
-    return source
+    last line ended (LanguageSpec.ends_last_line), and long runs of comment lines as spaces
+    where the grammar is slow on them (LanguageSpec.slow_comment_runs: they define nothing,
+    and a definition's end leaves trailing comments out anyway); the nodes keep the file's
+    offsets."""
+    spec = spec_for(language)
+    if spec.slow_comment_runs:
+        source = _blank_comment_runs(source)
+    return source + b"\n" if _lacks_last_newline(source, spec) else source
+
+
+def _lacks_last_newline(source: bytes, spec: LanguageSpec) -> bool:
+    return spec.ends_last_line and source != b"" and not source.endswith(b"\n")
+
+
+def _long_comment_runs(
+    source: bytes, start: int = 0, end: int | None = None
+) -> list[tuple[int, int]]:
+    """Byte spans of the runs of `_LONG_COMMENT_RUN` or more full-line comments in
+    source[start:end], where `start` is the file's start or a newline."""
+    stop = len(source) if end is None else end
+    return [
+        run.span(1)
+        for run in _COMMENT_RUN.finditer(source, start, stop)
+        if source.count(b"\n", *run.span(1)) >= _LONG_COMMENT_RUN
+    ]
+
+
+def _blank_comment_runs(source: bytes) -> bytes:
+    """`source` with each long run of comment lines as spaces (its newlines kept)."""
+    runs = _long_comment_runs(source)
+    if not runs:
+        return source
+    blanked = bytearray(source)
+    for start, end in runs:
+        blanked[start:end] = _NOT_NEWLINE.sub(b" ", source[start:end])
+    return bytes(blanked)
+
+
+def parsed_as_is(source: bytes, language: str, edited: Iterable[tuple[int, int]]) -> bool:
+    """Whether the parser reads `source` unchanged (parsed_source), knowing that it read the
+    text before the edits unchanged and where they left their text (`edited`, byte spans of
+    `source`): a long run of comment lines can only be one an edit touched, so the lines
+    around each edit are looked at, not the whole file."""
+    spec = spec_for(language)
+    if _lacks_last_newline(source, spec):
+        return False
+    if not spec.slow_comment_runs:
+        return True
+    for start, end in edited:
+        low, high = start, end
+        for _ in range(_LONG_COMMENT_RUN + 1):  # back to the newline before 100 whole lines
+            low = max(source.rfind(b"\n", 0, low), 0)
+            high = source.find(b"\n", high) + 1 or len(source)
+        if _long_comment_runs(source, low, high):
+            return False
+    return True
 
 
 def _squash(raw: bytes) -> str:

@@ -74,6 +74,25 @@ def test_an_edited_document_falls_back_on_a_wide_error_node_and_recovers() -> No
     assert [s.qualname for s in syntax.outline.symbols] == ["g"] and syntax.tree is not None
 
 
+def test_a_long_run_of_comment_lines_is_outlined_by_the_tree() -> None:
+    """tree-sitter-python's scanner is quadratic in a run of `#` lines: 8,000 took 12 s and
+    the outline fell back; such runs are parsed as blank lines."""
+    text = "def f():\n    pass\n" + "# commented out\n" * 8_000 + "class G:\n    pass\n"
+    outline = outline_text(text, "commented.py")
+    assert outline.fallback is None and not outline.has_errors
+    assert [(s.qualname, s.start_line, s.end_line) for s in outline.symbols] == [
+        ("f", 1, 2),
+        ("G", 8_003, 8_004),
+    ]
+
+
+def test_a_definition_ends_before_trailing_comments_however_many() -> None:
+    for run in (3, 150):
+        body = "    # one\n" * run + "# two\n" * run
+        outline = outline_text("def f():\n    pass\n" + body + "X = 1\n", "trailing.py")
+        assert [(s.qualname, s.end_line) for s in outline.symbols] == [("f", 2), ("X", 3 + 2 * run)]
+
+
 def test_deep_nesting() -> None:
     depth = 3000
     text = "x = " + "[" * depth + "]" * depth + "\n"

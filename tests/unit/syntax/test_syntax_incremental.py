@@ -375,6 +375,27 @@ def test_typing_at_the_end_of_markdown_without_its_last_newline_equals_fresh_par
         assert [s.qualname for s in syntax.outline.symbols][:1] == ["Title"]
 
 
+def test_edits_that_make_or_break_a_long_comment_run_equal_fresh_parse() -> None:
+    """The parser reads runs of 100 or more `#` lines as blanks (outline.parsed_source), so
+    an edit that makes or breaks such a run changes bytes it does not describe: those are
+    parsed anew, the others stay incremental."""
+    text = "def f():\n    pass\n" + "# a\n" * 60 + "X = 1\n" + "# b\n" * 60 + "Y = 2\n"
+    syntax = IncrementalSyntax(text, "runs.py")
+    steps = [  # (what is replaced, by what, whether the update stays incremental)
+        ("# a", "# A", True),  # inside a short run
+        ("X = 1\n", "", False),  # one run of 120
+        ("# b\n", "Z = 3\n# b\n", False),  # split again: parsed anew, once
+        ("Y = 2", "Y = 1", True),
+        ("Y = 1\n", "Y = 1\n" + "# c\n" * 120, False),  # a pasted run
+    ]
+    for old, new, incremental in steps:
+        at = text.index(old)
+        text, edit = splice(text, at, at + len(old), new)
+        assert syntax.apply([edit], text).incremental is incremental, (old, new)
+        assert syntax.outline == outline_text(text, "runs.py")
+        assert syntax.sexp() == IncrementalSyntax(text, "runs.py").sexp()  # comments too
+
+
 def test_a_replace_all_of_thousands_of_edits_is_outlined_as_afresh() -> None:
     """An editor's replace-all is one didChange with an edit per match: each edit moved the
     spans of all those before it, so 6,000 took seconds; such an update is parsed anew."""
