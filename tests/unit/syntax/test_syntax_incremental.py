@@ -12,6 +12,8 @@ from ephemeral_context.syntax.outline import find_definitions, new_parser
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tests.replace_all import replace_all
+
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "syntax" / "samples"
 
 
@@ -399,18 +401,8 @@ def test_edits_that_make_or_break_a_long_comment_run_equal_fresh_parse() -> None
 def test_a_replace_all_of_thousands_of_edits_is_outlined_as_afresh() -> None:
     """An editor's replace-all is one didChange with an edit per match: each edit moved the
     spans of all those before it, so 6,000 took seconds; such an update is parsed anew."""
-    functions = [f"def f{i}(x):\n    return x\n" for i in range(6000)]
-    syntax = IncrementalSyntax("".join(functions), "a.py")
-    edits, at = [], 0
-    for i, function in enumerate(functions):  # `(x)` -> `(yy)`
-        column = function.index("x")
-        row, byte = 2 * i, at + column
-        edits.append(
-            ByteEdit(byte, byte + 1, byte + 2, (row, column), (row, column + 1), (row, column + 2))
-        )
-        at += len(function)
-    edits.reverse()  # back to front, as editors send them
-    text = "".join(functions).replace("(x)", "(yy)")
+    old, edits, text = replace_all(6000)
+    syntax = IncrementalSyntax(old, "a.py")
     syntax.apply(edits, text)
     assert syntax.outline == outline_text(text, "a.py")
 
