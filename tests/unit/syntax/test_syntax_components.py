@@ -153,7 +153,11 @@ def test_thousands_of_tags_left_open_define_nothing() -> None:
 
 
 def test_thousands_of_blocks_get_their_own_lines() -> None:
-    """Each block's line was counted from the start of the file: 20,000 scripts took 9 s."""
-    text = "<script>\nvar a;\n</script>\n" * 20_000
+    """Each block's line was counted from the start of the file: 20,000 scripts took 9 s
+    (the bench's hard inputs time it). 5,000 here: tree-sitter's own parse over thousands of
+    included ranges grows with their square, and 20,000 under a loaded machine's parallel
+    tests went past the 2 s parse budget, which leaves no symbols."""
+    text = "<script>\nvar a;\n</script>\n" * 5_000
     outline = outline_text(text, "Junk.vue")
-    assert (outline.symbols[-1].start_line, outline.symbols[-1].end_line) == (59_998, 60_000)
+    assert outline.fallback is None
+    assert (outline.symbols[-1].start_line, outline.symbols[-1].end_line) == (14_998, 15_000)
