@@ -474,7 +474,3 @@ def read_form(
     if count(shown) < (count(new) if full_tokens is None else full_tokens):
         return "diff", shown
     return "full", new
-    diff = unified_diff(visible, new, label)
-    if count(diff) < count(new):
-        return "diff", diff
-    return "full", new
