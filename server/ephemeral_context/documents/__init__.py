@@ -8,7 +8,7 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 - positions.py: `Position`, `Range`, `Point`, `PositionEncoding`, `without_lone_surrogates`,
   `utf8`.
 - pieces.py: a version's text as pieces; `content_hash`.
-- lines.py: `LineIndex`, the line table carried across edits.
+- lines.py: `LineIndex`, the line table carried across edits; `split_lines`, the editor's lines.
 - document.py: `Document` (one version), `TextEdit`, `ByteEdit`, `DocumentSource`.
 - uris.py: `normalize_uri`, `uri_to_path`, `uri_path`, `path_to_uri`, `real_path`,
   `shown_name`, `taken_name`, `holds_raw_bytes`.
@@ -17,7 +17,7 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 """
 
 from ephemeral_context.documents.document import ByteEdit, Document, DocumentSource, TextEdit
-from ephemeral_context.documents.lines import LineIndex
+from ephemeral_context.documents.lines import LineIndex, split_lines
 from ephemeral_context.documents.mirror import (
     ChangeReason,
     DocumentChange,
@@ -70,6 +70,7 @@ __all__ = [
     "path_to_uri",
     "real_path",
     "shown_name",
+    "split_lines",
     "taken_name",
     "uri_path",
     "uri_to_path",

@@ -9,6 +9,7 @@ API:
 - `LineIndex.after_edit(old, new, start, end, inserted_len, start_byte)`: the table of the
   edited text from this one.
 - `.cp_starts`, `.byte_starts`, `.has_lone_cr`, `.line_count`, `.line_of_cp`, `.line_of_byte`.
+- `split_lines(text)`: the lines as the editor numbers them, each with its line end.
 """
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ _Offsets = npt.NDArray[np.int64]
 # Inserting more than this many characters rebuilds the line table in one vectorised scan.
 _REBUILD_ABOVE = 4096
 _BREAK_CHAR = re.compile("[\r\n]")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` as LSP (and so the editor) numbers them, each with its line end:
+    str.splitlines also ends a line at a form feed, U+2028 or U+0085, which would shift every
+    later line number the model is shown or reads by."""
+    return _LINE.findall(text)
 
 
 class LineIndex:

@@ -202,6 +202,36 @@ async def test_read_file_range_by_lines(env: ToolEnv) -> None:
     assert past.is_error and "past the end" in past.text
 
 
+async def test_lines_are_numbered_as_the_editor_numbers_them(
+    env: ToolEnv, root: Path, store: Store
+) -> None:
+    """A line ends at \\n, \\r\\n or a lone \\r (LSP), not at a form feed, U+2028 or U+0085
+    as str.splitlines has it: read_file, read_session_file and search give the editor's line
+    N as line N (they gave a later one, or half of one)."""
+    text = "const s = 'a\u2028b';\f\nlet x = 1;\x85\rlet y = 2;\r\nlet z = 3;\n"
+    (root / "src" / "seps.js").write_text(text, newline="")
+    editor_lines = [
+        "const s = 'a\u2028b';\f\n",
+        "let x = 1;\x85\r",
+        "let y = 2;\r\n",
+        "let z = 3;\n",
+    ]
+    assert "".join(editor_lines) == text
+    for number, line in enumerate(editor_lines, start=1):
+        read = await run_tool(
+            env, "read_file", {"path": "src/seps.js", "offset": number, "limit": 1}
+        )
+        assert read.text == line
+    env.engine = ContextEngine(store)
+    entry = store.put(text)
+    part = await run_tool(
+        env, "read_session_file", {"id": entry.id, "first_line": 3, "line_count": 1}
+    )
+    assert part.text == f"[{entry.id}: lines 3-3 of 4]\nlet y = 2;\r\n"
+    found = await run_tool(env, "search", {"pattern": "let z", "glob": "**/*.js"})
+    assert found.text.splitlines()[0] == "src/seps.js:4: let z = 3;"
+
+
 async def test_read_file_prefers_the_open_buffer(env: ToolEnv, root: Path) -> None:
     uri = path_to_uri(root / "src" / "app.py")
     env.mirror.open(uri, "python", 3, "print('unsaved buffer')\n")
