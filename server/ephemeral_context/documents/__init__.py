@@ -8,7 +8,8 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 - positions.py: `Position`, `Range`, `Point`, `PositionEncoding`, `without_lone_surrogates`,
   `utf8`.
 - pieces.py: a version's text as pieces; `content_hash`.
-- lines.py: `LineIndex`, the line table carried across edits; `split_lines`, the editor's lines.
+- lines.py: `LineIndex`, the line table carried across edits; `split_lines`, `count_breaks`:
+  the editor's lines; `lone_cr_as_lf`: the bytes tree-sitter reads.
 - document.py: `Document` (one version), `TextEdit`, `ByteEdit`, `DocumentSource`.
 - uris.py: `normalize_uri`, `uri_to_path`, `uri_path`, `path_to_uri`, `real_path`,
   `shown_name`, `taken_name`, `holds_raw_bytes`.
@@ -17,7 +18,12 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 """
 
 from ephemeral_context.documents.document import ByteEdit, Document, DocumentSource, TextEdit
-from ephemeral_context.documents.lines import LineIndex, split_lines
+from ephemeral_context.documents.lines import (
+    LineIndex,
+    count_breaks,
+    lone_cr_as_lf,
+    split_lines,
+)
 from ephemeral_context.documents.mirror import (
     ChangeReason,
     DocumentChange,
@@ -65,7 +71,9 @@ __all__ = [
     "Unmirrored",
     "UnmirroredReason",
     "content_hash",
+    "count_breaks",
     "holds_raw_bytes",
+    "lone_cr_as_lf",
     "normalize_uri",
     "path_to_uri",
     "real_path",

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ephemeral_context.documents.lines import LineIndex
+from ephemeral_context.documents.lines import LineIndex, lone_cr_as_lf
 from ephemeral_context.documents.pieces import Pieces, content_hash
 from ephemeral_context.documents.positions import (
     Point,
@@ -141,7 +141,10 @@ class Document:
         return self._pieces.data
 
     def read_bytes_at(self, byte: int, point: Point | None = None) -> bytes:
-        """The bytes from `byte` to the end of its piece: a `Parser.parse` read callback."""
+        """The bytes from `byte` on, a lone CR read as LF (`lone_cr_as_lf`, so that rows
+        are the lines `point_at_byte` counts): a `Parser.parse` read callback."""
+        if self.lines.has_lone_cr:
+            return lone_cr_as_lf(self.data)[byte:]
         return self._pieces.read_bytes_at(byte, point)
 
     @property
@@ -190,11 +193,8 @@ class Document:
         return int(self.lines.cp_starts[line]) + len(head)
 
     def point_at_byte(self, byte: int) -> Point:
-        """UTF-8 byte offset -> tree-sitter point (rows counted by '\\n' only)."""
-        if self.lines.has_lone_cr:
-            data = self.data
-            row = data.count(b"\n", 0, byte)
-            return row, byte - (data.rfind(b"\n", 0, byte) + 1)
+        """UTF-8 byte offset -> tree-sitter point: the row is the line (the parser reads a
+        lone CR as LF: `read_bytes_at`)."""
         line = self.lines.line_of_byte(byte)
         return line, byte - int(self.lines.byte_starts[line])
 

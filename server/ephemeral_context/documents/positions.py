@@ -22,7 +22,7 @@ from typing import Literal
 
 PositionEncoding = Literal["utf-8", "utf-16", "utf-32"]
 Point = tuple[int, int]
-"""tree-sitter's point: (row, column in UTF-8 bytes); rows are counted by '\\n'."""
+"""tree-sitter's point: (row, column in UTF-8 bytes); a row is a line (a lone CR read as LF)."""
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 

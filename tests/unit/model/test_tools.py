@@ -232,6 +232,20 @@ async def test_lines_are_numbered_as_the_editor_numbers_them(
     assert found.text.splitlines()[0] == "src/seps.js:4: let z = 3;"
 
 
+async def test_a_file_with_lone_cr_line_ends_has_its_lines(env: ToolEnv, root: Path) -> None:
+    """A lone CR ends a line (LSP; a classic Mac file): the outline counts the editor's
+    lines and read_symbol gives the one definition (it gave the whole file as lines 1-1)."""
+    text = "def f():\r    return 1\r\r\rdef g():\r    return 2\r"
+    (root / "mac.py").write_bytes(text.encode())
+    outline = await run_tool(env, "outline", {"path": "mac.py"})
+    assert (
+        outline.text
+        == "mac.py (python, 6 lines, ~16 tokens)\n  1-2 function f()\n  5-6 function g()\n"
+    )
+    symbol = await run_tool(env, "read_symbol", {"path": "mac.py", "symbol": "g"})
+    assert symbol.text == "mac.py::g (lines 5-6)\ndef g():\r    return 2\n"
+
+
 async def test_read_file_prefers_the_open_buffer(env: ToolEnv, root: Path) -> None:
     uri = path_to_uri(root / "src" / "app.py")
     env.mirror.open(uri, "python", 3, "print('unsaved buffer')\n")
