@@ -31,6 +31,7 @@ from ephemeral_context.documents import (
 )
 from ephemeral_context.documents import lines as line_table
 from ephemeral_context.documents import pieces as piece_table
+from ephemeral_context.documents.positions import cp_to_units, units_to_cp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tree_sitter import Language, Parser
@@ -225,6 +226,22 @@ def test_positions_round_trip(encoding: PositionEncoding, text: str) -> None:
         assert document.offset_of_byte(byte) == offset
         point = document.point_at_byte(byte)
         assert point == ref_point(document.data, byte)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "code_points"),
+    [("utf-16", [0, 1, 2, 2, 3, 3]), ("utf-8", [0, 1, 1, 1, 1, 2, 3, 3])],
+)
+def test_a_column_inside_a_character_and_past_the_line(
+    encoding: PositionEncoding, code_points: list[int]
+) -> None:
+    """Inside a surrogate pair a UTF-16 column falls after it, a UTF-8 one inside a
+    character before it; past the end, at the end (the codecs keep what the loop did)."""
+    line = "a😀b"
+    assert [units_to_cp(line, n, encoding) for n in range(len(code_points))] == code_points
+    assert [cp_to_units(line, cp, encoding) for cp in range(4)] == (
+        [0, 1, 3, 4] if encoding == "utf-16" else [0, 1, 5, 6]
+    )
 
 
 # -- the editor ------------------------------------------------------------------------------
