@@ -365,7 +365,6 @@ def test_oversize_and_nul_open_documents_are_not_mirrored() -> None:
     mirror.open("untitled:big", None, 1, "é" * 6)  # 12 bytes, 6 characters
     big = mirror.get("untitled:big")
     assert isinstance(big, Unmirrored) and big.reason is UnmirroredReason.TOO_LARGE
-    assert mirror.change("untitled:big", 2, [TextEdit(None, "")]) is None
     mirror.open("untitled:nul", None, 1, "a\0b")
     nul = mirror.get("untitled:nul")
     assert isinstance(nul, Unmirrored) and nul.reason is UnmirroredReason.BINARY
@@ -373,6 +372,47 @@ def test_oversize_and_nul_open_documents_are_not_mirrored() -> None:
     assert mirror.change("untitled:grows", 2, [TextEdit(None, "x" * 11)]) is None
     grown = mirror.get("untitled:grows")
     assert isinstance(grown, Unmirrored) and grown.reason is UnmirroredReason.TOO_LARGE
+
+
+def test_an_open_document_withheld_for_its_content_comes_back_once_it_fits() -> None:
+    """Edits of a buffer over the size limit, or holding a NUL, still apply to its text:
+    undoing the paste that made it so brings it back (it stayed unmirrored, silently,
+    until the file was closed and opened again)."""
+    mirror = DocumentMirror(max_bytes=10)
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    mirror.open("untitled:a", None, 1, "abc\n")
+    pasted = TextEdit(Range(Position(0, 1), Position(0, 1)), "é" * 6 + "\n")
+    assert mirror.change("untitled:a", 2, [pasted]) is None
+    held = mirror.get("untitled:a")
+    assert isinstance(held, Unmirrored) and held.reason is UnmirroredReason.TOO_LARGE
+    typed = TextEdit(Range(Position(1, 0), Position(1, 0)), "!")  # still too large
+    assert mirror.change("untitled:a", 3, [typed]) is None
+    undo = TextEdit(Range(Position(0, 1), Position(1, 0)), "")
+    change = mirror.change("untitled:a", 4, [undo])
+    assert change is not None and (change.old_version, change.new_version) == (None, 4)
+    back = mirror.get("untitled:a")
+    assert isinstance(back, Document) and back.text == "a!bc\n" and back.version == 4
+    mirror.change("untitled:a", 5, [TextEdit(Range(Position(0, 0), Position(0, 0)), "\0")])
+    nul = mirror.get("untitled:a")
+    assert isinstance(nul, Unmirrored) and nul.reason is UnmirroredReason.BINARY
+    assert mirror.change("untitled:a", 6, [typed]) is None  # the NUL is still there
+    mirror.change("untitled:a", 7, [TextEdit(Range(Position(0, 0), Position(0, 1)), "")])
+    again = mirror.get("untitled:a")
+    assert isinstance(again, Document) and again.text == "a!bc\n!"
+    assert [(c.reason, c.old_version, c.new_version) for c in seen] == [
+        ("open", None, 1),
+        ("edit", 1, None),
+        ("edit", None, 4),
+        ("edit", 4, None),
+        ("edit", None, 7),
+    ]
+    mirror.open("untitled:b", None, 1, "x" * 11)  # too large from the start: the same
+    with pytest.raises(OutOfSync):  # a lost edit is lost for the held text too
+        mirror.change("untitled:b", 1, [TextEdit(None, "small")])
+    assert mirror.change("untitled:b", 2, [TextEdit(None, "small")]) is None
+    lost = mirror.get("untitled:b")
+    assert isinstance(lost, Unmirrored) and lost.reason is UnmirroredReason.OUT_OF_SYNC
 
 
 def test_a_failing_listener_does_not_stop_the_others(caplog: pytest.LogCaptureFixture) -> None:

@@ -34,7 +34,6 @@ from ephemeral_context.documents.document import ByteEdit, Document, TextEdit
 from ephemeral_context.documents.pieces import content_hash
 from ephemeral_context.documents.positions import (
     PositionEncoding,
-    utf8,
     without_lone_surrogates,
 )
 from ephemeral_context.documents.uris import normalize_uri, path_to_uri, uri_to_path
@@ -116,6 +115,9 @@ class DocumentMirror:
         self.position_encoding: PositionEncoding = position_encoding
         self.max_bytes = max_bytes
         self._open: dict[str, Document | Unmirrored] = {}
+        self._held: dict[str, Document] = {}
+        """The text of each open document not mirrored for what it holds (over the size
+        limit, NUL bytes): later edits apply to it, and it comes back once it fits."""
         self._disk: dict[str, _DiskEntry] = {}
         self._stale: set[str] = set()
         self._disk_versions: dict[str, int] = {}
@@ -151,16 +153,7 @@ class DocumentMirror:
         text = without_lone_surrogates(text)
         with self._lock:
             previous = self._current(key)
-            if len(text) > self.max_bytes or len(data := utf8(text)) > self.max_bytes:
-                self._open[key] = Unmirrored(
-                    key, UnmirroredReason.TOO_LARGE, f"over {self.max_bytes} bytes"
-                )
-                self._emit_removed(key, previous, "open")
-                return None
-            if "\0" in text:
-                self._open[key] = Unmirrored(key, UnmirroredReason.BINARY, "contains NUL bytes")
-                self._emit_removed(key, previous, "open")
-                return None
+            self._held.pop(key, None)
             document = Document.create(
                 key,
                 version,
@@ -168,8 +161,10 @@ class DocumentMirror:
                 language_id=language_id,
                 source="editor",
                 encoding=self.position_encoding,
-                data=data,
             )
+            if self._withheld(key, document, None):
+                self._emit_removed(key, previous, "open")
+                return None
             self._open[key] = document
             self._emit(
                 DocumentChange(
@@ -194,37 +189,53 @@ class DocumentMirror:
             if current is None:
                 log.warning("didChange for %s, which is not open: ignored", key)
                 return None
-            if isinstance(current, Unmirrored):
+            base = self._held.get(key) if isinstance(current, Unmirrored) else current
+            if base is None:
+                assert isinstance(current, Unmirrored)
                 log.info("didChange for unmirrored %s (%s): ignored", key, current.reason)
                 return None
-            if (problem := _unappliable(current, version, edits)) is not None:
+            if (problem := _unappliable(base, version, edits)) is not None:
                 log.warning("%s for %s: out of sync until reopened", problem, key)
                 self.desync(key, problem)
                 raise OutOfSync(problem)
-            document = current
+            document = base
             byte_edits: list[ByteEdit] = []
             for edit in edits:
                 edit = TextEdit(edit.range, without_lone_surrogates(edit.text))
                 document, byte_edit = document.apply(edit, version)
                 byte_edits.append(byte_edit)
-            too_large = document.size > self.max_bytes
-            if too_large or any("\0" in edit.text for edit in edits):
-                reason = UnmirroredReason.TOO_LARGE if too_large else UnmirroredReason.BINARY
-                self._open[key] = Unmirrored(key, reason, f"after the edit to version {version}")
-                self._emit_removed(key, current, "edit")
+            mirrored = current if isinstance(current, Document) else None
+            inserted = [edit.text for edit in edits] if mirrored is not None else None
+            if self._withheld(key, document, inserted):
+                self._emit_removed(key, mirrored, "edit")
                 return None
+            self._held.pop(key, None)
             self._open[key] = document
-            change = DocumentChange(
+            change = DocumentChange(  # back from being withheld: no old text to edit
                 key,
-                current.version,
+                mirrored.version if mirrored else None,
                 version,
-                current.hash,
+                mirrored.hash if mirrored else None,
                 document.hash,
-                tuple(byte_edits),
+                tuple(byte_edits) if mirrored else (),
                 "edit",
             )
             self._emit(change)
             return change
+
+    def _withheld(self, key: str, document: Document, inserted: Sequence[str] | None) -> bool:
+        """Whether an open document is held back for what it holds (over the size limit,
+        NUL bytes; `inserted`: only these texts are new, the rest was checked): it is then
+        unmirrored, and its text kept for the edits that may make it fit again."""
+        if document.size > self.max_bytes:
+            reason, detail = UnmirroredReason.TOO_LARGE, f"over {self.max_bytes} bytes"
+        elif any("\0" in text for text in ([document.text] if inserted is None else inserted)):
+            reason, detail = UnmirroredReason.BINARY, "contains NUL bytes"
+        else:
+            return False
+        self._held[key] = document
+        self._open[key] = Unmirrored(key, reason, detail)
+        return True
 
     def desync(self, uri: str, problem: str) -> None:
         """An edit of an open document was lost (it could not even be read): its text here
@@ -233,17 +244,19 @@ class DocumentMirror:
         key = normalize_uri(uri)
         with self._lock:
             current = self._open.get(key)
-            if isinstance(current, Document):
+            mirrored = current if isinstance(current, Document) else None
+            if self._held.pop(key, None) is not None or mirrored is not None:
                 self._open[key] = Unmirrored(
                     key, UnmirroredReason.OUT_OF_SYNC, f"an edit was lost: {problem}"
                 )
-                self._emit_removed(key, current, "edit")
+                self._emit_removed(key, mirrored, "edit")
 
     def close(self, uri: str) -> None:
         """didClose: the editor lets go; a file: URI is read from disk again on next use."""
         key = normalize_uri(uri)
         with self._lock:
             current = self._open.pop(key, None)
+            self._held.pop(key, None)
             if isinstance(current, Document):
                 self._stale.add(key)
                 self._emit_removed(key, current, "close")
