@@ -518,6 +518,24 @@ def test_recent_mtime_is_not_trusted(tmp_path: Path) -> None:
     assert isinstance(fresh, Document) and fresh.text == "bbbb"
 
 
+def test_a_file_with_a_byte_order_mark_reads_as_the_editor_sends_it(tmp_path: Path) -> None:
+    """Editors drop a UTF-8 BOM from the text they show and send: the file read from disk
+    is the same text, with the same hash, so opening and closing it changes nothing (the
+    disk copy had a U+FEFF and another hash: the pin moved, the model saw a diff)."""
+    path = tmp_path / "bom.py"
+    path.write_bytes(b"\xef\xbb\xbfx = 1\n")
+    age(path)
+    mirror = DocumentMirror()
+    on_disk = mirror.get_path(path)
+    assert isinstance(on_disk, Document) and on_disk.text == "x = 1\n"
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    mirror.open(path_to_uri(path), "python", 1, "x = 1\n")
+    assert seen[-1].old_hash == seen[-1].new_hash == on_disk.hash
+    mirror.close(path_to_uri(path))
+    assert mirror.get_path(path) is on_disk
+
+
 def test_touch_without_change_keeps_version(tmp_path: Path) -> None:
     path = tmp_path / "c.txt"
     path.write_text("same")

@@ -14,7 +14,7 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 - uris.py: `normalize_uri`, `uri_to_path`, `uri_path`, `path_to_uri`, `real_path`,
   `shown_name`, `taken_name`, `holds_raw_bytes`.
 - mirror.py: `DocumentMirror`, `DocumentChange`, `ChangeReason`, `Unmirrored`,
-  `UnmirroredReason`, `OutOfSync`.
+  `UnmirroredReason`, `OutOfSync`, `without_bom`.
 """
 
 from ephemeral_context.documents.document import ByteEdit, Document, DocumentSource, TextEdit
@@ -32,6 +32,7 @@ from ephemeral_context.documents.mirror import (
     OutOfSync,
     Unmirrored,
     UnmirroredReason,
+    without_bom,
 )
 from ephemeral_context.documents.pieces import content_hash
 from ephemeral_context.documents.positions import (
@@ -83,5 +84,6 @@ __all__ = [
     "uri_path",
     "uri_to_path",
     "utf8",
+    "without_bom",
     "without_lone_surrogates",
 ]

@@ -15,10 +15,12 @@ API:
 - `Unmirrored`, `UnmirroredReason`: a URI the mirror holds no text for, and why.
 - `OutOfSync`: raised by `.change` for an edit it could not apply (the document is out of
   sync until reopened).
+- `without_bom(data)`: a file's bytes as the editor shows them, without a UTF-8 BOM.
 """
 
 from __future__ import annotations
 
+import codecs
 import logging
 import os
 import stat as stat_module
@@ -327,7 +329,7 @@ class DocumentMirror:
         ):
             return cached.document
         try:
-            data = path.read_bytes()
+            data = without_bom(path.read_bytes())
         except OSError as error:
             return self._drop_disk(key, UnmirroredReason.UNREADABLE, error.strerror or str(error))
         self._stale.discard(key)
@@ -372,6 +374,13 @@ class DocumentMirror:
         if cached is not None:
             self._emit_removed(key, cached.document, "disk")
         return Unmirrored(key, reason, detail)
+
+
+def without_bom(data: bytes) -> bytes:
+    """A file's bytes without the UTF-8 byte order mark it may start with: editors show
+    none and send none (VS Code, Neovim), so the file read from disk is the buffer's text
+    and hash, and the model is shown no U+FEFF the user never sees."""
+    return data.removeprefix(codecs.BOM_UTF8)
 
 
 def _unappliable(current: Document, version: int, edits: Sequence[TextEdit]) -> str | None:

@@ -384,6 +384,24 @@ async def test_disk_applier_keeps_crlf_and_mode(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["script.sh"]
 
 
+async def test_a_byte_order_mark_is_kept_on_disk_and_shown_nowhere(
+    env: ToolEnv, root: Path
+) -> None:
+    """The editor shows and sends a BOM file's text without its BOM; the model reads it the
+    same way, and an edit (on disk) keeps the BOM: the read after it is no change."""
+    path = root / "src" / "bom.py"
+    path.write_bytes(b"\xef\xbb\xbfx = 1\ny = 2\n")
+    read = await run_tool(env, "read_file", {"path": "src/bom.py"})
+    assert read.text == "x = 1\ny = 2\n"
+    edited = await run_tool(
+        env, "edit_file", {"path": "src/bom.py", "old_string": "y = 2", "new_string": "y = 3"}
+    )
+    assert not edited.is_error and edited.content == "x = 1\ny = 3\n"
+    assert path.read_bytes() == b"\xef\xbb\xbfx = 1\ny = 3\n"
+    again = await run_tool(env, "read_file", {"path": "src/bom.py"})
+    assert again.text == edited.content
+
+
 def test_plan_edit_cases() -> None:
     assert plan_edit("abc", "b", "X").new_text == "aXc"
     assert plan_edit(None, "", "new").new_text == "new"
