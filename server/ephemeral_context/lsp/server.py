@@ -596,7 +596,11 @@ async def did_change_configuration(
 async def did_change_workspace_folders(
     ls: EphemeralContextServer, params: types.DidChangeWorkspaceFoldersParams
 ) -> None:
-    """pygls already updated the folder list; watch the new set instead of the old one."""
+    """pygls already updated the folder list; watch the new set instead of the old one.
+    A pin in a folder removed is released now, as a read there is refused."""
+    if ls.pins is not None:
+        for released in ls.pins.recheck(ls.tool_env()):
+            ls.warn(f"Ephemeral Context: {released}")
     async with ls.watch_lock:
         if ls.watching:
             await unregister_watchers(ls)
