@@ -38,7 +38,7 @@ from ephemeral_context.documents.positions import (
     PositionEncoding,
     without_lone_surrogates,
 )
-from ephemeral_context.documents.uris import normalize_uri, path_to_uri, uri_to_path
+from ephemeral_context.documents.uris import normalize_uri, path_to_uri, real_path, uri_to_path
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +117,10 @@ class DocumentMirror:
         self.position_encoding: PositionEncoding = position_encoding
         self.max_bytes = max_bytes
         self._open: dict[str, Document | Unmirrored] = {}
+        self._aliases: dict[str, str] = {}
+        """The real file's key -> the key the editor opened it by, when that URI goes
+        through a symbolic link (a workspace folder opened by a linked path): the tools name
+        files by their real path, and must get the buffer, not the file on disk."""
         self._held: dict[str, Document] = {}
         """The text of each open document not mirrored for what it holds (over the size
         limit, NUL bytes): later edits apply to it, and it comes back once it fits."""
@@ -156,6 +160,9 @@ class DocumentMirror:
         with self._lock:
             previous = self._current(key)
             self._held.pop(key, None)
+            path = uri_to_path(key)
+            if path is not None and (real := path_to_uri(real_path(path))) != key:
+                self._aliases[real] = key
             document = Document.create(
                 key,
                 version,
@@ -259,6 +266,8 @@ class DocumentMirror:
         with self._lock:
             current = self._open.pop(key, None)
             self._held.pop(key, None)
+            for real in [real for real, opened in self._aliases.items() if opened == key]:
+                del self._aliases[real]
             if isinstance(current, Document):
                 self._stale.add(key)
                 self._emit_removed(key, current, "close")
@@ -271,7 +280,13 @@ class DocumentMirror:
 
     def is_open(self, uri: str) -> bool:
         with self._lock:
-            return normalize_uri(uri) in self._open
+            return self._open_key(uri) in self._open
+
+    def _open_key(self, uri: str) -> str:
+        """The key of `uri`: the document the editor opened by a linked path to the same
+        file, if it has not opened this one."""
+        key = normalize_uri(uri)
+        return key if key in self._open else self._aliases.get(key, key)
 
     def open_uris(self) -> list[str]:
         with self._lock:
@@ -284,8 +299,8 @@ class DocumentMirror:
 
     def get(self, uri: str) -> Document | Unmirrored:
         """The current text: the editor's if open, else the file's (read only if changed)."""
-        key = normalize_uri(uri)
         with self._lock:
+            key = self._open_key(uri)
             opened = self._open.get(key)
             if opened is not None:
                 return opened

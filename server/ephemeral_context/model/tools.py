@@ -482,14 +482,15 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         return _error(f"{display} is not a regular file")
     # What the model may not read, it may not edit: a match would tell of a secret (and a
     # huge file is read whole). A buffer open in the editor is edited there, saved or not.
-    if real.exists() or env.mirror.is_open(path_to_uri(real)):
-        env.guarded_document(real, display)
+    uri = path_to_uri(real)
+    if real.exists() or env.mirror.is_open(uri):
+        uri = env.guarded_document(real, display).uri  # the buffer's, opened by a link too
     outcome = await env.applier.apply(real, old, new)
     return ToolResult(
         f"{display}: {outcome.message}",
         is_error=not outcome.applied,
         kind=BlockKind.EDIT,
-        uri=path_to_uri(real),
+        uri=uri,
         content=outcome.new_text,
     )
 
