@@ -612,6 +612,18 @@ def test_file_uris_are_keyed_canonically(tmp_path: Path) -> None:
     assert isinstance(document, Document) and document.text == "from editor"
 
 
+def test_a_nul_byte_in_a_file_uri_is_no_file_and_no_crash() -> None:
+    """%00 decodes to a NUL, which no file name holds: the editor's buffer is mirrored,
+    and the disk has no such file (os.stat raised ValueError out of the mirror)."""
+    mirror = DocumentMirror()
+    uri = "file:///tmp/a%00b.py"
+    assert mirror.open(uri, "python", 1, "x = 1\n") is not None
+    assert isinstance(mirror.get(uri), Document)
+    mirror.close(uri)
+    missing = mirror.get(uri)
+    assert isinstance(missing, Unmirrored) and missing.reason is UnmirroredReason.NOT_FOUND
+
+
 def test_a_lone_surrogate_in_a_file_uri_is_the_bytes_it_stands_for() -> None:
     """JSON can carry half a surrogate pair in a URI ("\\ud800"); no path can be encoded
     with it, so the URI is read as the UTF-8 bytes it would be written as, like its

@@ -329,6 +329,8 @@ class DocumentMirror:
             return self._drop_disk(key, UnmirroredReason.NOT_FOUND, "no such file")
         except OSError as error:
             return self._drop_disk(key, UnmirroredReason.UNREADABLE, error.strerror or str(error))
+        except ValueError:  # a NUL byte, from a URI's %00: no file can have that name
+            return self._drop_disk(key, UnmirroredReason.NOT_FOUND, "the name holds a NUL byte")
         if not stat_module.S_ISREG(stat.st_mode):
             return self._drop_disk(key, UnmirroredReason.NOT_A_FILE, "not a regular file")
         if stat.st_size > self.max_bytes:

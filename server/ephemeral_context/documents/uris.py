@@ -55,10 +55,10 @@ def path_to_uri(path: str | os.PathLike[str]) -> str:
 
 def real_path(path: Path) -> Path:
     """The file a path names (links followed); itself when that cannot be told (a link
-    loop: reading it then says why)."""
+    loop, a NUL byte from a URI's %00: reading it then says why)."""
     try:
         return path.resolve()
-    except (OSError, RuntimeError):  # RuntimeError: a link loop, before Python 3.13
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: a link loop, before 3.13
         return path
 
 
