@@ -610,6 +610,20 @@ def test_file_uris_are_keyed_canonically(tmp_path: Path) -> None:
     assert normalize_uri(loose) == path_to_uri(path)
     document = mirror.get(path_to_uri(path))
     assert isinstance(document, Document) and document.text == "from editor"
+    assert normalize_uri("file://localhost" + path.as_posix()) == path_to_uri(path)
+
+
+def test_a_file_on_another_host_is_not_the_local_file_of_its_path(tmp_path: Path) -> None:
+    """file://server/share/a.py names a file on `server`: it was read as /share/a.py here."""
+    (tmp_path / "a.py").write_text("local\n")
+    remote = "file://server" + (tmp_path / "a.py").as_posix()
+    assert uri_to_path(remote) is None and normalize_uri(remote) == remote
+    mirror = DocumentMirror()
+    unread = mirror.get(remote)
+    assert isinstance(unread, Unmirrored) and unread.reason is UnmirroredReason.NOT_OPEN
+    mirror.open(remote, None, 1, "remote buffer\n")
+    opened = mirror.get(remote)
+    assert isinstance(opened, Document) and opened.text == "remote buffer\n"
 
 
 def test_a_nul_byte_in_a_file_uri_is_no_file_and_no_crash() -> None:

@@ -27,8 +27,10 @@ from ephemeral_context.documents.positions import utf8
 
 
 def uri_to_path(uri: str) -> Path | None:
-    """The file system path of a file: URI, or None for other schemes (untitled:, ...)."""
-    if urllib.parse.urlsplit(uri).scheme != "file":
+    """The file system path of a file: URI, or None for other schemes (untitled:, ...) and
+    for a file on another host (`file://server/share/a.py` is no /share/a.py here)."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.scheme != "file" or parts.netloc.lower() not in ("", "localhost"):
         return None
     return Path(uri_path(uri))
 
