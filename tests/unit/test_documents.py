@@ -244,6 +244,30 @@ def test_a_column_inside_a_character_and_past_the_line(
     )
 
 
+@pytest.mark.parametrize(
+    ("start", "end", "text", "edit"),
+    [
+        (6, 12, "\nb = 3", ((0, 5), (1, 5), "\r\nb = 3")),  # starts between CR and LF
+        (0, 6, "x", ((0, 0), (1, 0), "x\n")),  # ends between them
+        (2, 3, "=", ((0, 2), (0, 3), "=")),  # elsewhere: as asked
+    ],
+)
+def test_a_client_edit_never_splits_a_crlf(
+    start: int, end: int, text: str, edit: tuple[tuple[int, int], tuple[int, int], str]
+) -> None:
+    """What the client applies gives the text asked for, though it cannot address the
+    gap inside a CRLF."""
+    document = Document.create(
+        "untitled:d", 1, "a = 1\r\nb = 2\r\n", language_id=None, source="editor", encoding="utf-16"
+    )
+    where, replacement = document.client_edit(start, end, text)
+    (start_line, start_char), (end_line, end_char), expected = edit
+    assert where == Range(Position(start_line, start_char), Position(end_line, end_char))
+    assert replacement == expected
+    applied, _ = document.apply(TextEdit(where, replacement), 2)
+    assert applied.text == document.text[:start] + text + document.text[end:]
+
+
 # -- the editor ------------------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ API:
 - `.text`, `.data`, `.hash`, `.length`, `.size`, `.line_count`, `.line_text`, `.path`,
   `.read_bytes_at` (a `Parser.parse` read callback).
 - `.offset_at`, `.position_at`, `.byte_at`, `.offset_of_byte`, `.point_at_byte`: client
-  units, code points, bytes, points.
+  units, code points, bytes, points; `.client_edit`: a replacement as the client applies it.
 - `TextEdit`: one change of a didChange; `ByteEdit`: one edit as `Tree.edit` takes it.
 - `DocumentSource`: where a version came from, "editor" or "disk".
 """
@@ -177,6 +177,17 @@ class Document:
         line = self.lines.line_of_cp(offset)
         column = offset - int(self.lines.cp_starts[line])
         return Position(line, cp_to_units(self.line_text(line), column, self.encoding))
+
+    def client_edit(self, start: int, end: int, text: str) -> tuple[Range, str]:
+        """Code points [start, end) replaced by `text`, as the range and text of an edit the
+        client applies. A client position cannot fall between the CR and LF of a line end
+        (LSP): an end there is moved out of the pair, and the text takes the part it spans,
+        so the client's result is this one (an edit of "\\n..." in a CRLF file cut the CR)."""
+        if self._pieces.slice(start - 1, start + 1) == "\r\n":
+            start, text = start - 1, "\r" + text
+        if self._pieces.slice(end - 1, end + 1) == "\r\n":
+            end, text = end + 1, text + "\n"
+        return Range(self.position_at(start), self.position_at(end)), text
 
     def byte_at(self, offset: int) -> int:
         """Code point offset -> UTF-8 byte offset."""
