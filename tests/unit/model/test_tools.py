@@ -440,6 +440,18 @@ def test_plan_edit_cases() -> None:
         plan_edit("abc", "", "c")
 
 
+def test_an_edit_written_with_lf_applies_to_a_crlf_file_in_crlf() -> None:
+    """The model writes line ends as LF: in a CRLF file its lines are found with CRLF
+    and replaced in CRLF (no match at all before, for any old_string of two lines)."""
+    text = "a = 1\r\nb = 2\r\nc = 3\r\n"
+    assert plan_edit(text, "a = 1\nb = 2\n", "a = 1\nb = 22\nb2 = 0\n").new_text == (
+        "a = 1\r\nb = 22\r\nb2 = 0\r\nc = 3\r\n"
+    )
+    assert plan_edit(text, "b = 2\r\n", "").new_text == "a = 1\r\nc = 3\r\n"  # as written
+    with pytest.raises(EditError, match="not found"):
+        plan_edit("a = 1\nb = 2\n", "a = 1\r\nb", "x")  # an LF file: exact only
+
+
 AWS_KEY_ID = "AKIA" + "QX7RT2VB5NW3KZ4M"
 
 
