@@ -16,7 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import xxhash
-from ephemeral_context.documents import DocumentMirror, Position, Range, TextEdit, path_to_uri
+from ephemeral_context.documents import (
+    DocumentMirror,
+    Position,
+    PositionEncoding,
+    Range,
+    TextEdit,
+    path_to_uri,
+)
 from ephemeral_context.store import Store
 
 ROUNDS = 5
@@ -79,6 +86,22 @@ def edit_latency(text: str, newline_every: int = 0) -> dict[str, float]:
         "base_p99": percentile(base, 0.99),
         "base_cpu_p99": percentile(base_cpu, 0.99),
     }
+
+
+def long_line_latency(encoding: PositionEncoding) -> float:
+    """Per-edit milliseconds (p50) of one-character inserts at random columns of one 1 MB
+    line holding one non-ASCII character (a minified bundle with a licence header)."""
+    text = "/*\u00a9*/" + "var a=1;" * 125_000
+    rng = random.Random(7)
+    mirror = DocumentMirror(position_encoding=encoding, max_bytes=10_000_000)
+    mirror.open("untitled:bundle.js", "javascript", 1, text)
+    samples = []
+    for version in range(2, 52):
+        where = Position(0, rng.randrange(10, len(text)))  # columns past the © agree in all three
+        start = time.perf_counter_ns()
+        mirror.change("untitled:bundle.js", version, [TextEdit(Range(where, where), "x")])
+        samples.append(time.perf_counter_ns() - start)
+    return percentile(samples, 0.5) / 1000
 
 
 def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -181,6 +204,16 @@ def run() -> str:
             f"{figures['base_p99']:.1f} | {figures['base_cpu_p99']:.1f} | "
             f"{figures['p50'] / figures['base_p50']:.1f}x |"
         )
+    lines.append("")
+    encodings: list[PositionEncoding] = ["utf-16", "utf-8", "utf-32"]
+    long_line = {
+        e: statistics.median(long_line_latency(e) for _ in range(ROUNDS)) for e in encodings
+    }
+    lines.append(
+        "One-character edits at random columns of one 1 MB line that holds one non-ASCII "
+        f"character (a minified bundle; 50 edits, p50 ms, median of {ROUNDS} runs), per "
+        "position encoding: " + ", ".join(f"{e} {ms:.1f}" for e, ms in long_line.items()) + "."
+    )
     lines.append("")
     lines.append(
         "Store throughput on this machine's disk (each new put: blob to a temp file, fsync, "

@@ -219,6 +219,24 @@ async def test_cancel_ask_command(
     assert api.message_requests[0].completed is False  # the server dropped the stream
 
 
+async def test_an_edit_that_starts_inside_a_crlf_lands_as_planned(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """An old_string that starts with the LF of a CRLF: no client position falls between CR
+    and LF, so the edit sent takes the CR along; the buffer is the text the model was told
+    (the CR was cut, and the model's next read was an outside change)."""
+    await start(raw_editor, api, workspace, "visual_studio_code")
+    path = workspace / "src" / "dos.py"
+    uri = raw_editor.open(path, text="a = 1\r\nb = 2\r\nc = 3\r\n")
+    edit = {"path": "src/dos.py", "old_string": "\nb = 2", "new_string": "\nb = 22"}
+    api.add_turns({"tool_use": [{"name": "edit_file", "input": edit}]}, read("src/dos.py"), "Done.")
+    result = await raw_editor.request("ephemeralContext/ask", {"prompt": "b is 22"})
+    assert [e.applied for e in result.edits] == [True]
+    assert raw_editor.buffers[uri].source == "a = 1\r\nb = 22\r\nc = 3\r\n"
+    last = json.dumps(api.message_requests[-1].body)
+    assert "changed outside" not in last
+
+
 async def test_edit_of_a_file_not_open_goes_to_disk(
     raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
 ) -> None:

@@ -3,6 +3,7 @@ status, items, pin, hydrate and drop, with a usage notification after each chang
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,26 @@ async def test_watched_file_change_is_read_again(editor: Editor, workspace: Path
     text = await editor.request("ephemeralContext/hydrate", {"id": second.item.id})
     assert text.text.endswith("Rewritten by git checkout.\n")
     assert second.item.id != first.item.id
+
+
+async def test_a_deleted_folder_releases_the_pins_under_it(
+    raw_editor: Editor, workspace: Path
+) -> None:
+    """VS Code reports a deleted folder as one event for the folder: a file pinned under it
+    leaves the context at once, with the warning (it stayed until a status or items read)."""
+    await raw_editor.initialize("visual_studio_code", workspace)
+    uri = (workspace / "src" / "app.py").as_uri()
+    await raw_editor.request("ephemeralContext/pin", {"uri": uri})
+    shutil.rmtree(workspace / "src")
+    raw_editor.client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            [types.FileEvent(uri=(workspace / "src").as_uri(), type=types.FileChangeType.Deleted)]
+        )
+    )
+    # Answered after the notification, and touching no file: whatever the server was to say
+    # about the deletion it has said by then.
+    await raw_editor.request("ephemeralContext/drop", {"id": "0123abcd"})
+    assert any("app.py was deleted on disk" in m.message for m in raw_editor.client.messages)
 
 
 async def test_secret_settings(raw_editor: Editor, workspace: Path) -> None:

@@ -170,3 +170,16 @@ async def test_workspace_folders_change(
     assert pinned.item.uri == uri
     await wait_until(lambda: str(other) in str(raw_editor.registrations))
     assert len(raw_editor.registrations) == 1
+    # Removed again: its pin is released at once (it stayed, shown to every ask, until
+    # the file changed), and the user hears why.
+    raw_editor.client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            types.WorkspaceFoldersChangeEvent(
+                added=[], removed=[types.WorkspaceFolder(uri=other.as_uri(), name="other")]
+            )
+        )
+    )
+    items = await raw_editor.request("ephemeralContext/items")
+    assert [(i.uri, i.pinned) for i in items.items] == [(uri, False)]
+    await wait_until(lambda: raw_editor.client.messages)
+    assert "notes.py is no longer pinned" in raw_editor.client.messages[-1].message

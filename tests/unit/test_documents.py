@@ -31,6 +31,7 @@ from ephemeral_context.documents import (
 )
 from ephemeral_context.documents import lines as line_table
 from ephemeral_context.documents import pieces as piece_table
+from ephemeral_context.documents.positions import cp_to_units, units_to_cp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tree_sitter import Language, Parser
@@ -73,7 +74,15 @@ def ref_position(text: str, offset: int, encoding: PositionEncoding) -> Position
 
 
 def ref_point(data: bytes, byte: int) -> tuple[int, int]:
-    return data.count(b"\n", 0, byte), byte - (data.rfind(b"\n", 0, byte) + 1)
+    """The LSP line and byte column: the parser reads a lone CR as LF, so rows are lines."""
+    starts = [0, *(match.end() for match in re.finditer(rb"\r\n|\r|\n", data))]
+    start = max(at for at in starts if at <= byte)
+    return starts.index(start), byte - start
+
+
+def as_parsed(data: bytes) -> bytes:
+    """The bytes the parser reads: a lone CR as LF, so that its rows are the lines."""
+    return re.sub(rb"\r(?!\n)", b"\n", data)
 
 
 def legal_offset(text: str, offset: int) -> int:
@@ -188,7 +197,7 @@ def run_script(
         document = mirror.get("untitled:Untitled-1")
         assert isinstance(document, Document)
         check_document(document, reference)
-        assert b"".join(iter_bytes(document)) == reference.encode("utf-8")
+        assert b"".join(iter_bytes(document)) == as_parsed(reference.encode("utf-8"))
         # The byte edits replay the change on the UTF-8 bytes, points included.
         data = before
         for byte_edit, new_bytes in zip(change.byte_edits, inserted_bytes, strict=True):
@@ -217,6 +226,46 @@ def test_positions_round_trip(encoding: PositionEncoding, text: str) -> None:
         assert document.offset_of_byte(byte) == offset
         point = document.point_at_byte(byte)
         assert point == ref_point(document.data, byte)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "code_points"),
+    [("utf-16", [0, 1, 2, 2, 3, 3]), ("utf-8", [0, 1, 1, 1, 1, 2, 3, 3])],
+)
+def test_a_column_inside_a_character_and_past_the_line(
+    encoding: PositionEncoding, code_points: list[int]
+) -> None:
+    """Inside a surrogate pair a UTF-16 column falls after it, a UTF-8 one inside a
+    character before it; past the end, at the end (the codecs keep what the loop did)."""
+    line = "a😀b"
+    assert [units_to_cp(line, n, encoding) for n in range(len(code_points))] == code_points
+    assert [cp_to_units(line, cp, encoding) for cp in range(4)] == (
+        [0, 1, 3, 4] if encoding == "utf-16" else [0, 1, 5, 6]
+    )
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "text", "edit"),
+    [
+        (6, 12, "\nb = 3", ((0, 5), (1, 5), "\r\nb = 3")),  # starts between CR and LF
+        (0, 6, "x", ((0, 0), (1, 0), "x\n")),  # ends between them
+        (2, 3, "=", ((0, 2), (0, 3), "=")),  # elsewhere: as asked
+    ],
+)
+def test_a_client_edit_never_splits_a_crlf(
+    start: int, end: int, text: str, edit: tuple[tuple[int, int], tuple[int, int], str]
+) -> None:
+    """What the client applies gives the text asked for, though it cannot address the
+    gap inside a CRLF."""
+    document = Document.create(
+        "untitled:d", 1, "a = 1\r\nb = 2\r\n", language_id=None, source="editor", encoding="utf-16"
+    )
+    where, replacement = document.client_edit(start, end, text)
+    (start_line, start_char), (end_line, end_char), expected = edit
+    assert where == Range(Position(start_line, start_char), Position(end_line, end_char))
+    assert replacement == expected
+    applied, _ = document.apply(TextEdit(where, replacement), 2)
+    assert applied.text == document.text[:start] + text + document.text[end:]
 
 
 # -- the editor ------------------------------------------------------------------------------
@@ -340,7 +389,6 @@ def test_oversize_and_nul_open_documents_are_not_mirrored() -> None:
     mirror.open("untitled:big", None, 1, "é" * 6)  # 12 bytes, 6 characters
     big = mirror.get("untitled:big")
     assert isinstance(big, Unmirrored) and big.reason is UnmirroredReason.TOO_LARGE
-    assert mirror.change("untitled:big", 2, [TextEdit(None, "")]) is None
     mirror.open("untitled:nul", None, 1, "a\0b")
     nul = mirror.get("untitled:nul")
     assert isinstance(nul, Unmirrored) and nul.reason is UnmirroredReason.BINARY
@@ -348,6 +396,47 @@ def test_oversize_and_nul_open_documents_are_not_mirrored() -> None:
     assert mirror.change("untitled:grows", 2, [TextEdit(None, "x" * 11)]) is None
     grown = mirror.get("untitled:grows")
     assert isinstance(grown, Unmirrored) and grown.reason is UnmirroredReason.TOO_LARGE
+
+
+def test_an_open_document_withheld_for_its_content_comes_back_once_it_fits() -> None:
+    """Edits of a buffer over the size limit, or holding a NUL, still apply to its text:
+    undoing the paste that made it so brings it back (it stayed unmirrored, silently,
+    until the file was closed and opened again)."""
+    mirror = DocumentMirror(max_bytes=10)
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    mirror.open("untitled:a", None, 1, "abc\n")
+    pasted = TextEdit(Range(Position(0, 1), Position(0, 1)), "é" * 6 + "\n")
+    assert mirror.change("untitled:a", 2, [pasted]) is None
+    held = mirror.get("untitled:a")
+    assert isinstance(held, Unmirrored) and held.reason is UnmirroredReason.TOO_LARGE
+    typed = TextEdit(Range(Position(1, 0), Position(1, 0)), "!")  # still too large
+    assert mirror.change("untitled:a", 3, [typed]) is None
+    undo = TextEdit(Range(Position(0, 1), Position(1, 0)), "")
+    change = mirror.change("untitled:a", 4, [undo])
+    assert change is not None and (change.old_version, change.new_version) == (None, 4)
+    back = mirror.get("untitled:a")
+    assert isinstance(back, Document) and back.text == "a!bc\n" and back.version == 4
+    mirror.change("untitled:a", 5, [TextEdit(Range(Position(0, 0), Position(0, 0)), "\0")])
+    nul = mirror.get("untitled:a")
+    assert isinstance(nul, Unmirrored) and nul.reason is UnmirroredReason.BINARY
+    assert mirror.change("untitled:a", 6, [typed]) is None  # the NUL is still there
+    mirror.change("untitled:a", 7, [TextEdit(Range(Position(0, 0), Position(0, 1)), "")])
+    again = mirror.get("untitled:a")
+    assert isinstance(again, Document) and again.text == "a!bc\n!"
+    assert [(c.reason, c.old_version, c.new_version) for c in seen] == [
+        ("open", None, 1),
+        ("edit", 1, None),
+        ("edit", None, 4),
+        ("edit", 4, None),
+        ("edit", None, 7),
+    ]
+    mirror.open("untitled:b", None, 1, "x" * 11)  # too large from the start: the same
+    with pytest.raises(OutOfSync):  # a lost edit is lost for the held text too
+        mirror.change("untitled:b", 1, [TextEdit(None, "small")])
+    assert mirror.change("untitled:b", 2, [TextEdit(None, "small")]) is None
+    lost = mirror.get("untitled:b")
+    assert isinstance(lost, Unmirrored) and lost.reason is UnmirroredReason.OUT_OF_SYNC
 
 
 def test_a_failing_listener_does_not_stop_the_others(caplog: pytest.LogCaptureFixture) -> None:
@@ -367,13 +456,16 @@ def test_a_failing_listener_does_not_stop_the_others(caplog: pytest.LogCaptureFi
     assert seen == ["untitled:l"]
 
 
-def test_byte_edits_drive_tree_sitter_incremental_parsing() -> None:
-    """The syntax layer's use: tree.edit(ByteEdit) then reparse equals a fresh parse."""
+@pytest.mark.parametrize("end", ["\r\n", "\r"], ids=["crlf", "lone-cr"])
+def test_byte_edits_drive_tree_sitter_incremental_parsing(end: str) -> None:
+    """The syntax layer's use: tree.edit(ByteEdit) then reparse equals a fresh parse, and
+    the tree's rows are the editor's lines, a lone CR's too (it was one row: the class on
+    line 0)."""
     parser = Parser(Language(tree_sitter_python.language()))
     mirror = DocumentMirror()
-    source = "def f(x):\r\n    return '中文'\r\n\r\nclass C:\r\n    pass\r\n"
+    source = "def f(x):\n    return '中文'\n\nclass C:\n    pass\n".replace("\n", end)
     mirror.open("untitled:t.py", "python", 1, source)
-    tree = parser.parse(source.encode())
+    tree = parser.parse(as_parsed(source.encode()))
     change = mirror.change(
         "untitled:t.py",
         2,
@@ -388,7 +480,8 @@ def test_byte_edits_drive_tree_sitter_incremental_parsing() -> None:
     document = mirror.get("untitled:t.py")
     assert isinstance(document, Document)
     incremental = parser.parse(document.read_bytes_at, tree)
-    assert str(incremental.root_node) == str(parser.parse(document.data).root_node)
+    assert str(incremental.root_node) == str(parser.parse(as_parsed(document.data)).root_node)
+    assert incremental.root_node.children[1].start_point == (3, 0)
     assert b"class Renamed" in document.data
 
 
@@ -447,6 +540,24 @@ def test_recent_mtime_is_not_trusted(tmp_path: Path) -> None:
     os.utime(path, ns=(stamp, stamp))
     fresh = mirror.get_path(path)
     assert isinstance(fresh, Document) and fresh.text == "bbbb"
+
+
+def test_a_file_with_a_byte_order_mark_reads_as_the_editor_sends_it(tmp_path: Path) -> None:
+    """Editors drop a UTF-8 BOM from the text they show and send: the file read from disk
+    is the same text, with the same hash, so opening and closing it changes nothing (the
+    disk copy had a U+FEFF and another hash: the pin moved, the model saw a diff)."""
+    path = tmp_path / "bom.py"
+    path.write_bytes(b"\xef\xbb\xbfx = 1\n")
+    age(path)
+    mirror = DocumentMirror()
+    on_disk = mirror.get_path(path)
+    assert isinstance(on_disk, Document) and on_disk.text == "x = 1\n"
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    mirror.open(path_to_uri(path), "python", 1, "x = 1\n")
+    assert seen[-1].old_hash == seen[-1].new_hash == on_disk.hash
+    mirror.close(path_to_uri(path))
+    assert mirror.get_path(path) is on_disk
 
 
 def test_touch_without_change_keeps_version(tmp_path: Path) -> None:
@@ -523,6 +634,32 @@ def test_file_uris_are_keyed_canonically(tmp_path: Path) -> None:
     assert normalize_uri(loose) == path_to_uri(path)
     document = mirror.get(path_to_uri(path))
     assert isinstance(document, Document) and document.text == "from editor"
+    assert normalize_uri("file://localhost" + path.as_posix()) == path_to_uri(path)
+
+
+def test_a_file_on_another_host_is_not_the_local_file_of_its_path(tmp_path: Path) -> None:
+    """file://server/share/a.py names a file on `server`: it was read as /share/a.py here."""
+    (tmp_path / "a.py").write_text("local\n")
+    remote = "file://server" + (tmp_path / "a.py").as_posix()
+    assert uri_to_path(remote) is None and normalize_uri(remote) == remote
+    mirror = DocumentMirror()
+    unread = mirror.get(remote)
+    assert isinstance(unread, Unmirrored) and unread.reason is UnmirroredReason.NOT_OPEN
+    mirror.open(remote, None, 1, "remote buffer\n")
+    opened = mirror.get(remote)
+    assert isinstance(opened, Document) and opened.text == "remote buffer\n"
+
+
+def test_a_nul_byte_in_a_file_uri_is_no_file_and_no_crash() -> None:
+    """%00 decodes to a NUL, which no file name holds: the editor's buffer is mirrored,
+    and the disk has no such file (os.stat raised ValueError out of the mirror)."""
+    mirror = DocumentMirror()
+    uri = "file:///tmp/a%00b.py"
+    assert mirror.open(uri, "python", 1, "x = 1\n") is not None
+    assert isinstance(mirror.get(uri), Document)
+    mirror.close(uri)
+    missing = mirror.get(uri)
+    assert isinstance(missing, Unmirrored) and missing.reason is UnmirroredReason.NOT_FOUND
 
 
 def test_a_lone_surrogate_in_a_file_uri_is_the_bytes_it_stands_for() -> None:

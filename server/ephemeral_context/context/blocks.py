@@ -34,7 +34,13 @@ from typing import Any
 import xxhash
 
 from ephemeral_context.claude_tools import tool_file_path
-from ephemeral_context.documents import content_hash, holds_raw_bytes, shown_name, utf8
+from ephemeral_context.documents import (
+    content_hash,
+    holds_raw_bytes,
+    shown_name,
+    split_lines,
+    utf8,
+)
 
 SHRINK_KEEP_CHARS = 120
 """Input fields up to this long (paths, short commands) stay; longer ones become the reference."""
@@ -78,9 +84,9 @@ def text_hash(text: str) -> str:
 
 def splice(text: str, start_line: int, part: str) -> str:
     """`text` with the lines a range read showed replaced by what it shows now."""
-    lines = text.splitlines(keepends=True)
-    new = part.splitlines(keepends=True)
-    if new and not new[-1].endswith("\n") and start_line - 1 + len(new) < len(lines):
+    lines = split_lines(text)
+    new = split_lines(part)
+    if new and not new[-1].endswith(("\n", "\r")) and start_line - 1 + len(new) < len(lines):
         new[-1] += "\n"
     return "".join(lines[: start_line - 1] + new + lines[start_line - 1 + len(new) :])
 

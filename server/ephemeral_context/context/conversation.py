@@ -35,6 +35,7 @@ from ephemeral_context.context.quotes import QuoteIndex
 from ephemeral_context.context.reuse import ReuseLog
 from ephemeral_context.context.skills import SkillMeta
 from ephemeral_context.context.thread import Thread
+from ephemeral_context.documents import split_lines
 
 
 @dataclass
@@ -171,8 +172,8 @@ def visible_text(
     if whole:
         return view.text if view.whole else None
     if view.whole:
-        lines = view.text.splitlines(keepends=True)
-        n = max(1, len(content.splitlines()))
+        lines = split_lines(view.text)
+        n = max(1, len(split_lines(content)))
         part = "".join(lines[start_line - 1 : start_line - 1 + n])
         # A Read of a range ends at its last line's end, without the line break the whole
         # file has there: the same lines, not a change (a diff of one line break had gone out

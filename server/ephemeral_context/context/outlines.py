@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ephemeral_context.documents import count_breaks
 from ephemeral_context.syntax import Outline, Symbol, address, find_symbol, outline_text
 
 OUTLINE_CACHE_SIZE = 256
@@ -43,8 +44,8 @@ def enclosing_symbol(outline: Outline, text: str, needle: str) -> tuple[str, str
     start = text.find(needle)
     if start < 0:
         return None
-    first = text.count("\n", 0, start) + 1
-    last = first + needle.count("\n")
+    first = count_breaks(text[:start]) + 1
+    last = first + count_breaks(needle)
     best: Symbol | None = None
     for symbol in outline.symbols:
         if (

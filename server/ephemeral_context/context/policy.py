@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from ephemeral_context.cache_sim import TTL_SECONDS, Ttl
+from ephemeral_context.documents import split_lines
 from ephemeral_context.prices import REFERENCE_MODEL, lookup, priced
 from ephemeral_context.prices import Multipliers as Rates
 
@@ -449,9 +450,7 @@ ReadForm = Literal["reference", "diff", "full"]
 
 def unified_diff(old: str, new: str, label: str) -> str:
     """A unified diff of two versions, as the model would see it."""
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), label, label, n=2
-    )
+    lines = difflib.unified_diff(split_lines(old), split_lines(new), label, label, n=2)
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 

@@ -223,10 +223,11 @@ def note_document_change(state: EngineState, change: Any) -> None:
     deleted = reason == "disk" and new_hash is None
     if reason in ("open", "close") or (not deleted and old_hash == new_hash):
         return
-    rows = {
-        int(getattr(getattr(e, "start_point", None), "row", -1)) + 1
+    rows = {  # where each edit starts and where what it wrote ends (points: (row, column))
+        int(point[0]) + 1
         for e in getattr(change, "byte_edits", ()) or ()
-    } - {0}
+        for point in (e.start_point, e.new_end_point)
+    }
     where = f", lines {min(rows)}-{max(rows)}" if rows else ""
     old_version = getattr(change, "old_version", None)
     new_version = getattr(change, "new_version", None)

@@ -8,16 +8,22 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 - positions.py: `Position`, `Range`, `Point`, `PositionEncoding`, `without_lone_surrogates`,
   `utf8`.
 - pieces.py: a version's text as pieces; `content_hash`.
-- lines.py: `LineIndex`, the line table carried across edits.
+- lines.py: `LineIndex`, the line table carried across edits; `split_lines`, `count_breaks`:
+  the editor's lines; `lone_cr_as_lf`: the bytes tree-sitter reads.
 - document.py: `Document` (one version), `TextEdit`, `ByteEdit`, `DocumentSource`.
 - uris.py: `normalize_uri`, `uri_to_path`, `uri_path`, `path_to_uri`, `real_path`,
   `shown_name`, `taken_name`, `holds_raw_bytes`.
 - mirror.py: `DocumentMirror`, `DocumentChange`, `ChangeReason`, `Unmirrored`,
-  `UnmirroredReason`, `OutOfSync`.
+  `UnmirroredReason`, `OutOfSync`, `without_bom`.
 """
 
 from ephemeral_context.documents.document import ByteEdit, Document, DocumentSource, TextEdit
-from ephemeral_context.documents.lines import LineIndex
+from ephemeral_context.documents.lines import (
+    LineIndex,
+    count_breaks,
+    lone_cr_as_lf,
+    split_lines,
+)
 from ephemeral_context.documents.mirror import (
     ChangeReason,
     DocumentChange,
@@ -26,6 +32,7 @@ from ephemeral_context.documents.mirror import (
     OutOfSync,
     Unmirrored,
     UnmirroredReason,
+    without_bom,
 )
 from ephemeral_context.documents.pieces import content_hash
 from ephemeral_context.documents.positions import (
@@ -65,14 +72,18 @@ __all__ = [
     "Unmirrored",
     "UnmirroredReason",
     "content_hash",
+    "count_breaks",
     "holds_raw_bytes",
+    "lone_cr_as_lf",
     "normalize_uri",
     "path_to_uri",
     "real_path",
     "shown_name",
+    "split_lines",
     "taken_name",
     "uri_path",
     "uri_to_path",
     "utf8",
+    "without_bom",
     "without_lone_surrogates",
 ]

@@ -11,7 +11,7 @@ API:
 - `.text`, `.data`, `.hash`, `.length`, `.size`, `.line_count`, `.line_text`, `.path`,
   `.read_bytes_at` (a `Parser.parse` read callback).
 - `.offset_at`, `.position_at`, `.byte_at`, `.offset_of_byte`, `.point_at_byte`: client
-  units, code points, bytes, points.
+  units, code points, bytes, points; `.client_edit`: a replacement as the client applies it.
 - `TextEdit`: one change of a didChange; `ByteEdit`: one edit as `Tree.edit` takes it.
 - `DocumentSource`: where a version came from, "editor" or "disk".
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ephemeral_context.documents.lines import LineIndex
+from ephemeral_context.documents.lines import LineIndex, lone_cr_as_lf
 from ephemeral_context.documents.pieces import Pieces, content_hash
 from ephemeral_context.documents.positions import (
     Point,
@@ -141,7 +141,10 @@ class Document:
         return self._pieces.data
 
     def read_bytes_at(self, byte: int, point: Point | None = None) -> bytes:
-        """The bytes from `byte` to the end of its piece: a `Parser.parse` read callback."""
+        """The bytes from `byte` on, a lone CR read as LF (`lone_cr_as_lf`, so that rows
+        are the lines `point_at_byte` counts): a `Parser.parse` read callback."""
+        if self.lines.has_lone_cr:
+            return lone_cr_as_lf(self.data)[byte:]
         return self._pieces.read_bytes_at(byte, point)
 
     @property
@@ -175,6 +178,17 @@ class Document:
         column = offset - int(self.lines.cp_starts[line])
         return Position(line, cp_to_units(self.line_text(line), column, self.encoding))
 
+    def client_edit(self, start: int, end: int, text: str) -> tuple[Range, str]:
+        """Code points [start, end) replaced by `text`, as the range and text of an edit the
+        client applies. A client position cannot fall between the CR and LF of a line end
+        (LSP): an end there is moved out of the pair, and the text takes the part it spans,
+        so the client's result is this one (an edit of "\\n..." in a CRLF file cut the CR)."""
+        if self._pieces.slice(start - 1, start + 1) == "\r\n":
+            start, text = start - 1, "\r" + text
+        if self._pieces.slice(end - 1, end + 1) == "\r\n":
+            end, text = end + 1, text + "\n"
+        return Range(self.position_at(start), self.position_at(end)), text
+
     def byte_at(self, offset: int) -> int:
         """Code point offset -> UTF-8 byte offset."""
         line = self.lines.line_of_cp(offset)
@@ -190,11 +204,8 @@ class Document:
         return int(self.lines.cp_starts[line]) + len(head)
 
     def point_at_byte(self, byte: int) -> Point:
-        """UTF-8 byte offset -> tree-sitter point (rows counted by '\\n' only)."""
-        if self.lines.has_lone_cr:
-            data = self.data
-            row = data.count(b"\n", 0, byte)
-            return row, byte - (data.rfind(b"\n", 0, byte) + 1)
+        """UTF-8 byte offset -> tree-sitter point: the row is the line (the parser reads a
+        lone CR as LF: `read_bytes_at`)."""
         line = self.lines.line_of_byte(byte)
         return line, byte - int(self.lines.byte_starts[line])
 

@@ -9,6 +9,9 @@ API:
 - `LineIndex.after_edit(old, new, start, end, inserted_len, start_byte)`: the table of the
   edited text from this one.
 - `.cp_starts`, `.byte_starts`, `.has_lone_cr`, `.line_count`, `.line_of_cp`, `.line_of_byte`.
+- `split_lines(text)`: the lines as the editor numbers them, each with its line end.
+- `lone_cr_as_lf(data)`: the bytes a parser that ends rows at LF only (tree-sitter) reads.
+- `count_breaks(text)`: how many line ends `text` holds, as `split_lines` finds them.
 """
 
 from __future__ import annotations
@@ -26,6 +29,27 @@ _Offsets = npt.NDArray[np.int64]
 # Inserting more than this many characters rebuilds the line table in one vectorised scan.
 _REBUILD_ABOVE = 4096
 _BREAK_CHAR = re.compile("[\r\n]")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` as LSP (and so the editor) numbers them, each with its line end:
+    str.splitlines also ends a line at a form feed, U+2028 or U+0085, which would shift every
+    later line number the model is shown or reads by."""
+    return _LINE.findall(text)
+
+
+def count_breaks(text: str) -> int:
+    """How many line ends (LF, CRLF, lone CR) `text` holds, without splitting it."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def lone_cr_as_lf(data: bytes) -> bytes:
+    """`data` with each lone CR read as LF: one byte for one, so every offset stays, and a
+    parser that ends rows at LF only (tree-sitter) counts the lines the editor shows (a
+    classic Mac file was one row: every definition on line 1, each one the whole file)."""
+    return _LONE_CR.sub(b"\n", data) if b"\r" in data else data
 
 
 class LineIndex:

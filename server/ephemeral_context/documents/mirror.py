@@ -15,10 +15,12 @@ API:
 - `Unmirrored`, `UnmirroredReason`: a URI the mirror holds no text for, and why.
 - `OutOfSync`: raised by `.change` for an edit it could not apply (the document is out of
   sync until reopened).
+- `without_bom(data)`: a file's bytes as the editor shows them, without a UTF-8 BOM.
 """
 
 from __future__ import annotations
 
+import codecs
 import logging
 import os
 import stat as stat_module
@@ -34,10 +36,9 @@ from ephemeral_context.documents.document import ByteEdit, Document, TextEdit
 from ephemeral_context.documents.pieces import content_hash
 from ephemeral_context.documents.positions import (
     PositionEncoding,
-    utf8,
     without_lone_surrogates,
 )
-from ephemeral_context.documents.uris import normalize_uri, path_to_uri, uri_to_path
+from ephemeral_context.documents.uris import normalize_uri, path_to_uri, real_path, uri_to_path
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,13 @@ class DocumentMirror:
         self.position_encoding: PositionEncoding = position_encoding
         self.max_bytes = max_bytes
         self._open: dict[str, Document | Unmirrored] = {}
+        self._aliases: dict[str, str] = {}
+        """The real file's key -> the key the editor opened it by, when that URI goes
+        through a symbolic link (a workspace folder opened by a linked path): the tools name
+        files by their real path, and must get the buffer, not the file on disk."""
+        self._held: dict[str, Document] = {}
+        """The text of each open document not mirrored for what it holds (over the size
+        limit, NUL bytes): later edits apply to it, and it comes back once it fits."""
         self._disk: dict[str, _DiskEntry] = {}
         self._stale: set[str] = set()
         self._disk_versions: dict[str, int] = {}
@@ -151,16 +159,10 @@ class DocumentMirror:
         text = without_lone_surrogates(text)
         with self._lock:
             previous = self._current(key)
-            if len(text) > self.max_bytes or len(data := utf8(text)) > self.max_bytes:
-                self._open[key] = Unmirrored(
-                    key, UnmirroredReason.TOO_LARGE, f"over {self.max_bytes} bytes"
-                )
-                self._emit_removed(key, previous, "open")
-                return None
-            if "\0" in text:
-                self._open[key] = Unmirrored(key, UnmirroredReason.BINARY, "contains NUL bytes")
-                self._emit_removed(key, previous, "open")
-                return None
+            self._held.pop(key, None)
+            path = uri_to_path(key)
+            if path is not None and (real := path_to_uri(real_path(path))) != key:
+                self._aliases[real] = key
             document = Document.create(
                 key,
                 version,
@@ -168,8 +170,10 @@ class DocumentMirror:
                 language_id=language_id,
                 source="editor",
                 encoding=self.position_encoding,
-                data=data,
             )
+            if self._withheld(key, document, None):
+                self._emit_removed(key, previous, "open")
+                return None
             self._open[key] = document
             self._emit(
                 DocumentChange(
@@ -194,37 +198,53 @@ class DocumentMirror:
             if current is None:
                 log.warning("didChange for %s, which is not open: ignored", key)
                 return None
-            if isinstance(current, Unmirrored):
+            base = self._held.get(key) if isinstance(current, Unmirrored) else current
+            if base is None:
+                assert isinstance(current, Unmirrored)
                 log.info("didChange for unmirrored %s (%s): ignored", key, current.reason)
                 return None
-            if (problem := _unappliable(current, version, edits)) is not None:
+            if (problem := _unappliable(base, version, edits)) is not None:
                 log.warning("%s for %s: out of sync until reopened", problem, key)
                 self.desync(key, problem)
                 raise OutOfSync(problem)
-            document = current
+            document = base
             byte_edits: list[ByteEdit] = []
             for edit in edits:
                 edit = TextEdit(edit.range, without_lone_surrogates(edit.text))
                 document, byte_edit = document.apply(edit, version)
                 byte_edits.append(byte_edit)
-            too_large = document.size > self.max_bytes
-            if too_large or any("\0" in edit.text for edit in edits):
-                reason = UnmirroredReason.TOO_LARGE if too_large else UnmirroredReason.BINARY
-                self._open[key] = Unmirrored(key, reason, f"after the edit to version {version}")
-                self._emit_removed(key, current, "edit")
+            mirrored = current if isinstance(current, Document) else None
+            inserted = [edit.text for edit in edits] if mirrored is not None else None
+            if self._withheld(key, document, inserted):
+                self._emit_removed(key, mirrored, "edit")
                 return None
+            self._held.pop(key, None)
             self._open[key] = document
-            change = DocumentChange(
+            change = DocumentChange(  # back from being withheld: no old text to edit
                 key,
-                current.version,
+                mirrored.version if mirrored else None,
                 version,
-                current.hash,
+                mirrored.hash if mirrored else None,
                 document.hash,
-                tuple(byte_edits),
+                tuple(byte_edits) if mirrored else (),
                 "edit",
             )
             self._emit(change)
             return change
+
+    def _withheld(self, key: str, document: Document, inserted: Sequence[str] | None) -> bool:
+        """Whether an open document is held back for what it holds (over the size limit,
+        NUL bytes; `inserted`: only these texts are new, the rest was checked): it is then
+        unmirrored, and its text kept for the edits that may make it fit again."""
+        if document.size > self.max_bytes:
+            reason, detail = UnmirroredReason.TOO_LARGE, f"over {self.max_bytes} bytes"
+        elif any("\0" in text for text in ([document.text] if inserted is None else inserted)):
+            reason, detail = UnmirroredReason.BINARY, "contains NUL bytes"
+        else:
+            return False
+        self._held[key] = document
+        self._open[key] = Unmirrored(key, reason, detail)
+        return True
 
     def desync(self, uri: str, problem: str) -> None:
         """An edit of an open document was lost (it could not even be read): its text here
@@ -233,17 +253,21 @@ class DocumentMirror:
         key = normalize_uri(uri)
         with self._lock:
             current = self._open.get(key)
-            if isinstance(current, Document):
+            mirrored = current if isinstance(current, Document) else None
+            if self._held.pop(key, None) is not None or mirrored is not None:
                 self._open[key] = Unmirrored(
                     key, UnmirroredReason.OUT_OF_SYNC, f"an edit was lost: {problem}"
                 )
-                self._emit_removed(key, current, "edit")
+                self._emit_removed(key, mirrored, "edit")
 
     def close(self, uri: str) -> None:
         """didClose: the editor lets go; a file: URI is read from disk again on next use."""
         key = normalize_uri(uri)
         with self._lock:
             current = self._open.pop(key, None)
+            self._held.pop(key, None)
+            for real in [real for real, opened in self._aliases.items() if opened == key]:
+                del self._aliases[real]
             if isinstance(current, Document):
                 self._stale.add(key)
                 self._emit_removed(key, current, "close")
@@ -256,7 +280,13 @@ class DocumentMirror:
 
     def is_open(self, uri: str) -> bool:
         with self._lock:
-            return normalize_uri(uri) in self._open
+            return self._open_key(uri) in self._open
+
+    def _open_key(self, uri: str) -> str:
+        """The key of `uri`: the document the editor opened by a linked path to the same
+        file, if it has not opened this one."""
+        key = normalize_uri(uri)
+        return key if key in self._open else self._aliases.get(key, key)
 
     def open_uris(self) -> list[str]:
         with self._lock:
@@ -269,8 +299,8 @@ class DocumentMirror:
 
     def get(self, uri: str) -> Document | Unmirrored:
         """The current text: the editor's if open, else the file's (read only if changed)."""
-        key = normalize_uri(uri)
         with self._lock:
+            key = self._open_key(uri)
             opened = self._open.get(key)
             if opened is not None:
                 return opened
@@ -299,6 +329,8 @@ class DocumentMirror:
             return self._drop_disk(key, UnmirroredReason.NOT_FOUND, "no such file")
         except OSError as error:
             return self._drop_disk(key, UnmirroredReason.UNREADABLE, error.strerror or str(error))
+        except ValueError:  # a NUL byte, from a URI's %00: no file can have that name
+            return self._drop_disk(key, UnmirroredReason.NOT_FOUND, "the name holds a NUL byte")
         if not stat_module.S_ISREG(stat.st_mode):
             return self._drop_disk(key, UnmirroredReason.NOT_A_FILE, "not a regular file")
         if stat.st_size > self.max_bytes:
@@ -314,7 +346,7 @@ class DocumentMirror:
         ):
             return cached.document
         try:
-            data = path.read_bytes()
+            data = without_bom(path.read_bytes())
         except OSError as error:
             return self._drop_disk(key, UnmirroredReason.UNREADABLE, error.strerror or str(error))
         self._stale.discard(key)
@@ -359,6 +391,13 @@ class DocumentMirror:
         if cached is not None:
             self._emit_removed(key, cached.document, "disk")
         return Unmirrored(key, reason, detail)
+
+
+def without_bom(data: bytes) -> bytes:
+    """A file's bytes without the UTF-8 byte order mark it may start with: editors show
+    none and send none (VS Code, Neovim), so the file read from disk is the buffer's text
+    and hash, and the model is shown no U+FEFF the user never sees."""
+    return data.removeprefix(codecs.BOM_UTF8)
 
 
 def _unappliable(current: Document, version: int, edits: Sequence[TextEdit]) -> str | None:

@@ -27,8 +27,10 @@ from ephemeral_context.documents.positions import utf8
 
 
 def uri_to_path(uri: str) -> Path | None:
-    """The file system path of a file: URI, or None for other schemes (untitled:, ...)."""
-    if urllib.parse.urlsplit(uri).scheme != "file":
+    """The file system path of a file: URI, or None for other schemes (untitled:, ...) and
+    for a file on another host (`file://server/share/a.py` is no /share/a.py here)."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.scheme != "file" or parts.netloc.lower() not in ("", "localhost"):
         return None
     return Path(uri_path(uri))
 
@@ -55,10 +57,10 @@ def path_to_uri(path: str | os.PathLike[str]) -> str:
 
 def real_path(path: Path) -> Path:
     """The file a path names (links followed); itself when that cannot be told (a link
-    loop: reading it then says why)."""
+    loop, a NUL byte from a URI's %00: reading it then says why)."""
     try:
         return path.resolve()
-    except (OSError, RuntimeError):  # RuntimeError: a link loop, before Python 3.13
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: a link loop, before 3.13
         return path
 
 

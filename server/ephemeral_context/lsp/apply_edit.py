@@ -61,11 +61,9 @@ class ClientEditApplier:
             plan = plan_edit(current.text, old, new)
         except EditError as exc:
             return EditOutcome(False, str(exc))
+        where, replacement = current.client_edit(plan.start, plan.end, plan.replacement)
         edit = types.TextEdit(
-            range=converters.from_range(
-                current.position_at(plan.start), current.position_at(plan.end)
-            ),
-            new_text=plan.replacement,
+            range=converters.from_range(where.start, where.end), new_text=replacement
         )
         expected = content_hash(utf8(plan.new_text))
         self.own_hashes.add(expected)

@@ -596,7 +596,11 @@ async def did_change_configuration(
 async def did_change_workspace_folders(
     ls: EphemeralContextServer, params: types.DidChangeWorkspaceFoldersParams
 ) -> None:
-    """pygls already updated the folder list; watch the new set instead of the old one."""
+    """pygls already updated the folder list; watch the new set instead of the old one.
+    A pin in a folder removed is released now, as a read there is refused."""
+    if ls.pins is not None:
+        for released in ls.pins.recheck(ls.tool_env()):
+            ls.warn(f"Ephemeral Context: {released}")
     async with ls.watch_lock:
         if ls.watching:
             await unregister_watchers(ls)
@@ -652,13 +656,17 @@ def did_change_watched_files(
     ls: EphemeralContextServer, params: types.DidChangeWatchedFilesParams
 ) -> None:
     """Files changed on disk are re-read on next use, not now (most are never asked for);
-    files in the context are re-read at once, so the model hears of the change."""
+    files in the context are re-read at once, so the model hears of the change. A folder
+    deleted comes as one event (VS Code's watcher): the files held under it are re-read."""
+    engine = ls.engine
+    held = sorted({i.uri for i in engine.items() if i.uri}) if engine is not None else []
     for change in params.changes:
         ls.mirror.mark_stale(change.uri)
         uri = normalize_uri(change.uri)
-        held = ls.engine is not None and ls.engine.holds(uri)
-        if held and not ls.mirror.is_open(uri):
-            ls.mirror.get(uri)  # emits the disk change the engine turns into a note
+        inside = uri.rstrip("/") + "/"
+        for each in [uri, *(u for u in held if u.startswith(inside))]:
+            if engine is not None and engine.holds(each) and not ls.mirror.is_open(each):
+                ls.mirror.get(each)  # emits the disk change the engine turns into a note
     ls.usage_throttle.poke()
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from ephemeral_context.context.blocks import label_of
 from ephemeral_context.context.engine import ContextEngine
-from ephemeral_context.documents import uri_to_path
+from ephemeral_context.documents import split_lines, uri_to_path
 from ephemeral_context.model.secrets import Workspace
 from ephemeral_context.syntax.outline import outline_text
 from ephemeral_context.syntax.queries import SECTION
@@ -84,7 +84,7 @@ class SeenFile:
 
     @property
     def lines(self) -> int:
-        return len(self.text.splitlines())
+        return len(split_lines(self.text))
 
 
 def workspace_label(workspace: Workspace) -> Callable[[str], str]:
@@ -135,13 +135,13 @@ def reference_pasted(
     windows: dict[tuple[str, ...], list[tuple[SeenFile, int]]] = {}
     file_lines: dict[str, list[str]] = {}
     for file in seen:
-        lines = [line.rstrip() for line in file.text.splitlines()]
+        lines = [line.rstrip() for line in split_lines(file.text)]
         file_lines[file.item_id] = lines
         for start in range(len(lines) - min_lines + 1):
             window = tuple(lines[start : start + min_lines])
             if any(window):
                 windows.setdefault(window, []).append((file, start))
-    raw = task.splitlines(keepends=True)
+    raw = split_lines(task)
     stripped = [line.rstrip() for line in raw]
     out: list[str] = []
     replaced = 0
@@ -170,7 +170,7 @@ def reference_pasted(
 
 def _reference(file: SeenFile, start: int, count: int) -> str:
     """The reference standing for lines start..start+count (0-based) of `file`."""
-    kept = file.text.splitlines(keepends=True)
+    kept = split_lines(file.text)
     offset = sum(len(line) for line in kept[:start])
     limit = sum(len(line) for line in kept[start : start + count])
     first = file.start_line + start

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ephemeral_context.documents import without_bom
+
 
 class EditError(ValueError):
     """The edit cannot be applied as asked; the message tells the model how to fix the call."""
@@ -67,6 +69,10 @@ def plan_edit(text: str | None, old: str, new: str) -> EditPlan:
             raise EditError("old_string is empty but the file is not; quote the text to replace")
         return EditPlan(0, 0, new, new)
     count = text.count(old)
+    if count == 0 and "\r\n" in text and "\n" in old and "\r" not in old:
+        # A CRLF file: the model writes line ends as LF; its lines are the file's with CRLF.
+        old, new = old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
+        count = text.count(old)
     if count == 0:
         raise EditError(
             "old_string was not found in the file (it must match exactly, whitespace included); "
@@ -103,16 +109,20 @@ class DiskEditApplier:
     """The default: read the file, plan the replacement, write it back atomically."""
 
     async def apply(self, path: Path, old: str, new: str) -> EditOutcome:
+        """The text is the file's as the mirror has it (no BOM, documents.without_bom); a
+        BOM the file starts with stays on disk."""
         try:
-            text = path.read_bytes().decode("utf-8") if path.exists() else None
+            data = path.read_bytes() if path.exists() else None
+            text = None if data is None else without_bom(data).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             return EditOutcome(False, f"cannot read: {exc}")
         try:
             plan = plan_edit(text, old, new)
         except EditError as exc:
             return EditOutcome(False, str(exc))
+        bom = "\ufeff" if data and data != without_bom(data) else ""
         try:
-            write_atomically(path, plan.new_text)
+            write_atomically(path, bom + plan.new_text)
         except OSError as exc:
             return EditOutcome(False, f"cannot write: {exc}")
         return EditOutcome(True, "created" if text is None else "edited", plan.new_text)

@@ -4,7 +4,8 @@ A pin is the user's: the engine shows every pinned file to each conversation as 
 The editor's buffer changes on every keystroke, so the text is not pinned again then: only
 right before a request (`follow`), and only if it still passes the checks of a model's read
 (workspace, secret names and contents, size). A file that no longer passes them (an AWS key
-typed into it, a `secretPatterns` entry added since: `recheck`) is unpinned instead, so its
+typed into it, a `secretPatterns` entry added since, its folder no longer a workspace folder:
+`recheck`) is unpinned instead, so its
 new text is neither sent nor stored; the version shown earlier stays hydratable. A pinned
 file deleted on disk leaves the context (the model
 must not read a file that is gone as if it were there): the user is told which, and the id
@@ -17,7 +18,7 @@ expires from the store while it is pinned (`follow` renews it). The LSP server a
 API:
 - `Pins`: `follow` before a request, `pending_tokens` for the usage estimate,
   `note_document_change` for the mirror's changes (pins released by a deletion), `recheck`
-  when the secret settings change.
+  when the secret settings or the workspace folders change.
 """
 
 from __future__ import annotations
@@ -111,17 +112,17 @@ class Pins:
         return changed
 
     def recheck(self, env: ToolEnv) -> list[str]:
-        """The user's secret settings changed (`env` has the new ones): each pinned file,
-        whole or by a definition, passes a model's read checks again now, and one they
-        withhold is unpinned, in every conversation (the hosted gateway's too); returns one
-        sentence per file released. A pin refused for another reason (a buffer out of sync,
-        a file gone) is `follow`'s."""
+        """The user's secret settings or workspace folders changed (`env` has the new ones):
+        each pinned file, whole or by a definition, passes a model's read checks again now,
+        and one they withhold (or a folder removed leaves outside) is unpinned, in every
+        conversation (the hosted gateway's too); returns one sentence per file released. A
+        pin refused for another reason (a buffer out of sync, a file gone) is `follow`'s."""
         released = []
         for uri in sorted(self._pinned()):
             try:
                 env.readable(uri)
             except AccessDenied as exc:
-                if exc.reason == "secret":
+                if exc.reason in ("secret", "outsideWorkspace"):
                     released.append(self._release(uri, exc))
         return released
 

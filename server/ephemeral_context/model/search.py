@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ephemeral_context.documents import Document, DocumentMirror, path_to_uri
+from ephemeral_context.documents import Document, DocumentMirror, path_to_uri, split_lines
 from ephemeral_context.indexer import FileSet, project_files
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
 from ephemeral_context.patterns import compile_pattern, time_left
@@ -69,7 +69,8 @@ def search_workspace(
         if (reason := secrets.content_reason(real, text)) is not None:
             withheld.append(f"{display}: [withheld: {reason}; not searched]")
             continue
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, ended in enumerate(split_lines(text), start=1):
+            line = ended.rstrip("\r\n")
             try:
                 left = time_left(deadline)
                 found = compiled.search(line, 0, SEARCH_MATCH_CHARS, concurrent=True, timeout=left)

@@ -36,6 +36,7 @@ from ephemeral_context.documents import (
     Document,
     DocumentMirror,
     path_to_uri,
+    split_lines,
     taken_name,
     uri_path,
     uri_to_path,
@@ -373,7 +374,7 @@ async def _read_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     offset = _int(args, "offset", 1) or 1
     limit = _int(args, "limit", 1)
     doc = env.guarded_document(real, display)
-    lines = doc.text.splitlines(keepends=True)
+    lines = split_lines(doc.text)
     if offset > max(len(lines), 1):
         return _error(f"offset {offset} is past the end of {display} ({len(lines)} lines)")
     note = ""
@@ -464,7 +465,7 @@ def _withheld_version(env: ToolEnv, whole: HydratedText) -> str | None:
 
 def _line_range(item_id: str, text: str, first: int, count: int | None) -> ToolResult:
     """Lines `first` (1-based) on, `count` of them (all when None), of stored content."""
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     if first > max(len(lines), 1):
         return _error(f"{item_id} has {len(lines)} lines; first_line {first} is past its end")
     part = lines[first - 1 : None if count is None else first - 1 + count]
@@ -481,14 +482,15 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         return _error(f"{display} is not a regular file")
     # What the model may not read, it may not edit: a match would tell of a secret (and a
     # huge file is read whole). A buffer open in the editor is edited there, saved or not.
-    if real.exists() or env.mirror.is_open(path_to_uri(real)):
-        env.guarded_document(real, display)
+    uri = path_to_uri(real)
+    if real.exists() or env.mirror.is_open(uri):
+        uri = env.guarded_document(real, display).uri  # the buffer's, opened by a link too
     outcome = await env.applier.apply(real, old, new)
     return ToolResult(
         f"{display}: {outcome.message}",
         is_error=not outcome.applied,
         kind=BlockKind.EDIT,
-        uri=path_to_uri(real),
+        uri=uri,
         content=outcome.new_text,
     )
 

@@ -40,6 +40,7 @@ from ephemeral_context.syntax.outline import (
     outline_order,
     parsed_as_is,
     parsed_source,
+    tree_source,
 )
 from ephemeral_context.syntax.queries import refinements
 from ephemeral_context.syntax.table import SymbolTable
@@ -150,7 +151,7 @@ class IncrementalSyntax:
 
     def apply(self, edits: Sequence[ByteEditLike], text: str) -> SymbolChanges:
         """Bring tree and outline to `text`, which is the old text with `edits` applied in order."""
-        source = text.encode("utf-8", errors="surrogatepass")
+        source = tree_source(text)
         if (
             self._tree is None
             or self._parser is None
@@ -243,7 +244,7 @@ class IncrementalSyntax:
         )  # fmt: skip
         refine = refinements(self._language) if self._language else {}
         self._table = SymbolTable(self._outline.symbols, definitions, refine)
-        self._text, self._source = text, text.encode("utf-8", errors="surrogatepass")
+        self._text, self._source = text, tree_source(text)
         self._as_is = self._language is None or (
             parsed_source(self._source, self._language) == self._source
         )

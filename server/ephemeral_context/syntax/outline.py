@@ -16,6 +16,7 @@ API:
 - `analyse`, `find_definitions`, `nest`, `qualify`, `outline_order`, `encloses`,
   `make_outline`, `new_parser`, `parsed_source`: the steps (incremental.py and table.py reuse them).
 - `binary_reason(text)`, `fallback_reason(...)`: why a text gets no tree.
+- `tree_source(text)`: the bytes parsed (a lone CR as LF), `count_lines(text)`: the editor's.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import NamedTuple
 
 import tree_sitter as ts
 
+from ephemeral_context.documents import count_breaks, lone_cr_as_lf, split_lines
 from ephemeral_context.syntax.binding import (
     Budget,
     BudgetExceeded,
@@ -209,10 +211,17 @@ class Limits:
 
 
 def count_lines(text: str) -> int:
-    """Editor line count: a trailing newline does not open a new line."""
+    """Editor line count (LF, CRLF and a lone CR end a line): a trailing line end does not
+    open a new line."""
     if not text:
         return 0
-    return text.count("\n") + (0 if text.endswith("\n") else 1)
+    return count_breaks(text) + (0 if text.endswith(("\n", "\r")) else 1)
+
+
+def tree_source(text: str) -> bytes:
+    """What the parser reads and rows are counted in: the UTF-8 bytes, a lone CR read as
+    LF (same offsets), so that a row is a line as the editor shows it."""
+    return lone_cr_as_lf(text.encode("utf-8", errors="surrogatepass"))
 
 
 def binary_reason(text: str) -> str | None:
@@ -621,9 +630,8 @@ def make_outline(
     preview: tuple[str, ...] = ()
     if fallback is not None and not fallback.startswith("binary"):
         count = (limits or Limits()).preview_lines
-        head = text[:20_000]  # rows as `lines` counts them: str.splitlines knows more breaks
-        rows = head.split("\n")[: min(count, count_lines(head))]
-        preview = tuple(_clip(row.removesuffix("\r"), 200) for row in rows)
+        rows = split_lines(text[:20_000])[:count]
+        preview = tuple(_clip(row.rstrip("\r\n"), 200) for row in rows)
     return Outline(
         path=path,
         language=language,
@@ -658,7 +666,7 @@ def analyse(
     """Parse from scratch (unless `tree` already is `text`'s): the tree (None on fallback),
     its definitions and the outline. `parser` is one for `language`; a `component`'s
     scripts alone are parsed (embedded.py: its ranges, set on the parser each time)."""
-    source = text.encode("utf-8", errors="surrogatepass")
+    source = tree_source(text)
     reason = fallback_reason(text, source, language, limits)
     definitions: list[Definition] = []
     if reason is not None or language is None:

@@ -16,6 +16,7 @@ import difflib
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ephemeral_context.documents import split_lines
 from ephemeral_context.syntax.languages import spec_for
 from ephemeral_context.syntax.outline import Outline, Symbol
 
@@ -97,7 +98,7 @@ def _named(outline: Outline, wanted: str) -> list[Symbol]:
 
 def symbol_text(text: str, outline: Outline, symbol: Symbol) -> SymbolText:
     """The symbol's whole lines, extended upwards over the comment lines that document it."""
-    lines = text.split("\n")  # rows as tree-sitter counts them (str.splitlines knows more breaks)
+    lines = split_lines(text)  # rows as tree-sitter counts them (outline.tree_source)
     start = symbol.start_line
     prefixes = spec_for(outline.language).doc_prefixes if outline.language else ()
     while prefixes and start > 1:
@@ -105,5 +106,6 @@ def symbol_text(text: str, outline: Outline, symbol: Symbol) -> SymbolText:
         if not above or not above.startswith(prefixes):
             break
         start -= 1
-    body = "\n".join(lines[start - 1 : symbol.end_line])
+    body = "".join(lines[start - 1 : symbol.end_line])
+    body = body.removesuffix("\n") if body.endswith("\n") else body.removesuffix("\r")
     return SymbolText(symbol, body, start, symbol.end_line)

@@ -18,7 +18,7 @@ from ephemeral_context.context.engine import (
     UnknownItem,
 )
 from ephemeral_context.context.ledger import LedgerLimits
-from ephemeral_context.documents import DocumentMirror
+from ephemeral_context.documents import DocumentMirror, Position, Range, TextEdit
 from ephemeral_context.store import (
     ExpiredId,
     InvalidRange,
@@ -32,14 +32,18 @@ from tests.unit.context.context_helpers import Clock, Driver, grow_a_file_in_the
 
 
 @dataclass
-class _Point:
-    row: int
-    column: int = 0
-
-
-@dataclass
 class _Edit:
-    start_point: _Point
+    """An edit as documents.ByteEdit gives it: points are (row, byte column) tuples."""
+
+    row: int
+
+    @property
+    def start_point(self) -> tuple[int, int]:
+        return (self.row, 0)
+
+    @property
+    def new_end_point(self) -> tuple[int, int]:
+        return (self.row, 1)
 
 
 @dataclass
@@ -58,13 +62,29 @@ def test_external_change_becomes_one_note_before_the_next_call(engine: ContextEn
     engine.add_user_text("c", "go")
     d.call()
     d.read("/a.py", source(10))
-    engine.note_document_change(_Change("file:///a.py", 3, 4, (_Edit(_Point(4)),)))
-    engine.note_document_change(_Change("file:///a.py", 4, 5, (_Edit(_Point(6)),)))
+    engine.note_document_change(_Change("file:///a.py", 3, 4, (_Edit(4),)))
+    engine.note_document_change(_Change("file:///a.py", 4, 5, (_Edit(6),)))
     engine.note_document_change(_Change("file:///unseen.py", 1, 2, ()))
     d.call()
     notes = [t for t in repr(d.requests[-1]).split("'text': ")[1:] if "outside this" in t]
     assert len(notes) == 1 and "a.py" in notes[0] and "v4 -> v5" in notes[0]
     assert "unseen.py" not in repr(d.requests[-1])
+
+
+def test_the_note_of_an_edit_in_the_editor_says_which_lines(engine: ContextEngine) -> None:
+    """The mirror's change (its points are plain tuples) gives the note its lines: the
+    user typed two lines after line 3 (the note said only the versions)."""
+    mirror = DocumentMirror()
+    mirror.subscribe(engine.note_document_change)
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    d.call()
+    d.read("/a.py", source(10))
+    mirror.open("file:///a.py", "python", 1, source(10))
+    where = Position(3, 0)
+    mirror.change("file:///a.py", 2, [TextEdit(Range(where, where), "x = 1\ny = 2\n")])
+    d.call()
+    assert "a.py changed outside this conversation (v1 -> v2, lines 4-6)" in repr(d.requests[-1])
 
 
 def test_a_file_deleted_on_disk_drops_out_with_a_note(engine: ContextEngine) -> None:

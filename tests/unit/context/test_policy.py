@@ -158,3 +158,11 @@ def test_the_twin_bound_takes_what_was_just_fetched_back_last() -> None:
     last = frozenset({2})
     assert fit_budget([older, fetched], 10_000, 9_800, last=last) == (1,)
     assert fit_budget([older, fetched], 10_000, 9_000, last=last) == (1, 2)
+
+
+def test_a_diff_numbers_lines_as_the_editor_does() -> None:
+    """A U+2028 inside a string ends no line in the editor (LSP): the hunk spans lines 1-3,
+    where the model finds them (str.splitlines made them 2-4, the first one half a line)."""
+    old = "s = 'a\u2028b'\nx = 1\ny = 2\n"
+    diff = policy.unified_diff(old, old.replace("y = 2", "y = 3"), "a.py")
+    assert "@@ -1,3 +1,3 @@\n s = 'a\u2028b'\n x = 1\n" in diff

@@ -68,6 +68,16 @@ def test_a_pasted_chunk_becomes_its_reference_and_the_range_hydrates_it() -> Non
     assert text[offset : offset + limit] == chunk
 
 
+def test_a_pasted_chunk_is_referenced_by_the_lines_the_editor_shows() -> None:
+    """A form feed ends no line in the editor (LSP): the reference names the editor's line
+    numbers (it counted str.splitlines', one more for each form feed above)."""
+    text = "# page one\f\n" + numbered(100)
+    seen = [SeenFile("abcd1234", "src/calc.py", text)]
+    chunk = "".join(text.split("\n")[i] + "\n" for i in range(39, 69))  # editor lines 40-69
+    replaced, count = reference_pasted(f"Why?\n{chunk}", seen)
+    assert count == 30 and "src/calc.py lines 40-69" in replaced
+
+
 def test_short_chunks_and_unseen_text_stay_as_written() -> None:
     text = numbered(100)
     seen = [SeenFile("abcd1234", "calc.py", text)]

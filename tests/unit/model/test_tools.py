@@ -202,11 +202,82 @@ async def test_read_file_range_by_lines(env: ToolEnv) -> None:
     assert past.is_error and "past the end" in past.text
 
 
+async def test_lines_are_numbered_as_the_editor_numbers_them(
+    env: ToolEnv, root: Path, store: Store
+) -> None:
+    """A line ends at \\n, \\r\\n or a lone \\r (LSP), not at a form feed, U+2028 or U+0085
+    as str.splitlines has it: read_file, read_session_file and search give the editor's line
+    N as line N (they gave a later one, or half of one)."""
+    text = "const s = 'a\u2028b';\f\nlet x = 1;\x85\rlet y = 2;\r\nlet z = 3;\n"
+    (root / "src" / "seps.js").write_text(text, newline="")
+    editor_lines = [
+        "const s = 'a\u2028b';\f\n",
+        "let x = 1;\x85\r",
+        "let y = 2;\r\n",
+        "let z = 3;\n",
+    ]
+    assert "".join(editor_lines) == text
+    for number, line in enumerate(editor_lines, start=1):
+        read = await run_tool(
+            env, "read_file", {"path": "src/seps.js", "offset": number, "limit": 1}
+        )
+        assert read.text == line
+    env.engine = ContextEngine(store)
+    entry = store.put(text)
+    part = await run_tool(
+        env, "read_session_file", {"id": entry.id, "first_line": 3, "line_count": 1}
+    )
+    assert part.text == f"[{entry.id}: lines 3-3 of 4]\nlet y = 2;\r\n"
+    found = await run_tool(env, "search", {"pattern": "let z", "glob": "**/*.js"})
+    assert found.text.splitlines()[0] == "src/seps.js:4: let z = 3;"
+
+
+async def test_a_file_with_lone_cr_line_ends_has_its_lines(env: ToolEnv, root: Path) -> None:
+    """A lone CR ends a line (LSP; a classic Mac file): the outline counts the editor's
+    lines and read_symbol gives the one definition (it gave the whole file as lines 1-1)."""
+    text = "def f():\r    return 1\r\r\rdef g():\r    return 2\r"
+    (root / "mac.py").write_bytes(text.encode())
+    outline = await run_tool(env, "outline", {"path": "mac.py"})
+    assert (
+        outline.text
+        == "mac.py (python, 6 lines, ~16 tokens)\n  1-2 function f()\n  5-6 function g()\n"
+    )
+    symbol = await run_tool(env, "read_symbol", {"path": "mac.py", "symbol": "g"})
+    assert symbol.text == "mac.py::g (lines 5-6)\ndef g():\r    return 2\n"
+
+
 async def test_read_file_prefers_the_open_buffer(env: ToolEnv, root: Path) -> None:
     uri = path_to_uri(root / "src" / "app.py")
     env.mirror.open(uri, "python", 3, "print('unsaved buffer')\n")
     result = await run_tool(env, "read_file", {"path": "src/app.py"})
     assert result.text == "print('unsaved buffer')\n"
+
+
+async def test_a_workspace_folder_opened_by_a_linked_path_reads_the_buffer(
+    tmp_path: Path,
+) -> None:
+    """The editor names files by the folder's linked path (~/proj -> /data/proj), the tools
+    by the real one: they get the open buffer all the same (they read the file on disk, and
+    an edit went to the disk under the user's unsaved buffer)."""
+    real = tmp_path / "data" / "proj"
+    real.mkdir(parents=True)
+    (real / "a.py").write_text("on disk\n")
+    link = tmp_path / "proj"
+    link.symlink_to(real)
+    env = ToolEnv.configured(mirror=DocumentMirror(), folders=[link], memory_root=tmp_path / "m")
+    opened = path_to_uri(link / "a.py")
+    env.mirror.open(opened, "python", 1, "unsaved buffer\n")
+    read = await run_tool(env, "read_file", {"path": "a.py"})
+    assert (read.text, read.uri) == ("unsaved buffer\n", opened)
+    found = await run_tool(env, "search", {"pattern": "buffer|disk"})
+    assert found.text == "a.py:1: unsaved buffer"
+    assert env.mirror.is_open(path_to_uri(real / "a.py"))  # so an edit goes to the editor
+    edit = {"path": "a.py", "old_string": "disk", "new_string": "DISK"}  # the CLI's: on disk
+    edited = await run_tool(env, "edit_file", edit)
+    assert not edited.is_error and edited.uri == opened  # one file, one URI
+    env.mirror.close(opened)
+    assert not env.mirror.is_open(path_to_uri(real / "a.py"))
+    assert (await run_tool(env, "read_file", {"path": "a.py"})).text == "on DISK\n"
 
 
 async def test_env_file_is_withheld_with_a_reason(env: ToolEnv) -> None:
@@ -340,6 +411,24 @@ async def test_disk_applier_keeps_crlf_and_mode(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["script.sh"]
 
 
+async def test_a_byte_order_mark_is_kept_on_disk_and_shown_nowhere(
+    env: ToolEnv, root: Path
+) -> None:
+    """The editor shows and sends a BOM file's text without its BOM; the model reads it the
+    same way, and an edit (on disk) keeps the BOM: the read after it is no change."""
+    path = root / "src" / "bom.py"
+    path.write_bytes(b"\xef\xbb\xbfx = 1\ny = 2\n")
+    read = await run_tool(env, "read_file", {"path": "src/bom.py"})
+    assert read.text == "x = 1\ny = 2\n"
+    edited = await run_tool(
+        env, "edit_file", {"path": "src/bom.py", "old_string": "y = 2", "new_string": "y = 3"}
+    )
+    assert not edited.is_error and edited.content == "x = 1\ny = 3\n"
+    assert path.read_bytes() == b"\xef\xbb\xbfx = 1\ny = 3\n"
+    again = await run_tool(env, "read_file", {"path": "src/bom.py"})
+    assert again.text == edited.content
+
+
 def test_plan_edit_cases() -> None:
     assert plan_edit("abc", "b", "X").new_text == "aXc"
     assert plan_edit(None, "", "new").new_text == "new"
@@ -349,6 +438,18 @@ def test_plan_edit_cases() -> None:
         plan_edit(None, "b", "c")
     with pytest.raises(EditError, match="empty"):
         plan_edit("abc", "", "c")
+
+
+def test_an_edit_written_with_lf_applies_to_a_crlf_file_in_crlf() -> None:
+    """The model writes line ends as LF: in a CRLF file its lines are found with CRLF
+    and replaced in CRLF (no match at all before, for any old_string of two lines)."""
+    text = "a = 1\r\nb = 2\r\nc = 3\r\n"
+    assert plan_edit(text, "a = 1\nb = 2\n", "a = 1\nb = 22\nb2 = 0\n").new_text == (
+        "a = 1\r\nb = 22\r\nb2 = 0\r\nc = 3\r\n"
+    )
+    assert plan_edit(text, "b = 2\r\n", "").new_text == "a = 1\r\nc = 3\r\n"  # as written
+    with pytest.raises(EditError, match="not found"):
+        plan_edit("a = 1\nb = 2\n", "a = 1\r\nb", "x")  # an LF file: exact only
 
 
 AWS_KEY_ID = "AKIA" + "QX7RT2VB5NW3KZ4M"

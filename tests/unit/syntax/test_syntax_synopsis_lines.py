@@ -180,6 +180,11 @@ CASES = {
             "    7-8 function A.__init__.__init__()",
         ],
     ),
+    "python: lone CR line ends (a classic Mac file) are lines, as the editor shows them": (
+        "mac.py",
+        "def f():\r    return 1\r\r\rclass C:\r    def g(self):\r        pass\r",
+        ["1-2 function f()", "5-7 class C", "  6-7 method C.g(self)"],
+    ),
 }
 
 
