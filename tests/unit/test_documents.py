@@ -650,6 +650,15 @@ def test_a_file_on_another_host_is_not_the_local_file_of_its_path(tmp_path: Path
     assert isinstance(opened, Document) and opened.text == "remote buffer\n"
 
 
+@pytest.mark.parametrize("uri", ["file:src/a.py", "file:../etc/passwd", "file://", "file:"])
+def test_a_relative_file_uri_is_no_file_of_the_servers_working_folder(uri: str) -> None:
+    """A file: URI names an absolute path: a relative one was read from wherever the server
+    was started (`file:src/a.py` as $PWD/src/a.py, `file://` as $PWD itself)."""
+    assert uri_to_path(uri) is None and normalize_uri(uri) == uri
+    unread = DocumentMirror().get(uri)
+    assert isinstance(unread, Unmirrored) and unread.reason is UnmirroredReason.NOT_OPEN
+
+
 def test_a_nul_byte_in_a_file_uri_is_no_file_and_no_crash() -> None:
     """%00 decodes to a NUL, which no file name holds: the editor's buffer is mirrored,
     and the disk has no such file (os.stat raised ValueError out of the mirror)."""
