@@ -439,6 +439,29 @@ def test_an_open_document_withheld_for_its_content_comes_back_once_it_fits() -> 
     assert isinstance(lost, Unmirrored) and lost.reason is UnmirroredReason.OUT_OF_SYNC
 
 
+def test_a_new_size_limit_applies_to_the_open_documents_at_once() -> None:
+    """Raising maxFileBytes mirrors a buffer withheld as too large (it stayed refused until
+    edited or reopened); lowering it withholds one over it."""
+    mirror = DocumentMirror(max_bytes=10)
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    mirror.open("untitled:big", None, 1, "x" * 20)
+    mirror.open("untitled:small", None, 1, "y" * 5)
+    mirror.open("untitled:nul", None, 1, "x\0" * 10)
+    mirror.set_max_bytes(30)
+    big = mirror.get("untitled:big")
+    assert isinstance(big, Document) and big.text == "x" * 20
+    nul = mirror.get("untitled:nul")
+    assert isinstance(nul, Unmirrored) and nul.reason is UnmirroredReason.BINARY
+    mirror.set_max_bytes(4)
+    assert all(isinstance(mirror.get(f"untitled:{n}"), Unmirrored) for n in ("big", "small"))
+    assert [(c.uri, c.old_version, c.new_version) for c in seen[-3:]] == [
+        ("untitled:big", None, 1),
+        ("untitled:big", 1, None),
+        ("untitled:small", 1, None),
+    ]
+
+
 def test_a_failing_listener_does_not_stop_the_others(caplog: pytest.LogCaptureFixture) -> None:
     mirror = DocumentMirror()
     seen: list[str] = []

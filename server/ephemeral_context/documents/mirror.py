@@ -9,8 +9,8 @@ content is told apart from a touch, and every change goes to the listeners as a
 
 API:
 - `DocumentMirror(position_encoding, max_bytes)`: `.open`, `.change`, `.close`, `.desync`
-  (the editor); `.get`, `.get_path`, `.is_open`, `.open_uris`, `.mark_stale` (reading);
-  `.subscribe(listener)` (changes).
+  (the editor); `.set_max_bytes` (the setting); `.get`, `.get_path`, `.is_open`,
+  `.open_uris`, `.mark_stale` (reading); `.subscribe(listener)` (changes).
 - `DocumentChange`, `ChangeReason`: what changed for one URI, from which version to which.
 - `Unmirrored`, `UnmirroredReason`: a URI the mirror holds no text for, and why.
 - `OutOfSync`: raised by `.change` for an edit it could not apply (the document is out of
@@ -231,6 +231,21 @@ class DocumentMirror:
             )
             self._emit(change)
             return change
+
+    def set_max_bytes(self, max_bytes: int) -> None:
+        """A new size limit (the user's setting): an open document withheld for its size
+        that fits now is mirrored again, one over it is withheld (it kept the old verdict
+        until its next edit); files on disk are measured at their next read."""
+        with self._lock:
+            self.max_bytes = max_bytes
+            for key, current in list(self._open.items()):
+                held = self._held.get(key)
+                if isinstance(current, Document) and self._withheld(key, current, ()):
+                    self._emit_removed(key, current, "edit")
+                elif held is not None and not self._withheld(key, held, None):
+                    del self._held[key]
+                    self._open[key] = held
+                    self._emit(DocumentChange(key, None, held.version, None, held.hash, (), "edit"))
 
     def _withheld(self, key: str, document: Document, inserted: Sequence[str] | None) -> bool:
         """Whether an open document is held back for what it holds (over the size limit,

@@ -268,7 +268,7 @@ class EphemeralContextServer(LanguageServer):
         if self.pins is not None and secrets != (old.secret_patterns, old.allow_secret_files):
             for released in self.pins.recheck(self.tool_env()):  # withheld now: unpinned
                 self.warn(f"Ephemeral Context: {released}")
-        self.mirror.max_bytes = options.limits.max_file_bytes
+        self.mirror.set_max_bytes(options.limits.max_file_bytes)
         self.usage_throttle.interval_s = options.usage_throttle_ms / 1000
         moved = options.data_directory != old.data_directory
         if self.engine is None or (moved and self.engine.empty()):
