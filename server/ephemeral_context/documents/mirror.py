@@ -10,7 +10,7 @@ content is told apart from a touch, and every change goes to the listeners as a
 API:
 - `DocumentMirror(position_encoding, max_bytes)`: `.open`, `.change`, `.close`, `.desync`
   (the editor); `.set_max_bytes` (the setting); `.get`, `.get_path`, `.is_open`,
-  `.open_uris`, `.mark_stale` (reading); `.subscribe(listener)` (changes).
+  `.key_of`, `.open_uris`, `.mark_stale` (reading); `.subscribe(listener)` (changes).
 - `DocumentChange`, `ChangeReason`: what changed for one URI, from which version to which.
 - `Unmirrored`, `UnmirroredReason`: a URI the mirror holds no text for, and why.
 - `OutOfSync`: raised by `.change` for an edit it could not apply (the document is out of
@@ -295,13 +295,14 @@ class DocumentMirror:
 
     def is_open(self, uri: str) -> bool:
         with self._lock:
-            return self._open_key(uri) in self._open
+            return self.key_of(uri) in self._open
 
-    def _open_key(self, uri: str) -> str:
-        """The key of `uri`: the document the editor opened by a linked path to the same
-        file, if it has not opened this one."""
-        key = normalize_uri(uri)
-        return key if key in self._open else self._aliases.get(key, key)
+    def key_of(self, uri: str) -> str:
+        """The key of `uri`: the one the editor opened the same file by (a linked path),
+        if it has not opened this one."""
+        with self._lock:
+            key = normalize_uri(uri)
+            return key if key in self._open else self._aliases.get(key, key)
 
     def open_uris(self) -> list[str]:
         with self._lock:
@@ -315,7 +316,7 @@ class DocumentMirror:
     def get(self, uri: str) -> Document | Unmirrored:
         """The current text: the editor's if open, else the file's (read only if changed)."""
         with self._lock:
-            key = self._open_key(uri)
+            key = self.key_of(uri)
             opened = self._open.get(key)
             if opened is not None:
                 return opened

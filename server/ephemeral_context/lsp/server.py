@@ -831,7 +831,8 @@ class AskReporter:
                 uri = path_to_uri(self.workspace.resolve(path))
             except AccessDenied:
                 return
-            self.send("edit", uri=uri, applied=not is_error)
+            # The buffer's URI, as the ask's result names it, for a file opened by a link.
+            self.send("edit", uri=self.ls.mirror.key_of(uri), applied=not is_error)
 
     def on_usage(self, usage: Mapping[str, int]) -> None:
         self.ls.last_output_tokens = usage.get("output_tokens", 0)
