@@ -431,6 +431,10 @@ def test_an_open_document_withheld_for_its_content_comes_back_once_it_fits() -> 
         ("edit", 4, None),
         ("edit", None, 7),
     ]
+    mirror.open("untitled:huge", None, 1, "x" * 81)  # over 8x the limit: not even kept
+    assert mirror.change("untitled:huge", 2, [TextEdit(None, "small")]) is None
+    huge = mirror.get("untitled:huge")
+    assert isinstance(huge, Unmirrored) and huge.reason is UnmirroredReason.TOO_LARGE
     mirror.open("untitled:b", None, 1, "x" * 11)  # too large from the start: the same
     with pytest.raises(OutOfSync):  # a lost edit is lost for the held text too
         mirror.change("untitled:b", 1, [TextEdit(None, "small")])

@@ -49,6 +49,11 @@ ChangeReason = Literal["open", "edit", "close", "disk"]
 # "racily clean").
 _RACY_WINDOW_NS = 2_000_000_000
 
+# An open document withheld for its size keeps its text (to follow its edits until it fits)
+# up to this many times the size limit; a bigger one (a 50 MB log: its line table would take
+# 10x its size) is dropped until the editor opens it again.
+_HELD_AT_MOST = 8
+
 
 @dataclass(frozen=True, slots=True)
 class DocumentChange:
@@ -160,6 +165,10 @@ class DocumentMirror:
         with self._lock:
             previous = self._current(key)
             self._held.pop(key, None)
+            if len(text) > _HELD_AT_MOST * self.max_bytes:  # not even held: never built
+                self._open[key] = self._too_large(key)
+                self._emit_removed(key, previous, "open")
+                return None
             path = uri_to_path(key)
             if path is not None and (real := path_to_uri(real_path(path))) != key:
                 self._aliases[real] = key
@@ -252,14 +261,20 @@ class DocumentMirror:
         NUL bytes; `inserted`: only these texts are new, the rest was checked): it is then
         unmirrored, and its text kept for the edits that may make it fit again."""
         if document.size > self.max_bytes:
-            reason, detail = UnmirroredReason.TOO_LARGE, f"over {self.max_bytes} bytes"
+            unmirrored = self._too_large(key)
         elif any("\0" in text for text in ([document.text] if inserted is None else inserted)):
-            reason, detail = UnmirroredReason.BINARY, "contains NUL bytes"
+            unmirrored = Unmirrored(key, UnmirroredReason.BINARY, "contains NUL bytes")
         else:
             return False
-        self._held[key] = document
-        self._open[key] = Unmirrored(key, reason, detail)
+        if document.size > _HELD_AT_MOST * self.max_bytes:
+            self._held.pop(key, None)
+        else:
+            self._held[key] = document
+        self._open[key] = unmirrored
         return True
+
+    def _too_large(self, key: str) -> Unmirrored:
+        return Unmirrored(key, UnmirroredReason.TOO_LARGE, f"over {self.max_bytes} bytes")
 
     def desync(self, uri: str, problem: str) -> None:
         """An edit of an open document was lost (it could not even be read): its text here
