@@ -237,6 +237,26 @@ async def test_an_edit_that_starts_inside_a_crlf_lands_as_planned(
     assert "changed outside" not in last
 
 
+async def test_a_buffer_in_a_folder_opened_by_a_link_is_edited_in_the_editor(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path, tmp_path: Path
+) -> None:
+    """The workspace folder opened by a linked path (the tools resolve it): the model's edit
+    of an open buffer still goes to the editor (it was written to the disk under the
+    unsaved buffer), and every URI the ask reports is the buffer's."""
+    link = tmp_path / "linked"
+    link.symlink_to(workspace)
+    await start(raw_editor, api, link, "visual_studio_code")
+    uri = raw_editor.open(link / "src" / "app.py", text="x = 'unsaved'\n")
+    edit = {"path": "src/app.py", "old_string": "'unsaved'", "new_string": "'edited'"}
+    api.add_turns({"tool_use": [{"name": "edit_file", "input": edit}]}, "Done.")
+    result = await raw_editor.request("ephemeralContext/ask", {"prompt": "edit"})
+    assert [(e.uri, e.applied) for e in result.edits] == [(uri, True)]
+    assert len(raw_editor.applied) == 1 and raw_editor.buffers[uri].source == "x = 'edited'\n"
+    assert "import os" in (workspace / "src" / "app.py").read_text(encoding="utf-8")
+    progress = raw_editor.notifications["ephemeralContext/askProgress"]
+    assert [(p.uri, p.applied) for p in progress if p.kind == "edit"] == [(uri, True)]
+
+
 async def test_edit_of_a_file_not_open_goes_to_disk(
     raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
 ) -> None:

@@ -170,6 +170,21 @@ async def test_document_over_the_size_limit(raw_editor: Editor, workspace: Path)
     with pytest.raises(JsonRpcInvalidParams, match="too-large"):
         await raw_editor.request("ephemeralContext/pin", {"uri": uri})
     assert (await raw_editor.request("ephemeralContext/status")).openDocuments == 1
+    # The user raises the limit: the open buffer is mirrored now, not at its next edit.
+    raw_editor.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"ephemeralContext": {"limits": {"maxFileBytes": 10_000}}}
+        )
+    )
+    for _ in range(500):  # the notification's handler is a task: it may run after a request
+        try:
+            pinned = await raw_editor.request("ephemeralContext/pin", {"uri": uri})
+            break
+        except JsonRpcInvalidParams as exc:
+            refused = exc
+    else:
+        pytest.fail(f"still refused under the new limit: {refused}")
+    assert pinned.item.uri == uri and pinned.item.state == "full"
 
 
 async def test_data_directory_setting(raw_editor: Editor, workspace: Path, tmp_path: Path) -> None:

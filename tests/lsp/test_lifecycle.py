@@ -179,7 +179,7 @@ async def test_workspace_folders_change(
             )
         )
     )
+    await wait_until(lambda: raw_editor.client.messages)  # the handler is a task: wait for it
+    assert "notes.py is no longer pinned" in raw_editor.client.messages[-1].message
     items = await raw_editor.request("ephemeralContext/items")
     assert [(i.uri, i.pinned) for i in items.items] == [(uri, False)]
-    await wait_until(lambda: raw_editor.client.messages)
-    assert "notes.py is no longer pinned" in raw_editor.client.messages[-1].message

@@ -431,12 +431,39 @@ def test_an_open_document_withheld_for_its_content_comes_back_once_it_fits() -> 
         ("edit", 4, None),
         ("edit", None, 7),
     ]
+    mirror.open("untitled:huge", None, 1, "x" * 81)  # over 8x the limit: not even kept
+    assert mirror.change("untitled:huge", 2, [TextEdit(None, "small")]) is None
+    huge = mirror.get("untitled:huge")
+    assert isinstance(huge, Unmirrored) and huge.reason is UnmirroredReason.TOO_LARGE
     mirror.open("untitled:b", None, 1, "x" * 11)  # too large from the start: the same
     with pytest.raises(OutOfSync):  # a lost edit is lost for the held text too
         mirror.change("untitled:b", 1, [TextEdit(None, "small")])
     assert mirror.change("untitled:b", 2, [TextEdit(None, "small")]) is None
     lost = mirror.get("untitled:b")
     assert isinstance(lost, Unmirrored) and lost.reason is UnmirroredReason.OUT_OF_SYNC
+
+
+def test_a_new_size_limit_applies_to_the_open_documents_at_once() -> None:
+    """Raising maxFileBytes mirrors a buffer withheld as too large (it stayed refused until
+    edited or reopened); lowering it withholds one over it."""
+    mirror = DocumentMirror(max_bytes=10)
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    mirror.open("untitled:big", None, 1, "x" * 20)
+    mirror.open("untitled:small", None, 1, "y" * 5)
+    mirror.open("untitled:nul", None, 1, "x\0" * 10)
+    mirror.set_max_bytes(30)
+    big = mirror.get("untitled:big")
+    assert isinstance(big, Document) and big.text == "x" * 20
+    nul = mirror.get("untitled:nul")
+    assert isinstance(nul, Unmirrored) and nul.reason is UnmirroredReason.BINARY
+    mirror.set_max_bytes(4)
+    assert all(isinstance(mirror.get(f"untitled:{n}"), Unmirrored) for n in ("big", "small"))
+    assert [(c.uri, c.old_version, c.new_version) for c in seen[-3:]] == [
+        ("untitled:big", None, 1),
+        ("untitled:big", 1, None),
+        ("untitled:small", 1, None),
+    ]
 
 
 def test_a_failing_listener_does_not_stop_the_others(caplog: pytest.LogCaptureFixture) -> None:
@@ -648,6 +675,15 @@ def test_a_file_on_another_host_is_not_the_local_file_of_its_path(tmp_path: Path
     mirror.open(remote, None, 1, "remote buffer\n")
     opened = mirror.get(remote)
     assert isinstance(opened, Document) and opened.text == "remote buffer\n"
+
+
+@pytest.mark.parametrize("uri", ["file:src/a.py", "file:../etc/passwd", "file://", "file:"])
+def test_a_relative_file_uri_is_no_file_of_the_servers_working_folder(uri: str) -> None:
+    """A file: URI names an absolute path: a relative one was read from wherever the server
+    was started (`file:src/a.py` as $PWD/src/a.py, `file://` as $PWD itself)."""
+    assert uri_to_path(uri) is None and normalize_uri(uri) == uri
+    unread = DocumentMirror().get(uri)
+    assert isinstance(unread, Unmirrored) and unread.reason is UnmirroredReason.NOT_OPEN
 
 
 def test_a_nul_byte_in_a_file_uri_is_no_file_and_no_crash() -> None:

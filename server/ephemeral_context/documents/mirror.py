@@ -9,8 +9,8 @@ content is told apart from a touch, and every change goes to the listeners as a
 
 API:
 - `DocumentMirror(position_encoding, max_bytes)`: `.open`, `.change`, `.close`, `.desync`
-  (the editor); `.get`, `.get_path`, `.is_open`, `.open_uris`, `.mark_stale` (reading);
-  `.subscribe(listener)` (changes).
+  (the editor); `.set_max_bytes` (the setting); `.get`, `.get_path`, `.is_open`,
+  `.key_of`, `.open_uris`, `.mark_stale` (reading); `.subscribe(listener)` (changes).
 - `DocumentChange`, `ChangeReason`: what changed for one URI, from which version to which.
 - `Unmirrored`, `UnmirroredReason`: a URI the mirror holds no text for, and why.
 - `OutOfSync`: raised by `.change` for an edit it could not apply (the document is out of
@@ -48,6 +48,11 @@ ChangeReason = Literal["open", "edit", "close", "disk"]
 # mtime tick without changing its size; such a stat is not trusted next time (git calls this
 # "racily clean").
 _RACY_WINDOW_NS = 2_000_000_000
+
+# An open document withheld for its size keeps its text (to follow its edits until it fits)
+# up to this many times the size limit; a bigger one (a 50 MB log: its line table would take
+# 10x its size) is dropped until the editor opens it again.
+_HELD_AT_MOST = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +165,10 @@ class DocumentMirror:
         with self._lock:
             previous = self._current(key)
             self._held.pop(key, None)
+            if len(text) > _HELD_AT_MOST * self.max_bytes:  # not even held: never built
+                self._open[key] = self._too_large(key)
+                self._emit_removed(key, previous, "open")
+                return None
             path = uri_to_path(key)
             if path is not None and (real := path_to_uri(real_path(path))) != key:
                 self._aliases[real] = key
@@ -232,19 +241,40 @@ class DocumentMirror:
             self._emit(change)
             return change
 
+    def set_max_bytes(self, max_bytes: int) -> None:
+        """A new size limit (the user's setting): an open document withheld for its size
+        that fits now is mirrored again, one over it is withheld (it kept the old verdict
+        until its next edit); files on disk are measured at their next read."""
+        with self._lock:
+            self.max_bytes = max_bytes
+            for key, current in list(self._open.items()):
+                held = self._held.get(key)
+                if isinstance(current, Document) and self._withheld(key, current, ()):
+                    self._emit_removed(key, current, "edit")
+                elif held is not None and not self._withheld(key, held, None):
+                    del self._held[key]
+                    self._open[key] = held
+                    self._emit(DocumentChange(key, None, held.version, None, held.hash, (), "edit"))
+
     def _withheld(self, key: str, document: Document, inserted: Sequence[str] | None) -> bool:
         """Whether an open document is held back for what it holds (over the size limit,
         NUL bytes; `inserted`: only these texts are new, the rest was checked): it is then
         unmirrored, and its text kept for the edits that may make it fit again."""
         if document.size > self.max_bytes:
-            reason, detail = UnmirroredReason.TOO_LARGE, f"over {self.max_bytes} bytes"
+            unmirrored = self._too_large(key)
         elif any("\0" in text for text in ([document.text] if inserted is None else inserted)):
-            reason, detail = UnmirroredReason.BINARY, "contains NUL bytes"
+            unmirrored = Unmirrored(key, UnmirroredReason.BINARY, "contains NUL bytes")
         else:
             return False
-        self._held[key] = document
-        self._open[key] = Unmirrored(key, reason, detail)
+        if document.size > _HELD_AT_MOST * self.max_bytes:
+            self._held.pop(key, None)
+        else:
+            self._held[key] = document
+        self._open[key] = unmirrored
         return True
+
+    def _too_large(self, key: str) -> Unmirrored:
+        return Unmirrored(key, UnmirroredReason.TOO_LARGE, f"over {self.max_bytes} bytes")
 
     def desync(self, uri: str, problem: str) -> None:
         """An edit of an open document was lost (it could not even be read): its text here
@@ -280,13 +310,14 @@ class DocumentMirror:
 
     def is_open(self, uri: str) -> bool:
         with self._lock:
-            return self._open_key(uri) in self._open
+            return self.key_of(uri) in self._open
 
-    def _open_key(self, uri: str) -> str:
-        """The key of `uri`: the document the editor opened by a linked path to the same
-        file, if it has not opened this one."""
-        key = normalize_uri(uri)
-        return key if key in self._open else self._aliases.get(key, key)
+    def key_of(self, uri: str) -> str:
+        """The key of `uri`: the one the editor opened the same file by (a linked path),
+        if it has not opened this one."""
+        with self._lock:
+            key = normalize_uri(uri)
+            return key if key in self._open else self._aliases.get(key, key)
 
     def open_uris(self) -> list[str]:
         with self._lock:
@@ -300,7 +331,7 @@ class DocumentMirror:
     def get(self, uri: str) -> Document | Unmirrored:
         """The current text: the editor's if open, else the file's (read only if changed)."""
         with self._lock:
-            key = self._open_key(uri)
+            key = self.key_of(uri)
             opened = self._open.get(key)
             if opened is not None:
                 return opened

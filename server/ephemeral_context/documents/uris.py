@@ -27,12 +27,14 @@ from ephemeral_context.documents.positions import utf8
 
 
 def uri_to_path(uri: str) -> Path | None:
-    """The file system path of a file: URI, or None for other schemes (untitled:, ...) and
-    for a file on another host (`file://server/share/a.py` is no /share/a.py here)."""
+    """The file system path of a file: URI, or None for other schemes (untitled:, ...), for
+    a file on another host (`file://server/share/a.py` is no /share/a.py here) and for a
+    relative path (`file:src/a.py`, `file://`: no file of the server's working folder)."""
     parts = urllib.parse.urlsplit(uri)
     if parts.scheme != "file" or parts.netloc.lower() not in ("", "localhost"):
         return None
-    return Path(uri_path(uri))
+    path = uri_path(uri)
+    return Path(path) if path.is_absolute() else None
 
 
 def uri_path(uri: str) -> PurePosixPath:

@@ -268,7 +268,7 @@ class EphemeralContextServer(LanguageServer):
         if self.pins is not None and secrets != (old.secret_patterns, old.allow_secret_files):
             for released in self.pins.recheck(self.tool_env()):  # withheld now: unpinned
                 self.warn(f"Ephemeral Context: {released}")
-        self.mirror.max_bytes = options.limits.max_file_bytes
+        self.mirror.set_max_bytes(options.limits.max_file_bytes)
         self.usage_throttle.interval_s = options.usage_throttle_ms / 1000
         moved = options.data_directory != old.data_directory
         if self.engine is None or (moved and self.engine.empty()):
@@ -831,7 +831,8 @@ class AskReporter:
                 uri = path_to_uri(self.workspace.resolve(path))
             except AccessDenied:
                 return
-            self.send("edit", uri=uri, applied=not is_error)
+            # The buffer's URI, as the ask's result names it, for a file opened by a link.
+            self.send("edit", uri=self.ls.mirror.key_of(uri), applied=not is_error)
 
     def on_usage(self, usage: Mapping[str, int]) -> None:
         self.ls.last_output_tokens = usage.get("output_tokens", 0)
