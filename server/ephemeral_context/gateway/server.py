@@ -355,7 +355,7 @@ class Gateway:
         """The client's body parsed and prepared (engine work: a big body takes seconds)."""
         try:
             client: Any = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
             client = None
         try:
             return self.core.prepare(client, headers)

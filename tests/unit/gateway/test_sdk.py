@@ -14,6 +14,7 @@ import logging
 import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -1380,3 +1381,20 @@ def test_a_streamed_request_answered_with_no_stream_gets_it_as_sent_or_an_error(
             assert s.get_final_text() == "again"
         total = gateway.status()["total"]
     assert (total["requests"], total["upstream_calls"]) == (2, 2)
+
+
+def test_a_body_nested_too_deeply_to_parse_gets_the_upstreams_answer(
+    api: FakeMessagesAPI, gateway: GatewayThread
+) -> None:
+    """JSON nested past Python's recursion limit is no request the engine reads: it goes
+    upstream as it came and the upstream's refusal comes back as sent (it was a 500 the
+    gateway made of its own traceback)."""
+    body = b"[" * 100_000
+    headers = {"x-api-key": KEY, "content-type": "application/json"}
+    request = urllib.request.Request(gateway.base_url + "/v1/messages", body, headers)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 400
+    assert json.loads(refused.value.read())["error"]["type"] == "invalid_request_error"
+    assert api.message_requests[0].body == body.decode()
+    assert gateway.status()["total"]["passthrough"] == 1
