@@ -135,8 +135,10 @@ class Thread:
     calls: ToolCalls = field(default_factory=ToolCalls)
     """Tool calls seen so far (a result is read by its call's tool), and the project Serena
     activated."""
-    system_texts: set[str] = field(default_factory=set)
-    """Texts of role "system" messages, fed as user text, given their role back on the way out."""
+    system_texts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Texts of role "system" messages, fed as user text, given their role back on the way
+    out, each with the fields its message had besides role and content (2.1.332's per-turn
+    `output_config`)."""
     ends: list[int] = field(default_factory=list)
     """The engine's position after each client message fed (where a fork starts)."""
     roots: list[str | None] = field(default_factory=list)

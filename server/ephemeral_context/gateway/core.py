@@ -49,6 +49,7 @@ from ephemeral_context.gateway.conversations import (
 from ephemeral_context.gateway.outbound import (
     client_ttl,
     head_ttl,
+    message_fields,
     system_text,
     upstream_body,
 )
@@ -146,7 +147,7 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
             continue  # an empty text block adds nothing
         blocks.append(replace(block, raw=item) if role == "assistant" or block.media else block)
         if role == "system" and block.type == "text":
-            thread.system_texts.add(block.text)
+            thread.system_texts[block.text] = message_fields(message)
     return Message("assistant" if role == "assistant" else "user", tuple(blocks), 0.0, 0)
 
 
@@ -238,7 +239,7 @@ class GatewayCore:
             thread.keys, thread.ends = keys[:shared], source.ends[:shared]
             thread.roots, thread.cwd = source.roots[:shared], source.cwd
             thread.calls = source.calls.branch(source.roots[shared - 1])
-            thread.system_texts = set(source.system_texts)
+            thread.system_texts = dict(source.system_texts)
         return thread
 
     def abandon(self, plan: Plan) -> None:

@@ -5,7 +5,8 @@ model, max_tokens, thinking, metadata, stream, tool_choice, context_management a
 field unknown here; the client's system blocks and tools (their `cache_control` included),
 with the file segment after the system blocks and the engine's hydration tool, when the
 client has no Read to fetch with (context/fetching.py), after the tools. The messages are
-the engine's, role "system" messages given their role back.
+the engine's, role "system" messages given their role back (and their own fields, such as
+a per-turn `output_config`); a last message that is only such a control goes after them.
 
 Breakpoints: the client's own (tools, system) stay; the engine's (end of segment, a
 mid-thread anchor, the last block) fill what is left of the API's four, the last block
@@ -14,6 +15,7 @@ first, then the segment, then the anchor; none of them is 1 hour after a 5-minut
 API:
 - `upstream_body(...)`: the client's request with the engine's messages, segment and tools.
 - `system_text(system)`: the client's system prompt as one text.
+- `message_fields(message)`: what a message holds besides its role and content.
 - `client_ttl(client)`, `head_ttl(client)`: the TTL of the client's last breakpoint, and
   the one its kept tools and system breakpoints give the head.
 """
@@ -41,7 +43,9 @@ def system_text(system: Any) -> str:
 
 
 def upstream_body(
-    client: Mapping[str, Any], built: Mapping[str, Any], system_roles: set[str]
+    client: Mapping[str, Any],
+    built: Mapping[str, Any],
+    system_roles: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
     """The client's request with the engine's messages, segment and tools (see the module)."""
     body = dict(client)
@@ -51,15 +55,34 @@ def upstream_body(
     if segment:
         body["system"] = own_system + segment
     body["tools"] = list(built.get("tools") or [])
-    body["messages"] = restore_system_roles(built["messages"], system_roles)
+    messages = restore_system_roles(built["messages"], system_roles)
+    body["messages"] = messages + trailing_controls(client.get("messages") or [])
     fit_breakpoints(body, len(own_system))
     return body
 
 
+def message_fields(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A message's fields besides its role and content (a system message's `output_config`)."""
+    return {k: v for k, v in message.items() if k not in ("role", "content")}
+
+
+def trailing_controls(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The client's last messages that are role "system" controls with no content (2.1.332's
+    `output_config` for the turn, after a compaction): no block for the engine to hold, they
+    go after its messages as sent. One left behind in the history is not sent again."""
+    controls: list[dict[str, Any]] = []
+    for message in reversed(messages):
+        if message.get("role") != "system" or message.get("content"):
+            break
+        controls.insert(0, dict(message))
+    return controls
+
+
 def restore_system_roles(
-    messages: Sequence[Mapping[str, Any]], texts: set[str]
+    messages: Sequence[Mapping[str, Any]], texts: Mapping[str, Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The engine's messages with the blocks of role "system" messages split out again."""
+    """The engine's messages with the blocks of role "system" messages split out again,
+    each with the fields its message had (`texts`: by text)."""
     if not texts:
         return [dict(m) for m in messages]
     out: list[dict[str, Any]] = []
@@ -76,7 +99,8 @@ def restore_system_roles(
                     run = []
                 control = block.get("cache_control")
                 text = block["text"]
-                out.append({"role": "system", "content": [dict(block)] if control else text})
+                content = [dict(block)] if control else text
+                out.append({"role": "system", "content": content, **texts[text]})
             else:
                 run.append(block)
         if run:

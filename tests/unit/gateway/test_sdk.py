@@ -1398,3 +1398,31 @@ def test_a_body_nested_too_deeply_to_parse_gets_the_upstreams_answer(
     assert json.loads(refused.value.read())["error"]["type"] == "invalid_request_error"
     assert api.message_requests[0].body == body.decode()
     assert gateway.status()["total"]["passthrough"] == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_system_messages_per_turn_control_goes_upstream_with_it(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, stream: bool
+) -> None:
+    """Claude Code 2.1.332 sets the turn's effort in a system message's own `output_config`,
+    on one holding text or, after a compaction, on one holding nothing else: both reach the
+    upstream (the first lost its control, the second was gone)."""
+    api.add_turns("ok")
+    listing = {"role": "system", "content": "A skill listing.", "output_config": {"effort": "low"}}
+    control = {"role": "system", "content": [], "output_config": {"effort": "medium"}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "hi"},
+        listing,
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "Go on."},
+        control,
+    ]
+    body = {**ask(messages), "model": "claude-opus-4-8"}
+    if stream:
+        with client.messages.stream(**body) as running:
+            running.get_final_message()
+    else:
+        client.messages.create(**body)
+    sent = api.message_requests[0].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "system", "assistant", "user", "system"]
+    assert sent[1] == listing and sent[-1] == control
