@@ -23,6 +23,7 @@ from typing import TextIO
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.gateway.core import GatewayCore
 from ephemeral_context.gateway.server import ANTHROPIC_API, Gateway
+from ephemeral_context.model.secrets import SecretPolicy
 
 __all__ = [
     "ANTHROPIC_API",
@@ -47,12 +48,14 @@ async def host_gateway(
     port: int,
     on_update: Callable[[], None] | None = None,
     before_plan: Callable[[], None] | None = None,
+    secrets: Callable[[], SecretPolicy] = SecretPolicy,
 ) -> Gateway:
     """The gateway on 127.0.0.1:port inside a running event loop (`ectx serve --gateway`),
     over the caller's engine, so its status (the editor's status bar) counts these sessions;
     the engine work stays on this loop, where the editor's handlers use the same engine
-    (`before_plan`: the editor's pins brought up to date before each request it plans)."""
-    core = GatewayCore(engine, before_plan=before_plan)
+    (`before_plan`: the editor's pins brought up to date before each request it plans;
+    `secrets`: the editor's secret settings as they are now)."""
+    core = GatewayCore(engine, before_plan=before_plan, secrets=secrets)
     gateway = Gateway(core, upstream_url(None), on_update, engine_thread=False)
     url = await gateway.start("127.0.0.1", port)
     log.info("ectx gateway on %s, upstream %s", url, gateway.upstream)

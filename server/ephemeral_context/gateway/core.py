@@ -54,7 +54,7 @@ from ephemeral_context.gateway.outbound import (
     upstream_body,
 )
 from ephemeral_context.gateway.savings import Pricing, Savings
-from ephemeral_context.model.secrets import Workspace
+from ephemeral_context.model.secrets import SecretPolicy, Workspace
 from ephemeral_context.model.tools import ToolEnv, run_tool
 from ephemeral_context.prices import UnknownModelError, lookup
 from ephemeral_context.replay.feed import feed_message
@@ -168,13 +168,18 @@ class GatewayCore:
         engine: ContextEngine,
         clock: Callable[[], float] = time.time,
         before_plan: Callable[[], None] | None = None,
+        secrets: Callable[[], SecretPolicy] = SecretPolicy,
     ) -> None:
         self.engine = engine
         self.clock = clock
         self.conversations = Conversations()
         self.savings = Savings()
         self._status = self.savings.as_json()
-        self._tools = ToolEnv(workspace=Workspace.of(["/"]), mirror=DocumentMirror(), engine=engine)
+        self._mirror = DocumentMirror()
+        self.secrets = secrets
+        """The secret file names as they are now: what is never stored, and what a fetch by
+        id refuses (the hosted gateway: the editor's `secretPatterns` and `allowSecretFiles`;
+        else the built-in names)."""
         self.before_plan = before_plan
         """Run before each request the engine plans: the hosted gateway's editor brings its
         pins up to date there (`Pins.follow`, as before an ask), so a pinned file edited
@@ -184,11 +189,7 @@ class GatewayCore:
         """Go on with `engine` (the editor's settings moved the store): the engine replaced
         holds nothing (`ContextEngine.empty`), so every thread fed here was passed through
         and the savings so far stay."""
-        if engine is not self.engine:
-            self.engine = engine
-            self._tools = ToolEnv(
-                workspace=Workspace.of(["/"]), mirror=DocumentMirror(), engine=engine
-            )
+        self.engine = engine
 
     # ------------------------------------------------------------------ requests
 
@@ -272,17 +273,18 @@ class GatewayCore:
     ) -> dict[str, Any]:
         thread.cwd = working_directory(system_text(client.get("system"))) or thread.cwd
         self.engine.set_route(thread.conv, route)
+        secrets = self.secrets()
         new: list[tuple[Message, str | None]] = []  # each with the project in effect after it
         for sent in messages[len(thread.keys) :]:
             new.append((_flow_message(sent, thread), thread.calls.project_root))
         expected, thread.expected = thread.expected, None
         for n, (message, root) in enumerate(new):
             if n == 0 and expected is not None:
-                self._feed_content(thread, expected.content, expected.route)
+                self._feed_content(thread, expected.content, expected.route, secrets)
                 if expected.owed:  # the client's tool results come with them: its request
                     self.engine.round_trip(thread.conv, expected.owed, continues=False)
             else:
-                feed_message(self.engine, thread.conv, message)
+                feed_message(self.engine, thread.conv, message, secrets)
             thread.ends.append(self.engine.position(thread.conv))
             thread.roots.append(root)
         thread.keys = keys
@@ -301,14 +303,18 @@ class GatewayCore:
         return upstream_body(client, built, thread.system_texts)
 
     def _feed_content(
-        self, thread: Thread, content: Sequence[Mapping[str, Any]], route: FetchRoute
+        self,
+        thread: Thread,
+        content: Sequence[Mapping[str, Any]],
+        route: FetchRoute,
+        secrets: SecretPolicy,
     ) -> None:
         """An upstream answer as the client sees it (the callers add its hydration calls,
         with their answers, as a round trip)."""
         shown = visible(content, route)
         if shown:
             message = _flow_message({"role": "assistant", "content": shown}, thread)
-            feed_message(self.engine, thread.conv, message)
+            feed_message(self.engine, thread.conv, message, secrets)
 
     # ------------------------------------------------------------------ hydration
 
@@ -317,7 +323,7 @@ class GatewayCore:
         and set `plan.body` to the next upstream request. False when the engine failed (the
         conversation is dropped; the caller falls back)."""
         try:
-            self._feed_content(plan.thread, content, plan.route)
+            self._feed_content(plan.thread, content, plan.route, self.secrets())
             calls = hydration_calls(content, plan.route)
             fetched = [await self._hydrate(plan, call) for call in calls]
             self.engine.round_trip(plan.thread.conv, fetched)
@@ -332,7 +338,13 @@ class GatewayCore:
         return True
 
     async def _hydrate(self, plan: Plan, call: Mapping[str, Any]) -> Fetched:
-        tools = replace(self._tools, conversation=plan.thread.conv)  # its own ids only
+        tools = ToolEnv(
+            workspace=Workspace.of(["/"]),
+            mirror=self._mirror,
+            secrets=self.secrets(),
+            engine=self.engine,
+            conversation=plan.thread.conv,  # its own ids only
+        )
         arguments = plan.route.arguments(call.get("input"))
         result = await run_tool(tools, READ_SESSION_FILE["name"], arguments)
         plan.hydrations += 1

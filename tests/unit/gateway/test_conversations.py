@@ -15,6 +15,7 @@ from ephemeral_context.gateway import GatewayCore
 from ephemeral_context.gateway import core as gateway_core
 from ephemeral_context.gateway.conversations import working_directory
 from ephemeral_context.gateway.core import Plan
+from ephemeral_context.model.secrets import SecretPolicy
 from ephemeral_context.store import Store
 
 SERENA = "mcp__plugin_serena_serena__"
@@ -516,3 +517,30 @@ def test_the_models_write_of_a_secret_is_never_stored(core: GatewayCore) -> None
 
 def _use(use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_use", "id": use_id, "name": name, "input": tool_input}
+
+
+async def test_the_users_secret_patterns_are_never_stored_nor_fetched(tmp_path: Path) -> None:
+    """The hosted gateway follows the editor's `secretPatterns` as they are now: a file they
+    name is sent as the client sent it and never stored, and one stored before they named it
+    is refused to a fetch by id, as a read of it would be now (both went by the built-in
+    names only)."""
+    patterns: list[str] = ["*.conf"]
+    with Store(tmp_path / "store") as store:
+        core = GatewayCore(
+            ContextEngine(store), secrets=lambda: SecretPolicy.configured(patterns, [])
+        )
+        conf = "".join(f"option_{n} = {n}\n" for n in range(300)) + "password = hunter2\n"
+        messages = [
+            {"role": "user", "content": "go"},
+            call("r1", "read_file", relative_path="/w/app.conf"),
+            answer("r1", conf),
+            *read("r2", "/w/a.js"),
+        ]
+        plan = core.prepare(request(messages), {})
+        assert isinstance(plan, Plan)
+        assert not [e for e in store.entries() if "hunter2" in store.get(e.id).text]
+        [view] = core.engine.file_views(plan.thread.conv)
+        patterns.append("a.js")
+        assert await core.answer_hydrations(plan, hydrate(view.item_id))
+        refused = json.dumps(hydrated(plan))
+        assert "x = 1" not in refused and "matches the secret pattern 'a.js'" in refused
