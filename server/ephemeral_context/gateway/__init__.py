@@ -58,7 +58,7 @@ async def host_gateway(
     core = GatewayCore(engine, before_plan=before_plan, secrets=secrets)
     gateway = Gateway(core, upstream_url(None), on_update, engine_thread=False)
     url = await gateway.start("127.0.0.1", port)
-    log.info("ectx gateway on %s, upstream %s", url, gateway.upstream)
+    log.info("ectx gateway on %s, upstream %s", url, gateway.shown_upstream)
     return gateway
 
 
@@ -76,7 +76,7 @@ def run_gateway(host: str, port: int, upstream: str, out: TextIO = sys.stdout) -
                 print(f"ectx gateway: cannot listen on {host}:{port}: {error}", file=sys.stderr)
                 return 1
             print(url, file=out, flush=True)
-            log.info("ectx gateway on %s, upstream %s", url, upstream)
+            log.info("ectx gateway on %s, upstream %s", url, gateway.shown_upstream)
             try:
                 await asyncio.Event().wait()
             finally:

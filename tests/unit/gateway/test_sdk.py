@@ -1426,3 +1426,30 @@ def test_a_system_messages_per_turn_control_goes_upstream_with_it(
     sent = api.message_requests[0].body["messages"]
     assert [m["role"] for m in sent] == ["user", "system", "assistant", "user", "system"]
     assert sent[1] == listing and sent[-1] == control
+
+
+@pytest.mark.parametrize("auth", ["x-api-key", "authorization"])
+def test_an_upstream_urls_password_is_never_told_nor_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, auth: str
+) -> None:
+    """An upstream named with a proxy's basic auth (`--upstream https://user:pass@host`) is
+    shown without them: in the error a client gets when it cannot be reached, and in the log
+    (both had the password). A client's own Authorization goes as it came, without them
+    (aiohttp refuses both: it was a 500 of the gateway's traceback)."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    upstream = f"http://ectx:pr0xy-pass@127.0.0.1:{port}"
+    body = json.dumps(ask([{"role": "user", "content": "hi"}])).encode()
+    headers = {auth: KEY if auth == "x-api-key" else f"Bearer {KEY}"}
+    with (
+        caplog.at_level(logging.INFO, logger="ephemeral_context.gateway"),
+        GatewayThread(upstream, tmp_path / "store") as gateway,
+        pytest.raises(urllib.error.HTTPError) as failed,
+    ):
+        request = urllib.request.Request(gateway.base_url + "/v1/messages", body, headers)
+        urllib.request.urlopen(request, timeout=30)
+    assert failed.value.code == 502
+    told = json.loads(failed.value.read())["error"]["message"]
+    assert f"the upstream http://127.0.0.1:{port} " in told
+    assert "pr0xy-pass" not in told and "pr0xy-pass" not in caplog.text
