@@ -6,7 +6,8 @@ its Claude Code session (named in `metadata.user_id` or the `x-claude-code-sessi
 header) whose keys are a prefix of the request's (the longest prefix wins), never another
 session's. A request that extends no thread (a rewind, `/compact`, a sub-agent, a retry
 after a hydration round the client never received, a session opening with another one's
-history) starts a new one: forked from the thread that shares the most leading messages
+history, one beside a request still going on in its thread) starts a new one: forked from
+the thread that shares the most leading messages
 with it (`branch`: of its session, else of any), at the engine's position after them, so
 the shared prefix goes out as it was sent; from its first message when none does.
 
@@ -177,8 +178,11 @@ class Conversations:
 
     def find(self, session: str | None, keys: Sequence[str]) -> Thread | None:
         """The thread of this request's session that it continues (the longest): never
-        another session's, which would go on with the newcomer's messages in it."""
-        found = [t for t in self._threads.get(session or "anonymous", []) if t.extended_by(keys)]
+        another session's, which would go on with the newcomer's messages in it, nor one a
+        request is going on in (a retry beside its first try, two sub-agents given one
+        prompt), whose rounds of fetches would be sent with this one: it is forked."""
+        threads = self._threads.get(session or "anonymous", [])
+        found = [t for t in threads if not t.requests and t.extended_by(keys)]
         return max(found, key=lambda t: len(t.keys)) if found else None
 
     def branch(self, session: str | None, keys: Sequence[str]) -> tuple[Thread | None, int]:

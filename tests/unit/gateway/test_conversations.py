@@ -212,6 +212,7 @@ def test_another_sessions_history_forks_from_it_and_leaves_it_as_it_was(
     assert newcomer.thread is not first.thread and newcomer.thread.session == "s-2"
     assert files(core, newcomer) == ["file:///w/here/src/a.js", "file:///w/here/src/b.js"]
     assert files(core, first) == ["file:///w/here/src/a.js"]
+    core.release(first)  # accounted: its answer ended
     going_on = core.prepare(request([*shared, *read("r3", "src/c.js")]), {})
     assert isinstance(going_on, Plan) and going_on.thread is first.thread
     assert files(core, going_on) == ["file:///w/here/src/a.js", "file:///w/here/src/c.js"]
@@ -385,6 +386,7 @@ async def _owed_beside_the_clients_call(core: GatewayCore) -> tuple[Plan, Plan]:
     ]
     shown = [dict(last[1])]
     await core.finish(plan, shown, last)
+    core.release(plan)  # accounted: its answer ended
     result = {"type": "tool_result", "tool_use_id": "c", "content": "     1\ty = 2\n"}
     following = [
         *history,
@@ -544,3 +546,24 @@ async def test_the_users_secret_patterns_are_never_stored_nor_fetched(tmp_path: 
         assert await core.answer_hydrations(plan, hydrate(view.item_id))
         refused = json.dumps(hydrated(plan))
         assert "x = 1" not in refused and "matches the secret pattern 'a.js'" in refused
+
+
+async def test_a_request_beside_another_in_its_thread_never_carries_its_fetches(
+    core: GatewayCore,
+) -> None:
+    """Two requests with the same messages at once (a retry beside its first try): the
+    second is forked where the first began, so the round of fetches the first is given
+    goes upstream with the first only (it went with both)."""
+    messages = [{"role": "user", "content": "go"}, *read("r1", "a.js")]
+    first = core.prepare(request(messages), {})
+    assert isinstance(first, Plan)
+    [view] = core.engine.file_views(first.thread.conv)
+    assert await core.answer_hydrations(first, hydrate(view.item_id))
+    second = core.prepare(request(messages), {})
+    assert isinstance(second, Plan)
+    assert "h1" in json.dumps(first.body) and "h1" not in json.dumps(second.body)
+    assert second.thread is not first.thread
+    core.release(first)
+    core.release(second)
+    again = core.prepare(request([*messages, {"role": "assistant", "content": "ok"}]), {})
+    assert isinstance(again, Plan) and again.thread in (first.thread, second.thread)
