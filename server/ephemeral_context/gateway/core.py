@@ -15,7 +15,9 @@ the client sent them (`Block.raw`) and stay. Content the engine cannot hold (ser
 blocks, block types it does not know, a tool result's items other than text, images and
 documents) makes the whole conversation pass through: the engine's copy would be missing
 it. So does a model without a list price in prices.py (newer than it, or a typo), before
-anything is fed.
+anything is fed. A request the API refuses that the engine would send mended (an empty
+message or text block, more cache breakpoints than the API takes) goes as it came, so its
+client gets the API's own error; nothing of it is fed.
 
 API:
 - `GatewayCore`: `prepare`, `answer_hydrations`, `finish`, `release` over one engine;
@@ -34,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ephemeral_context.cache_sim import content_blocks, content_order
+from ephemeral_context.cache_sim import MAX_BREAKPOINTS, content_blocks, content_order
 from ephemeral_context.context.engine import ContextEngine, Fetched
 from ephemeral_context.context.fetching import READ_SESSION_FILE, FetchRoute, route_for
 from ephemeral_context.documents import DocumentMirror
@@ -47,6 +49,7 @@ from ephemeral_context.gateway.conversations import (
     working_directory,
 )
 from ephemeral_context.gateway.outbound import (
+    breakpoints,
     client_ttl,
     head_ttl,
     message_fields,
@@ -151,6 +154,29 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
     return Message("assistant" if role == "assistant" else "user", tuple(blocks), 0.0, 0)
 
 
+def _refused(messages: Sequence[Any], client: Mapping[str, Any]) -> str | None:
+    """What the API refuses in a request that the engine would send mended (an empty
+    message or text block it drops, the client's breakpoints it moves), or None: such a
+    request goes as it came, and its client gets the API's own error. A last assistant
+    message (a prefill) may be empty; a role "system" message is the API's to judge."""
+    for n, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            return f"messages.{n} is not an object, which the API refuses"
+        role = message.get("role")
+        if role == "system" or (role == "assistant" and n == len(messages) - 1):
+            continue
+        items = content_blocks(message.get("content"))
+        if not items or (isinstance(items, list) and any(map(_empty_text, items))):
+            return f"messages.{n} is empty or holds an empty text block, which the API refuses"
+    if breakpoints(client) > MAX_BREAKPOINTS:
+        return f"more than {MAX_BREAKPOINTS} cache breakpoints, which the API refuses"
+    return None
+
+
+def _empty_text(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("type") == "text" and item.get("text") == ""
+
+
 def _not_text(item: Mapping[str, Any]) -> bool:
     """A text block whose text, or a tool result whose content, is of no type the API takes."""
     if item.get("type") == "text":
@@ -206,6 +232,9 @@ class GatewayCore:
         except UnknownModelError as unknown:  # a model newer than prices.py, or a typo
             return self._passthrough(str(unknown), session, client, now)
         messages: list[Mapping[str, Any]] = client["messages"]
+        refused = _refused(messages, client)
+        if refused is not None:
+            return self._passthrough(refused, session, client, now)
         keys = [message_key(m) for m in messages]
         if self.before_plan is not None:
             self.before_plan()

@@ -16,6 +16,7 @@ API:
 - `upstream_body(...)`: the client's request with the engine's messages, segment and tools.
 - `system_text(system)`: the client's system prompt as one text.
 - `message_fields(message)`: what a message holds besides its role and content.
+- `breakpoints(body)`: how many cache breakpoints a request marks.
 - `client_ttl(client)`, `head_ttl(client)`: the TTL of the client's last breakpoint, and
   the one its kept tools and system breakpoints give the head.
 """
@@ -119,6 +120,16 @@ def _message_blocks(messages: Sequence[Mapping[str, Any]]) -> Iterator[dict[str,
         content = message.get("content")
         if isinstance(content, list):
             yield from _marked(content)
+
+
+def breakpoints(body: Mapping[str, Any]) -> int:
+    """The cache breakpoints a request marks: its tools, system and message blocks."""
+    system = body.get("system")
+    marked = [
+        *_marked(body.get("tools") or []),
+        *_marked(system if isinstance(system, list) else []),
+    ]
+    return len(marked) + sum(1 for _ in _message_blocks(body.get("messages") or []))
 
 
 def _is_1h(block: Mapping[str, Any]) -> bool:

@@ -1453,3 +1453,48 @@ def test_an_upstream_urls_password_is_never_told_nor_logged(
     told = json.loads(failed.value.read())["error"]["message"]
     assert f"the upstream http://127.0.0.1:{port} " in told
     assert "pr0xy-pass" not in told and "pr0xy-pass" not in caplog.text
+
+
+def _answer_of(url: str, body: dict[str, Any]) -> tuple[int, Any]:
+    """The status and the error (or the content) a POST /v1/messages gets at `url`."""
+    headers = {"x-api-key": KEY, "content-type": "application/json"}
+    request = urllib.request.Request(url + "/v1/messages", json.dumps(body).encode(), headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())["content"]
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())["error"]
+
+
+HI = {"role": "user", "content": "hi"}
+EMPTY_TEXT = {"type": "text", "text": ""}
+MARK = {"type": "ephemeral"}
+MARKED = [{"type": "text", "text": f"{n}", "cache_control": MARK} for n in range(4)]
+REFUSED: dict[str, list[Any]] = {
+    "empty-message": [HI, {"role": "assistant", "content": "ok"}, {"role": "user", "content": []}],
+    "empty-string": [{"role": "user", "content": ""}],
+    "empty-text": [{"role": "user", "content": [{"type": "text", "text": "hi"}, EMPTY_TEXT]}],
+    "five-breakpoints": [{"role": "user", "content": MARKED}],
+    "not-an-object": [HI, "ok"],
+}
+"""Requests the API refuses that the engine would have sent mended (an empty message or
+text block dropped, the client's breakpoints moved)."""
+
+
+@pytest.mark.parametrize("messages", REFUSED.values(), ids=REFUSED.keys())
+def test_a_request_the_api_refuses_gets_its_own_refusal(
+    api: FakeMessagesAPI,
+    gateway: GatewayThread,
+    messages: list[Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Through the gateway as without it: the API's status and error (the engine had sent
+    some mended, answered 200, and one with no message left: another error)."""
+    api.add_turns("never", "never")
+    body = ask(messages)
+    direct = _answer_of(api.base_url, body)
+    assert direct[0] == 400
+    assert _answer_of(gateway.base_url, body) == direct
+    assert api.message_requests[1].body == body
+    assert gateway.status()["total"]["passthrough"] == 1
+    assert "Traceback" not in caplog.text
