@@ -20,6 +20,8 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
+from yarl import URL
+
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.gateway.core import GatewayCore
 from ephemeral_context.gateway.server import ANTHROPIC_API, Gateway
@@ -64,8 +66,14 @@ async def host_gateway(
 
 def run_gateway(host: str, port: int, upstream: str, out: TextIO = sys.stdout) -> int:
     """Serve until interrupted; the first line on `out` is the base URL. 1, with one line on
-    stderr, when it cannot listen on host:port (the port taken, say by another gateway)."""
+    stderr, when it cannot listen on host:port (the port taken, say by another gateway) or
+    the upstream is no http(s) URL."""
     from ephemeral_context.store import Store, default_store_dir
+
+    parsed = URL(upstream)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        print(f"ectx gateway: the upstream is no http(s) URL: {upstream!r}", file=sys.stderr)
+        return 1
 
     async def main() -> int:
         with Store(default_store_dir()) as store:

@@ -208,7 +208,8 @@ class Gateway:
         """Where the engine runs: its own thread, unless hosted by the editor's server
         (`engine_thread` off; worker.py says why)."""
         self.upstream = upstream.rstrip("/")
-        self.shown_upstream = str(URL(self.upstream).with_user(None))
+        url = URL(self.upstream)
+        self.shown_upstream = str(url.with_user(None)) if url.absolute else self.upstream
         """The upstream as messages and logs name it: without the user and password of a
         URL that carries them (a proxy's basic auth)."""
         self.on_update = on_update
