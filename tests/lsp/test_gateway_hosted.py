@@ -135,6 +135,27 @@ async def test_a_gateway_port_already_taken_is_told_and_the_editor_works_on(
     await lsp_process.shutdown_session()
 
 
+@pytest.fixture
+def port_out_of_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No port there is, as the hosted gateway's (before the server starts)."""
+    monkeypatch.setenv("ECTX_GATEWAY_PORT", "70000")
+
+
+@pytest.mark.usefixtures("port_out_of_range")
+async def test_a_gateway_port_out_of_range_is_told_and_the_editor_works_on(
+    lsp_process: LanguageClient, workspace: Path
+) -> None:
+    """$ECTX_GATEWAY_PORT 70000: the user hears the gateway cannot listen there (it was an
+    OverflowError in a task nobody heard of)."""
+    editor = Editor(lsp_process)
+    await editor.initialize("visual_studio_code", workspace)
+    await wait_until(lambda: editor.client.messages)
+    (shown,) = editor.client.messages
+    assert shown.type == types.MessageType.Warning
+    assert "the gateway cannot listen on port 70000: " in shown.message
+    await lsp_process.shutdown_session()
+
+
 def _stored(root: Path) -> int:
     with Store(root / "store") as store:
         return len(store.entries())
