@@ -16,7 +16,8 @@ blocks, block types it does not know, a tool result's items other than text, ima
 documents) makes the whole conversation pass through: the engine's copy would be missing
 it. So does a model without a list price in prices.py (newer than it, or a typo), before
 anything is fed. A request the API refuses that the engine would send mended (an empty
-message or text block, more cache breakpoints than the API takes) goes as it came, so its
+message or text block, more cache breakpoints than the API takes or one it cannot read, tools
+that are no objects) goes as it came, so its
 client gets the API's own error; nothing of it is fed.
 
 API:
@@ -36,7 +37,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ephemeral_context.cache_sim import MAX_BREAKPOINTS, content_blocks, content_order
+from ephemeral_context.cache_sim import (
+    MAX_BREAKPOINTS,
+    CacheControlError,
+    content_blocks,
+    content_order,
+)
 from ephemeral_context.context.engine import ContextEngine, Fetched
 from ephemeral_context.context.fetching import READ_SESSION_FILE, FetchRoute, route_for
 from ephemeral_context.documents import DocumentMirror
@@ -52,6 +58,7 @@ from ephemeral_context.gateway.outbound import (
     breakpoints,
     client_ttl,
     head_ttl,
+    marked_message_blocks,
     message_fields,
     system_text,
     upstream_body,
@@ -63,6 +70,7 @@ from ephemeral_context.prices import UnknownModelError, lookup
 from ephemeral_context.replay.feed import feed_message
 from ephemeral_context.replay.flow import Block, Message
 from ephemeral_context.replay.reader import api_content_block
+from ephemeral_context.request_view import cache_ttl
 from ephemeral_context.tokens import MEDIA_TYPES
 
 log = logging.getLogger(__name__)
@@ -140,9 +148,9 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
         nested = inner if kind == "tool_result" and isinstance(inner, list) else []
         if any(isinstance(c, Mapping) and c.get("type") not in RESULT_ITEMS for c in nested):
             raise Unsupported(f"{kind} content the engine does not hold")
-        if _not_text(item) or any(isinstance(c, Mapping) and _not_text(c) for c in nested):
+        if _wrong_type(item) or any(isinstance(c, Mapping) and _wrong_type(c) for c in nested):
             # the API refuses it with a clear error; the engine would have sent it mended
-            raise Unsupported(f"a {kind} block whose text or content is not text")
+            raise Unsupported(f"a {kind} block whose text, content or input is of a wrong type")
         block, problems = api_content_block(item, thread.calls, thread.cwd)
         if block is None:
             if problems:  # an unknown block type: the engine would drop it
@@ -170,6 +178,14 @@ def _refused(messages: Sequence[Any], client: Mapping[str, Any]) -> str | None:
             return f"messages.{n} is empty or holds an empty text block, which the API refuses"
     if breakpoints(client) > MAX_BREAKPOINTS:
         return f"more than {MAX_BREAKPOINTS} cache breakpoints, which the API refuses"
+    try:
+        for block in marked_message_blocks(messages):
+            cache_ttl(block)
+    except CacheControlError as error:
+        return f"{error}, which the API refuses"
+    tools = client.get("tools")
+    if not isinstance(tools, list) or not all(isinstance(t, Mapping) for t in tools):
+        return "tools is no list of objects, which the API refuses"
     return None
 
 
@@ -177,12 +193,15 @@ def _empty_text(item: Any) -> bool:
     return isinstance(item, Mapping) and item.get("type") == "text" and item.get("text") == ""
 
 
-def _not_text(item: Mapping[str, Any]) -> bool:
-    """A text block whose text, or a tool result whose content, is of no type the API takes."""
+def _wrong_type(item: Mapping[str, Any]) -> bool:
+    """A text block whose text, a tool result whose content, or a tool call whose input is
+    of no type the API takes."""
     if item.get("type") == "text":
         return not isinstance(item.get("text"), str)
     if item.get("type") == "tool_result":
         return not isinstance(item.get("content", ""), str | list)
+    if item.get("type") == "tool_use":
+        return not isinstance(item.get("input"), Mapping)
     return False
 
 

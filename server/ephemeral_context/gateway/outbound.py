@@ -17,6 +17,7 @@ API:
 - `system_text(system)`: the client's system prompt as one text.
 - `message_fields(message)`: what a message holds besides its role and content.
 - `breakpoints(body)`: how many cache breakpoints a request marks.
+- `marked_message_blocks(messages)`: the message blocks with a `cache_control`.
 - `client_ttl(client)`, `head_ttl(client)`: the TTL of the client's last breakpoint, and
   the one its kept tools and system breakpoints give the head.
 """
@@ -115,7 +116,7 @@ def _marked(blocks: Sequence[Any]) -> Iterator[dict[str, Any]]:
             yield block
 
 
-def _message_blocks(messages: Sequence[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+def marked_message_blocks(messages: Sequence[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
     for message in messages:
         content = message.get("content")
         if isinstance(content, list):
@@ -129,7 +130,7 @@ def breakpoints(body: Mapping[str, Any]) -> int:
         *_marked(body.get("tools") or []),
         *_marked(system if isinstance(system, list) else []),
     ]
-    return len(marked) + sum(1 for _ in _message_blocks(body.get("messages") or []))
+    return len(marked) + sum(1 for _ in marked_message_blocks(body.get("messages") or []))
 
 
 def _is_1h(block: Mapping[str, Any]) -> bool:
@@ -142,7 +143,7 @@ def client_ttl(client: Mapping[str, Any]) -> Ttl | None:
     what its recorded-style twin asks for; None when it marks nothing."""
     system = client.get("system")
     for blocks in (
-        list(_message_blocks(client.get("messages") or [])),
+        list(marked_message_blocks(client.get("messages") or [])),
         list(_marked(system if isinstance(system, list) else [])),
         list(_marked(client.get("tools") or [])),
     ):
@@ -169,7 +170,7 @@ def fit_breakpoints(body: dict[str, Any], own_system: int) -> None:
     system_list = system if isinstance(system, list) else []
     own = [*_marked(body.get("tools") or []), *_marked(system_list[:own_system])]
     segment = list(_marked(system_list[own_system:]))
-    thread = list(_message_blocks(body["messages"]))
+    thread = list(marked_message_blocks(body["messages"]))
     last = thread[-1:]
     anchors = thread[:-1]
     budget = max(0, MAX_BREAKPOINTS - len(own))

@@ -1468,14 +1468,16 @@ def _answer_of(url: str, body: dict[str, Any]) -> tuple[int, Any]:
 
 HI = {"role": "user", "content": "hi"}
 EMPTY_TEXT = {"type": "text", "text": ""}
+HI_TEXT = {"type": "text", "text": "hi"}
 MARK = {"type": "ephemeral"}
 MARKED = [{"type": "text", "text": f"{n}", "cache_control": MARK} for n in range(4)]
 REFUSED: dict[str, list[Any]] = {
     "empty-message": [HI, {"role": "assistant", "content": "ok"}, {"role": "user", "content": []}],
     "empty-string": [{"role": "user", "content": ""}],
-    "empty-text": [{"role": "user", "content": [{"type": "text", "text": "hi"}, EMPTY_TEXT]}],
+    "empty-text": [{"role": "user", "content": [HI_TEXT, EMPTY_TEXT]}],
     "five-breakpoints": [{"role": "user", "content": MARKED}],
     "not-an-object": [HI, "ok"],
+    "cache-control-no-object": [{"role": "user", "content": [{**HI_TEXT, "cache_control": "yes"}]}],
 }
 """Requests the API refuses that the engine would have sent mended (an empty message or
 text block dropped, the client's breakpoints moved)."""
@@ -1498,3 +1500,35 @@ def test_a_request_the_api_refuses_gets_its_own_refusal(
     assert api.message_requests[1].body == body
     assert gateway.status()["total"]["passthrough"] == 1
     assert "Traceback" not in caplog.text
+
+
+CALL = {"type": "tool_use", "id": "a", "name": "Read", "input": "x"}
+ANSWERED = {"type": "tool_result", "tool_use_id": "a", "content": "x"}
+BROKEN_TOOLS: dict[str, dict[str, Any]] = {
+    "tools-of-numbers": {"tools": [1]},
+    "tools-an-object": {"tools": {"Read": READ_TOOL}},
+    "tool-input-a-string": {
+        "messages": [
+            HI,
+            {"role": "assistant", "content": [CALL]},
+            {"role": "user", "content": [ANSWERED]},
+        ]
+    },
+}
+
+
+@pytest.mark.parametrize("fields", BROKEN_TOOLS.values(), ids=BROKEN_TOOLS.keys())
+def test_tools_or_a_tool_input_of_the_wrong_type_go_as_they_came_without_a_traceback(
+    api: FakeMessagesAPI,
+    gateway: GatewayThread,
+    fields: dict[str, Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API's to judge: sent as they came, with one line in the log (each was an engine
+    failure, its traceback logged as an error)."""
+    api.add_turns("judged upstream")
+    body = {**ask([HI]), **fields}
+    _answer_of(gateway.base_url, body)
+    assert api.message_requests[0].body == body
+    assert gateway.status()["total"]["passthrough"] == 1
+    assert "Traceback" not in caplog.text and "engine error" not in caplog.text
