@@ -7,9 +7,9 @@ header) whose keys are a prefix of the request's (the longest prefix wins), neve
 session's. A request that extends no thread (a rewind, `/compact`, a sub-agent, a retry
 after a hydration round the client never received, a session opening with another one's
 history, one beside a request still going on in its thread) starts a new one: forked from
-the thread that shares the most leading messages
-with it (`branch`: of its session, else of any), at the engine's position after them, so
-the shared prefix goes out as it was sent; from its first message when none does.
+the thread that shares the most leading messages with it (`branch`: of its session, else
+of any), at the engine's position after them, so the shared prefix goes out as it was
+sent; from its first message when none does.
 
 A message's key is taken over what the model reads (types, texts, tool ids, names and
 inputs, result texts), not over `cache_control` or signatures, so Claude Code moving its
@@ -150,6 +150,11 @@ class Thread:
     under it until a project is activated). None: they stay relative, one file per path,
     never guessed under a root (a wrong guess could make two files one)."""
     expected: Expected | None = None
+    unreceived: bool = False
+    """Rounds of fetches were fed after the client's messages, and the answer they led to
+    has not reached the client (yet, or ever: a client gone, an upstream error): no request
+    continues the thread until `finish` says how that answer comes back; a retry forks it
+    where the client's messages end."""
     used_at: float = 0.0
     """When a request last went on in it (the least recently used go first:
     `Conversations.least_used`)."""
@@ -162,7 +167,7 @@ class Thread:
     def extended_by(self, keys: Sequence[str]) -> bool:
         """True when a request with these message keys continues this thread."""
         n = len(self.keys)
-        if len(keys) < n or list(keys[:n]) != self.keys:
+        if self.unreceived or len(keys) < n or list(keys[:n]) != self.keys:
             return False
         if self.expected is None:
             return True

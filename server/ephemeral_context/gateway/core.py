@@ -375,6 +375,7 @@ class GatewayCore:
             calls = hydration_calls(content, plan.route)
             fetched = [await self._hydrate(plan, call) for call in calls]
             self.engine.round_trip(plan.thread.conv, fetched)
+            plan.thread.unreceived = True
             plan.rounds += 1
             plan.body = self._build(plan.thread, plan.client)
             if plan.rounds >= MAX_HYDRATION_ROUNDS:  # it answers now, with what it has
@@ -406,6 +407,7 @@ class GatewayCore:
         """The client got `shown` (merged over the rounds); `last` is the last round's full
         content. Remember how it comes back when hydration changed anything."""
         hidden = hydration_calls(last, plan.route)
+        plan.thread.unreceived = False
         if not plan.rounds and not hidden:
             return
         try:

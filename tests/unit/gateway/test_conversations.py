@@ -567,3 +567,27 @@ async def test_a_request_beside_another_in_its_thread_never_carries_its_fetches(
     core.release(second)
     again = core.prepare(request([*messages, {"role": "assistant", "content": "ok"}]), {})
     assert isinstance(again, Plan) and again.thread in (first.thread, second.thread)
+
+
+async def test_a_retry_after_a_round_its_client_never_received_is_forked_before_it(
+    core: GatewayCore,
+) -> None:
+    """A round of fetches, then the client never got the answer (a 429 on the re-ask, the
+    client gone): its retry goes from the client's messages, without that round (it was
+    sent the round, which the model then saw in every later request)."""
+    messages = [{"role": "user", "content": "go"}, *read("r1", "a.js")]
+    first = core.prepare(request(messages), {})
+    assert isinstance(first, Plan)
+    [view] = core.engine.file_views(first.thread.conv)
+    assert await core.answer_hydrations(first, hydrate(view.item_id))
+    core.release(first)  # its answer ended without reaching the client
+    retry = core.prepare(request(messages), {})
+    assert isinstance(retry, Plan)
+    assert "h1" not in json.dumps(retry.body)
+    said = [{"type": "text", "text": "ok"}]
+    await core.finish(retry, said, said)
+    core.release(retry)
+    answer = {"role": "assistant", "content": said}
+    answered = [*messages, answer, {"role": "user", "content": "on"}]
+    going_on = core.prepare(request(answered), {})
+    assert isinstance(going_on, Plan) and going_on.thread is retry.thread
