@@ -11,9 +11,10 @@ neither carries the calls nor pays for that request; `finish` remembers how the 
 answer the client received will come back.
 
 Images and documents, in a user message or in a tool result's content, go into the engine as
-the client sent them (`Block.raw`) and stay. Content the engine cannot hold (server tool
-blocks, block types it does not know, a tool result's items other than text, images and
-documents) makes the whole conversation pass through: the engine's copy would be missing
+the client sent them (`Block.raw`) and stay; so does a tool result with ToolSearch's
+`tool_reference` items (Claude Code 2.1.332 loads deferred tools so). Content the engine
+cannot hold (server tool blocks, block types it does not know, a tool result's items other
+than these) makes the whole conversation pass through: the engine's copy would be missing
 it. So does a model without a list price in prices.py (newer than it, or a typo), before
 anything is fed. A request the API refuses that the engine would send mended (an empty
 message or text block, more cache breakpoints than the API takes or one it cannot read, tools
@@ -75,7 +76,10 @@ from ephemeral_context.tokens import MEDIA_TYPES
 
 log = logging.getLogger(__name__)
 
-RESULT_ITEMS = frozenset({"text", *MEDIA_TYPES})
+KEPT_ITEMS = frozenset({*MEDIA_TYPES, "tool_reference"})
+"""A tool result's items that keep it as the client sent it, never evicted: images and
+documents, and ToolSearch's `tool_reference` (a deferred tool loaded where it stands)."""
+RESULT_ITEMS = frozenset({"text", *KEPT_ITEMS})
 """What a tool result's content list may hold for the engine to carry it."""
 
 MAX_HYDRATION_ROUNDS = 8
@@ -156,6 +160,8 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
             if problems:  # an unknown block type: the engine would drop it
                 raise Unsupported("; ".join(p.message for p in problems))
             continue  # an empty text block adds nothing
+        if any(isinstance(c, Mapping) and c.get("type") in KEPT_ITEMS for c in nested):
+            block = replace(block, media=True)  # kept as it came, as one carrying images
         blocks.append(replace(block, raw=item) if role == "assistant" or block.media else block)
         if role == "system" and block.type == "text":
             thread.system_texts[block.text] = message_fields(message)

@@ -1532,3 +1532,33 @@ def test_tools_or_a_tool_input_of_the_wrong_type_go_as_they_came_without_a_trace
     assert api.message_requests[0].body == body
     assert gateway.status()["total"]["passthrough"] == 1
     assert "Traceback" not in caplog.text and "engine error" not in caplog.text
+
+
+def test_a_tool_searchs_answer_goes_as_sent_and_the_session_through_the_engine(
+    api: FakeMessagesAPI, gateway: GatewayThread
+) -> None:
+    """Claude Code 2.1.332 loads deferred tools with ToolSearch, whose result holds
+    `tool_reference` items: it goes upstream as sent, request after request, and the session
+    goes on through the engine (every later request of it had passed through unchanged)."""
+    api.add_turns("loaded", "on")
+    fetch = {"name": "WebFetch", "description": "Fetch.", "input_schema": {}, "defer_loading": True}
+    search = {"name": "ToolSearch", "description": "Load tools.", "input_schema": {}}
+    load = {"type": "tool_use", "id": "toolu_s", "name": "ToolSearch", "input": {"query": "web"}}
+    loaded = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_s",
+        "content": [{"type": "tool_reference", "tool_name": "WebFetch"}],
+    }
+    messages: list[dict[str, Any]] = [
+        HI,
+        {"role": "assistant", "content": [load]},
+        {"role": "user", "content": [loaded, {"type": "text", "text": "Tool loaded."}]},
+    ]
+    tools = [READ_TOOL, search, fetch]
+    _answer_of(gateway.base_url, ask(messages, tools=tools))
+    messages += [{"role": "assistant", "content": "loaded"}, {"role": "user", "content": "go on"}]
+    _answer_of(gateway.base_url, ask(messages, tools=tools))
+    for sent in api.message_requests:
+        assert sent.body["messages"][2]["content"][0] == loaded
+        assert sent.body["tools"][2] == fetch
+    assert gateway.status()["total"]["passthrough"] == 0
