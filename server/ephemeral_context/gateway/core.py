@@ -16,10 +16,10 @@ the client sent them (`Block.raw`) and stay; so does a tool result with ToolSear
 cannot hold (server tool blocks, block types it does not know, a tool result's items other
 than these) makes the whole conversation pass through: the engine's copy would be missing
 it. So does a model without a list price in prices.py (newer than it, or a typo), before
-anything is fed. A request the API refuses that the engine would send mended (an empty
-message or text block, more cache breakpoints than the API takes or one it cannot read, tools
-that are no objects) goes as it came, so its
-client gets the API's own error; nothing of it is fed.
+anything is fed. A request the API refuses that the engine would send mended or fail on
+(an empty message or text block, more cache breakpoints than the API takes or one it cannot
+read, tools that are no objects) goes as it came, so its client gets the API's own error;
+nothing of it is fed.
 
 API:
 - `GatewayCore`: `prepare`, `answer_hydrations`, `finish`, `release` over one engine;
@@ -170,9 +170,10 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
 
 def _refused(messages: Sequence[Any], client: Mapping[str, Any]) -> str | None:
     """What the API refuses in a request that the engine would send mended (an empty
-    message or text block it drops, the client's breakpoints it moves), or None: such a
-    request goes as it came, and its client gets the API's own error. A last assistant
-    message (a prefill) may be empty; a role "system" message is the API's to judge."""
+    message or text block it drops, the client's breakpoints it moves) or fail on (tools
+    that are no objects), or None: such a request goes as it came, and its client gets the
+    API's own error. A last assistant message (a prefill) may be empty; a role "system"
+    message is the API's to judge."""
     for n, message in enumerate(messages):
         if not isinstance(message, Mapping):
             return f"messages.{n} is not an object, which the API refuses"
