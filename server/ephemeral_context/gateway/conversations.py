@@ -136,10 +136,10 @@ class Thread:
     calls: ToolCalls = field(default_factory=ToolCalls)
     """Tool calls seen so far (a result is read by its call's tool), and the project Serena
     activated."""
-    system_texts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    system_texts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Texts of role "system" messages, fed as user text, given their role back on the way
-    out, each with the fields its message had besides role and content (2.1.332's per-turn
-    `output_config`)."""
+    out, each with the fields its messages had besides role and content, one per time it
+    was sent, in order (2.1.332's per-turn `output_config`: each turn's own)."""
     ends: list[int] = field(default_factory=list)
     """The engine's position after each client message fed (where a fork starts)."""
     roots: list[str | None] = field(default_factory=list)

@@ -164,7 +164,7 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
             block = replace(block, media=True)  # kept as it came, as one carrying images
         blocks.append(replace(block, raw=item) if role == "assistant" or block.media else block)
         if role == "system" and block.type == "text":
-            thread.system_texts[block.text] = message_fields(message)
+            thread.system_texts.setdefault(block.text, []).append(message_fields(message))
     return Message("assistant" if role == "assistant" else "user", tuple(blocks), 0.0, 0)
 
 
@@ -295,7 +295,7 @@ class GatewayCore:
             thread.keys, thread.ends = keys[:shared], source.ends[:shared]
             thread.roots, thread.cwd = source.roots[:shared], source.cwd
             thread.calls = source.calls.branch(source.roots[shared - 1])
-            thread.system_texts = dict(source.system_texts)
+            thread.system_texts = {t: list(f) for t, f in source.system_texts.items()}
         return thread
 
     def abandon(self, plan: Plan) -> None:

@@ -47,7 +47,7 @@ def system_text(system: Any) -> str:
 def upstream_body(
     client: Mapping[str, Any],
     built: Mapping[str, Any],
-    system_roles: Mapping[str, Mapping[str, Any]],
+    system_roles: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> dict[str, Any]:
     """The client's request with the engine's messages, segment and tools (see the module)."""
     body = dict(client)
@@ -81,12 +81,13 @@ def trailing_controls(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, A
 
 
 def restore_system_roles(
-    messages: Sequence[Mapping[str, Any]], texts: Mapping[str, Mapping[str, Any]]
+    messages: Sequence[Mapping[str, Any]], texts: Mapping[str, Sequence[Mapping[str, Any]]]
 ) -> list[dict[str, Any]]:
     """The engine's messages with the blocks of role "system" messages split out again,
-    each with the fields its message had (`texts`: by text)."""
+    each with the fields its message had (`texts`: by text, one per time it was sent)."""
     if not texts:
         return [dict(m) for m in messages]
+    seen: dict[str, int] = {}
     out: list[dict[str, Any]] = []
     for message in messages:
         content = message.get("content")
@@ -102,7 +103,10 @@ def restore_system_roles(
                 control = block.get("cache_control")
                 text = block["text"]
                 content = [dict(block)] if control else text
-                out.append({"role": "system", "content": content, **texts[text]})
+                sent = texts[text]
+                fields = sent[min(seen.get(text, 0), len(sent) - 1)]
+                seen[text] = seen.get(text, 0) + 1
+                out.append({"role": "system", "content": content, **fields})
             else:
                 run.append(block)
         if run:

@@ -1405,16 +1405,21 @@ def test_a_system_messages_per_turn_control_goes_upstream_with_it(
     api: FakeMessagesAPI, client: anthropic.Anthropic, stream: bool
 ) -> None:
     """Claude Code 2.1.332 sets the turn's effort in a system message's own `output_config`,
-    on one holding text or, after a compaction, on one holding nothing else: both reach the
-    upstream (the first lost its control, the second was gone)."""
+    on one holding text (each turn's own, the same text or not) or, after a compaction, on
+    one holding nothing else: all reach the upstream as sent (the first lost its control,
+    the second was gone)."""
     api.add_turns("ok")
     listing = {"role": "system", "content": "A skill listing.", "output_config": {"effort": "low"}}
+    again = {**listing, "output_config": {"effort": "high"}}
     control = {"role": "system", "content": [], "output_config": {"effort": "medium"}}
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "hi"},
         listing,
         {"role": "assistant", "content": "ok"},
         {"role": "user", "content": "Go on."},
+        again,
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "And on."},
         control,
     ]
     body = {**ask(messages), "model": "claude-opus-4-8"}
@@ -1424,8 +1429,9 @@ def test_a_system_messages_per_turn_control_goes_upstream_with_it(
     else:
         client.messages.create(**body)
     sent = api.message_requests[0].body["messages"]
-    assert [m["role"] for m in sent] == ["user", "system", "assistant", "user", "system"]
-    assert sent[1] == listing and sent[-1] == control
+    roles = ["user", "system", "assistant", "user", "system", "assistant", "user", "system"]
+    assert [m["role"] for m in sent] == roles
+    assert (sent[1], sent[4], sent[-1]) == (listing, again, control)
 
 
 @pytest.mark.parametrize("auth", ["x-api-key", "authorization"])
