@@ -209,7 +209,8 @@ class Gateway:
         (`engine_thread` off; worker.py says why)."""
         self.upstream = upstream.rstrip("/")
         url = URL(self.upstream)
-        self.shown_upstream = str(url.with_user(None)) if url.absolute else self.upstream
+        credentials = url.absolute and (url.user is not None or url.password is not None)
+        self.shown_upstream = str(url.with_user(None)) if credentials else self.upstream
         """The upstream as messages and logs name it: without the user and password of a
         URL that carries them (a proxy's basic auth)."""
         self.on_update = on_update
