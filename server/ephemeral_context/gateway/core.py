@@ -17,7 +17,7 @@ cannot hold (server tool blocks, block types it does not know, a tool result's i
 than these) makes the whole conversation pass through: the engine's copy would be missing
 it. So does a model without a list price in prices.py (newer than it, or a typo), before
 anything is fed. A request the API refuses that the engine would send mended or fail on
-(an empty message or text block, more cache breakpoints than the API takes or one it cannot
+(an empty user message or text block, more cache breakpoints than it takes or one it cannot
 read, tools that are no objects) goes as it came, so its client gets the API's own error;
 nothing of it is fed.
 
@@ -170,19 +170,18 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
 
 def _refused(messages: Sequence[Any], client: Mapping[str, Any]) -> str | None:
     """What the API refuses in a request that the engine would send mended (an empty
-    message or text block it drops, the client's breakpoints it moves) or fail on (tools
-    that are no objects), or None: such a request goes as it came, and its client gets the
-    API's own error. A last assistant message (a prefill) may be empty; a role "system"
-    message is the API's to judge."""
+    user message or text block it drops, the client's breakpoints it moves) or fail on
+    (tools that are no objects), or None: such a request goes as it came, and its client
+    gets the API's own error. An assistant message may be empty: it may be the gateway's
+    own answer whose only blocks were its fetches, which the engine holds (`finish`)."""
     for n, message in enumerate(messages):
         if not isinstance(message, Mapping):
             return f"messages.{n} is not an object, which the API refuses"
-        role = message.get("role")
-        if role == "system" or (role == "assistant" and n == len(messages) - 1):
+        if message.get("role") != "user":
             continue
         items = content_blocks(message.get("content"))
         if not items or (isinstance(items, list) and any(map(_empty_text, items))):
-            return f"messages.{n} is empty or holds an empty text block, which the API refuses"
+            return f"messages.{n} is empty or holds an empty text, which the API refuses"
     if breakpoints(client) > MAX_BREAKPOINTS:
         return f"more than {MAX_BREAKPOINTS} cache breakpoints, which the API refuses"
     try:

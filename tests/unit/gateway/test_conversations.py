@@ -591,3 +591,22 @@ async def test_a_retry_after_a_round_its_client_never_received_is_forked_before_
     answered = [*messages, answer, {"role": "user", "content": "on"}]
     going_on = core.prepare(request(answered), {})
     assert isinstance(going_on, Plan) and going_on.thread is retry.thread
+
+
+async def test_an_answer_whose_only_blocks_were_the_gateways_comes_back_empty_and_goes_on(
+    core: GatewayCore,
+) -> None:
+    """The model's answer was a fetch only, cut there (max_tokens): the client got an empty
+    message, which it sends back; the engine holds the call and its answer, so the
+    conversation goes on through it (an empty message of the client's own goes as it came,
+    for the API to refuse)."""
+    messages = [{"role": "user", "content": "go"}, *read("r1", "a.js")]
+    plan = core.prepare(request(messages), {})
+    assert isinstance(plan, Plan)
+    [view] = core.engine.file_views(plan.thread.conv)
+    await core.finish(plan, [], hydrate(view.item_id))
+    core.release(plan)
+    empty: dict[str, Any] = {"role": "assistant", "content": []}
+    again = core.prepare(request([*messages, empty, {"role": "user", "content": "on"}]), {})
+    assert isinstance(again, Plan) and again.thread is plan.thread
+    assert "h1" in json.dumps(again.body)
