@@ -21,6 +21,7 @@ API:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -112,16 +113,32 @@ def _stand_in(block: Block) -> dict[str, Any]:
 
 
 def holds_secret(block: Block, secrets: SecretPolicy = _SECRETS) -> bool:
-    """A tool call or result of a file whose name marks it secret, or whose text (or the
-    file after the change it made) holds a well-known secret (model/secrets.py). The client
-    sent it; the engine sends it as it came and stores it nowhere, so no id names it and no
-    fetch by id (a Read of /.ectx/) can return it."""
+    """A tool call or result of a file whose name marks it secret (a file tool's, or one a
+    shell command names: `head .env` shows it as a Read would), or whose text (or the file
+    after the change it made) holds a well-known secret (model/secrets.py). The client sent
+    it; the engine sends it as it came and stores it nowhere, so no id names it and no fetch
+    by id (a Read of /.ectx/) can return it."""
     view, change = block.file_view, block.file_change
     paths = [p for p in (block.path, view and view.path, change and change.path) if p]
+    paths += _command_words(block)
     texts = [block.text, change and after_change(change)]
     return any(secrets.path_reason(client_path(p)) for p in paths) or any(
         find_secret(text) for text in texts if text
     )
+
+
+_WORDS = re.compile(r"[^\s'\"`=<>|;&()]+")
+MAX_COMMAND_SCANNED = 10_000
+"""Characters of a shell command whose words are checked against the secret names."""
+
+
+def _command_words(block: Block) -> set[str]:
+    """The words of the shell command a call ran (Bash's `command`), each maybe a path:
+    those before a heredoc's body, which is data (a file written so can be megabytes)."""
+    command = (block.tool_input or {}).get("command")
+    if not isinstance(command, str):
+        return set()
+    return set(_WORDS.findall(command.split("<<", 1)[0][:MAX_COMMAND_SCANNED]))
 
 
 def feed_result(

@@ -610,3 +610,34 @@ async def test_an_answer_whose_only_blocks_were_the_gateways_comes_back_empty_an
     again = core.prepare(request([*messages, empty, {"role": "user", "content": "on"}]), {})
     assert isinstance(again, Plan) and again.thread is plan.thread
     assert "h1" in json.dumps(again.body)
+
+
+@pytest.mark.parametrize(
+    ("command", "stored"),
+    [
+        ("head -5 .env.dev .env.dev.cloudsight", False),
+        ("cd /w && git diff packages/app/.env", False),
+        ('cat "$HOME/.ssh/id_rsa"', False),
+        ("ls -la src", True),
+        ("cat > notes.md <<'EOF'\nkeep .env out of git\nEOF", True),  # a heredoc is data
+    ],
+)
+def test_a_shell_command_that_shows_a_secret_file_is_never_stored(
+    core: GatewayCore, command: str, stored: bool
+) -> None:
+    """Claude Code's Bash shows a `.env` (commands of the corpus): its output goes upstream
+    as sent and never into the store, as a Read of it (it was stored, fetchable by id)."""
+    bash = {"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {}}}}
+    output = "".join(f"OPTION_{n}=value-{n}\n" for n in range(400)) + "DB_PASSWORD=hunter2\n"
+    shown = {"content": output}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "show the settings"},
+        {"role": "assistant", "content": [_use("b1", "Bash", {"command": command})]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b1", **shown}]},
+    ]
+    plan = core.prepare({**request(messages), "tools": [bash]}, {})
+    assert isinstance(plan, Plan)
+    store = core.engine.store
+    assert isinstance(store, Store)
+    held = [e for e in store.entries() if "hunter2" in store.get(e.id).text]
+    assert bool(held) == stored
