@@ -141,7 +141,10 @@ def request_from_messages_api(
     """
     tools: list[Block] = []
     deferred: dict[str, Mapping[str, Any]] = {}
-    for i, tool in enumerate(body.get("tools") or []):
+    listed = body.get("tools") or []
+    if not isinstance(listed, list):
+        raise CacheControlError("tools must be a list")
+    for i, tool in enumerate(listed):
         if not isinstance(tool, Mapping):
             raise CacheControlError(f"tools[{i}] must be an object")
         if tool.get("defer_loading") is True:

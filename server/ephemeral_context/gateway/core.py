@@ -182,6 +182,9 @@ def _refused(messages: Sequence[Any], client: Mapping[str, Any]) -> str | None:
         items = content_blocks(message.get("content"))
         if not items or (isinstance(items, list) and any(map(_empty_text, items))):
             return f"messages.{n} is empty or holds an empty text, which the API refuses"
+    tools = client.get("tools")
+    if not isinstance(tools, list) or not all(isinstance(t, Mapping) for t in tools):
+        return "tools is no list of objects, which the API refuses"
     if breakpoints(client) > MAX_BREAKPOINTS:
         return f"more than {MAX_BREAKPOINTS} cache breakpoints, which the API refuses"
     try:
@@ -189,9 +192,6 @@ def _refused(messages: Sequence[Any], client: Mapping[str, Any]) -> str | None:
             cache_ttl(block)
     except CacheControlError as error:
         return f"{error}, which the API refuses"
-    tools = client.get("tools")
-    if not isinstance(tools, list) or not all(isinstance(t, Mapping) for t in tools):
-        return "tools is no list of objects, which the API refuses"
     return None
 
 

@@ -1512,6 +1512,7 @@ CALL = {"type": "tool_use", "id": "a", "name": "Read", "input": "x"}
 ANSWERED = {"type": "tool_result", "tool_use_id": "a", "content": "x"}
 BROKEN_TOOLS: dict[str, dict[str, Any]] = {
     "tools-of-numbers": {"tools": [1]},
+    "tools-a-number": {"tools": 5},
     "tools-an-object": {"tools": {"Read": READ_TOOL}},
     "tool-input-a-string": {
         "messages": [
