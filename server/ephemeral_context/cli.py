@@ -83,7 +83,7 @@ def _add_serve_command(sub: Subcommands) -> None:
     serve.add_argument(
         "--gateway",
         metavar="PORT",
-        type=int,
+        type=_port,
         default=_env_port("ECTX_GATEWAY_PORT"),
         help="also host `ectx gateway` on 127.0.0.1:PORT over the server's engine, so the "
         "editor's status shows what Claude Code sessions through it saved (default "
@@ -95,6 +95,14 @@ def _add_serve_command(sub: Subcommands) -> None:
 def _env_port(name: str) -> int | None:
     value = os.environ.get(name, "").strip()
     return int(value) if value.isdigit() else None
+
+
+def _port(value: str) -> int:
+    """A TCP port number (0: any free one); out of range, argparse's one-line error (the
+    listening socket had raised OverflowError: a traceback)."""
+    if not value.isdigit() or int(value) > 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535, got {value!r}")
+    return int(value)
 
 
 def _host_port(value: str) -> tuple[str, int]:
@@ -128,7 +136,7 @@ def _add_gateway_command(sub: Subcommands) -> None:
     )
     gateway.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     gateway.add_argument(
-        "--port", type=int, default=8787, help="the port (default 8787; 0 picks a free one)"
+        "--port", type=_port, default=8787, help="the port (default 8787; 0 picks a free one)"
     )
     gateway.add_argument(
         "--upstream",

@@ -14,6 +14,8 @@ engine builds its own `Request` directly and never parses bodies this way.
 
 API:
 - `request_from_messages_api(body)`: a body as a `cache_sim.Request`.
+- `cache_ttl(owner)`: the TTL a block's (or a body's) `cache_control` asks for; raises
+  CacheControlError for one the API refuses.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from ephemeral_context.tokens import estimate_tokens, media_tokens
 TokenCounter = Callable[[str, str], int]
 
 
-def _cache_ttl(owner: Mapping[str, Any]) -> Ttl | None:
+def cache_ttl(owner: Mapping[str, Any]) -> Ttl | None:
     control = owner.get("cache_control")
     if control is None:
         return None
@@ -113,7 +115,7 @@ def _content_block(
 ) -> Block:
     if not isinstance(block, Mapping) or "type" not in block:
         raise CacheControlError(f"{where}: a content block must be an object with a 'type'")
-    ttl = _cache_ttl(block)
+    ttl = cache_ttl(block)
     kind = block["type"]
     not_target = kind in ("thinking", "redacted_thinking") or (
         kind == "text" and not block.get("text")
@@ -139,7 +141,10 @@ def request_from_messages_api(
     """
     tools: list[Block] = []
     deferred: dict[str, Mapping[str, Any]] = {}
-    for i, tool in enumerate(body.get("tools") or []):
+    listed = body.get("tools") or []
+    if not isinstance(listed, list):
+        raise CacheControlError("tools must be a list")
+    for i, tool in enumerate(listed):
         if not isinstance(tool, Mapping):
             raise CacheControlError(f"tools[{i}] must be an object")
         if tool.get("defer_loading") is True:
@@ -149,7 +154,7 @@ def request_from_messages_api(
             Block(
                 key=_content_key("tool\x00", tool),
                 tokens=count(_definition(tool), "json"),
-                cache_ttl=_cache_ttl(tool),
+                cache_ttl=cache_ttl(tool),
             )
         )
 
@@ -187,7 +192,7 @@ def request_from_messages_api(
         },
     )
     top = body.get("cache_control")
-    auto_ttl = _cache_ttl(body) if top is not None else None
+    auto_ttl = cache_ttl(body) if top is not None else None
     return Request(tools=tools, system=system, messages=messages, auto_cache_ttl=auto_ttl)
 
 

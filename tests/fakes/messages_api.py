@@ -757,7 +757,7 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             try:
                 body: Any = json.loads(raw) if raw else None
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # nested too deep: no JSON either
                 body = raw.decode("utf-8", "replace")
             record = self._start_record("POST", body)
             path = self.path.split("?", 1)[0]

@@ -135,6 +135,27 @@ async def test_a_gateway_port_already_taken_is_told_and_the_editor_works_on(
     await lsp_process.shutdown_session()
 
 
+@pytest.fixture
+def port_out_of_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No port there is, as the hosted gateway's (before the server starts)."""
+    monkeypatch.setenv("ECTX_GATEWAY_PORT", "70000")
+
+
+@pytest.mark.usefixtures("port_out_of_range")
+async def test_a_gateway_port_out_of_range_is_told_and_the_editor_works_on(
+    lsp_process: LanguageClient, workspace: Path
+) -> None:
+    """$ECTX_GATEWAY_PORT 70000: the user hears the gateway cannot listen there (it was an
+    OverflowError in a task nobody heard of)."""
+    editor = Editor(lsp_process)
+    await editor.initialize("visual_studio_code", workspace)
+    await wait_until(lambda: editor.client.messages)
+    (shown,) = editor.client.messages
+    assert shown.type == types.MessageType.Warning
+    assert "the gateway cannot listen on port 70000: " in shown.message
+    await lsp_process.shutdown_session()
+
+
 def _stored(root: Path) -> int:
     with Store(root / "store") as store:
         return len(store.entries())
@@ -227,3 +248,32 @@ async def test_a_pin_edited_in_the_editor_reaches_the_next_request_as_it_is_now(
     first, second = (json.dumps(r.body["messages"]) for r in api.message_requests)
     assert "VALUE = 'as pinned'" in first
     assert "VALUE = 'edited'" in second
+
+
+async def test_a_file_the_editors_secret_patterns_name_is_never_stored(
+    hosting: Editor, gateway_url: str, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """Claude Code reads a file the editor's `secretPatterns` name, through the hosted
+    gateway: it goes upstream as the client sent it and is never written to the store, as a
+    `.env` is (the gateway knew the built-in names only)."""
+    editor = hosting
+    editor.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"ephemeralContext": {"secretPatterns": ["*.conf"]}}
+        )
+    )
+    await editor.request("ephemeralContext/status")  # the settings have reached the server
+    api.add_turns("read it")
+    conf = cat_n("".join(f"option_{n} = {n}\n" for n in range(300)) + "password = hunter2")
+    use = {"type": "tool_use", "id": "r1", "name": "Read"}
+    read = {**use, "input": {"file_path": str(workspace / "app.conf")}}
+    result = {"type": "tool_result", "tool_use_id": "r1", "content": conf}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "read"},
+        {"role": "assistant", "content": [read]},
+        {"role": "user", "content": [result]},
+    ]
+    await asyncio.to_thread(_ask_through_gateway, gateway_url, messages)
+    assert api.message_requests[0].body["messages"][-1]["content"][0]["content"] == conf
+    with Store(Path(os.environ["EPHEMERAL_CONTEXT_HOME"]) / "store") as store:
+        assert not [e for e in store.entries() if "hunter2" in store.get(e.id).text]

@@ -20,9 +20,12 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
+from yarl import URL
+
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.gateway.core import GatewayCore
 from ephemeral_context.gateway.server import ANTHROPIC_API, Gateway
+from ephemeral_context.model.secrets import SecretPolicy
 
 __all__ = [
     "ANTHROPIC_API",
@@ -47,22 +50,30 @@ async def host_gateway(
     port: int,
     on_update: Callable[[], None] | None = None,
     before_plan: Callable[[], None] | None = None,
+    secrets: Callable[[], SecretPolicy] = SecretPolicy,
 ) -> Gateway:
     """The gateway on 127.0.0.1:port inside a running event loop (`ectx serve --gateway`),
     over the caller's engine, so its status (the editor's status bar) counts these sessions;
     the engine work stays on this loop, where the editor's handlers use the same engine
-    (`before_plan`: the editor's pins brought up to date before each request it plans)."""
-    core = GatewayCore(engine, before_plan=before_plan)
+    (`before_plan`: the editor's pins brought up to date before each request it plans;
+    `secrets`: the editor's secret settings as they are now)."""
+    core = GatewayCore(engine, before_plan=before_plan, secrets=secrets)
     gateway = Gateway(core, upstream_url(None), on_update, engine_thread=False)
     url = await gateway.start("127.0.0.1", port)
-    log.info("ectx gateway on %s, upstream %s", url, gateway.upstream)
+    log.info("ectx gateway on %s, upstream %s", url, gateway.shown_upstream)
     return gateway
 
 
 def run_gateway(host: str, port: int, upstream: str, out: TextIO = sys.stdout) -> int:
     """Serve until interrupted; the first line on `out` is the base URL. 1, with one line on
-    stderr, when it cannot listen on host:port (the port taken, say by another gateway)."""
+    stderr, when it cannot listen on host:port (the port taken, say by another gateway) or
+    the upstream is no http(s) URL."""
     from ephemeral_context.store import Store, default_store_dir
+
+    parsed = URL(upstream)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        print(f"ectx gateway: the upstream is no http(s) URL: {upstream!r}", file=sys.stderr)
+        return 1
 
     async def main() -> int:
         with Store(default_store_dir()) as store:
@@ -73,7 +84,7 @@ def run_gateway(host: str, port: int, upstream: str, out: TextIO = sys.stdout) -
                 print(f"ectx gateway: cannot listen on {host}:{port}: {error}", file=sys.stderr)
                 return 1
             print(url, file=out, flush=True)
-            log.info("ectx gateway on %s, upstream %s", url, upstream)
+            log.info("ectx gateway on %s, upstream %s", url, gateway.shown_upstream)
             try:
                 await asyncio.Event().wait()
             finally:

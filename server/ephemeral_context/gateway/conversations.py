@@ -6,9 +6,10 @@ its Claude Code session (named in `metadata.user_id` or the `x-claude-code-sessi
 header) whose keys are a prefix of the request's (the longest prefix wins), never another
 session's. A request that extends no thread (a rewind, `/compact`, a sub-agent, a retry
 after a hydration round the client never received, a session opening with another one's
-history) starts a new one: forked from the thread that shares the most leading messages
-with it (`branch`: of its session, else of any), at the engine's position after them, so
-the shared prefix goes out as it was sent; from its first message when none does.
+history, one beside a request still going on in its thread) starts a new one: forked from
+the thread that shares the most leading messages with it (`branch`: of its session, else
+of any), at the engine's position after them, so the shared prefix goes out as it was
+sent; from its first message when none does.
 
 A message's key is taken over what the model reads (types, texts, tool ids, names and
 inputs, result texts), not over `cache_control` or signatures, so Claude Code moving its
@@ -135,8 +136,10 @@ class Thread:
     calls: ToolCalls = field(default_factory=ToolCalls)
     """Tool calls seen so far (a result is read by its call's tool), and the project Serena
     activated."""
-    system_texts: set[str] = field(default_factory=set)
-    """Texts of role "system" messages, fed as user text, given their role back on the way out."""
+    system_texts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Texts of role "system" messages, fed as user text, given their role back on the way
+    out, each with the fields its messages had besides role and content, one per time it
+    was sent, in order (2.1.332's per-turn `output_config`: each turn's own)."""
     ends: list[int] = field(default_factory=list)
     """The engine's position after each client message fed (where a fork starts)."""
     roots: list[str | None] = field(default_factory=list)
@@ -147,6 +150,11 @@ class Thread:
     under it until a project is activated). None: they stay relative, one file per path,
     never guessed under a root (a wrong guess could make two files one)."""
     expected: Expected | None = None
+    unreceived: bool = False
+    """Rounds of fetches were fed after the client's messages, and the answer they led to
+    has not reached the client (yet, or ever: a client gone, an upstream error): no request
+    continues the thread until `finish` says how that answer comes back; a retry forks it
+    where the client's messages end."""
     used_at: float = 0.0
     """When a request last went on in it (the least recently used go first:
     `Conversations.least_used`)."""
@@ -159,7 +167,7 @@ class Thread:
     def extended_by(self, keys: Sequence[str]) -> bool:
         """True when a request with these message keys continues this thread."""
         n = len(self.keys)
-        if len(keys) < n or list(keys[:n]) != self.keys:
+        if self.unreceived or len(keys) < n or list(keys[:n]) != self.keys:
             return False
         if self.expected is None:
             return True
@@ -175,8 +183,11 @@ class Conversations:
 
     def find(self, session: str | None, keys: Sequence[str]) -> Thread | None:
         """The thread of this request's session that it continues (the longest): never
-        another session's, which would go on with the newcomer's messages in it."""
-        found = [t for t in self._threads.get(session or "anonymous", []) if t.extended_by(keys)]
+        another session's, which would go on with the newcomer's messages in it, nor one a
+        request is going on in (a retry beside its first try, two sub-agents given one
+        prompt), whose rounds of fetches would be sent with this one: it is forked."""
+        threads = self._threads.get(session or "anonymous", [])
+        found = [t for t in threads if not t.requests and t.extended_by(keys)]
         return max(found, key=lambda t: len(t.keys)) if found else None
 
     def branch(self, session: str | None, keys: Sequence[str]) -> tuple[Thread | None, int]:

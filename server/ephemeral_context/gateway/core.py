@@ -11,11 +11,15 @@ neither carries the calls nor pays for that request; `finish` remembers how the 
 answer the client received will come back.
 
 Images and documents, in a user message or in a tool result's content, go into the engine as
-the client sent them (`Block.raw`) and stay. Content the engine cannot hold (server tool
-blocks, block types it does not know, a tool result's items other than text, images and
-documents) makes the whole conversation pass through: the engine's copy would be missing
+the client sent them (`Block.raw`) and stay; so does a tool result with ToolSearch's
+`tool_reference` items (Claude Code 2.1.332 loads deferred tools so). Content the engine
+cannot hold (server tool blocks, block types it does not know, a tool result's items other
+than these) makes the whole conversation pass through: the engine's copy would be missing
 it. So does a model without a list price in prices.py (newer than it, or a typo), before
-anything is fed.
+anything is fed. A request the API refuses that the engine would send mended or fail on
+(an empty user message or text block, more cache breakpoints than it takes or one it cannot
+read, tools that are no objects) goes as it came, so its client gets the API's own error;
+nothing of it is fed.
 
 API:
 - `GatewayCore`: `prepare`, `answer_hydrations`, `finish`, `release` over one engine;
@@ -34,7 +38,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ephemeral_context.cache_sim import content_blocks, content_order
+from ephemeral_context.cache_sim import (
+    MAX_BREAKPOINTS,
+    CacheControlError,
+    content_blocks,
+    content_order,
+)
 from ephemeral_context.context.engine import ContextEngine, Fetched
 from ephemeral_context.context.fetching import READ_SESSION_FILE, FetchRoute, route_for
 from ephemeral_context.documents import DocumentMirror
@@ -47,23 +56,30 @@ from ephemeral_context.gateway.conversations import (
     working_directory,
 )
 from ephemeral_context.gateway.outbound import (
+    breakpoints,
     client_ttl,
     head_ttl,
+    marked_message_blocks,
+    message_fields,
     system_text,
     upstream_body,
 )
 from ephemeral_context.gateway.savings import Pricing, Savings
-from ephemeral_context.model.secrets import Workspace
+from ephemeral_context.model.secrets import SecretPolicy, Workspace
 from ephemeral_context.model.tools import ToolEnv, run_tool
 from ephemeral_context.prices import UnknownModelError, lookup
 from ephemeral_context.replay.feed import feed_message
 from ephemeral_context.replay.flow import Block, Message
 from ephemeral_context.replay.reader import api_content_block
+from ephemeral_context.request_view import cache_ttl
 from ephemeral_context.tokens import MEDIA_TYPES
 
 log = logging.getLogger(__name__)
 
-RESULT_ITEMS = frozenset({"text", *MEDIA_TYPES})
+KEPT_ITEMS = frozenset({*MEDIA_TYPES, "tool_reference"})
+"""A tool result's items that keep it as the client sent it, never evicted: images and
+documents, and ToolSearch's `tool_reference` (a deferred tool loaded where it stands)."""
+RESULT_ITEMS = frozenset({"text", *KEPT_ITEMS})
 """What a tool result's content list may hold for the engine to carry it."""
 
 MAX_HYDRATION_ROUNDS = 8
@@ -136,26 +152,62 @@ def _flow_message(message: Mapping[str, Any], thread: Thread) -> Message:
         nested = inner if kind == "tool_result" and isinstance(inner, list) else []
         if any(isinstance(c, Mapping) and c.get("type") not in RESULT_ITEMS for c in nested):
             raise Unsupported(f"{kind} content the engine does not hold")
-        if _not_text(item) or any(isinstance(c, Mapping) and _not_text(c) for c in nested):
+        if _wrong_type(item) or any(isinstance(c, Mapping) and _wrong_type(c) for c in nested):
             # the API refuses it with a clear error; the engine would have sent it mended
-            raise Unsupported(f"a {kind} block whose text or content is not text")
+            raise Unsupported(f"a {kind} block whose text, content or input is of a wrong type")
         block, problems = api_content_block(item, thread.calls, thread.cwd)
         if block is None:
             if problems:  # an unknown block type: the engine would drop it
                 raise Unsupported("; ".join(p.message for p in problems))
             continue  # an empty text block adds nothing
+        if any(isinstance(c, Mapping) and c.get("type") in KEPT_ITEMS for c in nested):
+            block = replace(block, media=True)  # kept as it came, as one carrying images
         blocks.append(replace(block, raw=item) if role == "assistant" or block.media else block)
         if role == "system" and block.type == "text":
-            thread.system_texts.add(block.text)
+            thread.system_texts.setdefault(block.text, []).append(message_fields(message))
     return Message("assistant" if role == "assistant" else "user", tuple(blocks), 0.0, 0)
 
 
-def _not_text(item: Mapping[str, Any]) -> bool:
-    """A text block whose text, or a tool result whose content, is of no type the API takes."""
+def _refused(messages: Sequence[Any], client: Mapping[str, Any]) -> str | None:
+    """What the API refuses in a request that the engine would send mended (an empty
+    user message or text block it drops, the client's breakpoints it moves) or fail on
+    (tools that are no objects), or None: such a request goes as it came, and its client
+    gets the API's own error. An assistant message may be empty: it may be the gateway's
+    own answer whose only blocks were its fetches, which the engine holds (`finish`)."""
+    for n, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            return f"messages.{n} is not an object, which the API refuses"
+        if message.get("role") != "user":
+            continue
+        items = content_blocks(message.get("content"))
+        if not items or (isinstance(items, list) and any(map(_empty_text, items))):
+            return f"messages.{n} is empty or holds an empty text, which the API refuses"
+    tools = client.get("tools")
+    if not isinstance(tools, list) or not all(isinstance(t, Mapping) for t in tools):
+        return "tools is no list of objects, which the API refuses"
+    if breakpoints(client) > MAX_BREAKPOINTS:
+        return f"more than {MAX_BREAKPOINTS} cache breakpoints, which the API refuses"
+    try:
+        for block in marked_message_blocks(messages):
+            cache_ttl(block)
+    except CacheControlError as error:
+        return f"{error}, which the API refuses"
+    return None
+
+
+def _empty_text(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("type") == "text" and item.get("text") == ""
+
+
+def _wrong_type(item: Mapping[str, Any]) -> bool:
+    """A text block whose text, a tool result whose content, or a tool call whose input is
+    of no type the API takes."""
     if item.get("type") == "text":
         return not isinstance(item.get("text"), str)
     if item.get("type") == "tool_result":
         return not isinstance(item.get("content", ""), str | list)
+    if item.get("type") == "tool_use":
+        return not isinstance(item.get("input"), Mapping)
     return False
 
 
@@ -167,13 +219,18 @@ class GatewayCore:
         engine: ContextEngine,
         clock: Callable[[], float] = time.time,
         before_plan: Callable[[], None] | None = None,
+        secrets: Callable[[], SecretPolicy] = SecretPolicy,
     ) -> None:
         self.engine = engine
         self.clock = clock
         self.conversations = Conversations()
         self.savings = Savings()
         self._status = self.savings.as_json()
-        self._tools = ToolEnv(workspace=Workspace.of(["/"]), mirror=DocumentMirror(), engine=engine)
+        self._mirror = DocumentMirror()
+        self.secrets = secrets
+        """The secret file names as they are now: what is never stored, and what a fetch by
+        id refuses (the hosted gateway: the editor's `secretPatterns` and `allowSecretFiles`;
+        else the built-in names)."""
         self.before_plan = before_plan
         """Run before each request the engine plans: the hosted gateway's editor brings its
         pins up to date there (`Pins.follow`, as before an ask), so a pinned file edited
@@ -183,11 +240,7 @@ class GatewayCore:
         """Go on with `engine` (the editor's settings moved the store): the engine replaced
         holds nothing (`ContextEngine.empty`), so every thread fed here was passed through
         and the savings so far stay."""
-        if engine is not self.engine:
-            self.engine = engine
-            self._tools = ToolEnv(
-                workspace=Workspace.of(["/"]), mirror=DocumentMirror(), engine=engine
-            )
+        self.engine = engine
 
     # ------------------------------------------------------------------ requests
 
@@ -204,6 +257,9 @@ class GatewayCore:
         except UnknownModelError as unknown:  # a model newer than prices.py, or a typo
             return self._passthrough(str(unknown), session, client, now)
         messages: list[Mapping[str, Any]] = client["messages"]
+        refused = _refused(messages, client)
+        if refused is not None:
+            return self._passthrough(refused, session, client, now)
         keys = [message_key(m) for m in messages]
         if self.before_plan is not None:
             self.before_plan()
@@ -238,7 +294,7 @@ class GatewayCore:
             thread.keys, thread.ends = keys[:shared], source.ends[:shared]
             thread.roots, thread.cwd = source.roots[:shared], source.cwd
             thread.calls = source.calls.branch(source.roots[shared - 1])
-            thread.system_texts = set(source.system_texts)
+            thread.system_texts = {t: list(f) for t, f in source.system_texts.items()}
         return thread
 
     def abandon(self, plan: Plan) -> None:
@@ -271,17 +327,18 @@ class GatewayCore:
     ) -> dict[str, Any]:
         thread.cwd = working_directory(system_text(client.get("system"))) or thread.cwd
         self.engine.set_route(thread.conv, route)
+        secrets = self.secrets()
         new: list[tuple[Message, str | None]] = []  # each with the project in effect after it
         for sent in messages[len(thread.keys) :]:
             new.append((_flow_message(sent, thread), thread.calls.project_root))
         expected, thread.expected = thread.expected, None
         for n, (message, root) in enumerate(new):
             if n == 0 and expected is not None:
-                self._feed_content(thread, expected.content, expected.route)
+                self._feed_content(thread, expected.content, expected.route, secrets)
                 if expected.owed:  # the client's tool results come with them: its request
                     self.engine.round_trip(thread.conv, expected.owed, continues=False)
             else:
-                feed_message(self.engine, thread.conv, message)
+                feed_message(self.engine, thread.conv, message, secrets)
             thread.ends.append(self.engine.position(thread.conv))
             thread.roots.append(root)
         thread.keys = keys
@@ -300,14 +357,18 @@ class GatewayCore:
         return upstream_body(client, built, thread.system_texts)
 
     def _feed_content(
-        self, thread: Thread, content: Sequence[Mapping[str, Any]], route: FetchRoute
+        self,
+        thread: Thread,
+        content: Sequence[Mapping[str, Any]],
+        route: FetchRoute,
+        secrets: SecretPolicy,
     ) -> None:
         """An upstream answer as the client sees it (the callers add its hydration calls,
         with their answers, as a round trip)."""
         shown = visible(content, route)
         if shown:
             message = _flow_message({"role": "assistant", "content": shown}, thread)
-            feed_message(self.engine, thread.conv, message)
+            feed_message(self.engine, thread.conv, message, secrets)
 
     # ------------------------------------------------------------------ hydration
 
@@ -316,10 +377,11 @@ class GatewayCore:
         and set `plan.body` to the next upstream request. False when the engine failed (the
         conversation is dropped; the caller falls back)."""
         try:
-            self._feed_content(plan.thread, content, plan.route)
+            self._feed_content(plan.thread, content, plan.route, self.secrets())
             calls = hydration_calls(content, plan.route)
             fetched = [await self._hydrate(plan, call) for call in calls]
             self.engine.round_trip(plan.thread.conv, fetched)
+            plan.thread.unreceived = True
             plan.rounds += 1
             plan.body = self._build(plan.thread, plan.client)
             if plan.rounds >= MAX_HYDRATION_ROUNDS:  # it answers now, with what it has
@@ -331,7 +393,13 @@ class GatewayCore:
         return True
 
     async def _hydrate(self, plan: Plan, call: Mapping[str, Any]) -> Fetched:
-        tools = replace(self._tools, conversation=plan.thread.conv)  # its own ids only
+        tools = ToolEnv(
+            workspace=Workspace.of(["/"]),
+            mirror=self._mirror,
+            secrets=self.secrets(),
+            engine=self.engine,
+            conversation=plan.thread.conv,  # its own ids only
+        )
         arguments = plan.route.arguments(call.get("input"))
         result = await run_tool(tools, READ_SESSION_FILE["name"], arguments)
         plan.hydrations += 1
@@ -345,6 +413,7 @@ class GatewayCore:
         """The client got `shown` (merged over the rounds); `last` is the last round's full
         content. Remember how it comes back when hydration changed anything."""
         hidden = hydration_calls(last, plan.route)
+        plan.thread.unreceived = False
         if not plan.rounds and not hidden:
             return
         try:

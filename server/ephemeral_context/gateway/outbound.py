@@ -5,7 +5,8 @@ model, max_tokens, thinking, metadata, stream, tool_choice, context_management a
 field unknown here; the client's system blocks and tools (their `cache_control` included),
 with the file segment after the system blocks and the engine's hydration tool, when the
 client has no Read to fetch with (context/fetching.py), after the tools. The messages are
-the engine's, role "system" messages given their role back.
+the engine's, role "system" messages given their role back (and their own fields, such as
+a per-turn `output_config`); a last message that is only such a control goes after them.
 
 Breakpoints: the client's own (tools, system) stay; the engine's (end of segment, a
 mid-thread anchor, the last block) fill what is left of the API's four, the last block
@@ -14,6 +15,9 @@ first, then the segment, then the anchor; none of them is 1 hour after a 5-minut
 API:
 - `upstream_body(...)`: the client's request with the engine's messages, segment and tools.
 - `system_text(system)`: the client's system prompt as one text.
+- `message_fields(message)`: what a message holds besides its role and content.
+- `breakpoints(body)`: how many cache breakpoints a request marks.
+- `marked_message_blocks(messages)`: the message blocks with a `cache_control`.
 - `client_ttl(client)`, `head_ttl(client)`: the TTL of the client's last breakpoint, and
   the one its kept tools and system breakpoints give the head.
 """
@@ -41,7 +45,9 @@ def system_text(system: Any) -> str:
 
 
 def upstream_body(
-    client: Mapping[str, Any], built: Mapping[str, Any], system_roles: set[str]
+    client: Mapping[str, Any],
+    built: Mapping[str, Any],
+    system_roles: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> dict[str, Any]:
     """The client's request with the engine's messages, segment and tools (see the module)."""
     body = dict(client)
@@ -51,17 +57,37 @@ def upstream_body(
     if segment:
         body["system"] = own_system + segment
     body["tools"] = list(built.get("tools") or [])
-    body["messages"] = restore_system_roles(built["messages"], system_roles)
+    messages = restore_system_roles(built["messages"], system_roles)
+    body["messages"] = messages + trailing_controls(client.get("messages") or [])
     fit_breakpoints(body, len(own_system))
     return body
 
 
+def message_fields(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A message's fields besides its role and content (a system message's `output_config`)."""
+    return {k: v for k, v in message.items() if k not in ("role", "content")}
+
+
+def trailing_controls(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The client's last messages that are role "system" controls with no content (2.1.332's
+    `output_config` for the turn, after a compaction): no block for the engine to hold, they
+    go after its messages as sent. One left behind in the history is not sent again."""
+    controls: list[dict[str, Any]] = []
+    for message in reversed(messages):
+        if message.get("role") != "system" or message.get("content"):
+            break
+        controls.insert(0, dict(message))
+    return controls
+
+
 def restore_system_roles(
-    messages: Sequence[Mapping[str, Any]], texts: set[str]
+    messages: Sequence[Mapping[str, Any]], texts: Mapping[str, Sequence[Mapping[str, Any]]]
 ) -> list[dict[str, Any]]:
-    """The engine's messages with the blocks of role "system" messages split out again."""
+    """The engine's messages with the blocks of role "system" messages split out again,
+    each with the fields its message had (`texts`: by text, one per time it was sent)."""
     if not texts:
         return [dict(m) for m in messages]
+    seen: dict[str, int] = {}
     out: list[dict[str, Any]] = []
     for message in messages:
         content = message.get("content")
@@ -76,7 +102,11 @@ def restore_system_roles(
                     run = []
                 control = block.get("cache_control")
                 text = block["text"]
-                out.append({"role": "system", "content": [dict(block)] if control else text})
+                content = [dict(block)] if control else text
+                sent = texts[text]
+                fields = sent[min(seen.get(text, 0), len(sent) - 1)]
+                seen[text] = seen.get(text, 0) + 1
+                out.append({"role": "system", "content": content, **fields})
             else:
                 run.append(block)
         if run:
@@ -90,11 +120,21 @@ def _marked(blocks: Sequence[Any]) -> Iterator[dict[str, Any]]:
             yield block
 
 
-def _message_blocks(messages: Sequence[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+def marked_message_blocks(messages: Sequence[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
     for message in messages:
         content = message.get("content")
         if isinstance(content, list):
             yield from _marked(content)
+
+
+def breakpoints(body: Mapping[str, Any]) -> int:
+    """The cache breakpoints a request marks: its tools, system and message blocks."""
+    system = body.get("system")
+    marked = [
+        *_marked(body.get("tools") or []),
+        *_marked(system if isinstance(system, list) else []),
+    ]
+    return len(marked) + sum(1 for _ in marked_message_blocks(body.get("messages") or []))
 
 
 def _is_1h(block: Mapping[str, Any]) -> bool:
@@ -107,7 +147,7 @@ def client_ttl(client: Mapping[str, Any]) -> Ttl | None:
     what its recorded-style twin asks for; None when it marks nothing."""
     system = client.get("system")
     for blocks in (
-        list(_message_blocks(client.get("messages") or [])),
+        list(marked_message_blocks(client.get("messages") or [])),
         list(_marked(system if isinstance(system, list) else [])),
         list(_marked(client.get("tools") or [])),
     ):
@@ -134,7 +174,7 @@ def fit_breakpoints(body: dict[str, Any], own_system: int) -> None:
     system_list = system if isinstance(system, list) else []
     own = [*_marked(body.get("tools") or []), *_marked(system_list[:own_system])]
     segment = list(_marked(system_list[own_system:]))
-    thread = list(_message_blocks(body["messages"]))
+    thread = list(marked_message_blocks(body["messages"]))
     last = thread[-1:]
     anchors = thread[:-1]
     budget = max(0, MAX_BREAKPOINTS - len(own))

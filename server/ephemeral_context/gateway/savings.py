@@ -93,9 +93,7 @@ class Savings:
         speed = Speed.FAST if client.get("speed") == Speed.FAST else Speed.STANDARD
         geo = Geo.US if client.get("inference_geo") == Geo.US else Geo.GLOBAL
         try:
-            cache = self._caches.get((session, model))
-            if cache is None:
-                cache = self._caches[(session, model)] = PromptCache(model)
+            cache = self._cache(session, model, now)
             request = request_from_messages_api(client)
             sent_tokens = request_from_messages_api(sent).total_tokens if sent else 0
             usage = cache.call(request, now)
@@ -103,6 +101,20 @@ class Savings:
         except (UnknownModelError, CacheControlError) as error:
             log.info("cannot price the direct request in the cache model: %s", error)
             return Pricing(None, model, now, speed, geo)
+
+    def _cache(self, session: str, model: str, now: float) -> PromptCache:
+        """The cache model of one session's requests to one model. Making a new one drops
+        those whose every entry has expired (sessions idle past their TTLs: they would price
+        nothing as read again), so a gateway running for weeks keeps the live ones only."""
+        cache = self._caches.get((session, model))
+        if cache is None:
+            self._caches = {
+                key: kept
+                for key, kept in self._caches.items()
+                if any(expiry > now for expiry, _, _ in kept.entries.values())
+            }
+            cache = self._caches[(session, model)] = PromptCache(model)
+        return cache
 
     def record(self, session: str, pricing: Pricing, usages: list[Any], passthrough: bool) -> None:
         """One client request answered, with the usage of every upstream call made for it."""

@@ -56,6 +56,7 @@ from typing import Any, TypeGuard
 import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
+from yarl import URL
 
 from ephemeral_context.cache_sim import usage_from_dict
 from ephemeral_context.context.fetching import OWN_TOOL, FetchRoute
@@ -207,6 +208,11 @@ class Gateway:
         """Where the engine runs: its own thread, unless hosted by the editor's server
         (`engine_thread` off; worker.py says why)."""
         self.upstream = upstream.rstrip("/")
+        url = URL(self.upstream)
+        credentials = url.absolute and (url.user is not None or url.password is not None)
+        self.shown_upstream = str(url.with_user(None)) if credentials else self.upstream
+        """The upstream as messages and logs name it: without the user and password of a
+        URL that carries them (a proxy's basic auth)."""
         self.on_update = on_update
         self.stall_timeout = stall_timeout
         self.plan_timeout = plan_timeout
@@ -274,7 +280,11 @@ class Gateway:
         return bool(self._late)
 
     def _url(self, request: web.Request) -> str:
-        return self.upstream + request.rel_url.path_qs
+        """Where the request goes upstream. A user and password in the upstream URL go only
+        with a request that carries no Authorization of its own: the client's, the API's,
+        goes as it came (aiohttp refuses both, which had made the request a 500)."""
+        base = self.shown_upstream if "authorization" in request.headers else self.upstream
+        return base + request.rel_url.path_qs
 
     def _updated(self) -> None:
         if self.on_update is not None:
@@ -355,7 +365,7 @@ class Gateway:
         """The client's body parsed and prepared (engine work: a big body takes seconds)."""
         try:
             client: Any = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
             client = None
         try:
             return self.core.prepare(client, headers)
@@ -425,12 +435,13 @@ class Gateway:
                 " mid-answer; the answer is cut off here" if mid_answer else "; its answer is lost"
             )
             message = (
-                f"ectx gateway: the upstream {self.upstream} sent nothing for "
+                f"ectx gateway: the upstream {self.shown_upstream} sent nothing for "
                 f"{self.stall_timeout:g} s{lost}"
             )
             status, body = 504, _error_body("timeout_error", message)
         else:
-            message = f"ectx gateway: no answer from the upstream {self.upstream} ({error!r})"
+            shown = self.shown_upstream
+            message = f"ectx gateway: no answer from the upstream {shown} ({error!r})"
             status, body = 502, _error_body("api_error", message)
         log.warning("%s", message)
         return status, body

@@ -323,9 +323,13 @@ class EphemeralContextServer(LanguageServer):
 
         try:
             self.gateway = await host_gateway(
-                engine, port, self.usage_throttle.poke, before_plan=self.follow_pins
+                engine,
+                port,
+                self.usage_throttle.poke,
+                before_plan=self.follow_pins,
+                secrets=lambda: self.tool_env().secrets,  # the settings as they are then
             )
-        except OSError as error:  # the port taken: the editor works on, the user hears why
+        except (OSError, OverflowError) as error:  # the port taken, or none: the user hears why
             self.warn(f"Ephemeral Context: the gateway cannot listen on port {port}: {error}")
             return
         self.host_gateway()  # the settings may have moved the store while it started

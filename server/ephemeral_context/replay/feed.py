@@ -21,6 +21,7 @@ API:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,7 +34,8 @@ from ephemeral_context.replay.flow import Block, FileChange, Message
 
 ASSISTANT_TYPES = frozenset({"text", "thinking", "tool_use"})
 _SECRETS = SecretPolicy()
-"""The built-in secret file names (a client's own settings are not known here)."""
+"""The built-in secret file names, for a driver that knows no user settings (the replay, the
+standalone gateway); the hosted gateway passes the editor's (`secretPatterns`)."""
 
 
 def after_change(change: FileChange) -> str | None:
@@ -64,20 +66,25 @@ def api_block(block: Block) -> dict[str, Any]:
     return {"type": "text", "text": block.text or " "}
 
 
-def feed_message(engine: ContextEngine, conv: str, message: Message) -> None:
-    """Append one message of the session to conversation `conv` of the engine."""
+def feed_message(
+    engine: ContextEngine, conv: str, message: Message, secrets: SecretPolicy = _SECRETS
+) -> None:
+    """Append one message of the session to conversation `conv` of the engine; `secrets`
+    names the files whose content is never stored."""
     if message.role == "assistant":
         blocks = [b for b in message.blocks if b.type in ASSISTANT_TYPES]
         engine.add_assistant_content(
             conv,
             [api_block(b) for b in blocks],
             tokens=[b.tokens for b in blocks],
-            unstored={n for n, b in enumerate(blocks) if b.type == "tool_use" and holds_secret(b)},
+            unstored={
+                n for n, b in enumerate(blocks) if b.type == "tool_use" and holds_secret(b, secrets)
+            },
         )
         return
     for block in message.blocks:
         if block.type == "tool_result":
-            feed_result(engine, conv, block)
+            feed_result(engine, conv, block, secrets)
         elif block.type == "text" and block.text.startswith(HARNESS_HEADER):
             engine.add_user_content(conv, block.text, kind="skill", tokens=block.tokens)
         elif block.type in ("text", "hidden"):
@@ -105,20 +112,38 @@ def _stand_in(block: Block) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "stand-in", "key": block.key}}
 
 
-def holds_secret(block: Block) -> bool:
-    """A tool call or result of a file whose name marks it secret, or whose text (or the
-    file after the change it made) holds a well-known secret (model/secrets.py). The client
-    sent it; the engine sends it as it came and stores it nowhere, so no id names it and no
-    fetch by id (a Read of /.ectx/) can return it."""
+def holds_secret(block: Block, secrets: SecretPolicy = _SECRETS) -> bool:
+    """A tool call or result of a file whose name marks it secret (a file tool's, or one a
+    shell command names: `head .env` shows it as a Read would), or whose text (or the file
+    after the change it made) holds a well-known secret (model/secrets.py). The client sent
+    it; the engine sends it as it came and stores it nowhere, so no id names it and no fetch
+    by id (a Read of /.ectx/) can return it."""
     view, change = block.file_view, block.file_change
     paths = [p for p in (block.path, view and view.path, change and change.path) if p]
+    paths += _command_words(block)
     texts = [block.text, change and after_change(change)]
-    return any(_SECRETS.path_reason(client_path(p)) for p in paths) or any(
+    return any(secrets.path_reason(client_path(p)) for p in paths) or any(
         find_secret(text) for text in texts if text
     )
 
 
-def feed_result(engine: ContextEngine, conv: str, block: Block) -> None:
+_WORDS = re.compile(r"[^\s'\"`=<>|;&()]+")
+MAX_COMMAND_SCANNED = 10_000
+"""Characters of a shell command whose words are checked against the secret names."""
+
+
+def _command_words(block: Block) -> set[str]:
+    """The words of the shell command a call ran (Bash's `command`), each maybe a path:
+    those before a heredoc's body, which is data (a file written so can be megabytes)."""
+    command = (block.tool_input or {}).get("command")
+    if not isinstance(command, str):
+        return set()
+    return set(_WORDS.findall(command.split("<<", 1)[0][:MAX_COMMAND_SCANNED]))
+
+
+def feed_result(
+    engine: ContextEngine, conv: str, block: Block, secrets: SecretPolicy = _SECRETS
+) -> None:
     """A tool_result block: a Read as a file read, an edit as an edit, one carrying images
     as it came, one holding a secret as it came too, the rest as output."""
     tool_use_id = block.tool_use_id or ""
@@ -128,7 +153,7 @@ def feed_result(engine: ContextEngine, conv: str, block: Block) -> None:
             tool_use_id, block.text, is_error=block.is_error, tokens=block.tokens,
             parts=media_parts(block),
         )  # fmt: skip
-    elif holds_secret(block):
+    elif holds_secret(block, secrets):
         result = ToolOutput(
             tool_use_id, block.text, is_error=block.is_error, tokens=block.tokens, unstored=True
         )

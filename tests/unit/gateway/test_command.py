@@ -62,3 +62,24 @@ def test_a_port_already_taken_is_one_clear_line(capsys: pytest.CaptureFixture[st
     assert captured.out == ""
     assert captured.err.startswith(f"ectx gateway: cannot listen on 127.0.0.1:{port}: ")
     assert "address already in use" in captured.err and "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "told"),
+    [
+        (["--port", "70000"], "argument --port: a port is a number from 0 to 65535, got '70000'"),
+        (["--port", "-1"], "argument --port: a port is a number from 0 to 65535, got '-1'"),
+        (["--port", "0", "--upstream", "api.example"], "the upstream is no http(s) URL"),
+    ],
+)
+def test_a_port_or_upstream_that_cannot_be_is_one_clear_line(
+    capsys: pytest.CaptureFixture[str], arguments: list[str], told: str
+) -> None:
+    """(Each was a traceback: the socket's OverflowError, yarl's ValueError.)"""
+    try:
+        status = main(["gateway", *arguments])
+    except SystemExit as exit:  # argparse's usage error
+        status = int(str(exit.code))
+    captured = capsys.readouterr()
+    assert status in (1, 2) and captured.out == ""
+    assert told in captured.err and "Traceback" not in captured.err

@@ -15,6 +15,7 @@ from ephemeral_context.gateway import GatewayCore
 from ephemeral_context.gateway import core as gateway_core
 from ephemeral_context.gateway.conversations import working_directory
 from ephemeral_context.gateway.core import Plan
+from ephemeral_context.model.secrets import SecretPolicy
 from ephemeral_context.store import Store
 
 SERENA = "mcp__plugin_serena_serena__"
@@ -211,6 +212,7 @@ def test_another_sessions_history_forks_from_it_and_leaves_it_as_it_was(
     assert newcomer.thread is not first.thread and newcomer.thread.session == "s-2"
     assert files(core, newcomer) == ["file:///w/here/src/a.js", "file:///w/here/src/b.js"]
     assert files(core, first) == ["file:///w/here/src/a.js"]
+    core.release(first)  # accounted: its answer ended
     going_on = core.prepare(request([*shared, *read("r3", "src/c.js")]), {})
     assert isinstance(going_on, Plan) and going_on.thread is first.thread
     assert files(core, going_on) == ["file:///w/here/src/a.js", "file:///w/here/src/c.js"]
@@ -384,6 +386,7 @@ async def _owed_beside_the_clients_call(core: GatewayCore) -> tuple[Plan, Plan]:
     ]
     shown = [dict(last[1])]
     await core.finish(plan, shown, last)
+    core.release(plan)  # accounted: its answer ended
     result = {"type": "tool_result", "tool_use_id": "c", "content": "     1\ty = 2\n"}
     following = [
         *history,
@@ -516,3 +519,125 @@ def test_the_models_write_of_a_secret_is_never_stored(core: GatewayCore) -> None
 
 def _use(use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_use", "id": use_id, "name": name, "input": tool_input}
+
+
+async def test_the_users_secret_patterns_are_never_stored_nor_fetched(tmp_path: Path) -> None:
+    """The hosted gateway follows the editor's `secretPatterns` as they are now: a file they
+    name is sent as the client sent it and never stored, and one stored before they named it
+    is refused to a fetch by id, as a read of it would be now (both went by the built-in
+    names only)."""
+    patterns: list[str] = ["*.conf"]
+    with Store(tmp_path / "store") as store:
+        core = GatewayCore(
+            ContextEngine(store), secrets=lambda: SecretPolicy.configured(patterns, [])
+        )
+        conf = "".join(f"option_{n} = {n}\n" for n in range(300)) + "password = hunter2\n"
+        messages = [
+            {"role": "user", "content": "go"},
+            call("r1", "read_file", relative_path="/w/app.conf"),
+            answer("r1", conf),
+            *read("r2", "/w/a.js"),
+        ]
+        plan = core.prepare(request(messages), {})
+        assert isinstance(plan, Plan)
+        assert not [e for e in store.entries() if "hunter2" in store.get(e.id).text]
+        [view] = core.engine.file_views(plan.thread.conv)
+        patterns.append("a.js")
+        assert await core.answer_hydrations(plan, hydrate(view.item_id))
+        refused = json.dumps(hydrated(plan))
+        assert "x = 1" not in refused and "matches the secret pattern 'a.js'" in refused
+
+
+async def test_a_request_beside_another_in_its_thread_never_carries_its_fetches(
+    core: GatewayCore,
+) -> None:
+    """Two requests with the same messages at once (a retry beside its first try): the
+    second is forked where the first began, so the round of fetches the first is given
+    goes upstream with the first only (it went with both)."""
+    messages = [{"role": "user", "content": "go"}, *read("r1", "a.js")]
+    first = core.prepare(request(messages), {})
+    assert isinstance(first, Plan)
+    [view] = core.engine.file_views(first.thread.conv)
+    assert await core.answer_hydrations(first, hydrate(view.item_id))
+    second = core.prepare(request(messages), {})
+    assert isinstance(second, Plan)
+    assert "h1" in json.dumps(first.body) and "h1" not in json.dumps(second.body)
+    assert second.thread is not first.thread
+    core.release(first)
+    core.release(second)
+    again = core.prepare(request([*messages, {"role": "assistant", "content": "ok"}]), {})
+    assert isinstance(again, Plan) and again.thread in (first.thread, second.thread)
+
+
+async def test_a_retry_after_a_round_its_client_never_received_is_forked_before_it(
+    core: GatewayCore,
+) -> None:
+    """A round of fetches, then the client never got the answer (a 429 on the re-ask, the
+    client gone): its retry goes from the client's messages, without that round (it was
+    sent the round, which the model then saw in every later request)."""
+    messages = [{"role": "user", "content": "go"}, *read("r1", "a.js")]
+    first = core.prepare(request(messages), {})
+    assert isinstance(first, Plan)
+    [view] = core.engine.file_views(first.thread.conv)
+    assert await core.answer_hydrations(first, hydrate(view.item_id))
+    core.release(first)  # its answer ended without reaching the client
+    retry = core.prepare(request(messages), {})
+    assert isinstance(retry, Plan)
+    assert "h1" not in json.dumps(retry.body)
+    said = [{"type": "text", "text": "ok"}]
+    await core.finish(retry, said, said)
+    core.release(retry)
+    answer = {"role": "assistant", "content": said}
+    answered = [*messages, answer, {"role": "user", "content": "on"}]
+    going_on = core.prepare(request(answered), {})
+    assert isinstance(going_on, Plan) and going_on.thread is retry.thread
+
+
+async def test_an_answer_whose_only_blocks_were_the_gateways_comes_back_empty_and_goes_on(
+    core: GatewayCore,
+) -> None:
+    """The model's answer was a fetch only, cut there (max_tokens): the client got an empty
+    message, which it sends back; the engine holds the call and its answer, so the
+    conversation goes on through it (an empty message of the client's own goes as it came,
+    for the API to refuse)."""
+    messages = [{"role": "user", "content": "go"}, *read("r1", "a.js")]
+    plan = core.prepare(request(messages), {})
+    assert isinstance(plan, Plan)
+    [view] = core.engine.file_views(plan.thread.conv)
+    await core.finish(plan, [], hydrate(view.item_id))
+    core.release(plan)
+    empty: dict[str, Any] = {"role": "assistant", "content": []}
+    again = core.prepare(request([*messages, empty, {"role": "user", "content": "on"}]), {})
+    assert isinstance(again, Plan) and again.thread is plan.thread
+    assert "h1" in json.dumps(again.body)
+
+
+@pytest.mark.parametrize(
+    ("command", "stored"),
+    [
+        ("head -5 .env.dev .env.dev.cloudsight", False),
+        ("cd /w && git diff packages/app/.env", False),
+        ('cat "$HOME/.ssh/id_rsa"', False),
+        ("ls -la src", True),
+        ("cat > notes.md <<'EOF'\nkeep .env out of git\nEOF", True),  # a heredoc is data
+    ],
+)
+def test_a_shell_command_that_shows_a_secret_file_is_never_stored(
+    core: GatewayCore, command: str, stored: bool
+) -> None:
+    """Claude Code's Bash shows a `.env` (commands of the corpus): its output goes upstream
+    as sent and never into the store, as a Read of it (it was stored, fetchable by id)."""
+    bash = {"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {}}}}
+    output = "".join(f"OPTION_{n}=value-{n}\n" for n in range(400)) + "DB_PASSWORD=hunter2\n"
+    shown = {"content": output}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "show the settings"},
+        {"role": "assistant", "content": [_use("b1", "Bash", {"command": command})]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b1", **shown}]},
+    ]
+    plan = core.prepare({**request(messages), "tools": [bash]}, {})
+    assert isinstance(plan, Plan)
+    store = core.engine.store
+    assert isinstance(store, Store)
+    held = [e for e in store.entries() if "hunter2" in store.get(e.id).text]
+    assert bool(held) == stored

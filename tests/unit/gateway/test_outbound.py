@@ -51,7 +51,7 @@ def client_body() -> dict[str, Any]:
 
 
 def test_claude_codes_two_system_breakpoints_leave_two_for_the_engine() -> None:
-    body = upstream_body(client_body(), built(HOUR, HOUR), system_roles=set())
+    body = upstream_body(client_body(), built(HOUR, HOUR), system_roles={})
     assert body["system"][:3] == client_body()["system"]
     assert body["system"][3]["text"] == "segment"
     assert body["thinking"] == {"type": "adaptive"} and body["max_tokens"] == 64000
@@ -64,7 +64,7 @@ def test_claude_codes_two_system_breakpoints_leave_two_for_the_engine() -> None:
 
 
 def test_role_system_messages_get_their_role_back() -> None:
-    body = upstream_body(client_body(), built(FIVE, FIVE), system_roles={"agents: x"})
+    body = upstream_body(client_body(), built(FIVE, FIVE), system_roles={"agents: x": [{}]})
     roles = [m["role"] for m in body["messages"]]
     assert roles == ["user", "assistant", "system", "user"]
     assert body["messages"][2]["content"] == "agents: x"

@@ -46,3 +46,16 @@ def test_a_request_is_billed_at_its_speed(speed: str, times: float) -> None:
     savings.record("s", pricing, [upstream], passthrough=True)
     standard = lookup(MODEL).billed_input(Usage(10, 2000, 0, 2000, 0))
     assert savings.figures("s").billed_input_sent == pytest.approx(times * standard)
+
+
+def test_the_cache_of_a_session_idle_past_its_ttls_is_dropped() -> None:
+    """A gateway runs for weeks: a session whose cached prefixes all expired keeps no cache
+    model (each was kept for good: up to 4,096 entries and a request's keys per session),
+    and coming back it is priced as it was, its prefix written again."""
+    savings = Savings()
+    first = savings.price_direct("old", body("one"), None, now=0.0)
+    savings.price_direct("live", body("two"), None, now=3400.0)  # cached till 3700
+    savings.price_direct("new", body("three"), None, now=3500.0)
+    assert set(savings._caches) == {("live", MODEL), ("new", MODEL)}
+    back = savings.price_direct("old", body("one"), None, now=3600.0)
+    assert back.direct == first.direct

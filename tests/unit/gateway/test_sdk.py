@@ -14,6 +14,7 @@ import logging
 import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -1380,3 +1381,191 @@ def test_a_streamed_request_answered_with_no_stream_gets_it_as_sent_or_an_error(
             assert s.get_final_text() == "again"
         total = gateway.status()["total"]
     assert (total["requests"], total["upstream_calls"]) == (2, 2)
+
+
+def test_a_body_nested_too_deeply_to_parse_gets_the_upstreams_answer(
+    api: FakeMessagesAPI, gateway: GatewayThread
+) -> None:
+    """JSON nested past Python's recursion limit is no request the engine reads: it goes
+    upstream as it came and the upstream's refusal comes back as sent (it was a 500 the
+    gateway made of its own traceback)."""
+    body = b"[" * 100_000
+    headers = {"x-api-key": KEY, "content-type": "application/json"}
+    request = urllib.request.Request(gateway.base_url + "/v1/messages", body, headers)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 400
+    assert json.loads(refused.value.read())["error"]["type"] == "invalid_request_error"
+    assert api.message_requests[0].body == body.decode()
+    assert gateway.status()["total"]["passthrough"] == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_system_messages_per_turn_control_goes_upstream_with_it(
+    api: FakeMessagesAPI, client: anthropic.Anthropic, stream: bool
+) -> None:
+    """Claude Code 2.1.332 sets the turn's effort in a system message's own `output_config`,
+    on one holding text (each turn's own, the same text or not) or, after a compaction, on
+    one holding nothing else: all reach the upstream as sent (the first lost its control,
+    the second was gone)."""
+    api.add_turns("ok")
+    listing = {"role": "system", "content": "A skill listing.", "output_config": {"effort": "low"}}
+    again = {**listing, "output_config": {"effort": "high"}}
+    control = {"role": "system", "content": [], "output_config": {"effort": "medium"}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "hi"},
+        listing,
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "Go on."},
+        again,
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "And on."},
+        control,
+    ]
+    body = {**ask(messages), "model": "claude-opus-4-8"}
+    if stream:
+        with client.messages.stream(**body) as running:
+            running.get_final_message()
+    else:
+        client.messages.create(**body)
+    sent = api.message_requests[0].body["messages"]
+    roles = ["user", "system", "assistant", "user", "system", "assistant", "user", "system"]
+    assert [m["role"] for m in sent] == roles
+    assert (sent[1], sent[4], sent[-1]) == (listing, again, control)
+
+
+@pytest.mark.parametrize("auth", ["x-api-key", "authorization"])
+def test_an_upstream_urls_password_is_never_told_nor_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, auth: str
+) -> None:
+    """An upstream named with a proxy's basic auth (`--upstream https://user:pass@host`) is
+    shown without them: in the error a client gets when it cannot be reached, and in the log
+    (both had the password). A client's own Authorization goes as it came, without them
+    (aiohttp refuses both: it was a 500 of the gateway's traceback)."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    upstream = f"http://ectx:pr0xy-pass@127.0.0.1:{port}"
+    body = json.dumps(ask([{"role": "user", "content": "hi"}])).encode()
+    headers = {auth: KEY if auth == "x-api-key" else f"Bearer {KEY}"}
+    with (
+        caplog.at_level(logging.INFO, logger="ephemeral_context.gateway"),
+        GatewayThread(upstream, tmp_path / "store") as gateway,
+        pytest.raises(urllib.error.HTTPError) as failed,
+    ):
+        request = urllib.request.Request(gateway.base_url + "/v1/messages", body, headers)
+        urllib.request.urlopen(request, timeout=30)
+    assert failed.value.code == 502
+    told = json.loads(failed.value.read())["error"]["message"]
+    assert f"the upstream http://127.0.0.1:{port} " in told
+    assert "pr0xy-pass" not in told and "pr0xy-pass" not in caplog.text
+
+
+def _answer_of(url: str, body: dict[str, Any]) -> tuple[int, Any]:
+    """The status and the error (or the content) a POST /v1/messages gets at `url`."""
+    headers = {"x-api-key": KEY, "content-type": "application/json"}
+    request = urllib.request.Request(url + "/v1/messages", json.dumps(body).encode(), headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())["content"]
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())["error"]
+
+
+HI = {"role": "user", "content": "hi"}
+EMPTY_TEXT = {"type": "text", "text": ""}
+HI_TEXT = {"type": "text", "text": "hi"}
+MARK = {"type": "ephemeral"}
+MARKED = [{"type": "text", "text": f"{n}", "cache_control": MARK} for n in range(4)]
+REFUSED: dict[str, list[Any]] = {
+    "empty-message": [HI, {"role": "assistant", "content": "ok"}, {"role": "user", "content": []}],
+    "empty-string": [{"role": "user", "content": ""}],
+    "empty-text": [{"role": "user", "content": [HI_TEXT, EMPTY_TEXT]}],
+    "five-breakpoints": [{"role": "user", "content": MARKED}],
+    "not-an-object": [HI, "ok"],
+    "cache-control-no-object": [{"role": "user", "content": [{**HI_TEXT, "cache_control": "yes"}]}],
+}
+"""Requests the API refuses that the engine would have sent mended (an empty message or
+text block dropped, the client's breakpoints moved)."""
+
+
+@pytest.mark.parametrize("messages", REFUSED.values(), ids=REFUSED.keys())
+def test_a_request_the_api_refuses_gets_its_own_refusal(
+    api: FakeMessagesAPI,
+    gateway: GatewayThread,
+    messages: list[Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Through the gateway as without it: the API's status and error (the engine had sent
+    some mended, answered 200, and one with no message left: another error)."""
+    api.add_turns("never", "never")
+    body = ask(messages)
+    direct = _answer_of(api.base_url, body)
+    assert direct[0] == 400
+    assert _answer_of(gateway.base_url, body) == direct
+    assert api.message_requests[1].body == body
+    assert gateway.status()["total"]["passthrough"] == 1
+    assert "Traceback" not in caplog.text
+
+
+CALL = {"type": "tool_use", "id": "a", "name": "Read", "input": "x"}
+ANSWERED = {"type": "tool_result", "tool_use_id": "a", "content": "x"}
+BROKEN_TOOLS: dict[str, dict[str, Any]] = {
+    "tools-of-numbers": {"tools": [1]},
+    "tools-a-number": {"tools": 5},
+    "tools-an-object": {"tools": {"Read": READ_TOOL}},
+    "tool-input-a-string": {
+        "messages": [
+            HI,
+            {"role": "assistant", "content": [CALL]},
+            {"role": "user", "content": [ANSWERED]},
+        ]
+    },
+}
+
+
+@pytest.mark.parametrize("fields", BROKEN_TOOLS.values(), ids=BROKEN_TOOLS.keys())
+def test_tools_or_a_tool_input_of_the_wrong_type_go_as_they_came_without_a_traceback(
+    api: FakeMessagesAPI,
+    gateway: GatewayThread,
+    fields: dict[str, Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API's to judge: sent as they came, with one line in the log (each was an engine
+    failure, its traceback logged as an error)."""
+    api.add_turns("judged upstream")
+    body = {**ask([HI]), **fields}
+    _answer_of(gateway.base_url, body)
+    assert api.message_requests[0].body == body
+    assert gateway.status()["total"]["passthrough"] == 1
+    assert "Traceback" not in caplog.text and "engine error" not in caplog.text
+
+
+def test_a_tool_searchs_answer_goes_as_sent_and_the_session_through_the_engine(
+    api: FakeMessagesAPI, gateway: GatewayThread
+) -> None:
+    """Claude Code 2.1.332 loads deferred tools with ToolSearch, whose result holds
+    `tool_reference` items: it goes upstream as sent, request after request, and the session
+    goes on through the engine (every later request of it had passed through unchanged)."""
+    api.add_turns("loaded", "on")
+    fetch = {"name": "WebFetch", "description": "Fetch.", "input_schema": {}, "defer_loading": True}
+    search = {"name": "ToolSearch", "description": "Load tools.", "input_schema": {}}
+    load = {"type": "tool_use", "id": "toolu_s", "name": "ToolSearch", "input": {"query": "web"}}
+    loaded = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_s",
+        "content": [{"type": "tool_reference", "tool_name": "WebFetch"}],
+    }
+    messages: list[dict[str, Any]] = [
+        HI,
+        {"role": "assistant", "content": [load]},
+        {"role": "user", "content": [loaded, {"type": "text", "text": "Tool loaded."}]},
+    ]
+    tools = [READ_TOOL, search, fetch]
+    _answer_of(gateway.base_url, ask(messages, tools=tools))
+    messages += [{"role": "assistant", "content": "loaded"}, {"role": "user", "content": "go on"}]
+    _answer_of(gateway.base_url, ask(messages, tools=tools))
+    for sent in api.message_requests:
+        assert sent.body["messages"][2]["content"][0] == loaded
+        assert sent.body["tools"][2] == fetch
+    assert gateway.status()["total"]["passthrough"] == 0
