@@ -121,8 +121,9 @@ attachments already say (tests/e2e/test_claude_code.py checks the reconstruction
 SYNTHETIC_MODEL = "<synthetic>"
 """The model Claude Code names on messages it makes itself, without an API call."""
 
-MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
-"""What a record with fields of the wrong shape raises while it is read."""
+MALFORMED = (ValueError, TypeError, AttributeError, KeyError, OverflowError)
+"""What a record with fields of the wrong shape raises while it is read (OverflowError: a
+count such as 1e400, which JSON reads as an infinite float, taken as an integer)."""
 
 GZIP_MAGIC = b"\x1f\x8b"
 

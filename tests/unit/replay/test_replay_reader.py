@@ -475,6 +475,22 @@ def test_usage_past_every_context_window_is_unreadable(tmp_path: Path) -> None:
     assert max(b.tokens for m in session.request(session.calls[1]) for b in m.blocks) < 100
 
 
+@pytest.mark.parametrize("field", ["input_tokens", "cache_creation_input_tokens", "output_tokens"])
+def test_a_count_too_large_for_a_float_is_unreadable_usage(tmp_path: Path, field: str) -> None:
+    """1e400 is valid JSON that reads as an infinite float, which no count can be taken as:
+    that call replays unrecorded, with a note; the session is read (it was an error)."""
+    t = Transcript()
+    t.user("hi").assistant([text("hello")], usage={"write": 3000})
+    t.user("and?").assistant([text("so")], usage={"read": 3000, "write": 40})
+    t.lines[3]["message"]["usage"][field] = 987654321
+    path = t.write(tmp_path / "s.jsonl")
+    path.write_text(path.read_text().replace("987654321", "1e400"))
+    session = read_session(path)
+    (problem,) = session.problems
+    assert problem.message.startswith("unreadable usage ")
+    assert len(session.calls) == 2 and session.calls[1].usage is None
+
+
 def test_usage_unreadable_in_every_response_is_one_note_not_one_a_line(tmp_path: Path) -> None:
     """Usage every response records the same wrong way (counts as words): one note with how
     many lines, not a note for each line of each response."""
