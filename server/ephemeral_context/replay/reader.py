@@ -332,6 +332,11 @@ NOT_A_TIME = (
 )
 NOT_UTF8 = ("bytes not UTF-8:", "bytes not UTF-8:", "each read as U+FFFD")
 UNREADABLE_USAGE = ("unreadable usage", "unreadable usage", "those calls replay as unrecorded")
+REPEATED_UUID = (
+    "the uuid of an earlier line again, on lines of type",
+    "the uuid of an earlier line again, on lines of types",
+    "skipped: each uuid is read from its first line",
+)
 """The kinds of line the reader skips or guesses at, each with one note per file
 (`_Reading.tallied`)."""
 
@@ -564,6 +569,11 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
         _collect_stream_json(line, record, reading)
         return
     uuid = record.get("uuid")
+    if isinstance(uuid, str) and uuid in reading.links:
+        # A line written twice (a file merged with a copy of itself): read once, or each
+        # response would carry its blocks twice.
+        reading.tallied(line, REPEATED_UUID, record["type"])
+        return
     if isinstance(uuid, str):
         parent = record.get("parentUuid")
         reading.links[uuid] = parent if isinstance(parent, str) else None

@@ -508,6 +508,34 @@ def test_usage_unreadable_in_every_response_is_one_note_not_one_a_line(tmp_path:
     ]
 
 
+def test_a_line_written_twice_is_read_once(tmp_path: Path) -> None:
+    """Every line twice (a file merged with a copy of itself): the same calls, requests and
+    responses as the file once (each response had carried its blocks twice), and one note."""
+    t = Transcript()
+    t.user("read it")
+    t.assistant([text("reading"), tool_use("t1", "Read", file_path="/a.py")], usage={"write": 4000})
+    t.tool_result("t1", cat_n("x = 1"))
+    t.assistant([text("ok")], usage={"read": 4000, "write": 50})
+    once = read_session(t.write(tmp_path / "once.jsonl"))
+    t.lines = [line for line in t.lines for _ in range(2)]
+    twice = read_session(t.write(tmp_path / "twice.jsonl"))
+
+    def blocks(session: Session) -> list[Any]:  # the line numbers aside
+        return [
+            ([m.blocks for m in session.request(c)], c.response.blocks, c.usage)
+            for c in session.calls
+        ]
+
+    assert blocks(twice) == blocks(once)
+    assert [(p.line, p.message) for p in twice.problems] == [
+        (
+            2,
+            "the uuid of an earlier line again, on lines of types 'user' (2 lines), "
+            "'assistant' (3 lines); skipped: each uuid is read from its first line",
+        )
+    ]
+
+
 def test_random_damage_to_a_real_transcript_never_raises(tmp_path: Path) -> None:
     """Any field of any line replaced by a value of another type: problems, never a crash."""
     import random
