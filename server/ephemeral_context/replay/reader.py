@@ -221,6 +221,15 @@ class _Entry:
 
 
 @dataclass
+class ToolIds:
+    """One tool use id as responses used it: the first one's id, and the ids the tool uses
+    of later ones that reused it were given, in file order."""
+
+    first: str | None
+    later: list[str] = field(default_factory=list)
+
+
+@dataclass
 class _Reading:
     """State of one file's reading: entries by uuid, tool uses by id, the problems met."""
 
@@ -259,6 +268,11 @@ class _Reading:
     rendered: bool = False
     """Some attachment record holds the text it was sent as (`rendered`, 2.1.332): in such a
     file an attachment without it was not sent (a prompt snapshot, a session context)."""
+    tool_ids: dict[str, ToolIds] = field(default_factory=dict)
+    """Per tool use id, the response that used it first and what later ones were given
+    instead (`_unique_tool_ids`)."""
+    renamed: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per assistant line, the tool use ids it reused and the ids they were given."""
     process_ends: list[int] = field(default_factory=list)
     """The lines of `last-prompt` records, in order: Claude Code writes one when a process
     ends (and after a compaction), so a line after one was written by a process that rebuilt
@@ -610,7 +624,9 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
                     attachment=True,
                     rendered_role=role,
                     beside_result=record.get("renderedBesideToolResult") is True,
-                    tool_use_id=_string(attachment.get("toolUseID"))
+                    tool_use_id=_use_id(
+                        _string(attachment.get("toolUseID")), reading.links[uuid], reading
+                    )
                     if isinstance(attachment, Mapping)
                     else None,
                     copied=reading.copied(record, timestamp),
@@ -624,6 +640,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
     synthetic = assistant and message.get("model") == SYNTHETIC_MODEL
     if synthetic and record.get("isApiErrorMessage") is not False:
         return  # an error notice (unflagged before 2.1): shown, neither a call nor sent
+    _unique_tool_ids(uuid, message, assistant, reading)
     reading.keep(
         _Entry.of(
             line,
@@ -642,6 +659,49 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
             copied=reading.copied(record, timestamp),
         )
     )
+
+
+def _unique_tool_ids(
+    uuid: str, message: Mapping[str, Any], assistant: bool, reading: _Reading
+) -> None:
+    """Give each response's tool uses ids no earlier response used, and each result the id
+    of the use it answers, in place. The API takes only unique ids, but a model behind a
+    gateway may number its tool calls anew in each response (call_0, call_1...): every
+    result, cleared result and hook of one call would be taken for all the others'."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return
+    for item in content:
+        if not isinstance(item, dict):
+            continue
+        if assistant and item.get("type") == "tool_use" and isinstance(item.get("id"), str):
+            known = reading.tool_ids.setdefault(item["id"], ToolIds(_string(message.get("id"))))
+            if known.first != _string(message.get("id")):
+                unique = f"{item['id']}~{len(known.later) + 1}"
+                known.later.append(unique)
+                reading.renamed.setdefault(uuid, {})[item["id"]] = unique
+                item["id"] = unique
+        elif not assistant and item.get("type") == "tool_result":
+            item["tool_use_id"] = _use_id(item.get("tool_use_id"), reading.links[uuid], reading)
+
+
+def _use_id(answered: Any, parent: str | None, reading: _Reading) -> Any:
+    """The id of the tool use that an id in a result (or a hook's record) names: the one on
+    its chain when responses reused the id, else the last given it."""
+    known = reading.tool_ids.get(answered) if isinstance(answered, str) else None
+    if known is None or not known.later:
+        return answered
+    seen: set[str] = set()
+    while parent is not None and parent not in seen:
+        seen.add(parent)
+        unique = reading.renamed.get(parent, {}).get(answered)
+        if unique is not None:
+            return unique
+        entry = reading.sent.get(parent)
+        if entry is not None and answered in _use_ids(entry):
+            return answered
+        parent = reading.links.get(parent)
+    return known.later[-1]
 
 
 def _note_preserved(record: Mapping[str, Any], reading: _Reading) -> None:

@@ -536,6 +536,32 @@ def test_a_line_written_twice_is_read_once(tmp_path: Path) -> None:
     ]
 
 
+def test_tool_use_ids_a_model_reuses_in_each_response_are_told_apart(tmp_path: Path) -> None:
+    """A model behind a gateway that numbers its tool calls anew in each response (call_0 in
+    every one): each result still answers its own call, as with unique ids, and the
+    strategies that clear results by id clear the same ones (clear-tool-uses had cleared
+    none: the id of the newest uses, which it keeps, was every result's)."""
+
+    def session(ids: list[str]) -> Session:
+        t = Transcript()
+        t.user("look around")
+        for n, use_id in enumerate(ids):
+            t.assistant([tool_use(use_id, "Bash", command=f"ls {n}")], usage={})
+            t.tool_result(use_id, f"file {n}\n" * 4000)
+        t.assistant([text("done")], usage={})
+        return read_session(t.write(tmp_path / f"{ids[-1]}.jsonl"))
+
+    unique = session([f"toolu_{n}" for n in range(12)])
+    reused = session(["call_0"] * 12)
+    request = reused.request(reused.calls[-1])
+    uses = [b.tool_use_id for m in request for b in m.blocks if b.type == "tool_use"]
+    results = [b.tool_use_id for m in request for b in m.blocks if b.type == "tool_result"]
+    assert len(set(uses)) == 12 and results == uses
+    for name in ("clear-tool-uses", "clear-at-least", "recorded"):
+        strategy = STRATEGIES[name]
+        assert strategy.replay(reused).billed_input == strategy.replay(unique).billed_input
+
+
 def test_random_damage_to_a_real_transcript_never_raises(tmp_path: Path) -> None:
     """Any field of any line replaced by a value of another type: problems, never a crash."""
     import random
