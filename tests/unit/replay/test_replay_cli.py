@@ -480,6 +480,25 @@ def test_markdown_in_a_folder_is_replayed_when_it_is_a_session_and_else_left_out
     assert "session.md" in captured.out
 
 
+@pytest.mark.parametrize(
+    ("user", "assistant"),
+    [("## 👤 User", "## 🤖 Claude"), ("_**User**_", "_**Assistant**_"), ("### USER", "### CLAUDE")],
+)
+def test_a_conversation_exported_with_other_headings_is_an_error_not_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], user: str, assistant: str
+) -> None:
+    """Exporters head their turns with an emoji, in capitals or as SpecStory does: such an
+    export in a folder is an error as `## User` is (it had been left out unsaid)."""
+    chat = tmp_path / "chat.md"
+    chat.write_text(f"# Conversation\n\n{user}\n\nRename run.\n\n{assistant}\n\nDone.\n")
+    (tmp_path / "notes.md").write_text("## 👤 Users\n\n## 🤖 Claude Code\n")
+    assert main(["replay", "--json", str(tmp_path)]) == 1  # nothing could be replayed
+    report = json.loads(capsys.readouterr().out)
+    assert report["errors"] == [
+        {"path": str(chat), "error": "not a transcript: no line of it is JSON"}
+    ]
+
+
 def test_a_gzip_file_cut_short_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
