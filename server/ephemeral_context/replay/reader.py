@@ -384,11 +384,8 @@ def read_session(path: str | Path) -> Session:
     with _open_transcript(file) as stream:
         records = _parse_lines(stream, reading)
         try:
-            head = list(itertools.islice(records, 5))
-            stream_json = any(
-                r.get("type") == "system" and r.get("subtype") == "init" and "session_id" in r
-                for _, r in head
-            )
+            head = _head(records)
+            stream_json = any(_stream_init(record) for _, record in head)
             for line, record in itertools.chain(head, records):
                 try:
                     _collect(line, record, reading, stream_json)
@@ -404,6 +401,22 @@ def read_session(path: str | Path) -> Session:
     session = _build_session(reading)
     session.parent = _parent_session(file)
     return session
+
+
+def _head(records: Iterator[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
+    """The records up to the first one that is a message, or stream-json's init record:
+    the events of the SessionStart hooks come before init, two a hook."""
+    head = []
+    for line, record in records:
+        head.append((line, record))
+        if _stream_init(record) or record["type"] in ("user", "assistant", "attachment"):
+            break
+    return head
+
+
+def _stream_init(record: Mapping[str, Any]) -> bool:
+    """The first record of `claude -p --output-format stream-json` (after hook events)."""
+    return record["type"] == "system" and record.get("subtype") == "init" and "session_id" in record
 
 
 def _open_transcript(file: Path) -> BinaryIO:

@@ -327,8 +327,11 @@ def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
         read_session(tmp_path)  # a folder
 
 
-def test_stream_json_form(tmp_path: Path) -> None:
-    """`claude -p --output-format stream-json`: no links, no times, sub-agent lines by parent id."""
+@pytest.mark.parametrize("hooks", [0, 3])
+def test_stream_json_form(tmp_path: Path, hooks: int) -> None:
+    """`claude -p --output-format stream-json`: no links, no times, sub-agent lines by parent id.
+    The events of SessionStart hooks come before the init record (with three hooks it had
+    been past the first five records, and the file was read as a transcript: no calls)."""
 
     def line(kind: str, content: object, parent: str | None, **extra: object) -> str:
         message: dict[str, object] = {"role": kind, "content": content}
@@ -343,8 +346,11 @@ def test_stream_json_form(tmp_path: Path) -> None:
     }
     task = tool_use("t1", "Task", description="find", prompt="find the py files")
     records: list[str] = [
-        json.dumps({"type": "system", "subtype": "init", "session_id": "s", "tools": []})
+        json.dumps({"type": "system", "subtype": event, "hook_id": str(n), "session_id": "s"})
+        for event in ("hook_started", "hook_response")
+        for n in range(hooks)
     ]
+    records.append(json.dumps({"type": "system", "subtype": "init", "session_id": "s"}))
     records.append(line("user", "list the python files", None))
     records.append(line("assistant", [task], None))
     records.append(line("user", "find the py files", "t1"))
@@ -357,12 +363,13 @@ def test_stream_json_form(tmp_path: Path) -> None:
     path.write_text("\n".join(records) + "\n")
     session = read_session(path)
     assert session.problems == []
+    first, task_first = f"main@{2 + 2 * hooks}", f"task:t1@{4 + 2 * hooks}"
     assert [(c.thread, len(session.request(c))) for c in session.calls] == [
-        ("main@2", 1),
-        ("task:t1@4", 1),
-        ("main@2", 3),
+        (first, 1),
+        (task_first, 1),
+        (first, 3),
     ]
-    agent = session.threads["task:t1@4"]
+    agent = session.threads[task_first]
     assert (agent.prefix_key, agent.task) == ("agent", "t1")
     assert session.calls[2].usage is not None
     assert session.calls[2].usage.cache_read_input_tokens == 12000
