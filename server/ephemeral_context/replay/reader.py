@@ -245,7 +245,8 @@ class _Reading:
     last_uuid: dict[bool, str] = field(default_factory=dict)
     sent: dict[str, _Entry] = field(default_factory=dict)
     calls: ToolCalls = field(default_factory=ToolCalls)
-    blocks: dict[int, tuple[Block, ...]] = field(default_factory=dict)
+    blocks: dict[str, tuple[Block, ...]] = field(default_factory=dict)
+    """The blocks of each sent line, by its uuid (`_blocks`)."""
     preserved: dict[str, list[str]] = field(default_factory=dict)
     """Per compaction summary (its uuid), the messages kept after it."""
     cleared: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -742,11 +743,13 @@ def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -
         return
     thread = record.get("parent_tool_use_id")
     thread_key = f"task:{thread}" if isinstance(thread, str) else "main"
-    uuid = f"{thread_key}@{line}"
-    parent = reading.links.get(f"last:{thread_key}")
-    reading.links[uuid] = parent
-    reading.links[f"last:{thread_key}"] = uuid
     assistant = record["type"] == "assistant"
+    last = reading.sent.get(reading.links.get(f"last:{thread_key}") or "")
+    answered = last is not None and last.role == "assistant"
+    if assistant and (last is None or (answered and last.message_id != message.get("id"))):
+        _unechoed_prompt(line, thread_key, reading)  # a new response after no prompt
+    uuid = f"{thread_key}@{line}"
+    parent = _link_stream_json(thread_key, uuid, reading)
     reading.keep(
         _Entry.of(
             line,
@@ -758,6 +761,47 @@ def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -
             tool_use_result=record.get("tool_use_result"),
             sidechain=thread_key != "main",
             usage=_recorded_usage(line, message, reading) if assistant else None,
+        )
+    )
+
+
+def _link_stream_json(thread_key: str, uuid: str, reading: _Reading) -> str | None:
+    """Link `uuid` to the last line of its thread and make it the last; returns its parent."""
+    parent = reading.links.get(f"last:{thread_key}")
+    reading.links[uuid] = parent
+    reading.links[f"last:{thread_key}"] = uuid
+    return parent
+
+
+UNECHOED_PROMPT = "(a prompt stream-json output does not hold)"
+"""What stands for a prompt that stream-json output leaves out: it echoes the person's
+prompts only with `--replay-user-messages`, so a response may follow nothing, or the
+response of the turn before. A short text, so that the call is one; where usage is
+recorded, the prompt's real size is in what the call read or wrote all the same."""
+NO_PROMPT = (
+    "stream-json responses with no prompt before them, in thread",
+    "stream-json responses with no prompt before them, in threads",
+    f"each sent after {UNECHOED_PROMPT!r} (the output holds prompts only with "
+    "--replay-user-messages)",
+)
+
+
+def _unechoed_prompt(line: int, thread_key: str, reading: _Reading) -> None:
+    """Keep a stand-in for the prompt the stream-json response of `line` followed."""
+    reading.tallied(line, NO_PROMPT, thread_key.split(":")[0])
+    uuid = f"{thread_key}@{line}:prompt"
+    parent = _link_stream_json(thread_key, uuid, reading)
+    prompt = {"content": UNECHOED_PROMPT}
+    reading.keep(
+        _Entry.of(
+            line,
+            uuid,
+            parent,
+            prompt,
+            assistant=False,
+            timestamp=float(line),
+            tool_use_result=None,
+            sidechain=thread_key != "main",
         )
     )
 
@@ -1280,7 +1324,7 @@ def _loads_tools(content: Any) -> bool:
 
 def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
     """The content blocks of one line, made once per line (chains share them)."""
-    cached = reading.blocks.get(entry.line)
+    cached = reading.blocks.get(entry.uuid)
     if cached is not None:
         return cached
     content = entry.content
@@ -1304,7 +1348,7 @@ def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
     if entry.role == "user" and _loads_tools(content):
         blocks.append(_text_block(TOOL_LOADED))
     result = tuple(blocks)
-    reading.blocks[entry.line] = result
+    reading.blocks[entry.uuid] = result
     return result
 
 

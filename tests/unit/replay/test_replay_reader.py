@@ -30,6 +30,7 @@ from ephemeral_context.replay.reader import (
     CLEARED_RESULT,
     MAX_LINE_BYTES,
     SKILL_LISTING,
+    UNECHOED_PROMPT,
     TranscriptError,
     api_content_block,
     read_session,
@@ -373,6 +374,43 @@ def test_stream_json_form(tmp_path: Path, hooks: int) -> None:
     assert (agent.prefix_key, agent.task) == ("agent", "t1")
     assert session.calls[2].usage is not None
     assert session.calls[2].usage.cache_read_input_tokens == 12000
+
+
+def test_stream_json_output_without_its_prompts_still_has_every_call(tmp_path: Path) -> None:
+    """stream-json output echoes the person's prompts only with --replay-user-messages: the
+    first response follows nothing and the next turn's follows the last answer (the first
+    call had been dropped, and the two answers sent as one message). A placeholder stands
+    for each prompt, with one note."""
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 500, "cache_read_input_tokens": 0}
+
+    def response(n: int, block: dict[str, Any]) -> str:
+        message = {"id": f"m{n}", "role": "assistant", "model": "claude-sonnet-4-5"}
+        return json.dumps(
+            {"type": "assistant", "message": message | {"content": [block], "usage": usage}}
+        )
+
+    result = [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]
+    records = [
+        json.dumps({"type": "system", "subtype": "init", "session_id": "s"}),
+        response(1, tool_use("t1", "Bash", command="ls")),
+        json.dumps({"type": "user", "message": {"role": "user", "content": result}}),
+        response(2, text("one file")),
+        json.dumps({"type": "result", "num_turns": 2}),
+        response(3, text("still one")),  # the second turn, after a prompt not echoed
+    ]
+    path = tmp_path / "stream.jsonl"
+    path.write_text("\n".join(records) + "\n")
+    session = read_session(path)
+    requests = [session.request(call) for call in session.calls]
+    assert [[m.role for m in request] for request in requests] == [
+        ["user"],
+        ["user", "assistant", "user"],
+        ["user", "assistant", "user", "assistant", "user"],
+    ]
+    assert requests[2][-1].blocks[0].text == UNECHOED_PROMPT
+    assert [(p.line, p.message.split(";")[0]) for p in session.problems] == [
+        (2, "stream-json responses with no prompt before them, in thread 'main' (2 lines)")
+    ]
 
 
 def test_subagent_file_without_tool_use_results_parses_read_text() -> None:
