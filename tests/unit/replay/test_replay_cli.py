@@ -206,6 +206,26 @@ def test_fit_tokens_leaves_out_what_it_cannot_read_and_says_when_too_little_is_l
     assert "error: need at least" in printed.err and printed.out == ""
 
 
+def test_fit_tokens_leaves_out_a_session_a_gateway_billed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gateway's usage counts another tokenizer's tokens (or none at all: 0 for every
+    count, which had pulled every constant towards zero tokens a character)."""
+    zero = tmp_path / "gateway.jsonl"
+    lines = [json.loads(line) for line in transcript(VIEWER).read_text().splitlines()]
+    for line in lines:
+        usage = line.get("message", {}).get("usage") if isinstance(line, dict) else None
+        if isinstance(usage, dict):
+            usage.update(dict.fromkeys(usage, 0), cache_creation={})
+    zero.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["replay", "--fit-tokens", str(transcript(VIEWER))]) == 0
+    alone = capsys.readouterr().out
+    assert main(["replay", "--fit-tokens", str(transcript(VIEWER)), str(zero)]) == 0
+    printed = capsys.readouterr()
+    assert f"error: {zero}: left out of the fit: its usage was not billed by" in printed.err
+    assert printed.out == alone
+
+
 def test_no_path_and_no_own_sessions_replays_the_demo(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
