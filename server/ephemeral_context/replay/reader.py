@@ -999,7 +999,7 @@ def _release(version: str | None) -> tuple[int, ...] | None:
     """ "2.1.97" as (2, 1, 97); None when absent or not a release number."""
     parts = (version or "").split(".")
     return (
-        tuple(int(p) for p in parts) if len(parts) == 3 and all(map(str.isdigit, parts)) else None
+        tuple(int(p) for p in parts) if len(parts) == 3 and all(map(str.isdecimal, parts)) else None
     )
 
 

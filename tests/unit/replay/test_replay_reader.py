@@ -488,6 +488,16 @@ def test_a_synthetic_answer_that_is_no_error_is_sent_but_is_no_call(tmp_path: Pa
     assert [m.role for m in session.request(session.calls[0])] == ["user", "assistant", "user"]
 
 
+def test_a_version_with_digits_int_does_not_take_is_no_release(tmp_path: Path) -> None:
+    """ "2.1.²" is digits to str.isdigit, not to int(): the session had been lost to a
+    ValueError; such a version is no release number, as "2.1.x" is."""
+    t = Transcript()
+    t.user("hi").assistant([text("hello")], usage={"write": 3000})
+    t.lines[-1]["version"] = "2.1.\u00b2"
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert len(session.calls) == 1
+
+
 def test_fields_of_the_wrong_shape_are_reported_not_raised(tmp_path: Path) -> None:
     t = Transcript()
     t.user("read it")
