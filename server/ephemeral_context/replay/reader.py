@@ -340,6 +340,7 @@ class _Reading:
 NOT_JSON = ("not JSON", "not JSON", "skipped")
 NOT_AN_OBJECT = ("not a JSON object but", "not a JSON object but", "skipped")
 UNKNOWN_RECORD = ("unknown record type", "unknown record types", "skipped")
+UNKNOWN_BLOCK = ("unknown content block type", "unknown content block types", "skipped")
 NOT_A_TIME = (
     "timestamp not ISO 8601 but",
     "timestamps not ISO 8601 but",
@@ -1283,7 +1284,7 @@ def _content_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) ->
     if kind in MEDIA_TYPES:
         key = block_key(str(kind), json.dumps(item, default=str)[:4096])
         return Block(key, "image", "", media_tokens(item), "image", media=True)
-    reading.problem(entry.line, f"unknown content block type {kind!r}; skipped")
+    reading.tallied(entry.line, UNKNOWN_BLOCK, kind)
     return None
 
 
