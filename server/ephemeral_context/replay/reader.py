@@ -341,6 +341,11 @@ NOT_JSON = ("not JSON", "not JSON", "skipped")
 NOT_AN_OBJECT = ("not a JSON object but", "not a JSON object but", "skipped")
 UNKNOWN_RECORD = ("unknown record type", "unknown record types", "skipped")
 UNKNOWN_BLOCK = ("unknown content block type", "unknown content block types", "skipped")
+NO_CONTENT = (
+    "record without message content, of type",
+    "records without message content, of types",
+    "skipped",
+)
 NOT_A_TIME = (
     "timestamp not ISO 8601 but",
     "timestamps not ISO 8601 but",
@@ -816,7 +821,7 @@ def _sent_message(
         return None
     message = record.get("message")
     if not isinstance(message, Mapping) or "content" not in message:
-        reading.problem(line, f"{kind} record without message content; skipped")
+        reading.tallied(line, NO_CONTENT, kind)
         return None
     return message
 

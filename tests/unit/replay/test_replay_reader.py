@@ -500,15 +500,18 @@ def test_a_version_with_digits_int_does_not_take_is_no_release(tmp_path: Path) -
 
 def test_an_unknown_content_block_type_is_one_note_not_one_a_line(tmp_path: Path) -> None:
     """A newer Claude Code's new block in every response: one note with how many lines, as
-    for unknown record types (it was a note for each line)."""
+    for unknown record types (it was a note for each line); so are records without message
+    content."""
     t = Transcript()
     for n in range(30):
         t.user(f"question {n}")
         t.assistant([{"type": "citation_set", "items": []}, text("one")], usage={"write": 3000})
+    t.lines.extend({"type": "user", "uuid": f"u{n}", "message": None} for n in range(5))
     session = read_session(t.write(tmp_path / "s.jsonl"))
     assert len(session.calls) == 30
     assert [(p.line, p.message) for p in session.problems] == [
-        (2, "unknown content block type 'citation_set' (30 lines); skipped")
+        (91, "record without message content, of type 'user' (5 lines); skipped"),
+        (2, "unknown content block type 'citation_set' (30 lines); skipped"),
     ]
 
 
