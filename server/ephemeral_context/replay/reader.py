@@ -405,9 +405,31 @@ def read_session(path: str | Path) -> Session:
             raise TranscriptError(f"{file}: cannot read: {error}") from error
     if reading.not_json and not reading.json_lines:  # a binary, a markdown export, ...
         raise TranscriptError(f"{file}: not a transcript: no line of it is JSON")
+    if not stream_json:
+        _chain_unlinked(reading)
     session = _build_session(reading)
     session.parent = _parent_session(file)
     return session
+
+
+UNLINKED = "no line links to the one before it (parentUuid): the lines are taken in file order"
+
+
+def _chain_unlinked(reading: _Reading) -> None:
+    """Link each sent line to the one written before it (per side of the sidechain flag) in a
+    file where no line names its parent, as an export that drops `parentUuid` writes it: its
+    responses would have followed nothing, and it gave no calls."""
+    if len(reading.entries) < 2 or any(entry.parent for entry in reading.entries):
+        return
+    reading.problem(reading.entries[1].line, UNLINKED)
+    reading.children.clear()
+    last: dict[bool, str] = {}
+    for entry in reading.entries:
+        entry.parent = last.get(entry.sidechain)
+        reading.links[entry.uuid] = entry.parent
+        last[entry.sidechain] = entry.uuid
+        if entry.parent is not None:
+            reading.children.setdefault(entry.parent, []).append(entry)
 
 
 def _head(records: Iterator[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:

@@ -31,6 +31,7 @@ from ephemeral_context.replay.reader import (
     MAX_LINE_BYTES,
     SKILL_LISTING,
     UNECHOED_PROMPT,
+    UNLINKED,
     TranscriptError,
     api_content_block,
     read_session,
@@ -513,6 +514,24 @@ def test_an_unknown_content_block_type_is_one_note_not_one_a_line(tmp_path: Path
         (91, "record without message content, of type 'user' (5 lines); skipped"),
         (2, "unknown content block type 'citation_set' (30 lines); skipped"),
     ]
+
+
+def test_a_file_without_parent_links_is_read_in_file_order(tmp_path: Path) -> None:
+    """An export that drops every parentUuid: each line follows the one before it (every
+    response had followed nothing, and the file gave no calls)."""
+    t = Transcript()
+    t.user("read it")
+    t.assistant([tool_use("t1", "Read", file_path="/a.py")], usage={"write": 4000})
+    t.tool_result("t1", cat_n("x = 1"))
+    t.assistant([text("ok")], usage={"read": 4000, "write": 50})
+    linked = read_session(t.write(tmp_path / "linked.jsonl"))
+    for line in t.lines:
+        line["parentUuid"] = None
+    unlinked = read_session(t.write(tmp_path / "unlinked.jsonl"))
+    assert [[m.blocks for m in unlinked.request(c)] for c in unlinked.calls] == [
+        [m.blocks for m in linked.request(c)] for c in linked.calls
+    ]
+    assert [(p.line, p.message) for p in unlinked.problems] == [(2, UNLINKED)]
 
 
 def test_fields_of_the_wrong_shape_are_reported_not_raised(tmp_path: Path) -> None:
