@@ -3,8 +3,9 @@
 Recorded usage can only be checked against Anthropic's cache rules when it came from them.
 Sessions sent through other gateways (glm-4.7 behind an Anthropic-compatible endpoint, for
 one) record usage that Anthropic's cache cannot produce: cache reads when nothing was ever
-written, a read larger than any prefix written or read before it, or no cache counts at all
-(every usage Anthropic returns has both; a gateway or an export may drop them). A call of a
+written, a read larger than any prefix written or read before it, no cache counts at all
+(every usage Anthropic returns has both; a gateway or an export may drop them), or no input
+at all (a request holds at least its prompt; a gateway that does not count says 0). A call of a
 model that is no Claude model (glm-5) was billed by whoever served it, whatever its usage
 looks like. Such a session is
 "other": strategies are still compared under Anthropic's rules, fidelity is not claimed.
@@ -41,6 +42,8 @@ def classify(session: Session) -> Billing:
     copied = [call.usage for call in session.inherited if call.usage is not None]
     if not all(usage.cache_counted for usage in [*usages, *copied]):
         return Billing.OTHER  # a fork's copies too: they size the history its calls replay
+    if not all(usage.total_input_tokens for usage in usages):
+        return Billing.OTHER
     if any(parse_model(model) is None for model in session.models):
         return Billing.OTHER
     reads = sum(u.cache_read_input_tokens for u in usages)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ephemeral_context.replay.billing import Billing, classify
 from ephemeral_context.replay.flow import Call, Session
 from ephemeral_context.replay.reader import TranscriptError, read_session
 from ephemeral_context.tokens import KINDS, script_counts
@@ -157,16 +158,24 @@ def _script_error(features: Any, predicted: Any, growth: Any) -> dict[str, tuple
 def fit_paths(paths: Sequence[Path], unreadable: list[str] | None = None) -> TokenFit:
     """Read the transcripts and fit the constants on all their steps together; a file that
     cannot be read is left out, its error added to `unreadable` when given (raised when
-    not). ValueError when too few steps are left to fit."""
+    not), and so is a session whose usage Anthropic did not bill (`billing.classify`: a
+    gateway's counts are another tokenizer's, or none). ValueError when too few steps are
+    left to fit."""
     found: list[Step] = []
     for path in paths:
         try:
-            found += steps(read_session(path))
+            session = read_session(path)
+            if classify(session) is Billing.OTHER:
+                raise TranscriptError(f"{path}: {NOT_ANTHROPIC}")
+            found += steps(session)
         except TranscriptError as error:
             if unreadable is None:
                 raise
             unreadable.append(str(error))
     return fit(found)
+
+
+NOT_ANTHROPIC = "left out of the fit: its usage was not billed by Anthropic (billing other)"
 
 
 def describe(result: TokenFit) -> str:

@@ -121,8 +121,9 @@ attachments already say (tests/e2e/test_claude_code.py checks the reconstruction
 SYNTHETIC_MODEL = "<synthetic>"
 """The model Claude Code names on messages it makes itself, without an API call."""
 
-MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
-"""What a record with fields of the wrong shape raises while it is read."""
+MALFORMED = (ValueError, TypeError, AttributeError, KeyError, OverflowError)
+"""What a record with fields of the wrong shape raises while it is read (OverflowError: a
+count such as 1e400, which JSON reads as an infinite float, taken as an integer)."""
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -220,6 +221,15 @@ class _Entry:
 
 
 @dataclass
+class ToolIds:
+    """One tool use id as responses used it: the first one's id, and the ids the tool uses
+    of later ones that reused it were given, in file order."""
+
+    first: str | None
+    later: list[str] = field(default_factory=list)
+
+
+@dataclass
 class _Reading:
     """State of one file's reading: entries by uuid, tool uses by id, the problems met."""
 
@@ -235,7 +245,8 @@ class _Reading:
     last_uuid: dict[bool, str] = field(default_factory=dict)
     sent: dict[str, _Entry] = field(default_factory=dict)
     calls: ToolCalls = field(default_factory=ToolCalls)
-    blocks: dict[int, tuple[Block, ...]] = field(default_factory=dict)
+    blocks: dict[str, tuple[Block, ...]] = field(default_factory=dict)
+    """The blocks of each sent line, by its uuid (`_blocks`)."""
     preserved: dict[str, list[str]] = field(default_factory=dict)
     """Per compaction summary (its uuid), the messages kept after it."""
     cleared: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -258,6 +269,11 @@ class _Reading:
     rendered: bool = False
     """Some attachment record holds the text it was sent as (`rendered`, 2.1.332): in such a
     file an attachment without it was not sent (a prompt snapshot, a session context)."""
+    tool_ids: dict[str, ToolIds] = field(default_factory=dict)
+    """Per tool use id, the response that used it first and what later ones were given
+    instead (`_unique_tool_ids`)."""
+    renamed: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per assistant line, the tool use ids it reused and the ids they were given."""
     process_ends: list[int] = field(default_factory=list)
     """The lines of `last-prompt` records, in order: Claude Code writes one when a process
     ends (and after a compaction), so a line after one was written by a process that rebuilt
@@ -324,6 +340,12 @@ class _Reading:
 NOT_JSON = ("not JSON", "not JSON", "skipped")
 NOT_AN_OBJECT = ("not a JSON object but", "not a JSON object but", "skipped")
 UNKNOWN_RECORD = ("unknown record type", "unknown record types", "skipped")
+UNKNOWN_BLOCK = ("unknown content block type", "unknown content block types", "skipped")
+NO_CONTENT = (
+    "record without message content, of type",
+    "records without message content, of types",
+    "skipped",
+)
 NOT_A_TIME = (
     "timestamp not ISO 8601 but",
     "timestamps not ISO 8601 but",
@@ -331,6 +353,11 @@ NOT_A_TIME = (
 )
 NOT_UTF8 = ("bytes not UTF-8:", "bytes not UTF-8:", "each read as U+FFFD")
 UNREADABLE_USAGE = ("unreadable usage", "unreadable usage", "those calls replay as unrecorded")
+REPEATED_UUID = (
+    "the uuid of an earlier line again, on lines of type",
+    "the uuid of an earlier line again, on lines of types",
+    "skipped: each uuid is read from its first line",
+)
 """The kinds of line the reader skips or guesses at, each with one note per file
 (`_Reading.tallied`)."""
 
@@ -364,11 +391,8 @@ def read_session(path: str | Path) -> Session:
     with _open_transcript(file) as stream:
         records = _parse_lines(stream, reading)
         try:
-            head = list(itertools.islice(records, 5))
-            stream_json = any(
-                r.get("type") == "system" and r.get("subtype") == "init" and "session_id" in r
-                for _, r in head
-            )
+            head = _head(records)
+            stream_json = any(_stream_init(record) for _, record in head)
             for line, record in itertools.chain(head, records):
                 try:
                     _collect(line, record, reading, stream_json)
@@ -381,9 +405,47 @@ def read_session(path: str | Path) -> Session:
             raise TranscriptError(f"{file}: cannot read: {error}") from error
     if reading.not_json and not reading.json_lines:  # a binary, a markdown export, ...
         raise TranscriptError(f"{file}: not a transcript: no line of it is JSON")
+    if not stream_json:
+        _chain_unlinked(reading)
     session = _build_session(reading)
     session.parent = _parent_session(file)
     return session
+
+
+UNLINKED = "no line links to the one before it (parentUuid): the lines are taken in file order"
+
+
+def _chain_unlinked(reading: _Reading) -> None:
+    """Link each sent line to the one written before it (per side of the sidechain flag) in a
+    file where no line names its parent, as an export that drops `parentUuid` writes it: its
+    responses would have followed nothing, and it gave no calls."""
+    if len(reading.entries) < 2 or any(entry.parent for entry in reading.entries):
+        return
+    reading.problem(reading.entries[1].line, UNLINKED)
+    reading.children.clear()
+    last: dict[bool, str] = {}
+    for entry in reading.entries:
+        entry.parent = last.get(entry.sidechain)
+        reading.links[entry.uuid] = entry.parent
+        last[entry.sidechain] = entry.uuid
+        if entry.parent is not None:
+            reading.children.setdefault(entry.parent, []).append(entry)
+
+
+def _head(records: Iterator[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
+    """The records up to the first one that is a message, or stream-json's init record:
+    the events of the SessionStart hooks come before init, two a hook."""
+    head = []
+    for line, record in records:
+        head.append((line, record))
+        if _stream_init(record) or record["type"] in ("user", "assistant", "attachment"):
+            break
+    return head
+
+
+def _stream_init(record: Mapping[str, Any]) -> bool:
+    """The first record of `claude -p --output-format stream-json` (after hook events)."""
+    return record["type"] == "system" and record.get("subtype") == "init" and "session_id" in record
 
 
 def _open_transcript(file: Path) -> BinaryIO:
@@ -563,6 +625,11 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
         _collect_stream_json(line, record, reading)
         return
     uuid = record.get("uuid")
+    if isinstance(uuid, str) and uuid in reading.links:
+        # A line written twice (a file merged with a copy of itself): read once, or each
+        # response would carry its blocks twice.
+        reading.tallied(line, REPEATED_UUID, record["type"])
+        return
     if isinstance(uuid, str):
         parent = record.get("parentUuid")
         reading.links[uuid] = parent if isinstance(parent, str) else None
@@ -599,7 +666,9 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
                     attachment=True,
                     rendered_role=role,
                     beside_result=record.get("renderedBesideToolResult") is True,
-                    tool_use_id=_string(attachment.get("toolUseID"))
+                    tool_use_id=_use_id(
+                        _string(attachment.get("toolUseID")), reading.links[uuid], reading
+                    )
                     if isinstance(attachment, Mapping)
                     else None,
                     copied=reading.copied(record, timestamp),
@@ -613,6 +682,7 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
     synthetic = assistant and message.get("model") == SYNTHETIC_MODEL
     if synthetic and record.get("isApiErrorMessage") is not False:
         return  # an error notice (unflagged before 2.1): shown, neither a call nor sent
+    _unique_tool_ids(uuid, message, assistant, reading)
     reading.keep(
         _Entry.of(
             line,
@@ -631,6 +701,49 @@ def _collect(line: int, record: dict[str, Any], reading: _Reading, stream_json: 
             copied=reading.copied(record, timestamp),
         )
     )
+
+
+def _unique_tool_ids(
+    uuid: str, message: Mapping[str, Any], assistant: bool, reading: _Reading
+) -> None:
+    """Give each response's tool uses ids no earlier response used, and each result the id
+    of the use it answers, in place. The API takes only unique ids, but a model behind a
+    gateway may number its tool calls anew in each response (call_0, call_1...): every
+    result, cleared result and hook of one call would be taken for all the others'."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return
+    for item in content:
+        if not isinstance(item, dict):
+            continue
+        if assistant and item.get("type") == "tool_use" and isinstance(item.get("id"), str):
+            known = reading.tool_ids.setdefault(item["id"], ToolIds(_string(message.get("id"))))
+            if known.first != _string(message.get("id")):
+                unique = f"{item['id']}~{len(known.later) + 1}"
+                known.later.append(unique)
+                reading.renamed.setdefault(uuid, {})[item["id"]] = unique
+                item["id"] = unique
+        elif not assistant and item.get("type") == "tool_result":
+            item["tool_use_id"] = _use_id(item.get("tool_use_id"), reading.links[uuid], reading)
+
+
+def _use_id(answered: Any, parent: str | None, reading: _Reading) -> Any:
+    """The id of the tool use that an id in a result (or a hook's record) names: the one on
+    its chain when responses reused the id, else the last given it."""
+    known = reading.tool_ids.get(answered) if isinstance(answered, str) else None
+    if known is None or not known.later:
+        return answered
+    seen: set[str] = set()
+    while parent is not None and parent not in seen:
+        seen.add(parent)
+        unique = reading.renamed.get(parent, {}).get(answered)
+        if unique is not None:
+            return unique
+        entry = reading.sent.get(parent)
+        if entry is not None and answered in _use_ids(entry):
+            return answered
+        parent = reading.links.get(parent)
+    return known.later[-1]
 
 
 def _note_preserved(record: Mapping[str, Any], reading: _Reading) -> None:
@@ -658,11 +771,13 @@ def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -
         return
     thread = record.get("parent_tool_use_id")
     thread_key = f"task:{thread}" if isinstance(thread, str) else "main"
-    uuid = f"{thread_key}@{line}"
-    parent = reading.links.get(f"last:{thread_key}")
-    reading.links[uuid] = parent
-    reading.links[f"last:{thread_key}"] = uuid
     assistant = record["type"] == "assistant"
+    last = reading.sent.get(reading.links.get(f"last:{thread_key}") or "")
+    answered = last is not None and last.role == "assistant"
+    if assistant and (last is None or (answered and last.message_id != message.get("id"))):
+        _unechoed_prompt(line, thread_key, reading)  # a new response after no prompt
+    uuid = f"{thread_key}@{line}"
+    parent = _link_stream_json(thread_key, uuid, reading)
     reading.keep(
         _Entry.of(
             line,
@@ -678,6 +793,47 @@ def _collect_stream_json(line: int, record: dict[str, Any], reading: _Reading) -
     )
 
 
+def _link_stream_json(thread_key: str, uuid: str, reading: _Reading) -> str | None:
+    """Link `uuid` to the last line of its thread and make it the last; returns its parent."""
+    parent = reading.links.get(f"last:{thread_key}")
+    reading.links[uuid] = parent
+    reading.links[f"last:{thread_key}"] = uuid
+    return parent
+
+
+UNECHOED_PROMPT = "(a prompt stream-json output does not hold)"
+"""What stands for a prompt that stream-json output leaves out: it echoes the person's
+prompts only with `--replay-user-messages`, so a response may follow nothing, or the
+response of the turn before. A short text, so that the call is one; where usage is
+recorded, the prompt's real size is in what the call read or wrote all the same."""
+NO_PROMPT = (
+    "stream-json responses with no prompt before them, in thread",
+    "stream-json responses with no prompt before them, in threads",
+    f"each sent after {UNECHOED_PROMPT!r} (the output holds prompts only with "
+    "--replay-user-messages)",
+)
+
+
+def _unechoed_prompt(line: int, thread_key: str, reading: _Reading) -> None:
+    """Keep a stand-in for the prompt the stream-json response of `line` followed."""
+    reading.tallied(line, NO_PROMPT, thread_key.split(":")[0])
+    uuid = f"{thread_key}@{line}:prompt"
+    parent = _link_stream_json(thread_key, uuid, reading)
+    prompt = {"content": UNECHOED_PROMPT}
+    reading.keep(
+        _Entry.of(
+            line,
+            uuid,
+            parent,
+            prompt,
+            assistant=False,
+            timestamp=float(line),
+            tool_use_result=None,
+            sidechain=thread_key != "main",
+        )
+    )
+
+
 def _sent_message(
     line: int, record: Mapping[str, Any], reading: _Reading
 ) -> Mapping[str, Any] | None:
@@ -687,7 +843,7 @@ def _sent_message(
         return None
     message = record.get("message")
     if not isinstance(message, Mapping) or "content" not in message:
-        reading.problem(line, f"{kind} record without message content; skipped")
+        reading.tallied(line, NO_CONTENT, kind)
         return None
     return message
 
@@ -871,7 +1027,7 @@ def _release(version: str | None) -> tuple[int, ...] | None:
     """ "2.1.97" as (2, 1, 97); None when absent or not a release number."""
     parts = (version or "").split(".")
     return (
-        tuple(int(p) for p in parts) if len(parts) == 3 and all(map(str.isdigit, parts)) else None
+        tuple(int(p) for p in parts) if len(parts) == 3 and all(map(str.isdecimal, parts)) else None
     )
 
 
@@ -1155,7 +1311,7 @@ def _content_block(item: Mapping[str, Any], entry: _Entry, reading: _Reading) ->
     if kind in MEDIA_TYPES:
         key = block_key(str(kind), json.dumps(item, default=str)[:4096])
         return Block(key, "image", "", media_tokens(item), "image", media=True)
-    reading.problem(entry.line, f"unknown content block type {kind!r}; skipped")
+    reading.tallied(entry.line, UNKNOWN_BLOCK, kind)
     return None
 
 
@@ -1196,7 +1352,7 @@ def _loads_tools(content: Any) -> bool:
 
 def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
     """The content blocks of one line, made once per line (chains share them)."""
-    cached = reading.blocks.get(entry.line)
+    cached = reading.blocks.get(entry.uuid)
     if cached is not None:
         return cached
     content = entry.content
@@ -1220,7 +1376,7 @@ def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
     if entry.role == "user" and _loads_tools(content):
         blocks.append(_text_block(TOOL_LOADED))
     result = tuple(blocks)
-    reading.blocks[entry.line] = result
+    reading.blocks[entry.uuid] = result
     return result
 
 

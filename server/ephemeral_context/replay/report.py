@@ -128,11 +128,14 @@ _RECORD = re.compile(rb'^(?:\xef\xbb\xbf)?\s*\{(?=.*"type"\s*:)(?=.*' + _SESSION
 
 def _turn(roles: bytes) -> re.Pattern[bytes]:
     """A turn as markdown exporters write it (`**User:** ...`, `## Claude`, `### User
-    (10:32)`): a heading of the role alone or with a time or number, so that a README's
-    `## User guide` or `## Claude Code` is none."""
+    (10:32)`, `## 👤 User`, `### USER`, SpecStory's `_**User**_`): a heading of the role
+    alone or with a time or number, so that a README's `## User guide` or `## Claude Code`
+    is none."""
     return re.compile(
         rb"^(?:\*\*(?:" + roles + rb")(?::\*\*|\*\*:)"
-        rb"|#{1,4} *(?:" + roles + rb")\s*(?:[:(\[|\d-].*)?$)"
+        rb"|_\*\*(?:" + roles + rb")\*\*_\s*$"
+        rb"|#{1,4} *(?:[^\w\s#]+ *)?(?:" + roles + rb")\s*(?:[:(\[|\d-].*)?$)",
+        re.IGNORECASE,
     )
 
 

@@ -206,6 +206,26 @@ def test_fit_tokens_leaves_out_what_it_cannot_read_and_says_when_too_little_is_l
     assert "error: need at least" in printed.err and printed.out == ""
 
 
+def test_fit_tokens_leaves_out_a_session_a_gateway_billed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gateway's usage counts another tokenizer's tokens (or none at all: 0 for every
+    count, which had pulled every constant towards zero tokens a character)."""
+    zero = tmp_path / "gateway.jsonl"
+    lines = [json.loads(line) for line in transcript(VIEWER).read_text().splitlines()]
+    for line in lines:
+        usage = line.get("message", {}).get("usage") if isinstance(line, dict) else None
+        if isinstance(usage, dict):
+            usage.update(dict.fromkeys(usage, 0), cache_creation={})
+    zero.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["replay", "--fit-tokens", str(transcript(VIEWER))]) == 0
+    alone = capsys.readouterr().out
+    assert main(["replay", "--fit-tokens", str(transcript(VIEWER)), str(zero)]) == 0
+    printed = capsys.readouterr()
+    assert f"error: {zero}: left out of the fit: its usage was not billed by" in printed.err
+    assert printed.out == alone
+
+
 def test_no_path_and_no_own_sessions_replays_the_demo(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -478,6 +498,25 @@ def test_markdown_in_a_folder_is_replayed_when_it_is_a_session_and_else_left_out
     assert "README.md" not in captured.out + captured.err
     assert "notes.md" not in captured.out + captured.err
     assert "session.md" in captured.out
+
+
+@pytest.mark.parametrize(
+    ("user", "assistant"),
+    [("## 👤 User", "## 🤖 Claude"), ("_**User**_", "_**Assistant**_"), ("### USER", "### CLAUDE")],
+)
+def test_a_conversation_exported_with_other_headings_is_an_error_not_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], user: str, assistant: str
+) -> None:
+    """Exporters head their turns with an emoji, in capitals or as SpecStory does: such an
+    export in a folder is an error as `## User` is (it had been left out unsaid)."""
+    chat = tmp_path / "chat.md"
+    chat.write_text(f"# Conversation\n\n{user}\n\nRename run.\n\n{assistant}\n\nDone.\n")
+    (tmp_path / "notes.md").write_text("## 👤 Users\n\n## 🤖 Claude Code\n")
+    assert main(["replay", "--json", str(tmp_path)]) == 1  # nothing could be replayed
+    report = json.loads(capsys.readouterr().out)
+    assert report["errors"] == [
+        {"path": str(chat), "error": "not a transcript: no line of it is JSON"}
+    ]
 
 
 def test_a_gzip_file_cut_short_is_a_clear_error(

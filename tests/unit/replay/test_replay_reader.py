@@ -30,6 +30,8 @@ from ephemeral_context.replay.reader import (
     CLEARED_RESULT,
     MAX_LINE_BYTES,
     SKILL_LISTING,
+    UNECHOED_PROMPT,
+    UNLINKED,
     TranscriptError,
     api_content_block,
     read_session,
@@ -327,8 +329,11 @@ def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
         read_session(tmp_path)  # a folder
 
 
-def test_stream_json_form(tmp_path: Path) -> None:
-    """`claude -p --output-format stream-json`: no links, no times, sub-agent lines by parent id."""
+@pytest.mark.parametrize("hooks", [0, 3])
+def test_stream_json_form(tmp_path: Path, hooks: int) -> None:
+    """`claude -p --output-format stream-json`: no links, no times, sub-agent lines by parent id.
+    The events of SessionStart hooks come before the init record (with three hooks it had
+    been past the first five records, and the file was read as a transcript: no calls)."""
 
     def line(kind: str, content: object, parent: str | None, **extra: object) -> str:
         message: dict[str, object] = {"role": kind, "content": content}
@@ -343,8 +348,11 @@ def test_stream_json_form(tmp_path: Path) -> None:
     }
     task = tool_use("t1", "Task", description="find", prompt="find the py files")
     records: list[str] = [
-        json.dumps({"type": "system", "subtype": "init", "session_id": "s", "tools": []})
+        json.dumps({"type": "system", "subtype": event, "hook_id": str(n), "session_id": "s"})
+        for event in ("hook_started", "hook_response")
+        for n in range(hooks)
     ]
+    records.append(json.dumps({"type": "system", "subtype": "init", "session_id": "s"}))
     records.append(line("user", "list the python files", None))
     records.append(line("assistant", [task], None))
     records.append(line("user", "find the py files", "t1"))
@@ -357,15 +365,53 @@ def test_stream_json_form(tmp_path: Path) -> None:
     path.write_text("\n".join(records) + "\n")
     session = read_session(path)
     assert session.problems == []
+    first, task_first = f"main@{2 + 2 * hooks}", f"task:t1@{4 + 2 * hooks}"
     assert [(c.thread, len(session.request(c))) for c in session.calls] == [
-        ("main@2", 1),
-        ("task:t1@4", 1),
-        ("main@2", 3),
+        (first, 1),
+        (task_first, 1),
+        (first, 3),
     ]
-    agent = session.threads["task:t1@4"]
+    agent = session.threads[task_first]
     assert (agent.prefix_key, agent.task) == ("agent", "t1")
     assert session.calls[2].usage is not None
     assert session.calls[2].usage.cache_read_input_tokens == 12000
+
+
+def test_stream_json_output_without_its_prompts_still_has_every_call(tmp_path: Path) -> None:
+    """stream-json output echoes the person's prompts only with --replay-user-messages: the
+    first response follows nothing and the next turn's follows the last answer (the first
+    call had been dropped, and the two answers sent as one message). A placeholder stands
+    for each prompt, with one note."""
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 500, "cache_read_input_tokens": 0}
+
+    def response(n: int, block: dict[str, Any]) -> str:
+        message = {"id": f"m{n}", "role": "assistant", "model": "claude-sonnet-4-5"}
+        return json.dumps(
+            {"type": "assistant", "message": message | {"content": [block], "usage": usage}}
+        )
+
+    result = [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]
+    records = [
+        json.dumps({"type": "system", "subtype": "init", "session_id": "s"}),
+        response(1, tool_use("t1", "Bash", command="ls")),
+        json.dumps({"type": "user", "message": {"role": "user", "content": result}}),
+        response(2, text("one file")),
+        json.dumps({"type": "result", "num_turns": 2}),
+        response(3, text("still one")),  # the second turn, after a prompt not echoed
+    ]
+    path = tmp_path / "stream.jsonl"
+    path.write_text("\n".join(records) + "\n")
+    session = read_session(path)
+    requests = [session.request(call) for call in session.calls]
+    assert [[m.role for m in request] for request in requests] == [
+        ["user"],
+        ["user", "assistant", "user"],
+        ["user", "assistant", "user", "assistant", "user"],
+    ]
+    assert requests[2][-1].blocks[0].text == UNECHOED_PROMPT
+    assert [(p.line, p.message.split(";")[0]) for p in session.problems] == [
+        (2, "stream-json responses with no prompt before them, in thread 'main' (2 lines)")
+    ]
 
 
 def test_subagent_file_without_tool_use_results_parses_read_text() -> None:
@@ -443,6 +489,51 @@ def test_a_synthetic_answer_that_is_no_error_is_sent_but_is_no_call(tmp_path: Pa
     assert [m.role for m in session.request(session.calls[0])] == ["user", "assistant", "user"]
 
 
+def test_a_version_with_digits_int_does_not_take_is_no_release(tmp_path: Path) -> None:
+    """ "2.1.²" is digits to str.isdigit, not to int(): the session had been lost to a
+    ValueError; such a version is no release number, as "2.1.x" is."""
+    t = Transcript()
+    t.user("hi").assistant([text("hello")], usage={"write": 3000})
+    t.lines[-1]["version"] = "2.1.\u00b2"
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert len(session.calls) == 1
+
+
+def test_an_unknown_content_block_type_is_one_note_not_one_a_line(tmp_path: Path) -> None:
+    """A newer Claude Code's new block in every response: one note with how many lines, as
+    for unknown record types (it was a note for each line); so are records without message
+    content."""
+    t = Transcript()
+    for n in range(30):
+        t.user(f"question {n}")
+        t.assistant([{"type": "citation_set", "items": []}, text("one")], usage={"write": 3000})
+    t.lines.extend({"type": "user", "uuid": f"u{n}", "message": None} for n in range(5))
+    session = read_session(t.write(tmp_path / "s.jsonl"))
+    assert len(session.calls) == 30
+    assert [(p.line, p.message) for p in session.problems] == [
+        (91, "record without message content, of type 'user' (5 lines); skipped"),
+        (2, "unknown content block type 'citation_set' (30 lines); skipped"),
+    ]
+
+
+def test_a_file_without_parent_links_is_read_in_file_order(tmp_path: Path) -> None:
+    """An export that drops every parentUuid: each line follows the one before it (every
+    response had followed nothing, and the file gave no calls)."""
+    t = Transcript()
+    t.user("read it")
+    t.assistant([tool_use("t1", "Read", file_path="/a.py")], usage={"write": 4000})
+    t.tool_result("t1", cat_n("x = 1"))
+    t.assistant([text("ok")], usage={"read": 4000, "write": 50})
+    linked = read_session(t.write(tmp_path / "linked.jsonl"))
+    for line in t.lines:
+        line["parentUuid"] = None
+    unlinked = read_session(t.write(tmp_path / "unlinked.jsonl"))
+    assert [[m.blocks for m in unlinked.request(c)] for c in unlinked.calls] == [
+        [m.blocks for m in linked.request(c)] for c in linked.calls
+    ]
+    assert [(p.line, p.message) for p in unlinked.problems] == [(2, UNLINKED)]
+
+
 def test_fields_of_the_wrong_shape_are_reported_not_raised(tmp_path: Path) -> None:
     t = Transcript()
     t.user("read it")
@@ -475,6 +566,22 @@ def test_usage_past_every_context_window_is_unreadable(tmp_path: Path) -> None:
     assert max(b.tokens for m in session.request(session.calls[1]) for b in m.blocks) < 100
 
 
+@pytest.mark.parametrize("field", ["input_tokens", "cache_creation_input_tokens", "output_tokens"])
+def test_a_count_too_large_for_a_float_is_unreadable_usage(tmp_path: Path, field: str) -> None:
+    """1e400 is valid JSON that reads as an infinite float, which no count can be taken as:
+    that call replays unrecorded, with a note; the session is read (it was an error)."""
+    t = Transcript()
+    t.user("hi").assistant([text("hello")], usage={"write": 3000})
+    t.user("and?").assistant([text("so")], usage={"read": 3000, "write": 40})
+    t.lines[3]["message"]["usage"][field] = 987654321
+    path = t.write(tmp_path / "s.jsonl")
+    path.write_text(path.read_text().replace("987654321", "1e400"))
+    session = read_session(path)
+    (problem,) = session.problems
+    assert problem.message.startswith("unreadable usage ")
+    assert len(session.calls) == 2 and session.calls[1].usage is None
+
+
 def test_usage_unreadable_in_every_response_is_one_note_not_one_a_line(tmp_path: Path) -> None:
     """Usage every response records the same wrong way (counts as words): one note with how
     many lines, not a note for each line of each response."""
@@ -490,6 +597,60 @@ def test_usage_unreadable_in_every_response_is_one_note_not_one_a_line(tmp_path:
     assert [(p.line, p.message) for p in session.problems] == [
         (2, f"unreadable usage {error!r} (60 lines); those calls replay as unrecorded")
     ]
+
+
+def test_a_line_written_twice_is_read_once(tmp_path: Path) -> None:
+    """Every line twice (a file merged with a copy of itself): the same calls, requests and
+    responses as the file once (each response had carried its blocks twice), and one note."""
+    t = Transcript()
+    t.user("read it")
+    t.assistant([text("reading"), tool_use("t1", "Read", file_path="/a.py")], usage={"write": 4000})
+    t.tool_result("t1", cat_n("x = 1"))
+    t.assistant([text("ok")], usage={"read": 4000, "write": 50})
+    once = read_session(t.write(tmp_path / "once.jsonl"))
+    t.lines = [line for line in t.lines for _ in range(2)]
+    twice = read_session(t.write(tmp_path / "twice.jsonl"))
+
+    def blocks(session: Session) -> list[Any]:  # the line numbers aside
+        return [
+            ([m.blocks for m in session.request(c)], c.response.blocks, c.usage)
+            for c in session.calls
+        ]
+
+    assert blocks(twice) == blocks(once)
+    assert [(p.line, p.message) for p in twice.problems] == [
+        (
+            2,
+            "the uuid of an earlier line again, on lines of types 'user' (2 lines), "
+            "'assistant' (3 lines); skipped: each uuid is read from its first line",
+        )
+    ]
+
+
+def test_tool_use_ids_a_model_reuses_in_each_response_are_told_apart(tmp_path: Path) -> None:
+    """A model behind a gateway that numbers its tool calls anew in each response (call_0 in
+    every one): each result still answers its own call, as with unique ids, and the
+    strategies that clear results by id clear the same ones (clear-tool-uses had cleared
+    none: the id of the newest uses, which it keeps, was every result's)."""
+
+    def session(ids: list[str]) -> Session:
+        t = Transcript()
+        t.user("look around")
+        for n, use_id in enumerate(ids):
+            t.assistant([tool_use(use_id, "Bash", command=f"ls {n}")], usage={})
+            t.tool_result(use_id, f"file {n}\n" * 4000)
+        t.assistant([text("done")], usage={})
+        return read_session(t.write(tmp_path / f"{ids[-1]}.jsonl"))
+
+    unique = session([f"toolu_{n}" for n in range(12)])
+    reused = session(["call_0"] * 12)
+    request = reused.request(reused.calls[-1])
+    uses = [b.tool_use_id for m in request for b in m.blocks if b.type == "tool_use"]
+    results = [b.tool_use_id for m in request for b in m.blocks if b.type == "tool_result"]
+    assert len(set(uses)) == 12 and results == uses
+    for name in ("clear-tool-uses", "clear-at-least", "recorded"):
+        strategy = STRATEGIES[name]
+        assert strategy.replay(reused).billed_input == strategy.replay(unique).billed_input
 
 
 def test_random_damage_to_a_real_transcript_never_raises(tmp_path: Path) -> None:

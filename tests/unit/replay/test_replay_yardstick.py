@@ -140,6 +140,23 @@ def test_a_usage_without_a_cache_count_is_billed_other(tmp_path: Path, lost: str
     assert (item["billing"], item["fidelity"]) == ("other", None)
 
 
+def test_a_usage_that_counts_no_input_is_billed_other(tmp_path: Path) -> None:
+    """A request holds at least its prompt; a gateway that does not count answers 0 for
+    every count. Claimed as Anthropic's, that bill of 0 gave a fidelity of +100%."""
+    path = two_turns(tmp_path, "1h", gap=60)
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
+        usage = line.get("message", {}).get("usage")
+        if usage is not None:
+            usage.update(dict.fromkeys(usage, 0), cache_creation={})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    session = read_session(path)
+    assert session.recorded
+    assert classify(session) is Billing.OTHER
+    (item,) = to_json(replay([path]))["sessions"]
+    assert (item["billing"], item["fidelity"]) == ("other", None)
+
+
 def test_sessions_anthropic_billed_are_anthropic_and_unrecorded_ones_none(tmp_path: Path) -> None:
     assert classify(read_session(two_turns(tmp_path, "1h", gap=60))) is Billing.ANTHROPIC
     t = Transcript()
