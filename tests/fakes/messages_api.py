@@ -308,7 +308,8 @@ def conversation_problem(messages: Sequence[Any], *, system_messages: bool = Tru
 
     Checked: every message is an object with a user, assistant or (where the model takes
     them, `system_messages`) system role; the first is a user message; content is not empty
-    (except a final assistant prefill); no empty text blocks; each tool_use is answered by a
+    (except a final assistant prefill); no empty text blocks; every tool_use has a string id
+    and every tool_result a string tool_use_id; each tool_use is answered by a
     tool_result in the next user message, and each tool_result answers a tool_use just before
     it. A mid-conversation system message comes right after a user turn (or another system
     message) and holds text only; it leaves the tool_use pairing untouched. One that carries
@@ -350,6 +351,11 @@ def conversation_problem(messages: Sequence[Any], *, system_messages: bool = Tru
                 return f"messages.{m}.content.{j}: text content blocks must be non-empty"
             if (problem := _typed_text_problem(f"messages.{m}.content.{j}", block)) is not None:
                 return problem
+            field = {"tool_use": "id", "tool_result": "tool_use_id"}.get(str(kind))
+            if field is not None and not isinstance(block.get(field), str):
+                return f"messages.{m}.content.{j}.{kind}.{field}: " + (
+                    "Field required" if field not in block else "Input should be a valid string"
+                )
             if kind == "tool_result":
                 tool_use_id = str(block.get("tool_use_id"))
                 if tool_use_id not in pending:

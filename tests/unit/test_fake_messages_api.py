@@ -496,6 +496,9 @@ def tool_turn(tool_id: str) -> dict[str, Any]:
     }
 
 
+NAMELESS_USE = {"role": "assistant", "content": [{"type": "tool_use", "name": "t", "input": {}}]}
+
+
 def result(tool_id: str, content: Any = "ok") -> dict[str, Any]:
     return {
         "role": "user",
@@ -519,6 +522,15 @@ def result(tool_id: str, content: Any = "ok") -> dict[str, Any]:
             [*HI, tool_turn("toolu_a"), result("toolu_a", [{"type": "text", "text": None}])],
             "valid string",
         ),
+        (  # with no ids on either side the pair matched as "None"
+            [*HI, NAMELESS_USE, {"role": "user", "content": [{"type": "tool_result"}]}],
+            r"messages\.1\.content\.0\.tool_use\.id: Field required",
+        ),
+        (
+            [*HI, tool_turn("toolu_a"), {"role": "user", "content": [{"type": "tool_result"}]}],
+            r"messages\.2\.content\.0\.tool_result\.tool_use_id: Field required",
+        ),
+        ([*HI, tool_turn(7), result(7)], r"tool_use\.id: Input should be a valid string"),  # type: ignore[arg-type]
     ],
 )
 def test_conversations_the_api_rejects_are_rejected(
