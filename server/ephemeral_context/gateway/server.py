@@ -300,11 +300,30 @@ class Gateway:
         engine work."""
         return web.json_response(self.core.status())
 
+    async def _body(self, request: web.Request) -> bytes:
+        """The request's body (aiohttp's read, its size limit kept); a client whose body
+        makes no progress for `stall_timeout` seconds gets a 408 `timeout_error` that says
+        so (its handler had waited for good)."""
+        read = asyncio.ensure_future(request.read())
+        try:
+            received = -1
+            while not (await asyncio.wait({read}, timeout=self.stall_timeout))[0]:
+                if request.content.total_bytes == received:
+                    stalled = f"the request body stalled: nothing came for {self.stall_timeout:g} s"
+                    raise web.HTTPRequestTimeout(
+                        text=json.dumps(_error_body("timeout_error", stalled)),
+                        content_type="application/json",
+                    )
+                received = request.content.total_bytes
+            return read.result()
+        finally:
+            read.cancel()  # the handler left early: the read goes with it
+
     async def _passthrough(self, request: web.Request) -> web.StreamResponse:
-        return await self._forward(request, await request.read())
+        return await self._forward(request, await self._body(request))
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
-        raw = await request.read()
+        raw = await self._body(request)
         plan = await self._prepared(raw, request.headers)
         rounds = _Rounds(plan.route) if isinstance(plan, Plan) else _Rounds()
         try:

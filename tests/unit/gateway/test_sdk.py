@@ -1569,3 +1569,26 @@ def test_a_tool_searchs_answer_goes_as_sent_and_the_session_through_the_engine(
         assert sent.body["messages"][2]["content"][0] == loaded
         assert sent.body["tools"][2] == fetch
     assert gateway.status()["total"]["passthrough"] == 0
+
+
+def test_a_request_body_that_stalls_gets_a_timeout_and_the_gateway_goes_on(
+    api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """A client that sends its headers and part of its body, then nothing: its handler had
+    waited for good; it gets the API's 408 `timeout_error`, and other requests are served."""
+    api.add_turns("after")
+    with GatewayThread(api.base_url, tmp_path / "store", stall_timeout=0.5) as gateway:
+        port = int(gateway.base_url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as stalled:
+            stalled.sendall(
+                b"POST /v1/messages HTTP/1.1\r\nHost: localhost\r\n"
+                b"content-type: application/json\r\nx-api-key: " + KEY.encode() + b"\r\n"
+                b"content-length: 1000\r\n\r\n" + b'{"model": "cl'
+            )
+            answer = stalled.recv(65536).decode()
+        assert answer.startswith("HTTP/1.1 408"), answer
+        error = json.loads(answer.split("\r\n\r\n", 1)[1])["error"]
+        assert error["type"] == "timeout_error" and "stalled" in error["message"]
+        with anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as sdk:
+            reply = sdk.messages.create(**ask([{"role": "user", "content": "hi"}]))
+        assert reply.content[0].text == "after"
