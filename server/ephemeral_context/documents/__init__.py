@@ -14,7 +14,7 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 - uris.py: `normalize_uri`, `uri_to_path`, `uri_path`, `path_to_uri`, `real_path`,
   `shown_name`, `taken_name`, `holds_raw_bytes`.
 - mirror.py: `DocumentMirror`, `DocumentChange`, `ChangeReason`, `Unmirrored`,
-  `UnmirroredReason`, `OutOfSync`, `without_bom`.
+  `UnmirroredReason`, `OutOfSync`, `without_bom`, `decode_file`.
 """
 
 from ephemeral_context.documents.document import ByteEdit, Document, DocumentSource, TextEdit
@@ -32,6 +32,7 @@ from ephemeral_context.documents.mirror import (
     OutOfSync,
     Unmirrored,
     UnmirroredReason,
+    decode_file,
     without_bom,
 )
 from ephemeral_context.documents.pieces import content_hash
@@ -73,6 +74,7 @@ __all__ = [
     "UnmirroredReason",
     "content_hash",
     "count_breaks",
+    "decode_file",
     "holds_raw_bytes",
     "lone_cr_as_lf",
     "normalize_uri",

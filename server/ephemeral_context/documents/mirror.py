@@ -16,6 +16,8 @@ API:
 - `OutOfSync`: raised by `.change` for an edit it could not apply (the document is out of
   sync until reopened).
 - `without_bom(data)`: a file's bytes as the editor shows them, without a UTF-8 BOM.
+- `decode_file(data, max_bytes)`: the text of such bytes, or why the mirror holds none
+  (what every reader of files from disk goes by, the model's search too).
 """
 
 from __future__ import annotations
@@ -386,7 +388,7 @@ class DocumentMirror:
         if cached is not None and cached.document.hash == digest:
             self._disk[key] = _DiskEntry(cached.document, stat.st_mtime_ns, stat.st_size, trust)
             return cached.document
-        text = _decode(data, self.max_bytes)
+        text = decode_file(data, self.max_bytes)
         if not isinstance(text, str):
             return self._drop_disk(key, *text)
         version = self._disk_versions.get(key, -1) + 1
@@ -448,8 +450,9 @@ def _unappliable(current: Document, version: int, edits: Sequence[TextEdit]) -> 
     return None
 
 
-def _decode(data: bytes, max_bytes: int) -> str | tuple[UnmirroredReason, str]:
-    """The text of a file's bytes, or why it is not text the mirror holds."""
+def decode_file(data: bytes, max_bytes: int) -> str | tuple[UnmirroredReason, str]:
+    """The text of a file's bytes (without its BOM: `without_bom`), or why it is not text
+    the mirror holds."""
     if len(data) > max_bytes:
         return UnmirroredReason.TOO_LARGE, f"{len(data)} bytes, limit {max_bytes}"
     if b"\0" in data:

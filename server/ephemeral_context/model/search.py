@@ -21,9 +21,17 @@ import fnmatch
 import stat
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from ephemeral_context.documents import Document, DocumentMirror, path_to_uri, split_lines
+from ephemeral_context.documents import (
+    Document,
+    DocumentMirror,
+    decode_file,
+    path_to_uri,
+    split_lines,
+    without_bom,
+)
 from ephemeral_context.indexer import FileSet, project_files
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
 from ephemeral_context.patterns import compile_pattern, time_left
@@ -65,6 +73,9 @@ def search_workspace(
             continue
         text = _search_text(mirror, real)
         if text is None:
+            continue
+        if isinstance(text, Unreadable):
+            withheld.append(f"{display}: [not searched: {text.reason}; read_file refuses it too]")
             continue
         if (reason := secrets.content_reason(real, text)) is not None:
             withheld.append(f"{display}: [withheld: {reason}; not searched]")
@@ -118,9 +129,18 @@ def _walk(workspace: Workspace, glob: str) -> Iterator[tuple[Path, str]]:
             yield real, display
 
 
-def _search_text(mirror: DocumentMirror, real: Path) -> str | None:
-    """An open buffer's text, else the file's, or None for binary/unreadable/huge files and
-    for what is no regular file (reading a FIFO waits for a writer forever)."""
+@dataclass(frozen=True)
+class Unreadable:
+    """A file that looks like text but that read_file refuses (not UTF-8): the model is told,
+    not shown a miss it would take for one."""
+
+    reason: str
+
+
+def _search_text(mirror: DocumentMirror, real: Path) -> str | Unreadable | None:
+    """An open buffer's text, else the file's as the mirror would read it (documents.
+    decode_file), `Unreadable` for text it refuses, or None for binary/unreadable/huge files
+    and for what is no regular file (reading a FIFO waits for a writer forever)."""
     uri = path_to_uri(real)
     if mirror.is_open(uri):
         got = mirror.get(uri)
@@ -129,8 +149,11 @@ def _search_text(mirror: DocumentMirror, real: Path) -> str | None:
         status = real.stat()
         if not stat.S_ISREG(status.st_mode) or status.st_size > mirror.max_bytes:
             return None
-        data = real.read_bytes()
+        data = without_bom(real.read_bytes())
     except OSError:
         return None
-    text = data.decode("utf-8", errors="replace")
-    return text if binary_reason(text) is None else None
+    text = decode_file(data, mirror.max_bytes)
+    if isinstance(text, str):
+        return text if binary_reason(text) is None else None
+    looks_like_text = binary_reason(data.decode("utf-8", errors="replace")) is None
+    return Unreadable(text[1]) if looks_like_text and b"\0" not in data else None

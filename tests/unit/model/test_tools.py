@@ -475,6 +475,21 @@ async def test_search_passes_over_a_fifo(env: ToolEnv, root: Path) -> None:
     assert "src/util.py:1: def helper():" in result.text.splitlines()
 
 
+async def test_search_reads_files_as_read_file_does(env: ToolEnv, root: Path) -> None:
+    """A file read_file refuses as not UTF-8 was searched with U+FFFD in it (a Latin-1
+    `café` matched `caf`): the model is told it was not searched. A file's BOM is no part of
+    its first line, as read_file shows it; binary files stay silent."""
+    (root / "src" / "latin.py").write_bytes(b'NAME = "caf\xe9"\n')
+    (root / "src" / "bom.py").write_bytes(b'\xef\xbb\xbfcafe = 1\n')
+    (root / "src" / "blob.bin").write_bytes(bytes(range(256)))
+    found = (await run_tool(env, "search", {"pattern": "caf"})).text.splitlines()
+    assert "src/bom.py:1: cafe = 1" in found
+    assert "src/latin.py: [not searched: not UTF-8 at byte 11; read_file refuses it too]" in found
+    assert not any("blob" in line for line in found)
+    refused = await run_tool(env, "read_file", {"path": "src/latin.py"})
+    assert refused.is_error and "not UTF-8 at byte 11" in refused.text
+
+
 async def test_a_withheld_match_looks_exactly_like_a_miss(env: ToolEnv, root: Path) -> None:
     """One note per withheld file, the same for every pattern: probing a secret character
     by character (or a private key's body with a base64 pattern) learns nothing."""
