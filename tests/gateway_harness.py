@@ -24,7 +24,7 @@ from ephemeral_context.cache_sim import usage_from_dict
 from ephemeral_context.context.engine import ContextEngine
 from ephemeral_context.context.fetching import route_for
 from ephemeral_context.gateway import Gateway, GatewayCore
-from ephemeral_context.gateway.server import PLAN_SECONDS, STALL_TIMEOUT_S
+from ephemeral_context.gateway.server import MAX_BODY_BYTES, PLAN_SECONDS, STALL_TIMEOUT_S
 from ephemeral_context.prices import priced
 from ephemeral_context.store import Store
 
@@ -43,11 +43,16 @@ class GatewayThread:
         store_dir: Path,
         stall_timeout: float = STALL_TIMEOUT_S,
         plan_timeout: float = PLAN_SECONDS,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.store = Store(store_dir)
         self.core = GatewayCore(ContextEngine(self.store))
         self.gateway = Gateway(
-            self.core, upstream, stall_timeout=stall_timeout, plan_timeout=plan_timeout
+            self.core,
+            upstream,
+            stall_timeout=stall_timeout,
+            plan_timeout=plan_timeout,
+            max_body_bytes=max_body_bytes,
         )
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)

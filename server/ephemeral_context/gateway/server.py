@@ -90,6 +90,10 @@ PLAN_SECONDS = 60.0
 before it goes upstream unchanged: a stuck engine must not stop every session with it."""
 
 ANTHROPIC_API = "https://api.anthropic.com"
+MAX_BODY_BYTES = 256 * 1024 * 1024
+"""The largest request body taken: past the API's 32 MB, since the engine may send a request
+smaller than the client's (references instead of copies)."""
+
 STALL_TIMEOUT_S = 600.0
 """Seconds without a byte from the upstream after which its answer has stalled (the
 anthropic SDK's own default timeout; a live stream sends pings long before)."""
@@ -202,8 +206,10 @@ class Gateway:
         stall_timeout: float = STALL_TIMEOUT_S,
         engine_thread: bool = True,
         plan_timeout: float = PLAN_SECONDS,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.core = core
+        self.max_body_bytes = max_body_bytes
         self.worker = EngineWorker(engine_thread)
         """Where the engine runs: its own thread, unless hosted by the editor's server
         (`engine_thread` off; worker.py says why)."""
@@ -227,7 +233,7 @@ class Gateway:
     # ------------------------------------------------------------------ lifecycle
 
     def application(self) -> web.Application:
-        app = web.Application(client_max_size=256 * 1024 * 1024)
+        app = web.Application(client_max_size=self.max_body_bytes)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_get("/ectx/status", self._status)
         app.router.add_route("*", "/{tail:.*}", self._passthrough)
@@ -303,7 +309,8 @@ class Gateway:
     async def _body(self, request: web.Request) -> bytes:
         """The request's body (aiohttp's read, its size limit kept); a client whose body
         makes no progress for `stall_timeout` seconds gets a 408 `timeout_error` that says
-        so (its handler had waited for good)."""
+        so (its handler had waited for good); one over `max_body_bytes` the API's 413
+        `request_too_large`."""
         read = asyncio.ensure_future(request.read())
         try:
             received = -1
@@ -316,6 +323,13 @@ class Gateway:
                     )
                 received = request.content.total_bytes
             return read.result()
+        except web.HTTPRequestEntityTooLarge as refused:  # aiohttp's is plain text
+            raise web.HTTPRequestEntityTooLarge(
+                max_size=self.max_body_bytes,
+                actual_size=request.content.total_bytes,
+                text=json.dumps(_error_body("request_too_large", refused.text or refused.reason)),
+                content_type="application/json",
+            ) from None
         finally:
             read.cancel()  # the handler left early: the read goes with it
 

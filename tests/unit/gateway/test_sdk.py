@@ -1592,3 +1592,18 @@ def test_a_request_body_that_stalls_gets_a_timeout_and_the_gateway_goes_on(
         with anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as sdk:
             reply = sdk.messages.create(**ask([{"role": "user", "content": "hi"}]))
         assert reply.content[0].text == "after"
+
+
+def test_a_body_over_the_gateways_limit_gets_the_apis_request_too_large(
+    api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """aiohttp's own refusal is plain text, which the SDK shows as a bare 413."""
+    with (
+        GatewayThread(api.base_url, tmp_path / "store", max_body_bytes=4096) as gateway,
+        anthropic.Anthropic(api_key=KEY, base_url=gateway.base_url, max_retries=0) as sdk,
+        pytest.raises(anthropic.APIStatusError) as refused,
+    ):
+        sdk.messages.create(**ask([{"role": "user", "content": "x" * 10_000}]))
+    assert refused.value.status_code == 413
+    assert refused.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
+    assert api.requests == []  # nothing went upstream
