@@ -75,6 +75,7 @@ from ephemeral_context.context.state import (
 from ephemeral_context.context.status import EngineStatus
 from ephemeral_context.context.thread import THINKING
 from ephemeral_context.documents import DocumentMirror
+from ephemeral_context.prices import priced
 
 __all__ = [
     "BlockKind",
@@ -301,9 +302,8 @@ class ContextEngine:
         c.accounting.settle(client_ttl)
         twin_ttl: Ttl = client_ttl or "5m"
         fallback = client_ttl or c.accounting.worst_ttl()
-        outlook = c.policy.outlook(
-            c, now, twin_ttl, config.cache_ttl, config.context_budget, head, fallback
-        )
+        budget = min(config.context_budget, priced(model).context_window)
+        outlook = c.policy.outlook(c, now, twin_ttl, config.cache_ttl, budget, head, fallback)
         if head_ttl == "5m":  # the API takes no hour after it: the gateway would demote it
             outlook = replace(outlook, ttl="5m", thread_ttl="5m", hedge=False)
         # 4. The policy: evict what pays, rebuild the file segment when the cache is cold.

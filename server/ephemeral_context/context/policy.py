@@ -317,6 +317,9 @@ class Outlook:
     """The call each file was last used in."""
     retouch_gaps: Sequence[int]
     """Gaps (in calls) between consecutive uses of a file so far."""
+    budget: int
+    """The most input tokens the request may carry: the context budget, or the model's
+    context window when that is smaller (a larger request fails outright)."""
     hedge: bool = False
     """The thread's 5-minute breakpoint is a bet against a 1-hour client: hedge it with a
     1-hour breakpoint on the first block after the warm prefix (the prefix takes an hour
@@ -428,6 +431,7 @@ class Policy:
             c.calls,
             {uri: max(uses) for uri, uses in self.touches.items()},
             retouch_gaps,
+            budget,
             hedge,
         )
 
