@@ -149,8 +149,13 @@ class ContextEngine:
     def fork(self, source: str, conv: str, at: int) -> None:
         """Start (or restart) `conv` as `source` up to `position` `at`: a request that does
         not extend `source` (a rewind, an edited prompt, a branch) continues from the shared
-        prefix as it was sent, never by appending that history again."""
-        self.state.conversations[conv] = fork(self.state.conversation(source), conv, at)
+        prefix as it was sent, never by appending that history again. ValueError, with
+        nothing changed, for an unknown `source` or an `at` outside it."""
+        known = self.state.conversations.get(source)
+        if known is None or not 0 <= at <= len(known.thread):
+            size = f"0..{len(known.thread)}" if known is not None else "none: it is unknown"
+            raise ValueError(f"cannot fork {source!r} at {at}: its positions are {size}")
+        self.state.conversations[conv] = fork(known, conv, at)
 
     def end(self, conv: str) -> None:
         """Forget `conv` (over, or no longer trusted): what it was shown stays in the store
