@@ -450,12 +450,18 @@ class Policy:
 
 
 ReadForm = Literal["reference", "diff", "full"]
+NO_NEWLINE = "\n\\ No newline at end of file\n"
 
 
 def unified_diff(old: str, new: str, label: str) -> str:
-    """A unified diff of two versions, as the model would see it."""
+    """A unified diff of two versions, as the model would see it. The last line of a file
+    that ends without a line end is marked as diff marks it: with a newline alone, adding
+    one looked like no change at all, and the file like one that ends with it."""
     lines = difflib.unified_diff(split_lines(old), split_lines(new), label, label, n=2)
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return "".join(
+        line if line.endswith("\n") else line + ("\n" if line.endswith("\r") else NO_NEWLINE)
+        for line in lines
+    )
 
 
 def read_form(
