@@ -75,6 +75,7 @@ from ephemeral_context.context.state import (
 from ephemeral_context.context.status import EngineStatus
 from ephemeral_context.context.thread import THINKING
 from ephemeral_context.documents import DocumentMirror
+from ephemeral_context.prices import priced
 
 __all__ = [
     "BlockKind",
@@ -148,8 +149,13 @@ class ContextEngine:
     def fork(self, source: str, conv: str, at: int) -> None:
         """Start (or restart) `conv` as `source` up to `position` `at`: a request that does
         not extend `source` (a rewind, an edited prompt, a branch) continues from the shared
-        prefix as it was sent, never by appending that history again."""
-        self.state.conversations[conv] = fork(self.state.conversation(source), conv, at)
+        prefix as it was sent, never by appending that history again. ValueError, with
+        nothing changed, for an unknown `source` or an `at` outside it."""
+        known = self.state.conversations.get(source)
+        if known is None or not 0 <= at <= len(known.thread):
+            size = f"0..{len(known.thread)}" if known is not None else "none: it is unknown"
+            raise ValueError(f"cannot fork {source!r} at {at}: its positions are {size}")
+        self.state.conversations[conv] = fork(known, conv, at)
 
     def end(self, conv: str) -> None:
         """Forget `conv` (over, or no longer trusted): what it was shown stays in the store
@@ -301,9 +307,8 @@ class ContextEngine:
         c.accounting.settle(client_ttl)
         twin_ttl: Ttl = client_ttl or "5m"
         fallback = client_ttl or c.accounting.worst_ttl()
-        outlook = c.policy.outlook(
-            c, now, twin_ttl, config.cache_ttl, config.context_budget, head, fallback
-        )
+        budget = min(config.context_budget, priced(model).context_window)
+        outlook = c.policy.outlook(c, now, twin_ttl, config.cache_ttl, budget, head, fallback)
         if head_ttl == "5m":  # the API takes no hour after it: the gateway would demote it
             outlook = replace(outlook, ttl="5m", thread_ttl="5m", hedge=False)
         # 4. The policy: evict what pays, rebuild the file segment when the cache is cold.

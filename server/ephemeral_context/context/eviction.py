@@ -74,7 +74,7 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
         freed, reprocessed = plan.tokens_freed, plan.tokens_reprocessed
         evict_all(state, c, plan.evict, reason, freed, reprocessed, cold)
     twin = prefix + sum(b.tokens for b in c.thread.baseline)
-    limit = min(state.config.context_budget, twin)
+    limit = min(outlook.budget, twin)
     if not segment_warm:
         # What the twin's bound below may cut to make room: outputs, not the file copies
         # the rebuild itself turns into references.
@@ -104,7 +104,7 @@ def consolidate(state: EngineState, c: Conversation, prefix: int, outlook: polic
             for k in candidates(state, c, thread_start, outlook, gated=False)
             if k.index not in evicted
         ]
-        budget = total > state.config.context_budget
+        budget = total > outlook.budget
         # Content fetched back for the last call is what its response used: the twin's
         # bound (not a failure, as the budget is) takes it only when nothing else suffices.
         fetched = frozenset(

@@ -317,6 +317,9 @@ class Outlook:
     """The call each file was last used in."""
     retouch_gaps: Sequence[int]
     """Gaps (in calls) between consecutive uses of a file so far."""
+    budget: int
+    """The most input tokens the request may carry: the context budget, or the model's
+    context window when that is smaller (a larger request fails outright)."""
     hedge: bool = False
     """The thread's 5-minute breakpoint is a bet against a 1-hour client: hedge it with a
     1-hour breakpoint on the first block after the warm prefix (the prefix takes an hour
@@ -428,6 +431,7 @@ class Policy:
             c.calls,
             {uri: max(uses) for uri, uses in self.touches.items()},
             retouch_gaps,
+            budget,
             hedge,
         )
 
@@ -446,12 +450,18 @@ class Policy:
 
 
 ReadForm = Literal["reference", "diff", "full"]
+NO_NEWLINE = "\n\\ No newline at end of file\n"
 
 
 def unified_diff(old: str, new: str, label: str) -> str:
-    """A unified diff of two versions, as the model would see it."""
+    """A unified diff of two versions, as the model would see it. The last line of a file
+    that ends without a line end is marked as diff marks it: with a newline alone, adding
+    one looked like no change at all, and the file like one that ends with it."""
     lines = difflib.unified_diff(split_lines(old), split_lines(new), label, label, n=2)
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return "".join(
+        line if line.endswith("\n") else line + ("\n" if line.endswith("\r") else NO_NEWLINE)
+        for line in lines
+    )
 
 
 def read_form(

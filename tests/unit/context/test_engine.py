@@ -19,6 +19,7 @@ from ephemeral_context.context.engine import (
 )
 from ephemeral_context.context.ledger import LedgerLimits
 from ephemeral_context.documents import DocumentMirror, Position, Range, TextEdit
+from ephemeral_context.prices import priced
 from ephemeral_context.store import (
     ExpiredId,
     InvalidRange,
@@ -28,7 +29,13 @@ from ephemeral_context.store import (
     UnknownId,
 )
 
-from tests.unit.context.context_helpers import Clock, Driver, grow_a_file_in_the_segment, source
+from tests.unit.context.context_helpers import (
+    SYSTEM,
+    Clock,
+    Driver,
+    grow_a_file_in_the_segment,
+    source,
+)
 
 
 @dataclass
@@ -242,6 +249,25 @@ def test_requests_stay_within_the_context_budget(store: Store, clock: Clock) -> 
     d.call()
     built = engine.last_request("c")
     assert built is not None and built.total_tokens <= 20_000
+    assert any(e.reason == "over the context budget" for e in engine.events)
+
+
+def test_requests_stay_within_a_context_window_smaller_than_the_budget(
+    store: Store, clock: Clock
+) -> None:
+    """A budget set for a 1M-token model, then a call to a 200K one: the window bounds the
+    request (the engine sent 219,748 tokens, which the API refuses outright)."""
+    engine = ContextEngine(store, EngineConfig(context_budget=500_000), clock=clock)
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    for i in range(12):
+        d.read(f"/f{i}.py", source(1500, f"m{i}_"))
+        engine.build_request("c", "claude-opus-4-6", SYSTEM)
+        built = engine.last_request("c")
+        assert built is not None and built.total_tokens <= priced("claude-opus-4-6").context_window
+        engine.add_assistant_content("c", [{"type": "text", "text": "read"}])
+        engine.add_user_text("c", "next")
+        clock.advance(30)
     assert any(e.reason == "over the context budget" for e in engine.events)
 
 

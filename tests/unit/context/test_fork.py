@@ -123,3 +123,20 @@ def test_a_file_the_segment_took_in_after_the_fork_point_stays_behind(
     assert [v.uri for v in engine.file_views("branch")] == []
     needed = Need("file:///later.py", ("def f7(x):\n    return x + 7",))
     assert engine.rehydrate("branch", [needed]) is None
+
+
+@pytest.mark.parametrize("at", [-5, 10**6])
+def test_a_fork_outside_its_source_is_refused_and_changes_nothing(
+    engine: ContextEngine, at: int
+) -> None:
+    """A negative position had sliced the thread from its end (a tool_use kept without its
+    result, a request the API refuses); one past the end, or an unknown source, had raised
+    IndexError after creating the source as an empty conversation."""
+    d = Driver(engine)
+    engine.add_user_text("c", "go")
+    d.call()
+    d.bash("ok\n")
+    for name in ("c", "unknown"):
+        with pytest.raises(ValueError, match=f"cannot fork '{name}' at {at}"):
+            engine.fork(name, "branch", at)
+    assert engine.conversations() == ["c"]

@@ -166,3 +166,12 @@ def test_a_diff_numbers_lines_as_the_editor_does() -> None:
     old = "s = 'a\u2028b'\nx = 1\ny = 2\n"
     diff = policy.unified_diff(old, old.replace("y = 2", "y = 3"), "a.py")
     assert "@@ -1,3 +1,3 @@\n s = 'a\u2028b'\n x = 1\n" in diff
+
+
+def test_a_diff_marks_a_last_line_without_a_line_end() -> None:
+    """A newline added at the end had shown as `-x = 1` `+x = 1`, a change of nothing, and
+    the old version as one ending with a newline."""
+    diff = policy.unified_diff("w = 0\nx = 1", "w = 0\nx = 1\n", "a.py")
+    assert diff.endswith("-x = 1\n\\ No newline at end of file\n+x = 1\n")
+    crlf = policy.unified_diff("w = 0\r\nx = 1\r\n", "w = 0\r\nx = 2\r\n", "a.py")
+    assert "No newline" not in crlf
