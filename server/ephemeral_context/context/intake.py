@@ -307,7 +307,11 @@ def add_user_content(
     name: str,
     tokens: int | None,
 ) -> None:
-    """Skill bodies or memories the harness puts in a user message (not a tool result)."""
+    """Skill bodies or memories the harness puts in a user message (not a tool result). An
+    empty or blank one adds nothing: the API refuses a text block without text, and the
+    block would stay in every later request."""
+    if not text.strip():
+        return
     c = state.conversation(conv)
     count = tokens if tokens is not None else state.count(text, "prose")
     item_id = state.store.put(text, tokens=count).id

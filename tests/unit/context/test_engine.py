@@ -29,6 +29,7 @@ from ephemeral_context.store import (
     UnknownId,
 )
 
+from tests.fakes.messages_api import request_problem
 from tests.unit.context.context_helpers import (
     SYSTEM,
     Clock,
@@ -587,3 +588,16 @@ def test_the_latest_response_and_what_follows_it_are_never_evicted(
         assert f"def x{step}_f19(x)" in repr(last_response)
         assert f"def w{step}_f19(x)" in repr(last_response)
     assert any(e.item_ids for e in engine.events)  # older Write inputs did go
+
+
+@pytest.mark.parametrize("text", ["", " \n\t"])
+def test_an_empty_skill_or_memory_adds_nothing_the_api_would_refuse(
+    engine: ContextEngine, text: str
+) -> None:
+    """An empty text block is refused by the API, and it stayed in every later request."""
+    engine.add_user_text("c", "go")
+    engine.add_user_content("c", text, kind="skill", name="blank")
+    engine.add_user_content("c", text, kind="memory")
+    built = engine.build_request("c", "claude-sonnet-4-6", SYSTEM)
+    assert request_problem(built) is None
+    assert [i.kind for i in engine.items()] == []
