@@ -480,7 +480,7 @@ async def test_search_reads_files_as_read_file_does(env: ToolEnv, root: Path) ->
     `café` matched `caf`): the model is told it was not searched. A file's BOM is no part of
     its first line, as read_file shows it; binary files stay silent."""
     (root / "src" / "latin.py").write_bytes(b'NAME = "caf\xe9"\n')
-    (root / "src" / "bom.py").write_bytes(b'\xef\xbb\xbfcafe = 1\n')
+    (root / "src" / "bom.py").write_bytes(b"\xef\xbb\xbfcafe = 1\n")
     (root / "src" / "blob.bin").write_bytes(bytes(range(256)))
     found = (await run_tool(env, "search", {"pattern": "caf"})).text.splitlines()
     assert "src/bom.py:1: cafe = 1" in found
