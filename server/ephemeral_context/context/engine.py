@@ -138,13 +138,19 @@ class ContextEngine:
         """The conversation's state, created on first use."""
         return self.state.conversation(conv)
 
+    def _looked_at(self, conv: str) -> Conversation:
+        """The conversation's state for a read-only view: an unknown one is empty and stays
+        unknown (a status read made the engine non-empty, which keeps a new data directory
+        from being taken without a restart)."""
+        return self.state.conversations.get(conv) or Conversation(conv)
+
     def conversations(self) -> list[str]:
         """Ids of every conversation the engine has seen."""
         return list(self.state.conversations)
 
     def position(self, conv: str) -> int:
         """Where the next block of `conv` goes: a point to fork it at later."""
-        return len(self.state.conversation(conv).thread)
+        return len(self._looked_at(conv).thread)
 
     def fork(self, source: str, conv: str, at: int) -> None:
         """Start (or restart) `conv` as `source` up to `position` `at`: a request that does
@@ -378,7 +384,7 @@ class ContextEngine:
 
     def last_request(self, conv: str) -> BuiltRequest | None:
         """The last request built for `conv`, with the cache model's view of it."""
-        return self.conversation(conv).accounting.last_built
+        return self._looked_at(conv).accounting.last_built
 
     def _tools_blocks(self, tools: Sequence[Mapping[str, Any]]) -> list[Block]:
         """The cache model's blocks for the tool schemas, computed once per tool list.
@@ -453,7 +459,7 @@ class ContextEngine:
 
     def file_views(self, conv: str) -> list[FileView]:
         """What `conv` has been shown of each file, with the id it was shown under."""
-        return list(self.conversation(conv).files.values())
+        return list(self._looked_at(conv).files.values())
 
     def count_tokens(self, text: str, kind: str) -> int:
         """Tokens of `text` as the engine counts content of `kind` (tokens.KINDS)."""
@@ -473,7 +479,7 @@ class ContextEngine:
         `pending_pins` maps pinned URIs whose text changed since they were pinned to the
         tokens of the new text: counted as the next request will show it, without storing a
         version nobody has been shown yet (the caller pins it again before that request)."""
-        convs = [self.conversation(conv)] if conv else list(self.state.conversations.values())
+        convs = [self._looked_at(conv)] if conv else list(self.state.conversations.values())
         return status.status(self.state, convs, pending_pins or {})
 
     # ------------------------------------------------------------------ hydration

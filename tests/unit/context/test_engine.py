@@ -601,3 +601,13 @@ def test_an_empty_skill_or_memory_adds_nothing_the_api_would_refuse(
     built = engine.build_request("c", "claude-sonnet-4-6", SYSTEM)
     assert request_problem(built) is None
     assert [i.kind for i in engine.items()] == []
+
+
+def test_looking_at_an_unknown_conversation_leaves_the_engine_empty(
+    engine: ContextEngine,
+) -> None:
+    """A status read (the status bar's, before any ask) created the conversation, and the
+    LSP takes a new data directory without a restart only while the engine is empty."""
+    assert engine.position("c") == 0 and engine.file_views("c") == []
+    assert engine.last_request("c") is None and engine.status("c").context_tokens == 0
+    assert engine.empty() and engine.conversations() == []
