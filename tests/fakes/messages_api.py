@@ -4,18 +4,18 @@ No Anthropic API key exists on this machine, so every test that talks to "Claude
 this server instead. It speaks the wire protocol the anthropic SDK expects: POST
 /v1/messages (JSON, or Server-Sent Events when `stream` is true, with the same event
 sequence as the API) and POST /v1/messages/count_tokens; it accepts `x-api-key` and
-`Authorization: Bearer` and any `anthropic-version`. What it says comes from a script, one
-turn per request: text, tool_use blocks, a refusal, or an injected error (429/529/500 with
-retry-after, 401, 404, 400), or bytes no API would send (`Raw`: an HTML page, a body cut
-short, a stream framed by `sse` that ends before its message_stop), or a broken network
-(`cut`: the connection dropped, or silent). An answer longer than `max_tokens` is cut
-(stop_reason "max_tokens"), and `max_tokens: 0` is the documented cache pre-warm (no
-content). Requests the real API would refuse are refused the same way
-(400: more than 4 cache_control breakpoints, a tool_use without its tool_result, empty
-content, ...), so a client bug fails here as it would there. Usage is computed by
-ephemeral_context.cache_sim, so cache reads and writes follow the documented cache rules.
-Every request is recorded (headers and JSON body) so tests can inspect exactly what was
-sent.
+`Authorization: Bearer` and any `anthropic-version` (which, as there, must be sent: 400
+without one). What it says comes from a script, one turn per request: text, tool_use
+blocks, a refusal, or an injected error (429/529/500 with retry-after, 401, 404, 400), or
+bytes no API would send (`Raw`: an HTML page, a body cut short, a stream framed by `sse`
+that ends before its message_stop), or a broken network (`cut`: the connection dropped,
+or silent). An answer longer than `max_tokens` is cut (stop_reason "max_tokens"), and
+`max_tokens: 0` is the documented cache pre-warm (no content). Requests the real
+API would refuse are refused the same way (400: more than 4 cache_control breakpoints, a
+tool_use without its tool_result, empty content, ...), so a client bug fails here as it
+would there. Usage is computed by ephemeral_context.cache_sim, so cache reads and writes
+follow the documented cache rules. Every request is recorded (headers and JSON body) so
+tests can inspect exactly what was sent.
 
 In-process:
 
@@ -689,6 +689,7 @@ class FakeMessagesAPI:
                     out.write(json.dumps(line) + "\n")
 
     def _check_auth(self, headers: Mapping[str, str]) -> None:
+        """The key (401 without one), then the version header the API requires (400)."""
         key = headers.get("x-api-key")
         auth = headers.get("authorization", "")
         if key is None and auth.lower().startswith("bearer "):
@@ -697,6 +698,10 @@ class FakeMessagesAPI:
             raise _Reject(ApiError(401, "authentication_error", "x-api-key header is required"))
         if self._api_keys is not None and key not in self._api_keys:
             raise _Reject(invalid_api_key())
+        if not headers.get("anthropic-version"):  # "you must send" it (API versioning page)
+            raise _Reject(
+                ApiError(400, "invalid_request_error", "anthropic-version: header is required")
+            )
 
     def _parse_body(self, record: RecordedRequest, *, need_max_tokens: bool) -> Mapping[str, Any]:
         header = record.headers.get("anthropic-beta", "")
