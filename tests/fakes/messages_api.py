@@ -431,6 +431,32 @@ def thinking_problem(thinking: Any, betas: frozenset[str] = frozenset()) -> str 
     return None
 
 
+FORCED_TOOL_CHOICES = frozenset({"any", "tool"})
+
+
+def sampling_problem(body: Mapping[str, Any]) -> str | None:
+    """What the API rejects in `temperature` and `tool_choice`, or None: a temperature
+    outside 0..1 (Messages API reference), and, with thinking enabled, a temperature other
+    than 1 or a tool_choice that forces tool use ("Thinking isn't compatible with
+    temperature or top_k modifications as well as forced tool use", extended thinking)."""
+    temperature = body.get("temperature")
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or not 0 <= temperature <= 1
+    ):
+        return "temperature: Input should be a number from 0 to 1"
+    thinking = body.get("thinking")
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
+        return None
+    if temperature is not None and temperature != 1:
+        return "temperature may only be set to 1 when thinking is enabled"
+    tool_choice = body.get("tool_choice")
+    if isinstance(tool_choice, Mapping) and tool_choice.get("type") in FORCED_TOOL_CHOICES:
+        return "Thinking may not be enabled when tool_choice forces tool use."
+    return None
+
+
 def request_problem(
     body: Any, *, need_max_tokens: bool = True, betas: frozenset[str] = frozenset()
 ) -> ApiError | None:
@@ -458,9 +484,13 @@ def request_problem(
         info = lookup(model)
     except UnknownModelError:
         return unknown_model(model)
-    problem = conversation_problem(
-        body["messages"], system_messages=info.version >= MID_CONVERSATION_SYSTEM
-    ) or thinking_problem(body.get("thinking"), betas)
+    problem = (
+        conversation_problem(
+            body["messages"], system_messages=info.version >= MID_CONVERSATION_SYSTEM
+        )
+        or thinking_problem(body.get("thinking"), betas)
+        or sampling_problem(body)
+    )
     if problem is not None:
         return invalid(problem)
     try:

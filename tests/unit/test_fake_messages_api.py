@@ -61,6 +61,10 @@ def close_clients() -> Iterator[None]:
         _OPEN_CLIENTS.pop().close()
 
 
+THINKING = {"type": "enabled", "budget_tokens": 1024}
+TOOL = {"name": "read_file", "input_schema": {"type": "object"}}
+
+
 AUTH = {"x-api-key": "sk-test-0000", "anthropic-version": "2023-06-01"}
 """What the SDK sends with every request: a key and the API version."""
 
@@ -598,6 +602,24 @@ NOTE = {"role": "system", "content": "Available agent types: Explore, Plan."}
             {"messages": HI, "thinking": {"type": "enabled", "budget_tokens": 10}},
             "budget_tokens",
         ),
+        (MODEL, {"messages": HI, "temperature": 1.5}, "temperature"),
+        (MODEL, {"messages": HI, "temperature": "warm"}, "temperature"),
+        (MODEL, {"messages": HI, "thinking": THINKING, "temperature": 0.2}, "temperature"),
+        (
+            MODEL,
+            {"messages": HI, "thinking": THINKING, "tools": [TOOL], "tool_choice": {"type": "any"}},
+            "tool_choice forces tool use",
+        ),
+        (
+            MODEL,
+            {
+                "messages": HI,
+                "thinking": THINKING,
+                "tools": [TOOL],
+                "tool_choice": {"type": "tool", "name": "read_file"},
+            },
+            "tool_choice forces tool use",
+        ),
     ],
 )
 def test_request_shapes_the_api_rejects_are_rejected(
@@ -611,6 +633,22 @@ def test_request_shapes_the_api_rejects_are_rejected(
     )
     assert status == 400 and complaint in json.loads(answer)["error"]["message"]
     assert api.remaining_turns == 1
+
+
+def test_thinking_takes_temperature_one_and_tool_choices_that_force_nothing(
+    fake_messages_api: Start,
+) -> None:
+    """What extended thinking allows: temperature 1, tool_choice auto or none; without
+    thinking, any temperature from 0 to 1 and a forced tool."""
+    api = fake_messages_api(["a", "b", "c", "d"])
+    base = {"model": MODEL, "max_tokens": 2048, "messages": HI, "tools": [TOOL]}
+    for extra in (
+        {"thinking": THINKING, "temperature": 1, "tool_choice": {"type": "auto"}},
+        {"thinking": THINKING, "tool_choice": {"type": "none"}},
+        {"thinking": {"type": "disabled"}, "temperature": 0, "tool_choice": {"type": "any"}},
+        {"temperature": 0.5, "tool_choice": {"type": "tool", "name": "read_file"}},
+    ):
+        assert post(api.base_url + "/v1/messages", {**base, **extra}, AUTH)[0] == 200, extra
 
 
 def test_what_claude_code_sends_is_accepted(fake_messages_api: Start) -> None:
