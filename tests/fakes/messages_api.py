@@ -64,6 +64,8 @@ from ephemeral_context.request_view import request_from_messages_api
 from ephemeral_context.tokens import estimate_tokens
 
 MESSAGES_PATH = "/v1/messages"
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+"""The Messages and Token Counting APIs' request size limit (errors page: 32 MB)."""
 
 # ---------------------------------------------------------------------------------------------
 # The script
@@ -795,6 +797,9 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
+            if length > MAX_REQUEST_BYTES:
+                self._refuse_too_large(length)
+                return
             raw = self.rfile.read(length) if length else b""
             try:
                 body: Any = json.loads(raw) if raw else None
@@ -822,6 +827,16 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 record.done.set()
 
         # --- helpers
+
+        def _refuse_too_large(self, length: int) -> None:
+            """413 request_too_large, as Cloudflare answers before the API reads the body
+            (read here and dropped, so the client can finish sending and hear it)."""
+            while length > 0 and (chunk := self.rfile.read(min(length, 1 << 20))):
+                length -= len(chunk)
+            record = self._start_record("POST", None)
+            error = f"Request exceeds the maximum allowed number of bytes ({MAX_REQUEST_BYTES})."
+            self._send_error(ApiError(413, "request_too_large", error))
+            record.done.set()
 
         def _start_record(self, method: str, body: Any) -> RecordedRequest:
             headers = {k.lower(): v for k, v in self.headers.items()}

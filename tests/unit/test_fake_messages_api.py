@@ -37,6 +37,7 @@ from tests.fakes import (
     server_error,
     unknown_model,
 )
+from tests.fakes.messages_api import MAX_REQUEST_BYTES
 
 MODEL = "claude-sonnet-4-6"  # not on the SDK's deprecation list (warnings are errors here)
 Start = Callable[..., FakeMessagesAPI]
@@ -421,6 +422,19 @@ def test_an_exhausted_script_is_a_clear_non_retried_error(fake_messages_api: Sta
     api = fake_messages_api([])
     with pytest.raises(anthropic.InternalServerError, match="no turn left"):
         client(api, max_retries=0).messages.create(model=MODEL, max_tokens=8, messages=HI)
+
+
+def test_a_body_over_32_mb_gets_413_request_too_large(fake_messages_api: Start) -> None:
+    """The errors page's size limit for the Messages and Token Counting APIs; the fake
+    still serves the next request."""
+    api = fake_messages_api(["after"])
+    text = "x" * MAX_REQUEST_BYTES
+    body = {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": text}]}
+    for path in ("/v1/messages", "/v1/messages/count_tokens"):
+        status, raw = post(api.base_url + path, body, AUTH)
+        assert status == 413
+        assert json.loads(raw)["error"]["type"] == "request_too_large"
+    assert post(api.base_url + "/v1/messages", {**body, "messages": HI}, AUTH)[0] == 200
 
 
 def test_malformed_bodies_get_400_not_a_crash(fake_messages_api: Start) -> None:
