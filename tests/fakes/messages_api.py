@@ -380,6 +380,23 @@ def conversation_problem(messages: Sequence[Any], *, system_messages: bool = Tru
     return None
 
 
+def system_problem(system: Any) -> str | None:
+    """What the API rejects in the top-level `system`, or None: a string or a list of
+    non-empty text blocks (Messages API reference: `string | TextBlockParam[]`)."""
+    if system is None or isinstance(system, str):
+        return None
+    if not isinstance(system, list):
+        return "system: Input should be a valid string or a list of text blocks"
+    for j, block in enumerate(system):
+        if not isinstance(block, Mapping) or block.get("type") != "text":
+            return f"system.{j}.type: Input should be 'text'"
+        if (problem := _typed_text_problem(f"system.{j}", block)) is not None:
+            return problem
+        if not block["text"]:
+            return f"system.{j}: text content blocks must be non-empty"
+    return None
+
+
 def _system_message_problem(
     m: int, message: Mapping[str, Any], previous_role: str, allowed: bool
 ) -> str | None:
@@ -490,6 +507,7 @@ def request_problem(
         conversation_problem(
             body["messages"], system_messages=info.version >= MID_CONVERSATION_SYSTEM
         )
+        or system_problem(body.get("system"))
         or thinking_problem(body.get("thinking"), betas)
         or sampling_problem(body)
     )
