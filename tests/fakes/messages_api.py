@@ -397,6 +397,17 @@ def system_problem(system: Any) -> str | None:
     return None
 
 
+def tools_problem(tools: Any) -> str | None:
+    """What the API rejects in `tools`, or None: two tools of one name (deferred or not),
+    "tools: Tool names must be unique." as the API says it."""
+    if not isinstance(tools, list):
+        return None  # absent, or refused by request_view
+    names = [t["name"] for t in tools if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+    if len(names) != len(set(names)):
+        return "tools: Tool names must be unique."
+    return None
+
+
 def _system_message_problem(
     m: int, message: Mapping[str, Any], previous_role: str, allowed: bool
 ) -> str | None:
@@ -508,6 +519,7 @@ def request_problem(
             body["messages"], system_messages=info.version >= MID_CONVERSATION_SYSTEM
         )
         or system_problem(body.get("system"))
+        or tools_problem(body.get("tools"))
         or thinking_problem(body.get("thinking"), betas)
         or sampling_problem(body)
     )

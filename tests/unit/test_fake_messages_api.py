@@ -620,6 +620,12 @@ NOTE = {"role": "system", "content": "Available agent types: Explore, Plan."}
         (MODEL, {"messages": HI, "system": [{"type": "text", "text": 7}]}, "valid string"),
         (MODEL, {"messages": HI, "system": [{"type": "image", "source": {}}]}, "'text'"),
         (MODEL, {"messages": HI, "system": ["plain"]}, "'text'"),
+        (MODEL, {"messages": HI, "tools": [TOOL, TOOL]}, "Tool names must be unique"),
+        (
+            MODEL,
+            {"messages": HI, "tools": [TOOL, {**TOOL, "defer_loading": True}]},
+            "Tool names must be unique",
+        ),
         (MODEL, {"messages": HI, "temperature": 1.5}, "temperature"),
         (MODEL, {"messages": HI, "temperature": "warm"}, "temperature"),
         (MODEL, {"messages": HI, "thinking": THINKING, "temperature": 0.2}, "temperature"),
