@@ -4,18 +4,18 @@ No Anthropic API key exists on this machine, so every test that talks to "Claude
 this server instead. It speaks the wire protocol the anthropic SDK expects: POST
 /v1/messages (JSON, or Server-Sent Events when `stream` is true, with the same event
 sequence as the API) and POST /v1/messages/count_tokens; it accepts `x-api-key` and
-`Authorization: Bearer` and any `anthropic-version`. What it says comes from a script, one
-turn per request: text, tool_use blocks, a refusal, or an injected error (429/529/500 with
-retry-after, 401, 404, 400), or bytes no API would send (`Raw`: an HTML page, a body cut
-short, a stream framed by `sse` that ends before its message_stop), or a broken network
-(`cut`: the connection dropped, or silent). An answer longer than `max_tokens` is cut
-(stop_reason "max_tokens"), and `max_tokens: 0` is the documented cache pre-warm (no
-content). Requests the real API would refuse are refused the same way
-(400: more than 4 cache_control breakpoints, a tool_use without its tool_result, empty
-content, ...), so a client bug fails here as it would there. Usage is computed by
-ephemeral_context.cache_sim, so cache reads and writes follow the documented cache rules.
-Every request is recorded (headers and JSON body) so tests can inspect exactly what was
-sent.
+`Authorization: Bearer` and any `anthropic-version` (which, as there, must be sent: 400
+without one). What it says comes from a script, one turn per request: text, tool_use
+blocks, a refusal, or an injected error (429/529/500 with retry-after, 401, 404, 400), or
+bytes no API would send (`Raw`: an HTML page, a body cut short, a stream framed by `sse`
+that ends before its message_stop), or a broken network (`cut`: the connection dropped,
+or silent). An answer longer than `max_tokens` is cut (stop_reason "max_tokens"), and
+`max_tokens: 0` is the documented cache pre-warm (no content). Requests the real
+API would refuse are refused the same way (400: more than 4 cache_control breakpoints, a
+tool_use without its tool_result, empty content, ...), so a client bug fails here as it
+would there. Usage is computed by ephemeral_context.cache_sim, so cache reads and writes
+follow the documented cache rules. Every request is recorded (headers and JSON body) so
+tests can inspect exactly what was sent.
 
 In-process:
 
@@ -64,6 +64,8 @@ from ephemeral_context.request_view import request_from_messages_api
 from ephemeral_context.tokens import estimate_tokens
 
 MESSAGES_PATH = "/v1/messages"
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+"""The Messages and Token Counting APIs' request size limit (errors page: 32 MB)."""
 
 # ---------------------------------------------------------------------------------------------
 # The script
@@ -378,6 +380,34 @@ def conversation_problem(messages: Sequence[Any], *, system_messages: bool = Tru
     return None
 
 
+def system_problem(system: Any) -> str | None:
+    """What the API rejects in the top-level `system`, or None: a string or a list of
+    non-empty text blocks (Messages API reference: `string | TextBlockParam[]`)."""
+    if system is None or isinstance(system, str):
+        return None
+    if not isinstance(system, list):
+        return "system: Input should be a valid string or a list of text blocks"
+    for j, block in enumerate(system):
+        if not isinstance(block, Mapping) or block.get("type") != "text":
+            return f"system.{j}.type: Input should be 'text'"
+        if (problem := _typed_text_problem(f"system.{j}", block)) is not None:
+            return problem
+        if not block["text"]:
+            return f"system.{j}: text content blocks must be non-empty"
+    return None
+
+
+def tools_problem(tools: Any) -> str | None:
+    """What the API rejects in `tools`, or None: two tools of one name (deferred or not),
+    "tools: Tool names must be unique." as the API says it."""
+    if not isinstance(tools, list):
+        return None  # absent, or refused by request_view
+    names = [t["name"] for t in tools if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+    if len(names) != len(set(names)):
+        return "tools: Tool names must be unique."
+    return None
+
+
 def _system_message_problem(
     m: int, message: Mapping[str, Any], previous_role: str, allowed: bool
 ) -> str | None:
@@ -431,6 +461,32 @@ def thinking_problem(thinking: Any, betas: frozenset[str] = frozenset()) -> str 
     return None
 
 
+FORCED_TOOL_CHOICES = frozenset({"any", "tool"})
+
+
+def sampling_problem(body: Mapping[str, Any]) -> str | None:
+    """What the API rejects in `temperature` and `tool_choice`, or None: a temperature
+    outside 0..1 (Messages API reference), and, with thinking enabled, a temperature other
+    than 1 or a tool_choice that forces tool use ("Thinking isn't compatible with
+    temperature or top_k modifications as well as forced tool use", extended thinking)."""
+    temperature = body.get("temperature")
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or not 0 <= temperature <= 1
+    ):
+        return "temperature: Input should be a number from 0 to 1"
+    thinking = body.get("thinking")
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
+        return None
+    if temperature is not None and temperature != 1:
+        return "temperature may only be set to 1 when thinking is enabled"
+    tool_choice = body.get("tool_choice")
+    if isinstance(tool_choice, Mapping) and tool_choice.get("type") in FORCED_TOOL_CHOICES:
+        return "Thinking may not be enabled when tool_choice forces tool use."
+    return None
+
+
 def request_problem(
     body: Any, *, need_max_tokens: bool = True, betas: frozenset[str] = frozenset()
 ) -> ApiError | None:
@@ -458,9 +514,15 @@ def request_problem(
         info = lookup(model)
     except UnknownModelError:
         return unknown_model(model)
-    problem = conversation_problem(
-        body["messages"], system_messages=info.version >= MID_CONVERSATION_SYSTEM
-    ) or thinking_problem(body.get("thinking"), betas)
+    problem = (
+        conversation_problem(
+            body["messages"], system_messages=info.version >= MID_CONVERSATION_SYSTEM
+        )
+        or system_problem(body.get("system"))
+        or tools_problem(body.get("tools"))
+        or thinking_problem(body.get("thinking"), betas)
+        or sampling_problem(body)
+    )
     if problem is not None:
         return invalid(problem)
     try:
@@ -689,6 +751,7 @@ class FakeMessagesAPI:
                     out.write(json.dumps(line) + "\n")
 
     def _check_auth(self, headers: Mapping[str, str]) -> None:
+        """The key (401 without one), then the version header the API requires (400)."""
         key = headers.get("x-api-key")
         auth = headers.get("authorization", "")
         if key is None and auth.lower().startswith("bearer "):
@@ -697,6 +760,10 @@ class FakeMessagesAPI:
             raise _Reject(ApiError(401, "authentication_error", "x-api-key header is required"))
         if self._api_keys is not None and key not in self._api_keys:
             raise _Reject(invalid_api_key())
+        if not headers.get("anthropic-version"):  # "you must send" it (API versioning page)
+            raise _Reject(
+                ApiError(400, "invalid_request_error", "anthropic-version: header is required")
+            )
 
     def _parse_body(self, record: RecordedRequest, *, need_max_tokens: bool) -> Mapping[str, Any]:
         header = record.headers.get("anthropic-beta", "")
@@ -760,6 +827,9 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
+            if length > MAX_REQUEST_BYTES:
+                self._refuse_too_large(length)
+                return
             raw = self.rfile.read(length) if length else b""
             try:
                 body: Any = json.loads(raw) if raw else None
@@ -787,6 +857,16 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 record.done.set()
 
         # --- helpers
+
+        def _refuse_too_large(self, length: int) -> None:
+            """413 request_too_large, as Cloudflare answers before the API reads the body
+            (read here and dropped, so the client can finish sending and hear it)."""
+            while length > 0 and (chunk := self.rfile.read(min(length, 1 << 20))):
+                length -= len(chunk)
+            record = self._start_record("POST", None)
+            error = f"Request exceeds the maximum allowed number of bytes ({MAX_REQUEST_BYTES})."
+            self._send_error(ApiError(413, "request_too_large", error))
+            record.done.set()
 
         def _start_record(self, method: str, body: Any) -> RecordedRequest:
             headers = {k.lower(): v for k, v in self.headers.items()}

@@ -37,6 +37,7 @@ from tests.fakes import (
     server_error,
     unknown_model,
 )
+from tests.fakes.messages_api import MAX_REQUEST_BYTES
 
 MODEL = "claude-sonnet-4-6"  # not on the SDK's deprecation list (warnings are errors here)
 Start = Callable[..., FakeMessagesAPI]
@@ -59,6 +60,14 @@ def close_clients() -> Iterator[None]:
     yield
     while _OPEN_CLIENTS:
         _OPEN_CLIENTS.pop().close()
+
+
+THINKING = {"type": "enabled", "budget_tokens": 1024}
+TOOL = {"name": "read_file", "input_schema": {"type": "object"}}
+
+
+AUTH = {"x-api-key": "sk-test-0000", "anthropic-version": "2023-06-01"}
+"""What the SDK sends with every request: a key and the API version."""
 
 
 def post(url: str, body: Any, headers: dict[str, str]) -> tuple[int, bytes]:
@@ -126,6 +135,21 @@ def test_both_auth_headers_and_any_version_are_accepted(fake_messages_api: Start
     status, raw = post(url, body, {"anthropic-version": "2023-06-01"})
     assert status == 401
     assert json.loads(raw)["error"]["type"] == "authentication_error"
+
+
+def test_a_request_without_anthropic_version_is_refused(fake_messages_api: Start) -> None:
+    """The API requires the header ("you must send an anthropic-version request header")."""
+    api = fake_messages_api(["never sent"])
+    body = {"model": MODEL, "max_tokens": 8, "messages": HI}
+    for path in ("/v1/messages", "/v1/messages/count_tokens"):
+        status, raw = post(api.base_url + path, body, {"x-api-key": "k"})
+        assert status == 400
+        error = json.loads(raw)["error"]
+        assert error == {
+            "type": "invalid_request_error",
+            "message": "anthropic-version: header is required",
+        }
+    assert api.remaining_turns == 1
 
 
 def test_stream_text_arrives_in_pieces(fake_messages_api: Start) -> None:
@@ -215,9 +239,7 @@ async def test_wait_for_message_requests_until_recorded_or_timeout(
     api = fake_messages_api(["one"])
     assert await api.wait_for_message_requests(1, timeout=0.01) == []
     body = {"model": MODEL, "max_tokens": 8, "messages": HI}
-    status, _ = await asyncio.to_thread(
-        post, f"{api.base_url}/v1/messages", body, {"x-api-key": "k"}
-    )
+    status, _ = await asyncio.to_thread(post, f"{api.base_url}/v1/messages", body, AUTH)
     assert status == 200
     recorded = await api.wait_for_message_requests(1)
     assert [r.body["max_tokens"] for r in recorded] == [8]
@@ -402,15 +424,27 @@ def test_an_exhausted_script_is_a_clear_non_retried_error(fake_messages_api: Sta
         client(api, max_retries=0).messages.create(model=MODEL, max_tokens=8, messages=HI)
 
 
+def test_a_body_over_32_mb_gets_413_request_too_large(fake_messages_api: Start) -> None:
+    """The errors page's size limit for the Messages and Token Counting APIs; the fake
+    still serves the next request."""
+    api = fake_messages_api(["after"])
+    text = "x" * MAX_REQUEST_BYTES
+    body = {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": text}]}
+    for path in ("/v1/messages", "/v1/messages/count_tokens"):
+        status, raw = post(api.base_url + path, body, AUTH)
+        assert status == 413
+        assert json.loads(raw)["error"]["type"] == "request_too_large"
+    assert post(api.base_url + "/v1/messages", {**body, "messages": HI}, AUTH)[0] == 200
+
+
 def test_malformed_bodies_get_400_not_a_crash(fake_messages_api: Start) -> None:
     api = fake_messages_api(["still serving"])
     url = api.base_url + "/v1/messages"
-    auth = {"x-api-key": "k"}
-    assert post(url, b"{not json", auth)[0] == 400
-    assert post(url, {"model": MODEL, "max_tokens": 8}, auth)[0] == 400
-    assert post(url, {"messages": HI, "max_tokens": 8}, auth)[0] == 400
-    assert post(api.base_url + "/v1/elsewhere", {}, auth)[0] == 404
-    assert post(url, {"model": MODEL, "max_tokens": 8, "messages": HI}, auth)[0] == 200
+    assert post(url, b"{not json", AUTH)[0] == 400
+    assert post(url, {"model": MODEL, "max_tokens": 8}, AUTH)[0] == 400
+    assert post(url, {"messages": HI, "max_tokens": 8}, AUTH)[0] == 400
+    assert post(api.base_url + "/v1/elsewhere", {}, AUTH)[0] == 404
+    assert post(url, {"model": MODEL, "max_tokens": 8, "messages": HI}, AUTH)[0] == 200
 
 
 # ---------------------------------------------------------------------------------------------
@@ -582,6 +616,34 @@ NOTE = {"role": "system", "content": "Available agent types: Explore, Plan."}
             {"messages": HI, "thinking": {"type": "enabled", "budget_tokens": 10}},
             "budget_tokens",
         ),
+        (MODEL, {"messages": HI, "system": [{"type": "text", "text": ""}]}, "non-empty"),
+        (MODEL, {"messages": HI, "system": [{"type": "text", "text": 7}]}, "valid string"),
+        (MODEL, {"messages": HI, "system": [{"type": "image", "source": {}}]}, "'text'"),
+        (MODEL, {"messages": HI, "system": ["plain"]}, "'text'"),
+        (MODEL, {"messages": HI, "tools": [TOOL, TOOL]}, "Tool names must be unique"),
+        (
+            MODEL,
+            {"messages": HI, "tools": [TOOL, {**TOOL, "defer_loading": True}]},
+            "Tool names must be unique",
+        ),
+        (MODEL, {"messages": HI, "temperature": 1.5}, "temperature"),
+        (MODEL, {"messages": HI, "temperature": "warm"}, "temperature"),
+        (MODEL, {"messages": HI, "thinking": THINKING, "temperature": 0.2}, "temperature"),
+        (
+            MODEL,
+            {"messages": HI, "thinking": THINKING, "tools": [TOOL], "tool_choice": {"type": "any"}},
+            "tool_choice forces tool use",
+        ),
+        (
+            MODEL,
+            {
+                "messages": HI,
+                "thinking": THINKING,
+                "tools": [TOOL],
+                "tool_choice": {"type": "tool", "name": "read_file"},
+            },
+            "tool_choice forces tool use",
+        ),
     ],
 )
 def test_request_shapes_the_api_rejects_are_rejected(
@@ -591,10 +653,26 @@ def test_request_shapes_the_api_rejects_are_rejected(
     status, answer = post(
         api.base_url + "/v1/messages",
         {"model": model, "max_tokens": 8, **body},
-        {"x-api-key": "sk-test-0000"},
+        AUTH,
     )
     assert status == 400 and complaint in json.loads(answer)["error"]["message"]
     assert api.remaining_turns == 1
+
+
+def test_thinking_takes_temperature_one_and_tool_choices_that_force_nothing(
+    fake_messages_api: Start,
+) -> None:
+    """What extended thinking allows: temperature 1, tool_choice auto or none; without
+    thinking, any temperature from 0 to 1 and a forced tool."""
+    api = fake_messages_api(["a", "b", "c", "d"])
+    base = {"model": MODEL, "max_tokens": 2048, "messages": HI, "tools": [TOOL]}
+    for extra in (
+        {"thinking": THINKING, "temperature": 1, "tool_choice": {"type": "auto"}},
+        {"thinking": THINKING, "tool_choice": {"type": "none"}},
+        {"thinking": {"type": "disabled"}, "temperature": 0, "tool_choice": {"type": "any"}},
+        {"temperature": 0.5, "tool_choice": {"type": "tool", "name": "read_file"}},
+    ):
+        assert post(api.base_url + "/v1/messages", {**base, **extra}, AUTH)[0] == 200, extra
 
 
 def test_what_claude_code_sends_is_accepted(fake_messages_api: Start) -> None:
@@ -625,7 +703,7 @@ def test_what_claude_code_sends_is_accepted(fake_messages_api: Start) -> None:
             "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
             "output_config": {"effort": "high"},
         },
-        {"x-api-key": "sk-test-0000"},
+        AUTH,
     )
     assert status == 200
 
@@ -635,7 +713,7 @@ def test_the_updates_display_needs_its_beta(fake_messages_api: Start) -> None:
     api = fake_messages_api(["one"])
     body = {"model": MID_SYSTEM_MODEL, "max_tokens": 8, "messages": HI}
     body["thinking"] = {"type": "adaptive", "display": "updates"}
-    key = {"x-api-key": "sk-test-0000"}
+    key = AUTH
     assert post(api.base_url + "/v1/messages", body, key)[0] == 400
     beta = {**key, "anthropic-beta": "effort-2025-11-24, thinking-display-updates-2026-08-18"}
     assert post(api.base_url + "/v1/messages", body, beta)[0] == 200
@@ -672,7 +750,7 @@ def test_a_deferred_tool_is_billed_where_a_result_references_it(fake_messages_ap
     status, _ = post(
         api.base_url + "/v1/messages",
         {"model": MID_SYSTEM_MODEL, "max_tokens": 8, **after},
-        {"x-api-key": "sk-test-0000"},
+        AUTH,
     )
     assert status == 200
 

@@ -41,7 +41,11 @@ def test_port_0_prints_the_base_url_first_and_serves(api: FakeMessagesAPI) -> No
             data=json.dumps(
                 {"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": "hi"}]}
             ).encode(),
-            headers={"x-api-key": "sk-ant-test-0000", "content-type": "application/json"},
+            headers={
+                "x-api-key": "sk-ant-test-0000",
+                "anthropic-version": "2023-06-01",
+                "content-type": "application/json",
+            },
         )
         with urllib.request.urlopen(counted, timeout=30) as answer:
             assert "input_tokens" in json.loads(answer.read())

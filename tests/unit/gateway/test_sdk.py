@@ -1343,6 +1343,7 @@ def test_a_client_gone_before_the_upstream_answered_ends_the_call_there(
     with socket.create_connection((host, int(port))) as connection:
         head = (
             f"POST /v1/messages HTTP/1.1\r\nHost: {host}\r\nx-api-key: {KEY}\r\n"
+            "anthropic-version: 2023-06-01\r\n"
             f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
         )
         connection.sendall(head.encode() + body)
@@ -1390,7 +1391,11 @@ def test_a_body_nested_too_deeply_to_parse_gets_the_upstreams_answer(
     upstream as it came and the upstream's refusal comes back as sent (it was a 500 the
     gateway made of its own traceback)."""
     body = b"[" * 100_000
-    headers = {"x-api-key": KEY, "content-type": "application/json"}
+    headers = {
+        "x-api-key": KEY,
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+    }
     request = urllib.request.Request(gateway.base_url + "/v1/messages", body, headers)
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=30)
@@ -1463,7 +1468,11 @@ def test_an_upstream_urls_password_is_never_told_nor_logged(
 
 def _answer_of(url: str, body: dict[str, Any]) -> tuple[int, Any]:
     """The status and the error (or the content) a POST /v1/messages gets at `url`."""
-    headers = {"x-api-key": KEY, "content-type": "application/json"}
+    headers = {
+        "x-api-key": KEY,
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+    }
     request = urllib.request.Request(url + "/v1/messages", json.dumps(body).encode(), headers)
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
