@@ -64,6 +64,8 @@ class Pins:
         """Pin the file (or one definition of it) as the editor holds it now; AccessDenied
         when a model's read would be refused, UnknownItem for an unknown symbol."""
         document = env.readable(uri)
+        if symbol is None:
+            self._check_fits(document)
         item = self.engine.pin(document.uri, document.text, version=document.version, symbol=symbol)
         if symbol is None:
             self._hashes[document.uri] = document.hash
@@ -72,6 +74,26 @@ class Pins:
             pinned = PinnedSymbol(item.id, document.hash)
             self._symbols.setdefault(document.uri, {})[symbol] = pinned
         return item
+
+    def _check_fits(self, document: Document) -> None:
+        """AccessDenied ("too-large") when whole pins would take more than half the context
+        budget with this one: a pin goes whole into every request and is never evicted, so
+        pins past the budget made every request one the API refuses (a 31,921-token pin
+        under a 20K budget: 35K requests)."""
+        tokens = self.engine.count_tokens(document.text, "code")
+        others = sum(
+            i.tokens
+            for i in self.engine.items()
+            if i.pinned and not (i.uri == document.uri and i.kind == BlockKind.FILE)
+        )
+        share = self.engine.status().budget // 2
+        if others + tokens > share:
+            raise AccessDenied(
+                f"{label_of(document.uri)} is too large to pin: {tokens:,} tokens, "
+                f"{others + tokens:,} with the other pins, where pins may take {share:,} "
+                "(half the context budget)",
+                "too-large",
+            )
 
     def note_document_change(self, change: DocumentChange) -> list[str]:
         """Pass an outside change to the engine; when it deleted a pinned file (or one

@@ -11,6 +11,7 @@ import pytest
 from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 from ephemeral_context.documents import DocumentMirror, TextEdit
 from ephemeral_context.model.pins import Pins
+from ephemeral_context.model.secrets import AccessDenied
 from ephemeral_context.model.tools import ToolEnv
 from ephemeral_context.store import Store
 
@@ -234,3 +235,24 @@ def test_a_pin_unread_past_the_stores_expiry_is_still_shown_to_a_new_conversatio
     assert pins.follow(project.env) == []
     fresh = repr(engine.build_request("d", "claude-sonnet-4-6", "system"))
     assert f"[pinned [[file:{pinned.id}]]" in fresh and "def other()" in fresh
+
+
+def test_a_pin_past_half_the_context_budget_is_refused_and_a_grown_one_released(
+    project: Project,
+) -> None:
+    """A pin goes whole into every request and is never evicted: a 31,921-token pin under a
+    20K budget made every request 35K, one the API refuses whatever the conversation did."""
+    pins, mirror, uri = project.pins, project.mirror, project.uri
+    share = project.engine.status().budget // 2
+    big = project.path.with_name("big.py")
+    big.write_text("".join(f"def f{n}(x):\n    return x * {n}\n" for n in range(12_000)))
+    with pytest.raises(AccessDenied, match="too large to pin") as refused:
+        pins.pin(project.env, big.as_uri())
+    assert refused.value.reason == "too-large" and f"{share:,}" in str(refused.value)
+    assert project.engine.items() == []
+    project.open()
+    pins.pin(project.env, uri)
+    mirror.change(uri, 2, [TextEdit(None, big.read_text())])
+    (released,) = pins.follow(project.env)
+    assert "app.py is no longer pinned" in released and "too large to pin" in released
+    assert not any(i.pinned for i in project.engine.items())
