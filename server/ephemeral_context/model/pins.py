@@ -86,7 +86,7 @@ class Pins:
             for i in self.engine.items()
             if i.pinned and not (i.uri == document.uri and i.kind == BlockKind.FILE)
         )
-        share = self.engine.status().budget // 2
+        share = self.engine.config.context_budget // 2
         if others + tokens > share:
             raise AccessDenied(
                 f"{label_of(document.uri)} is too large to pin: {tokens:,} tokens, "
