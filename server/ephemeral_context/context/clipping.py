@@ -75,9 +75,14 @@ def clip_fresh(state: EngineState, c: Conversation, thread_start: int, budget: i
 
 
 def _clippable(c: Conversation, index: int, tb: ThreadBlock) -> bool:
-    """Not yet seen by the model, stored under an id and shown as stored."""
+    """Not yet seen by the model, stored under an id and shown as stored. What comes before
+    the latest model response was seen, in a request this engine may not have built (the
+    history a gateway is first sent, which the cache may hold as the client sent it)."""
     return (
-        not tb.evicted and tb.item_id is not None and tb.kind in CLIPPABLE and not c.answered(index)
+        not tb.evicted
+        and tb.item_id is not None
+        and tb.kind in CLIPPABLE
+        and not c.thread.consumed(index)
     )
 
 

@@ -92,3 +92,18 @@ def test_typed_text_is_never_cut(driver: Driver, caplog: pytest.LogCaptureFixtur
     assert driver.requests[-1]["messages"][-1]["content"][-1]["text"] == LOG
     assert any("past its budget of 20000" in r.getMessage() for r in caplog.records)
     assert not engine.events
+
+
+def test_history_the_model_has_seen_is_not_cut(store: Store, clock: Clock) -> None:
+    """A gateway's first request carries the conversation so far: what comes before the
+    latest response was seen (the cache may hold it as the client sent it), so it goes as
+    it came, over the budget on that one request as the client's own."""
+    engine = ContextEngine(store, EngineConfig(context_budget=BUDGET), clock=clock)
+    engine.add_user_text("c", "go")
+    d = Driver(engine)
+    d.bash(LOG)
+    engine.add_assistant_content("c", [{"type": "text", "text": "read it"}])
+    engine.add_user_text("c", "and now?")
+    d.call()
+    assert d.requests[-1]["messages"][2]["content"][0]["content"] == LOG
+    assert not engine.events
