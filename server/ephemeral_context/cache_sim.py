@@ -61,6 +61,10 @@ class Block:
     run: str = ""
     """`lookback_run` of its content type: consecutive blocks with the same non-empty run
     count as one lookback position."""
+    nested: tuple[Ttl, ...] = ()
+    """Breakpoints set inside the block (on an item of a tool result, a document's content
+    source, a search result's text), in order: each is one of the four, before the block's
+    own `cache_ttl`, and writes its entry where the block ends."""
 
 
 @dataclass(slots=True)
@@ -146,7 +150,9 @@ def usage_from_dict(raw: Mapping[str, Any] | Any) -> Usage:
 def resolve_breakpoints(blocks: Sequence[Block], auto_ttl: Ttl | None) -> list[tuple[int, Ttl]]:
     """Positions and TTLs of the request's breakpoints, refused as the API refuses them."""
     points: list[tuple[int, Ttl]] = [
-        (i, b.cache_ttl) for i, b in enumerate(blocks) if b.cache_ttl is not None
+        (i, ttl)
+        for i, b in enumerate(blocks)
+        for ttl in (*b.nested, *((b.cache_ttl,) if b.cache_ttl is not None else ()))
     ]
     if len(points) > MAX_BREAKPOINTS:
         raise CacheControlError(
@@ -169,7 +175,7 @@ def resolve_breakpoints(blocks: Sequence[Block], auto_ttl: Ttl | None) -> list[t
                         "blocks already carry cache_control"
                     )
                 points.append((target, auto_ttl))
-                points.sort()
+                points.sort(key=lambda point: point[0])
     seen_5m = False
     for _, ttl in points:
         if ttl == "5m":

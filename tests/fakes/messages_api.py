@@ -11,11 +11,12 @@ bytes no API would send (`Raw`: an HTML page, a body cut short, a stream framed 
 that ends before its message_stop), or a broken network (`cut`: the connection dropped,
 or silent). An answer longer than `max_tokens` is cut (stop_reason "max_tokens"), and
 `max_tokens: 0` is the documented cache pre-warm (no content). Requests the real
-API would refuse are refused the same way (400: more than 4 cache_control breakpoints, a
-tool_use without its tool_result, empty content, ...), so a client bug fails here as it
-would there. Usage is computed by ephemeral_context.cache_sim, so cache reads and writes
-follow the documented cache rules. Every request is recorded (headers and JSON body) so
-tests can inspect exactly what was sent.
+API would refuse are refused the same way (400: more than 4 cache_control breakpoints,
+those inside a tool result counted, a tool_use without its tool_result, empty content,
+...), so a client bug fails here as it would there. Usage is computed by
+ephemeral_context.cache_sim, so cache reads and writes follow the documented cache rules.
+Every request is recorded (headers and JSON body) so tests can inspect exactly what was
+sent.
 
 In-process:
 

@@ -418,6 +418,25 @@ def test_bad_cache_control_is_a_400_and_keeps_the_turn(fake_messages_api: Start)
     assert sdk.messages.create(model=MODEL, max_tokens=8, messages=HI).content
 
 
+def test_a_breakpoint_inside_a_tool_result_is_one_of_the_four(fake_messages_api: Start) -> None:
+    """The text of a tool result takes its own cache_control, counted as the API counts it:
+    four marks around it make five."""
+    api = fake_messages_api(["kept"])
+    mark = {"type": "ephemeral"}
+    system = [{"type": "text", "text": f"rule {i}", "cache_control": mark} for i in range(3)]
+    text = {"type": "text", "text": "file text", "cache_control": mark}
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": "toolu_a", "content": [text]}
+    messages = [*HI, tool_turn("toolu_a"), {"role": "user", "content": [result]}]
+    body = {"model": MODEL, "max_tokens": 8, "system": system, "messages": messages}
+    assert post(api.base_url + "/v1/messages/count_tokens", body, AUTH)[0] == 200
+    status, answer = post(api.base_url + "/v1/messages", {**body, "cache_control": mark}, AUTH)
+    assert status == 400 and "breakpoint slot" in json.loads(answer)["error"]["message"]
+    result["cache_control"] = mark
+    status, answer = post(api.base_url + "/v1/messages", body, AUTH)
+    assert status == 400 and "Found 5" in json.loads(answer)["error"]["message"]
+    assert api.remaining_turns == 1
+
+
 def test_an_exhausted_script_is_a_clear_non_retried_error(fake_messages_api: Start) -> None:
     api = fake_messages_api([])
     with pytest.raises(anthropic.InternalServerError, match="no turn left"):
