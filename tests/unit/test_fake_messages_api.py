@@ -63,6 +63,8 @@ def close_clients() -> Iterator[None]:
 
 
 THINKING = {"type": "enabled", "budget_tokens": 1024}
+WITH_THINKING = {"thinking": THINKING, "max_tokens": 2048}
+"""Thinking enabled, and room for an answer beyond its budget."""
 TOOL = {"name": "read_file", "input_schema": {"type": "object"}}
 
 
@@ -647,17 +649,17 @@ NOTE = {"role": "system", "content": "Available agent types: Explore, Plan."}
         ),
         (MODEL, {"messages": HI, "temperature": 1.5}, "temperature"),
         (MODEL, {"messages": HI, "temperature": "warm"}, "temperature"),
-        (MODEL, {"messages": HI, "thinking": THINKING, "temperature": 0.2}, "temperature"),
+        (MODEL, {"messages": HI, **WITH_THINKING, "temperature": 0.2}, "temperature"),
         (
             MODEL,
-            {"messages": HI, "thinking": THINKING, "tools": [TOOL], "tool_choice": {"type": "any"}},
+            {"messages": HI, **WITH_THINKING, "tools": [TOOL], "tool_choice": {"type": "any"}},
             "tool_choice forces tool use",
         ),
         (
             MODEL,
             {
                 "messages": HI,
-                "thinking": THINKING,
+                **WITH_THINKING,
                 "tools": [TOOL],
                 "tool_choice": {"type": "tool", "name": "read_file"},
             },
@@ -676,6 +678,55 @@ def test_request_shapes_the_api_rejects_are_rejected(
     )
     assert status == 400 and complaint in json.loads(answer)["error"]["message"]
     assert api.remaining_turns == 1
+
+
+@pytest.mark.parametrize(
+    ("model", "max_tokens", "beta", "status", "complaint"),
+    [
+        (
+            "claude-opus-4-5-20251101",
+            128001,
+            "",
+            400,
+            "max_tokens: 128001 > 64000, which is the maximum allowed number of output tokens "
+            "for claude-opus-4-5-20251101",
+        ),
+        (MODEL, 128000, "", 200, ""),
+        (MODEL, 128001, "", 400, "> 128000"),
+        ("claude-3-7-sonnet-20250219", 128000, "", 400, "> 64000"),
+        ("claude-3-7-sonnet-20250219", 128000, "output-128k-2025-02-19", 200, ""),
+        (MODEL, True, "", 400, "valid integer"),
+        (MODEL, "8", "", 400, "valid integer"),
+    ],
+)
+def test_max_tokens_is_held_to_the_models_output_limit(
+    fake_messages_api: Start, model: str, max_tokens: Any, beta: str, status: int, complaint: str
+) -> None:
+    """The API's own 400 for an Opus 4.5 request (anthropics/claude-code#24451); Sonnet
+    3.7's 128K beta; a limit only for a model prices.toml knows (others are a 404)."""
+    api = fake_messages_api(["ok"])
+    headers = {**AUTH, "anthropic-beta": beta} if beta else AUTH
+    body = {"model": model, "max_tokens": max_tokens, "messages": HI}
+    answer_status, answer = post(api.base_url + "/v1/messages", body, headers)
+    assert answer_status == status
+    if complaint:
+        assert complaint in json.loads(answer)["error"]["message"]
+
+
+def test_a_thinking_budget_leaves_room_for_the_answer_unless_interleaved(
+    fake_messages_api: Start,
+) -> None:
+    """ "budget_tokens must be set to a value less than max_tokens", except with interleaved
+    thinking, where it spans the whole turn (extended thinking)."""
+    api = fake_messages_api(["ok", "ok"])
+    body = {"model": MODEL, "max_tokens": 1024, "messages": HI, "thinking": THINKING}
+    status, answer = post(api.base_url + "/v1/messages", body, AUTH)
+    assert status == 400
+    assert "must be greater than `thinking.budget_tokens`" in json.loads(answer)["error"]["message"]
+    interleaved = {**AUTH, "anthropic-beta": "interleaved-thinking-2025-05-14"}
+    assert post(api.base_url + "/v1/messages", body, interleaved)[0] == 200
+    assert post(api.base_url + "/v1/messages", {**body, "max_tokens": 1025}, AUTH)[0] == 200
+    assert post(api.base_url + "/v1/messages/count_tokens", body, AUTH)[0] == 200
 
 
 def test_thinking_takes_temperature_one_and_tool_choices_that_force_nothing(
