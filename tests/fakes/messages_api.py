@@ -13,8 +13,8 @@ or silent). An answer longer than `max_tokens` is cut (stop_reason "max_tokens")
 `max_tokens: 0` is the documented cache pre-warm (no content). Requests the real
 API would refuse are refused the same way (400: more than 4 cache_control breakpoints,
 those inside a tool result counted, a tool_use without its tool_result, empty content,
-a max_tokens over the model's output limit, ...), so a client bug fails here as it would
-there. Usage is computed by
+a max_tokens over the model's output limit, a blank stop sequence, ...), so a client bug
+fails here as it would there. Usage is computed by
 ephemeral_context.cache_sim, so cache reads and writes follow the documented cache rules.
 Every request is recorded (headers and JSON body) so tests can inspect exactly what was
 sent.
@@ -494,6 +494,25 @@ def max_tokens_problem(body: Mapping[str, Any], row: PriceRow, betas: frozenset[
     return None
 
 
+def stop_sequences_problem(stop_sequences: Any) -> str | None:
+    """What the API rejects in `stop_sequences`, in its words, or None: not a list of
+    strings (Messages API reference: `string[]`), an empty one ("each stop sequence must be
+    non-empty") or one of whitespace only ("each stop sequence must contain
+    non-whitespace", the 400 a ["\\n"] got). No limit on how many: none is documented."""
+    if stop_sequences is None:
+        return None
+    if not isinstance(stop_sequences, list):
+        return "stop_sequences: Input should be a valid list"
+    for n, sequence in enumerate(stop_sequences):
+        if not isinstance(sequence, str):
+            return f"stop_sequences.{n}: Input should be a valid string"
+        if not sequence:
+            return "stop_sequences: each stop sequence must be non-empty"
+        if not sequence.strip():
+            return "stop_sequences: each stop sequence must contain non-whitespace"
+    return None
+
+
 FORCED_TOOL_CHOICES = frozenset({"any", "tool"})
 
 
@@ -558,6 +577,7 @@ def request_problem(
         or tools_problem(body.get("tools"))
         or thinking_problem(body.get("thinking"), betas)
         or sampling_problem(body)
+        or stop_sequences_problem(body.get("stop_sequences"))
     )
     if problem is not None:
         return invalid(problem)

@@ -647,6 +647,11 @@ NOTE = {"role": "system", "content": "Available agent types: Explore, Plan."}
             {"messages": HI, "tools": [TOOL, {**TOOL, "defer_loading": True}]},
             "Tool names must be unique",
         ),
+        (MODEL, {"messages": HI, "stop_sequences": "END"}, "valid list"),
+        (MODEL, {"messages": HI, "stop_sequences": ["END", 7]}, "stop_sequences.1"),
+        (MODEL, {"messages": HI, "stop_sequences": ["", "\n"]}, "must be non-empty"),
+        (MODEL, {"messages": HI, "stop_sequences": ["\n"]}, "must contain non-whitespace"),
+        (MODEL, {"messages": HI, "stop_sequences": ["END", " \t"]}, "non-whitespace"),
         (MODEL, {"messages": HI, "temperature": 1.5}, "temperature"),
         (MODEL, {"messages": HI, "temperature": "warm"}, "temperature"),
         (MODEL, {"messages": HI, **WITH_THINKING, "temperature": 0.2}, "temperature"),
@@ -727,6 +732,14 @@ def test_a_thinking_budget_leaves_room_for_the_answer_unless_interleaved(
     assert post(api.base_url + "/v1/messages", body, interleaved)[0] == 200
     assert post(api.base_url + "/v1/messages", {**body, "max_tokens": 1025}, AUTH)[0] == 200
     assert post(api.base_url + "/v1/messages/count_tokens", body, AUTH)[0] == 200
+
+
+def test_stop_sequences_with_text_in_them_are_accepted(fake_messages_api: Start) -> None:
+    """Only blank ones are refused: leading newlines and spaces are fine, and so are many."""
+    api = fake_messages_api(["ok"])
+    stops = ["\n\nHuman:", " END ", *(f"stop {n}" for n in range(12))]
+    body = {"model": MODEL, "max_tokens": 8, "messages": HI, "stop_sequences": stops}
+    assert post(api.base_url + "/v1/messages", body, AUTH)[0] == 200
 
 
 def test_thinking_takes_temperature_one_and_tool_choices_that_force_nothing(
