@@ -341,6 +341,31 @@ def content_order(content: Sequence[Any], use_ids: Sequence[str]) -> list[int]:
     )
 
 
+def inner_blocks(block: Mapping[str, Any]) -> list[Any]:
+    """The content blocks a block holds, each of which may carry its own `cache_control`
+    (API reference: "Create a cache control breakpoint at this content block"): a tool
+    result's or a search result's content, a document's content source."""
+    kind = block.get("type")
+    items: Any = None
+    if kind in ("tool_result", "search_result"):
+        items = block.get("content")
+    elif kind == "document" and isinstance(source := block.get("source"), Mapping):
+        items = source.get("content") if source.get("type") == "content" else None
+    return items if isinstance(items, list) else []
+
+
+def unmarked(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A content block without its breakpoints, its inner blocks' included: where a request
+    marks its prefix is no part of the prefix."""
+    without = {k: v for k, v in block.items() if k != "cache_control"}
+    inner = [unmarked(item) if isinstance(item, Mapping) else item for item in inner_blocks(block)]
+    if not inner:
+        return without
+    if block.get("type") == "document":
+        return {**without, "source": {**without["source"], "content": inner}}
+    return {**without, "content": inner}
+
+
 def tool_result_text(content: Any, *, other_items: bool = True) -> tuple[str, int]:
     """Text of a tool_result's content and the tokens of its images and documents.
 

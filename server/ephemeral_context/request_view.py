@@ -36,8 +36,10 @@ from ephemeral_context.cache_sim import (
     canonical_json,
     content_blocks,
     content_order,
+    inner_blocks,
     lookback_run,
     tool_result_text,
+    unmarked,
 )
 from ephemeral_context.documents import utf8
 from ephemeral_context.tokens import estimate_tokens, media_tokens
@@ -64,21 +66,7 @@ def _text_key(text: str) -> int:
 
 
 def _content_key(prefix: str, block: Mapping[str, Any]) -> int:
-    return _text_key(prefix + canonical_json(_unmarked(block)))
-
-
-def _unmarked(block: Any) -> Any:
-    """A content block without its breakpoints, its inner blocks' included: where a request
-    marks its prefix is no part of the prefix."""
-    if not isinstance(block, Mapping):
-        return block
-    without = {k: v for k, v in block.items() if k != "cache_control"}
-    inner = [_unmarked(item) for item in _inner_items(block)]
-    if not inner:
-        return without
-    if block.get("type") == "document":
-        return {**without, "source": {**without["source"], "content": inner}}
-    return {**without, "content": inner}
+    return _text_key(prefix + canonical_json(unmarked(block)))
 
 
 Deferred = Mapping[str, Mapping[str, Any]]
@@ -121,25 +109,12 @@ def _content_block_tokens(block: Mapping[str, Any], count: TokenCounter, deferre
     return count(canonical_json(block), "json")
 
 
-def _inner_items(block: Mapping[str, Any]) -> list[Any]:
-    """The content blocks a block holds, each of which may carry its own `cache_control`
-    (API reference: "Create a cache control breakpoint at this content block"): a tool
-    result's or a search result's content, a document's content source."""
-    kind = block.get("type")
-    items: Any = None
-    if kind in ("tool_result", "search_result"):
-        items = block.get("content")
-    elif kind == "document" and isinstance(source := block.get("source"), Mapping):
-        items = source.get("content") if source.get("type") == "content" else None
-    return items if isinstance(items, list) else []
-
-
 def _inner_marks(block: Any, where: str) -> list[Ttl]:
     """The breakpoints set inside a content block, in the order the API renders them (an
     inner block's before the block holding it), refused where the API refuses them."""
     return [
         ttl
-        for n, item in enumerate(_inner_items(block))
+        for n, item in enumerate(inner_blocks(block))
         for ttl in _marks(item, f"{where}.content[{n}]")
     ]
 
@@ -183,7 +158,7 @@ def _content_blocks(
     own = _own_mark(block, where)
     kind = block["type"]
     deferred = deferred or {}
-    items = _inner_items(block) if kind == "tool_result" else []
+    items = inner_blocks(block) if kind == "tool_result" else []
     if len(items) < 2:
         return [
             Block(
@@ -199,13 +174,14 @@ def _content_blocks(
     parts: list[Block] = []
     counted = 0
     for n, item in enumerate(items):
+        marks = tuple(_marks(item, f"{where}.content[{n}]"))  # refuses an item that is no block
         upto = max(counted, _tool_result_tokens(items[: n + 1], count, deferred))
         parts.append(
             Block(
-                key=_content_key(f"{prefix}{n}\x00", {"head": head, "item": _unmarked(item)}),
+                key=_content_key(f"{prefix}{n}\x00", {"head": head, "item": unmarked(item)}),
                 tokens=upto - counted,
                 run=lookback_run(kind),
-                nested=tuple(_marks(item, f"{where}.content[{n}]")),
+                nested=marks,
             )
         )
         counted = upto
