@@ -149,10 +149,9 @@ def usage_from_dict(raw: Mapping[str, Any] | Any) -> Usage:
 
 def resolve_breakpoints(blocks: Sequence[Block], auto_ttl: Ttl | None) -> list[tuple[int, Ttl]]:
     """Positions and TTLs of the request's breakpoints, refused as the API refuses them."""
-    points: list[tuple[int, Ttl]] = [
-        (i, ttl)
-        for i, b in enumerate(blocks)
-        for ttl in (*b.nested, *((b.cache_ttl,) if b.cache_ttl is not None else ()))
+    marked = [(i, b) for i, b in enumerate(blocks) if b.cache_ttl is not None or b.nested]
+    points: list[tuple[int, Ttl]] = [  # a block's inner breakpoints before its own
+        (i, ttl) for i, b in marked for ttl in (*b.nested, b.cache_ttl) if ttl is not None
     ]
     if len(points) > MAX_BREAKPOINTS:
         raise CacheControlError(
