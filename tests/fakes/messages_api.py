@@ -471,8 +471,10 @@ max_tokens: it then spans every thinking block of the turn (extended thinking,
 def max_tokens_problem(body: Mapping[str, Any], row: PriceRow, betas: frozenset[str]) -> str | None:
     """What the API rejects in a `max_tokens` it has (an integer of at least 0), in its
     words, or None: more than the model's output limit under the request's betas (a model
-    the table gives no limit takes any), or, with thinking enabled and no interleaved
-    thinking, a budget that leaves no room for the answer."""
+    the table gives no limit takes any), or, with thinking enabled and no tools, a budget
+    that leaves no room for the answer. With tools the fake takes any budget: interleaved
+    thinking lets it span the turn, under the beta on Claude 4 and by default on later
+    models, and which of them interleave without it no stored page says."""
     max_tokens = int(body["max_tokens"])
     limit = row.output_limit(betas)
     if limit is not None and max_tokens > limit:
@@ -482,7 +484,8 @@ def max_tokens_problem(body: Mapping[str, Any], row: PriceRow, betas: frozenset[
         )
     thinking = body.get("thinking")
     interleaved = any(beta.startswith(INTERLEAVED_THINKING_BETA) for beta in betas)
-    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled" or interleaved:
+    may_interleave = interleaved or bool(body.get("tools"))
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled" or may_interleave:
         return None
     budget = thinking.get("budget_tokens")
     if isinstance(budget, int) and budget >= max_tokens:

@@ -722,8 +722,9 @@ def test_a_thinking_budget_leaves_room_for_the_answer_unless_interleaved(
     fake_messages_api: Start,
 ) -> None:
     """ "budget_tokens must be set to a value less than max_tokens", except with interleaved
-    thinking, where it spans the whole turn (extended thinking)."""
-    api = fake_messages_api(["ok", "ok"])
+    thinking, where it spans the whole turn (extended thinking): under its beta, or with
+    tools (later models interleave by default; the fake does not refuse what they take)."""
+    api = fake_messages_api(["ok", "ok", "ok"])
     body = {"model": MODEL, "max_tokens": 1024, "messages": HI, "thinking": THINKING}
     status, answer = post(api.base_url + "/v1/messages", body, AUTH)
     assert status == 400
@@ -732,6 +733,8 @@ def test_a_thinking_budget_leaves_room_for_the_answer_unless_interleaved(
     assert post(api.base_url + "/v1/messages", body, interleaved)[0] == 200
     assert post(api.base_url + "/v1/messages", {**body, "max_tokens": 1025}, AUTH)[0] == 200
     assert post(api.base_url + "/v1/messages/count_tokens", body, AUTH)[0] == 200
+    tool = {"name": "look", "description": "d", "input_schema": {"type": "object"}}
+    assert post(api.base_url + "/v1/messages", {**body, "tools": [tool]}, AUTH)[0] == 200
 
 
 def test_stop_sequences_with_text_in_them_are_accepted(fake_messages_api: Start) -> None:
