@@ -1523,10 +1523,11 @@ def _hook_lines(
     the tools' PreToolUse hooks added), following such attachments down."""
     found: list[_Entry] = []
     below = [response]
-    seen = set(on_chain)  # a damaged file's lines may name each other (or themselves)
+    seen: set[str] = set()  # a damaged file's lines may name each other (or themselves)
     while below:
         for child in reading.children.get(below.pop().uuid, ()):
-            if child.attachment and child.uuid not in seen and child.tool_use_id in uses:
+            fresh = child.uuid not in on_chain and child.uuid not in seen
+            if child.attachment and fresh and child.tool_use_id in uses:
                 seen.add(child.uuid)
                 found.append(child)
                 below.append(child)
@@ -1537,11 +1538,12 @@ def _whole_turn(run: list[_Entry], on_chain: set[str], reading: _Reading) -> lis
     """An assistant run of the chain with the lines of its responses that are off it."""
     responses = {line.message_id for line in run}
     lines = list(run)
-    seen = set(on_chain)
+    seen: set[str] = set()  # apart from `on_chain`: a copy of it per turn made reading cubic
     for line in lines:  # grows as lines are found
         for child in reading.children.get(line.uuid, ()):
             if (
-                child.uuid not in seen
+                child.uuid not in on_chain
+                and child.uuid not in seen
                 and child.role == "assistant"
                 and child.message_id in responses
             ):
