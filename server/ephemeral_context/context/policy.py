@@ -43,8 +43,9 @@ API:
 - The cost gate, pure: `candidate_value`,
   `plan_eviction(candidates, boundaries, warm_end, m, rates, ttl, max_rewrite)` -> an
   `EvictionPlan`, `round_trip_read`, `fit_budget(candidates, total, limit)`.
-- The forecast, pure: `remaining_calls`, `calls_until_full`, `idle_reuse_probability`,
-  `expected_wait`, `choose_ttl`, `mean_lifetime`.
+- The forecast, pure: `remaining_calls`, `calls_until_full`, `idle_reuse_probability`
+  (`reuse_share` from its counts), `expected_wait` (`mean_residual`), `choose_ttl`,
+  `mean_lifetime`.
 - How a Read is shown: `read_form(visible, new, label, count, full_tokens, frame)`,
   `unified_diff`.
 """
@@ -110,6 +111,13 @@ def idle_reuse_probability(
     """
     ended = sum(1 for g in retouch_gaps if g >= idle)
     still_open = sum(1 for g in open_idles if g >= idle)
+    return reuse_share(ended, still_open)
+
+
+def reuse_share(ended: int, still_open: int) -> float:
+    """`idle_reuse_probability` from its counts: of the episodes that lasted long enough,
+    those that `ended` in a re-use and those `still_open`, with Laplace's prior (for a
+    caller that keeps the counts by other means than lists)."""
     return (ended + 1) / (ended + still_open + 2)
 
 
@@ -119,8 +127,13 @@ def expected_wait(idle: int, retouch_gaps: Sequence[int]) -> float | None:
     The mean residual of the re-use gaps seen so far that lasted at least `idle` calls;
     None when no such gap was seen (then nothing is known about when).
     """
-    longer = [g - idle for g in retouch_gaps if g >= idle]
-    return max(1.0, sum(longer) / len(longer)) if longer else None
+    longer = [g for g in retouch_gaps if g >= idle]
+    return mean_residual(idle, sum(longer), len(longer))
+
+
+def mean_residual(idle: int, total: int, count: int) -> float | None:
+    """`expected_wait` from the `count` gaps of at least `idle` calls and their `total`."""
+    return max(1.0, (total - idle * count) / count) if count else None
 
 
 def choose_ttl(
