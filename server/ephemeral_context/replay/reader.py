@@ -1406,7 +1406,8 @@ def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
 
 
 READ_KEPT = 64
-"""Calls whose reading `_Reading.read` keeps: enough for the threads a session interleaves
+"""Calls whose reading `_Reading.read` keeps, the newest of each thread (a call's reading
+goes when the next call takes it up): enough for the threads a session interleaves
 (sub-agents side by side); a call whose chain passes through none of them is read whole."""
 
 
@@ -1490,6 +1491,7 @@ def _walk(start: str | None, reading: _Reading) -> tuple[_Walk, _Read | None]:
     while node is not None and node not in seen:
         earlier = reading.read.get(node)
         if earlier is not None and earlier.walk.whole and node != start:
+            del reading.read[node]  # taken up: a thread keeps only its newest call's reading
             walk = earlier.walk
             lines = (*walk.lines, *reversed(above))
             return _Walk(lines, walk.root, walk.cleared | cleared, True), earlier
