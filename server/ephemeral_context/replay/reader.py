@@ -1425,6 +1425,8 @@ class _Resume:
     after_result: bool = False
     resumed: int | None = None
     """For `_with_tool_hooks`, the `_resumed_after` it read with: another changes its work."""
+    version: str | None = None
+    """For `_with_tool_hooks`, the last release the lines taken name."""
 
 
 @dataclass(frozen=True)
@@ -1612,7 +1614,7 @@ def _with_tool_hooks(
     2.1.97 or 2.1.197 rebuilds the conversation from the chain and sends them no more;
     2.1.332's still does (runs against tests/fakes).
     """
-    resumed = _resumed_after(chain, reading)
+    resumed = _resumed_after(chain, reading, resume)
     if resume is not None and resume.resumed != resumed:
         resume = None
     start = resume or _Resume(0, ())
@@ -1620,11 +1622,13 @@ def _with_tool_hooks(
     out = list(start.out)
     pending = list(start.pending)
     after_result = start.after_result
+    version = start.version
     held = None
     for at in range(start.at, len(chain)):
         if hold is not None and at == len(hold.out):
-            held = _Resume(at, tuple(out), tuple(pending), after_result, resumed)
+            held = _Resume(at, tuple(out), tuple(pending), after_result, resumed, version)
         entry = chain[at]
+        version = entry.version or version
         result = _result_ids(entry) is not None
         if after_result and not result:
             out.extend(_beside_results(pending))
@@ -1646,14 +1650,20 @@ def _beside_results(pending: list[_Entry]) -> list[_Entry]:
     return [replace(line, beside_result=True) for line in sorted(pending, key=lambda e: e.line)]
 
 
-def _resumed_after(chain: Sequence[_Entry], reading: _Reading) -> int | None:
+def _resumed_after(
+    chain: Sequence[_Entry], reading: _Reading, resume: _Resume | None = None
+) -> int | None:
     """Where the process that sent this request began writing (the line of the last
     `last-prompt` record before the request's last line), when it is one that rebuilt the
     conversation from the file without the hooks' lines off the chain (releases before
-    TOOL_ATTACHMENTS_KEPT_SINCE); None when it sends them all."""
+    TOOL_ATTACHMENTS_KEPT_SINCE); None when it sends them all. The release is the last one
+    a line names, looked for past the lines `resume` took (a file that names none, such as
+    stream-json, would be read back to its root for every call)."""
     if not chain:
         return None
-    release = _release(next((e.version for e in reversed(chain) if e.version), None))
+    since, before_version = (resume.at, resume.version) if resume is not None else (0, None)
+    version = next((e.version for e in reversed(chain[since:]) if e.version), before_version)
+    release = _release(version)
     if release is None or release >= TOOL_ATTACHMENTS_KEPT_SINCE:
         return None
     before = bisect.bisect_left(reading.process_ends, chain[-1].line)

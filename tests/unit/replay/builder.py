@@ -127,11 +127,11 @@ def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 
 
-def bash_thread(calls: int, version: str = "2.1.97") -> Transcript:
+def bash_thread(calls: int, version: str | None = "2.1.97") -> Transcript:
     """One prompt, then `calls` responses each asking for one Bash command and its result
     (a few hundred tokens of output), with usage as a warm cache records it, and a closing
-    answer, every response naming the release that wrote it: the longest single thread a
-    session makes, for the reader's and the replay's cost per call."""
+    answer, every response naming the release that wrote it (None: no line names one): the
+    longest single thread a session makes, for the reader's and the replay's cost per call."""
     t = Transcript()
     t.user("run the checks one by one", version=version, cwd="/repo")
     sent = 20_000
