@@ -507,9 +507,9 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         return _error(f"{display} is not a regular file")
     # What the model may not read, it may not edit: a match would tell of a secret (and a
     # huge file is read whole). A buffer open in the editor is edited there, saved or not.
-    uri = path_to_uri(real)
+    uri = path_to_uri(real)  # the file's key, whatever link the editor opened it by
     if real.exists() or env.mirror.is_open(uri):
-        uri = env.guarded_document(real, display).uri  # the buffer's, opened by a link too
+        env.guarded_document(real, display)
     outcome = await env.applier.apply(real, old, new)
     return ToolResult(
         f"{display}: {outcome.message}",
