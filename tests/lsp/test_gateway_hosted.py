@@ -277,3 +277,45 @@ async def test_a_file_the_editors_secret_patterns_name_is_never_stored(
     assert api.message_requests[0].body["messages"][-1]["content"][0]["content"] == conf
     with Store(Path(os.environ["EPHEMERAL_CONTEXT_HOME"]) / "store") as store:
         assert not [e for e in store.entries() if "hunter2" in store.get(e.id).text]
+
+
+@pytest.fixture
+async def hosting_linked(
+    gateway_url: str, lsp_process: LanguageClient, workspace: Path
+) -> AsyncIterator[tuple[Editor, Path]]:
+    """`hosting`, the workspace folder opened by a link to it; the editor and the link."""
+    link = workspace.parent / "linked"
+    link.symlink_to(workspace)
+    editor = Editor(lsp_process)
+    await editor.initialize("visual_studio_code", link)
+    await _gateway_up(gateway_url)
+    yield editor, link
+    await lsp_process.shutdown_session()
+
+
+@pytest.mark.parametrize("read_by", ["link", "real"])
+async def test_a_pinned_file_claude_code_reads_by_either_name_is_sent_once(
+    hosting_linked: tuple[Editor, Path],
+    gateway_url: str,
+    api: FakeMessagesAPI,
+    workspace: Path,
+    read_by: str,
+) -> None:
+    """The workspace folder opened by a link, a file pinned by the linked path: Claude Code
+    reads it by the linked path (its cwd) or the real one, and the request the gateway
+    sends carries the file once (the read is a reference to the pin), not twice."""
+    editor, link = hosting_linked
+    text = "".join(f"def pinned_{n}(): return {n}\n" for n in range(40))
+    (workspace / "src" / "big.py").write_text(text, encoding="utf-8")
+    await editor.request("ephemeralContext/pin", {"uri": (link / "src" / "big.py").as_uri()})
+    api.add_turns("read it")
+    read_path = (link if read_by == "link" else workspace) / "src" / "big.py"
+    use = {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": str(read_path)}}
+    result = {"type": "tool_result", "tool_use_id": "r1", "content": cat_n(text)}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "read"},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [result]},
+    ]
+    await asyncio.to_thread(_ask_through_gateway, gateway_url, messages)
+    assert json.dumps(api.message_requests[-1].body["messages"]).count("def pinned_17()") == 1

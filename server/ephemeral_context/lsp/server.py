@@ -19,6 +19,7 @@ import functools
 import importlib
 import inspect
 import logging
+import os
 import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -456,7 +457,16 @@ def engine_config(options: Options) -> EngineConfig:
         context_budget=min(limits.context_tokens, priced(options.model).context_window),
         max_tokens=limits.max_output_tokens,
         cache_ttl=options.cache_ttl,
+        follow_path=followed_path,
     )
+
+
+def followed_path(path: str) -> str:
+    """A Claude Code tool's path (the hosted gateway's) as the path its links lead to, as
+    the mirror keys the file (`file_key`; alike where percent-encoding changes nothing): a
+    Read of a pinned file through a linked folder is the pin, not a second copy. A relative
+    path as written."""
+    return real_path(Path(path)).as_posix() if os.path.isabs(path) else path
 
 
 def request_failed(exc: Exception) -> JsonRpcException:

@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ephemeral_context.claude_tools import SKILL_TOOLS, client_path
-from ephemeral_context.context.blocks import uri_of
 from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 from ephemeral_context.context.skills import HARNESS_HEADER
 from ephemeral_context.model.secrets import SecretPolicy, find_secret
@@ -159,13 +158,13 @@ def feed_result(
         )
     elif view is not None and not block.is_error:
         result = ToolOutput(
-            tool_use_id, block.text, BlockKind.FILE, uri=uri_of(view.path),
+            tool_use_id, block.text, BlockKind.FILE, uri=engine.config.file_uri(view.path),
             content=view.content, start_line=view.start_line, whole=view.whole_file,
             tokens=block.tokens,
         )  # fmt: skip
     elif change is not None and not block.is_error:
         result = ToolOutput(
-            tool_use_id, block.text, BlockKind.EDIT, uri=uri_of(change.path),
+            tool_use_id, block.text, BlockKind.EDIT, uri=engine.config.file_uri(change.path),
             content=after_change(change), tokens=block.tokens,
         )  # fmt: skip
     else:
