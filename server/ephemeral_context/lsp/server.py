@@ -464,8 +464,8 @@ def engine_config(options: Options) -> EngineConfig:
 def followed_path(path: str) -> str:
     """A Claude Code tool's path (the hosted gateway's) as the path its links lead to, as
     the mirror keys the file (`file_key`; alike where percent-encoding changes nothing): a
-    Read of a pinned file through a linked folder is the pin, not a second copy. A relative
-    path as written."""
+    Read of a pinned file through a linked folder is the pin, not a second copy, and a link
+    to a secret file is withheld as that file. A relative path as written."""
     return real_path(Path(path)).as_posix() if os.path.isabs(path) else path
 
 
