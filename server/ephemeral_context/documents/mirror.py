@@ -17,8 +17,8 @@ not followed until it is opened again.
 API:
 - `DocumentMirror(position_encoding, max_bytes)`: `.open`, `.change`, `.close`, `.desync`
   (the editor); `.set_max_bytes` (the setting); `.get`, `.get_path`, `.is_open`,
-  `.key_of`, `.open_uris`, `.mark_stale` (reading); `.name`, `.editor_uri` (the editor's
-  names of a file); `.subscribe(listener)` (changes).
+  `.key_of`, `.open_document`, `.open_uris`, `.mark_stale` (reading); `.name`,
+  `.editor_uri` (the editor's names of a file); `.subscribe(listener)` (changes).
 - `DocumentChange`, `ChangeReason`: what changed for one URI, from which version to which.
 - `Unmirrored`, `UnmirroredReason`: a URI the mirror holds no text for, and why.
 - `OutOfSync`: raised by `.change` for an edit it could not apply (the document is out of
@@ -355,6 +355,12 @@ class DocumentMirror:
         with self._lock:
             buffers = [buffer for buffer, opened in self._buffers.items() if opened == key]
             return buffers[0] if buffers else self._names.get(key, key)
+
+    def open_document(self, key: str) -> Document | Unmirrored | None:
+        """What the editor holds open for the file of `key` (a key as `key_of` gives it,
+        taken as is: a walk over many files resolves each path once), None if not open."""
+        with self._lock:
+            return self._open.get(key)
 
     def open_uris(self) -> list[str]:
         with self._lock:
