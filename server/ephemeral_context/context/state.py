@@ -81,9 +81,9 @@ class EngineConfig:
     count: TokenCounter = estimate_block_tokens
     follow_path: Callable[[str], str] = as_written
     """The path a tool's path (a Read's `file_path`) leads to: as written by default (a
-    transcript's paths name files elsewhere); a host whose files are here follows links, so
-    a file has the key its editor's documents and pins use (lsp/server.py), and a link is
-    checked as the file it leads to (replay/feed.py `holds_secret`)."""
+    transcript's paths name files elsewhere); a gateway whose files are here follows links
+    (documents.followed_path), so a file has the key its editor's documents and pins use,
+    and a link is checked as the file it leads to (replay/feed.py `holds_secret`)."""
 
     def file_uri(self, path: str) -> str:
         """The URI a tool's path keys its file by."""

@@ -11,8 +11,8 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 - lines.py: `LineIndex`, the line table carried across edits; `split_lines`, `count_breaks`:
   the editor's lines; `lone_cr_as_lf`: the bytes tree-sitter reads.
 - document.py: `Document` (one version), `TextEdit`, `ByteEdit`, `DocumentSource`.
-- uris.py: `normalize_uri`, `file_key`, `uri_to_path`, `uri_path`, `path_to_uri`, `real_path`,
-  `shown_name`, `taken_name`, `holds_raw_bytes`.
+- uris.py: `normalize_uri`, `file_key`, `followed_path`, `uri_to_path`, `uri_path`,
+  `path_to_uri`, `real_path`, `shown_name`, `taken_name`, `holds_raw_bytes`.
 - mirror.py: `DocumentMirror`, `DocumentChange`, `ChangeReason`, `Unmirrored`,
   `UnmirroredReason`, `OutOfSync`, `without_bom`, `decode_file`.
 """
@@ -46,6 +46,7 @@ from ephemeral_context.documents.positions import (
 )
 from ephemeral_context.documents.uris import (
     file_key,
+    followed_path,
     holds_raw_bytes,
     normalize_uri,
     path_to_uri,
@@ -77,6 +78,7 @@ __all__ = [
     "count_breaks",
     "decode_file",
     "file_key",
+    "followed_path",
     "holds_raw_bytes",
     "lone_cr_as_lf",
     "normalize_uri",

@@ -6,7 +6,7 @@ API:
 - `uri_to_path(uri)`: the path of a file: URI, None for other schemes; `uri_path(uri)`:
   the path any URI names.
 - `path_to_uri(path)`: the canonical file: URI of a path; `real_path(path)`: the file it
-  names, links followed.
+  names, links followed; `followed_path(path)`: a tool's path so (a relative one as is).
 - `shown_name(path)`, `taken_name(text)`: a path as the model is shown it, and back;
   `holds_raw_bytes(path)`: whether it needs that.
 
@@ -65,6 +65,13 @@ def real_path(path: Path) -> Path:
         return path.resolve()
     except (OSError, RuntimeError, ValueError):  # RuntimeError: a link loop, before 3.13
         return path
+
+
+def followed_path(path: str) -> str:
+    """A client tool's path (Claude Code's, through a gateway on the same machine) as the
+    path its links lead to, as `file_key` keys the file; a relative path as written (no
+    folder here is the one it is relative to)."""
+    return real_path(Path(path)).as_posix() if os.path.isabs(path) else path
 
 
 @functools.lru_cache(maxsize=8192)

@@ -19,7 +19,6 @@ import functools
 import importlib
 import inspect
 import logging
-import os
 import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -45,6 +44,7 @@ from ephemeral_context.documents import (
     DocumentChange,
     DocumentMirror,
     OutOfSync,
+    followed_path,
     path_to_uri,
     real_path,
     uri_to_path,
@@ -457,16 +457,8 @@ def engine_config(options: Options) -> EngineConfig:
         context_budget=min(limits.context_tokens, priced(options.model).context_window),
         max_tokens=limits.max_output_tokens,
         cache_ttl=options.cache_ttl,
-        follow_path=followed_path,
+        follow_path=followed_path,  # the hosted gateway's Reads are keyed as the pins are
     )
-
-
-def followed_path(path: str) -> str:
-    """A Claude Code tool's path (the hosted gateway's) as the path its links lead to, as
-    the mirror keys the file (`file_key`; alike where percent-encoding changes nothing): a
-    Read of a pinned file through a linked folder is the pin, not a second copy, and a link
-    to a secret file is withheld as that file. A relative path as written."""
-    return real_path(Path(path)).as_posix() if os.path.isabs(path) else path
 
 
 def request_failed(exc: Exception) -> JsonRpcException:
