@@ -14,7 +14,8 @@ differ in what the messages carry:
   replaced by a placeholder, on the server, before the cache is consulted.
 - `clear-at-least`: the same with `clear_at_least` 50,000 tokens: results are cleared oldest
   first in chunks, so the cache breaks once per chunk.
-- `clear-thinking`: clear_thinking_20251015 keeping the current turn's thinking blocks.
+- `clear-thinking`: clear_thinking_20251015 with its default `keep`: the thinking blocks of
+  the most recent assistant turn stay, earlier ones are dropped.
 - `compaction`: server-side compaction (compact_20260112) at its 150,000-token trigger; the
   summary is as long as the median real Claude Code compaction summary.
 - `aider`: Aider's request shape (Aider-AI/aider e568d09, aider/coders/chat_chunks.py): system,
@@ -305,11 +306,14 @@ class ClearAtLeastLayout(ClearToolUsesLayout):
 
 
 class ClearThinkingLayout(ThreadLayout):
-    """clear_thinking_20251015 keeping the current turn: the thinking blocks of earlier turns
-    are dropped by the server (a turn runs from a person's prompt to the next)."""
+    """clear_thinking_20251015 with its default `keep`, one thinking turn: the server drops
+    the thinking blocks of every assistant turn but the most recent one (a turn runs from a
+    person's prompt to the next), so a request that opens a new turn still carries the last
+    answer's thinking."""
 
     def assemble(self, out: Outgoing) -> Prompt:
-        turn = _current_turn(out.messages)
+        answered = [i for i, m in enumerate(out.messages) if m.role == "assistant"]
+        turn = _current_turn(out.messages[: answered[-1] + 1]) if answered else 0
         blocks: list[cache_sim.Block] = []
         for i, message in enumerate(out.messages):
             for block in message.blocks:

@@ -376,6 +376,28 @@ def test_clear_thinking_drops_earlier_turns_thinking(tmp_path: Path) -> None:
     assert cleared.retrievable < 1.0
 
 
+def test_clear_thinking_keeps_the_last_assistant_turns_thinking_until_the_next_answers(
+    tmp_path: Path,
+) -> None:
+    """keep's default, one thinking turn, is the most recent assistant turn: a request that
+    opens a new turn (a prompt after the answer) still carries the answer's thinking; it
+    goes once the new turn has an assistant message of its own."""
+    thinking = {"type": "thinking", "thinking": "Let me think it through. " * 400, "signature": "s"}
+    t = Transcript()
+    t.user("Question 0?")
+    t.assistant([thinking, text("Answer 0.")], usage={"write": 9000})
+    t.user("Question 1?")
+    t.assistant([thinking, tool_use("b1", "Bash", command="make")], usage={"write": 12000})
+    t.tool_result("b1", "ok")
+    t.assistant([text("Answer 1.")], usage={"write": 12100})
+    session = read_session(t.write(tmp_path / "thinking-turns.jsonl"))
+    recorded = STRATEGIES["recorded"].replay(session)
+    cleared = STRATEGIES["clear-thinking"].replay(session)
+    contexts = [c.context_tokens for c in cleared.calls]
+    assert contexts[:2] == [c.context_tokens for c in recorded.calls[:2]]
+    assert contexts[2] < recorded.calls[2].context_tokens
+
+
 def test_a_warm_prefix_keeps_the_clients_ttl_whatever_the_strategy_asks(tmp_path: Path) -> None:
     """The client wrote the warm prefix with its 1-hour TTL: `ours`, whose first request
     asks for 5 minutes, still reads it after a 10-minute gap, as `recorded` does."""
