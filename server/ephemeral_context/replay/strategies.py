@@ -358,6 +358,15 @@ class CompactionLayout(ThreadLayout):
             output_tokens=fresh.tokens,
         )
 
+    def unanswered(self, request: Unanswered) -> Prompt:
+        """An interrupted request is sent (a compaction it triggers runs and warms the
+        cache), but the client never gets the compaction block: the next call sends the
+        whole conversation again, and compacts it again, as if this one had not been."""
+        since, lost = dict(self._since), dict(self._lost)
+        prompt = super().unanswered(request)
+        self._since, self._lost = since, lost
+        return prompt
+
     @staticmethod
     def _summary(thread: str, upto: int) -> cache_sim.Block:
         return cache_sim.Block(block_key("summary", thread, str(upto)), COMPACTION_SUMMARY_TOKENS)

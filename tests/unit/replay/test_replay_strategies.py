@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from ephemeral_context.replay.flow import Session
-from ephemeral_context.replay.reader import DEFAULT_PREFIX_TOKENS, read_session
+from ephemeral_context.replay.reader import DEFAULT_PREFIX_TOKENS, INTERRUPTED, read_session
 from ephemeral_context.replay.simulate import StrategyResult
 from ephemeral_context.replay.strategies import (
     AIDER_FILE_NOTE,
@@ -351,6 +351,31 @@ def test_compaction_summarises_past_the_trigger_and_restarts_from_the_summary(
     assert compacted.calls[first + 1].context_tokens < 0.5 * sizes[first + 1]
     assert compacted.peak_context == sizes[first] < recorded.peak_context
     assert compacted.retrievable < 0.5
+
+
+def test_a_compaction_the_person_interrupted_is_done_again_by_the_next_call(
+    tmp_path: Path,
+) -> None:
+    """The request that passes the trigger is interrupted before its answer: the client never
+    gets the compaction block, so the next call sends the whole conversation and is the one
+    that pays the summarising step (the interrupted one was sent, unbilled, lost nothing)."""
+    t = Transcript()
+    t.user("Run the 6 slow suites and summarise.")
+    for i in range(1, 7):
+        t.assistant([tool_use(f"b{i}", "Bash", command=f"make suite-{i}")])
+        t.tool_result(f"b{i}", f"suite {i} line of output\n" * 3300)
+    t.wait(4).user([text(INTERRUPTED)])
+    t.wait(10).user("Go on.")
+    t.assistant([text("All 6 pass.")])
+    session = read_session(t.write(tmp_path / "interrupted.jsonl"))
+    assert len(session.unanswered) == 1
+    recorded = STRATEGIES["recorded"].replay(session)
+    compacted = STRATEGIES["compaction"].replay(session)
+    last, summarised = recorded.calls[-1], compacted.calls[-1]
+    assert last.context_tokens > 150_000
+    assert summarised.context_tokens == last.context_tokens
+    assert summarised.output_tokens > last.output_tokens
+    assert summarised.billed_input > last.billed_input
 
 
 def test_clear_thinking_drops_earlier_turns_thinking(tmp_path: Path) -> None:
