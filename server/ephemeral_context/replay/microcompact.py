@@ -71,34 +71,66 @@ def silently_cleared(chain: Sequence[ChainLine], model: str) -> frozenset[str]:
     applied before each request on the chain (each response's first line) and before this
     one, as Claude Code applies it before every request it sends."""
     threshold = warning_threshold(model)
-    cleared: set[str] = set()
-    uses: list[str] = []
-    sizes: dict[str, int] = {}
+    results = _Results()
     context = 0
     response: str | None = None
     for line in chain:
         if line.role == "assistant" and not line.synthetic and line.message_id != response:
             response = line.message_id
-            _clear(uses, sizes, cleared, context >= threshold)
+            results.clear(context >= threshold)
         if line.role == "assistant" and line.usage is not None and not line.synthetic:
             context = line.usage.total_input_tokens + line.usage.output_tokens
-        _note(line.content, uses, sizes)
-    _clear(uses, sizes, cleared, context >= threshold)
-    return frozenset(cleared)
+        results.note(line.content)
+    results.clear(context >= threshold)
+    return frozenset(results.uses[: results.cleared])
 
 
-def _note(content: Any, uses: list[str], sizes: dict[str, int]) -> None:
-    """Count the clearable tool uses and the sizes of their results in one line."""
-    if not isinstance(content, list):
-        return
-    for item in content:
-        if not isinstance(item, Mapping):
-            continue
-        if item.get("type") == "tool_use" and item.get("name") in CLEARABLE_TOOLS:
-            if isinstance(item.get("id"), str):
-                uses.append(item["id"])
-        elif item.get("type") == "tool_result" and isinstance(item.get("tool_use_id"), str):
-            sizes.setdefault(item["tool_use_id"], _result_tokens(item.get("content")))
+class _Results:
+    """The clearable tool uses in the order they came and what their results weigh. A
+    microcompaction clears the oldest uses not cleared yet, so what it has cleared is always
+    the first `cleared` of them: each request's rule then looks at the uses it clears and
+    no others (over the whole chain, as it was, a long session's replay took cubic time)."""
+
+    def __init__(self) -> None:
+        self.uses: list[str] = []
+        self.position: dict[str, int] = {}
+        self.sizes: dict[str, int] = {}
+        self.cleared = 0
+        self.left = 0
+        """What the results of the uses not cleared weigh (those already answered)."""
+
+    def note(self, content: Any) -> None:
+        """Count the clearable tool uses and the sizes of their results in one line."""
+        if not isinstance(content, list):
+            return
+        for item in content:
+            if not isinstance(item, Mapping):
+                continue
+            if item.get("type") == "tool_use" and item.get("name") in CLEARABLE_TOOLS:
+                use = item.get("id")
+                if isinstance(use, str) and use not in self.position:
+                    self.position[use] = len(self.uses)
+                    self.uses.append(use)
+                    self.left += self.sizes.get(use, 0)
+            elif item.get("type") == "tool_result" and isinstance(item.get("tool_use_id"), str):
+                use = item["tool_use_id"]
+                if use not in self.sizes:
+                    self.sizes[use] = _result_tokens(item.get("content"))
+                    if self.position.get(use, -1) >= self.cleared:
+                        self.left += self.sizes[use]
+
+    def clear(self, over: bool) -> None:
+        """One request's microcompaction, when the context is over the threshold: the
+        oldest results but the newest `KEEP_RECENT` until at most `KEEP_TOKENS` are left,
+        if that saves `LEAST_SAVED` or more."""
+        if not over:
+            return
+        end, saved = self.cleared, 0
+        while end < len(self.uses) - KEEP_RECENT and self.left - saved > KEEP_TOKENS:
+            saved += self.sizes.get(self.uses[end], 0)
+            end += 1
+        if saved >= LEAST_SAVED:
+            self.cleared, self.left = end, self.left - saved
 
 
 def _result_tokens(content: Any) -> int:
@@ -119,20 +151,3 @@ def _result_tokens(content: Any) -> int:
 def _quarter(length: int) -> int:
     """`Math.round(length / 4)` (halves round up)."""
     return (length + 2) // 4
-
-
-def _clear(uses: list[str], sizes: dict[str, int], cleared: set[str], over: bool) -> None:
-    """One request's microcompaction, when the context is over the threshold."""
-    if not over:
-        return
-    open_uses = [u for u in uses if u not in cleared]
-    kept = set(open_uses[-KEEP_RECENT:])
-    left = sum(sizes.get(u, 0) for u in open_uses)
-    chosen: list[str] = []
-    saved = 0
-    for use in open_uses:
-        if use not in kept and left - saved > KEEP_TOKENS:
-            chosen.append(use)
-            saved += sizes.get(use, 0)
-    if saved >= LEAST_SAVED:
-        cleared.update(chosen)
