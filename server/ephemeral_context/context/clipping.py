@@ -10,7 +10,8 @@ block stays a candidate for eviction once the model has answered after it.
 
 What has no id (typed text, images, a result kept out of the store because it holds a
 secret) is never cut: nothing could bring it back. A request still past the budget after
-the cut is logged with its figures; the API's refusal says the rest.
+the cut is logged with its figures (at info: a layout that evicts nothing, as the replay's
+`ours-lossless`, is past it at every call); over a window the API's refusal says the rest.
 
 API:
 - `clip_fresh(state, c, thread_start, budget)`: cut fresh stored content until the request
@@ -66,8 +67,8 @@ def clip_fresh(state: EngineState, c: Conversation, thread_start: int, budget: i
         ids = tuple(c.thread[i].item_id or "" for i in cut)
         state.events.append(EvictionEvent(c.calls, ids, freed, 0, False, REASON))
         log.info("cut %d items too large for the request: %d tokens left out", len(cut), freed)
-    if freed < excess:
-        log.warning(
+    if freed < excess:  # a log line, not a warning: a replay's lossless layouts are so each call
+        log.info(
             "request of %d tokens is past its budget of %d: nothing left to cut",
             budget + excess - freed,
             budget,
