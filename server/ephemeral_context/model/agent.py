@@ -80,10 +80,20 @@ def record_result(engine: ContextEngine, conversation: str, use_id: str, result:
             result.text,
             result.kind,
             uri=result.uri,
-            content=result.content,
+            content=result.content if _knows_base(engine, conversation, result) else None,
             is_error=result.is_error,
         )
     return engine.add_tool_result(conversation, shown)
+
+
+def _knows_base(engine: ContextEngine, conversation: str, result: ToolResult) -> bool:
+    """Whether the model knows the file an edit applied to, so that the file afterwards is
+    what it now sees: not when the file changed since it read it whole (the user typed, a
+    formatter ran); then its view stays, and a later read shows it the difference."""
+    if result.kind is not BlockKind.EDIT or result.base is None:
+        return True
+    seen = [v for v in engine.file_views(conversation) if v.uri == result.uri and v.whole]
+    return all(view.text == result.base for view in seen)
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,8 @@ class ToolResult:
     content: str | None = None
     note: str = ""
     """Said to the model after `text` (e.g. that a long file was cut); not file content."""
+    base: str | None = None
+    """For an edit, the text it was applied to (None: a new file)."""
 
     @property
     def whole(self) -> bool:
@@ -482,9 +484,10 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         return _error(f"{display} is not a regular file")
     # What the model may not read, it may not edit: a match would tell of a secret (and a
     # huge file is read whole). A buffer open in the editor is edited there, saved or not.
-    uri = path_to_uri(real)
+    uri, base = path_to_uri(real), None
     if real.exists() or env.mirror.is_open(uri):
-        uri = env.guarded_document(real, display).uri  # the buffer's, opened by a link too
+        doc = env.guarded_document(real, display)  # the buffer's, opened by a link too
+        uri, base = doc.uri, doc.text
     outcome = await env.applier.apply(real, old, new)
     return ToolResult(
         f"{display}: {outcome.message}",
@@ -492,6 +495,7 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         kind=BlockKind.EDIT,
         uri=uri,
         content=outcome.new_text,
+        base=base,
     )
 
 

@@ -363,3 +363,24 @@ async def test_own_edit_in_the_editor_is_not_an_outside_change(session: Session)
     session.api.add_turns("seen")
     await session.ask("and now?")
     assert "changed outside this conversation" in json.dumps((await session.bodies(5))[4])
+
+
+async def test_an_edit_after_an_outside_change_leaves_that_change_to_be_read(
+    session: Session,
+) -> None:
+    """The user changes a file the model has read; the model's edit lands on the changed
+    file; a later read must show the user's change, which the model never saw."""
+    app = session.root / "src" / "app.py"
+    edit = {"path": "src/app.py", "old_string": "return 'old'", "new_string": "return 'new'"}
+
+    def user_types_then_edit(_: RecordedRequest) -> dict[str, Any]:
+        app.write_text("USER_LINE = 1\n" + app.read_text())
+        return {"tool_use": [{"name": "edit_file", "input": edit}]}
+
+    session.api.add_turns(
+        read_file_turn("src/app.py"), user_types_then_edit, read_file_turn("src/app.py"), "done"
+    )
+    await session.ask("edit it")
+    assert app.read_text().startswith("USER_LINE = 1\n") and "return 'new'" in app.read_text()
+    reread = tool_results((await session.bodies(4))[3])[2]["content"]
+    assert "USER_LINE" in reread
