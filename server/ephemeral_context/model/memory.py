@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ephemeral_context.documents import path_to_uri, shown_name, taken_name
+from ephemeral_context.echo import quoted
 from ephemeral_context.model.edits import DiskEditApplier, write_atomically
 from ephemeral_context.model.secrets import SecretPolicy, Workspace
 
@@ -122,9 +123,9 @@ class MemoryFolder:
     def rename(self, old_raw: str, new_raw: str) -> MemoryReply:
         old, new = self._path(old_raw), self._path(new_raw)
         if not old.is_file():
-            raise MemoryRefused(f"no memory file {old_raw}")
+            raise MemoryRefused(f"no memory file {quoted(old_raw)}")
         if new.exists():
-            raise MemoryRefused(f"{new_raw} already exists")
+            raise MemoryRefused(f"{quoted(new_raw)} already exists")
         new.parent.mkdir(parents=True, exist_ok=True)
         old.rename(new)
         return MemoryReply(f"renamed to {self._name(new)}")

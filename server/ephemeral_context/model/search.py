@@ -32,6 +32,7 @@ from ephemeral_context.documents import (
     split_lines,
     without_bom,
 )
+from ephemeral_context.echo import quoted
 from ephemeral_context.indexer import FileSet, project_files
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
 from ephemeral_context.patterns import compile_pattern, time_left
@@ -102,8 +103,8 @@ def search_workspace(
             "on one line)]"
         )
     elif not hits:
-        where = f" in {glob}" if glob else ""
-        lines.append(f"no matches for {pattern!r}{where}")
+        where = f" in {quoted(glob)}" if glob else ""
+        lines.append(f"no matches for {quoted(pattern)}{where}")
     elif len(hits) >= SEARCH_MAX_MATCHES or scanned > SEARCH_MAX_FILES:
         lines.append(f"[stopped after {len(hits)} matches; narrow the pattern or the path glob]")
     return "\n".join(lines + withheld)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath, PurePosixPath
 
 from ephemeral_context.documents import UnmirroredReason, shown_name
+from ephemeral_context.echo import quoted
 
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     ".env",
@@ -91,6 +92,10 @@ CONTENT_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
 )
 
 
+PATH_MAX = 4096
+"""Linux's bound on a path: a longer one names no file (and is not echoed whole)."""
+
+
 def _is_glob(pattern: str) -> bool:
     return any(char in pattern for char in "*?[")
 
@@ -150,17 +155,21 @@ class Workspace:
         """
         if not path or "\x00" in path:
             raise AccessDenied("the path is empty or contains a NUL byte")
+        unreadable = UnmirroredReason.UNREADABLE.value  # not outside: unreadable
+        if len(path) > PATH_MAX:
+            message = f"{quoted(path)} is longer than any path ({PATH_MAX:,} characters)"
+            raise AccessDenied(message, unreadable)
         candidate = Path(path).expanduser()
         if not candidate.is_absolute():
             candidate = self.roots[0] / candidate
         try:
             real = candidate.resolve()
         except (OSError, RuntimeError) as exc:  # symlink loops, permission problems
-            unreadable = UnmirroredReason.UNREADABLE.value  # not outside: unreadable
-            raise AccessDenied(f"{path}: cannot be resolved ({exc})", unreadable) from exc
+            raise AccessDenied(f"{quoted(path)}: cannot be resolved ({exc})", unreadable) from exc
         if not any(real == root or real.is_relative_to(root) for root in self.roots):
+            folders = ", ".join(map(str, self.roots))
             raise AccessDenied(
-                f"{path} is outside the workspace folders ({', '.join(map(str, self.roots))}); "
+                f"{quoted(path)} is outside the workspace folders ({folders}); "
                 "only files inside them can be read or edited"
             )
         return real

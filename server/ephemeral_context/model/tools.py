@@ -535,7 +535,7 @@ async def _memory(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
             line = _int(args, "insert_line", 0) or 0
             reply = folder.insert(_text(args, "path"), line, _text(args, "insert_text"))
         else:
-            return _error(f"unknown memory command {command!r}")
+            return _error(f"unknown memory command {quoted(command)}")
     except MemoryRefused as exc:
         return _error(str(exc))
     return ToolResult(reply.text, is_error=reply.failed, kind=BlockKind.MEMORY, uri=reply.uri)
@@ -557,7 +557,7 @@ async def _search(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
             search_workspace, env.workspace, env.mirror, env.secrets, pattern, glob
         )
     except regex.error as exc:
-        return _error(f"invalid regular expression {pattern!r}: {exc}")
+        return _error(f"invalid regular expression {quoted(pattern)}: {exc}")
     return ToolResult(text)
 
 

@@ -704,7 +704,7 @@ async def test_a_pattern_means_what_pythons_re_reads_in_it(env: ToolEnv, root: P
     braces = await run_tool(env, "search", {"pattern": '"{e}"', "path": "log.py"})
     assert braces.text == 'log.py:1: print(f"{e}")'
     fuzzy = await run_tool(env, "search", {"pattern": "x{d}", "path": "log.py"})
-    assert fuzzy.text == "no matches for 'x{d}' in log.py"
+    assert fuzzy.text == "no matches for 'x{d}' in 'log.py'"
     refused = await run_tool(env, "search", {"pattern": r"(?<=a+)b"})
     assert refused.is_error and "look-behind requires fixed-width pattern" in refused.text
 
@@ -786,3 +786,30 @@ async def test_a_memory_whose_name_ends_in_a_dot_keeps_it(env: ToolEnv) -> None:
 async def test_a_pattern_re_cannot_build_is_refused_not_a_crash(env: ToolEnv, pattern: str) -> None:
     refused = await run_tool(env, "search", {"pattern": pattern})
     assert refused.is_error and "invalid regular expression" in refused.text
+
+
+HUGE = "q" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("read_file", {"path": HUGE}),
+        ("read_file", {"path": "../" + HUGE}),
+        ("outline", {"path": "src/" + HUGE}),
+        ("edit_file", {"path": HUGE, "old_string": "", "new_string": "x"}),
+        ("search", {"pattern": "(" + HUGE}),
+        ("search", {"pattern": HUGE}),
+        ("search", {"pattern": "x", "path": HUGE}),
+        ("memory", {"command": HUGE}),
+        ("memory", {"command": "view", "path": HUGE}),
+        ("memory", {"command": "rename", "old_path": HUGE, "new_path": "b.md"}),
+    ],
+)
+async def test_a_huge_input_is_not_echoed_whole(
+    env: ToolEnv, name: str, args: dict[str, object]
+) -> None:
+    """The model's 100,000-character path or pattern is already in its context: an answer
+    that repeats it doubles what every later request carries."""
+    answer = await run_tool(env, name, args)
+    assert "(100,0" in answer.text and len(answer.text) < 400, answer.text[:200]
