@@ -69,10 +69,14 @@ def plan_edit(text: str | None, old: str, new: str) -> EditPlan:
             raise EditError("old_string is empty but the file is not; quote the text to replace")
         return EditPlan(0, 0, new, new)
     count = text.count(old)
+    # A CRLF file: the model writes line ends as LF; its lines are the file's with CRLF, and
+    # so are the lines it adds, whether or not its old_string spans a line end.
+    crlf = "\r\n" in text and text.count("\n") == text.count("\r\n")
     if count == 0 and "\r\n" in text and "\n" in old and "\r" not in old:
-        # A CRLF file: the model writes line ends as LF; its lines are the file's with CRLF.
-        old, new = old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
+        old, crlf = old.replace("\n", "\r\n"), True
         count = text.count(old)
+    if crlf:
+        new = new.replace("\r\n", "\n").replace("\n", "\r\n")
     if count == 0:
         raise EditError(
             "old_string was not found in the file (it must match exactly, whitespace included); "

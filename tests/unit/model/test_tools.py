@@ -813,3 +813,13 @@ async def test_a_huge_input_is_not_echoed_whole(
     that repeats it doubles what every later request carries."""
     answer = await run_tool(env, name, args)
     assert "(100,0" in answer.text and len(answer.text) < 400, answer.text[:200]
+
+
+async def test_lines_an_edit_adds_to_a_crlf_file_end_in_crlf(env: ToolEnv, root: Path) -> None:
+    """An old_string within one line (matched as written) and a new_string of several
+    lines: the added lines end as the file's do, not in a lone LF among CRLFs."""
+    path = root / "src" / "win.py"
+    path.write_bytes(b"a = 1\r\nb = 2\r\n")
+    edit = {"path": "src/win.py", "old_string": "b = 2", "new_string": "b = 2\nc = 3"}
+    assert not (await run_tool(env, "edit_file", edit)).is_error
+    assert path.read_bytes() == b"a = 1\r\nb = 2\r\nc = 3\r\n"
