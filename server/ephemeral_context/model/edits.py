@@ -109,6 +109,13 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def _writable(path: Path) -> bool:
+    """Whether a write in place would be allowed: the rename `write_atomically` does needs
+    only the folder's permission, and would replace a file marked read-only (any user's
+    write bit off: a lock, a generated file) or one this user may not write."""
+    return bool(path.stat().st_mode & 0o222) and os.access(path, os.W_OK)
+
+
 class DiskEditApplier:
     """The default: read the file, plan the replacement, write it back atomically."""
 
@@ -124,6 +131,8 @@ class DiskEditApplier:
             plan = plan_edit(text, old, new)
         except EditError as exc:
             return EditOutcome(False, str(exc))
+        if data is not None and not _writable(path):
+            return EditOutcome(False, "cannot write: the file is read-only; ask the user")
         bom = "\ufeff" if data and data != without_bom(data) else ""
         try:
             write_atomically(path, bom + plan.new_text)

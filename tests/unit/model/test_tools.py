@@ -823,3 +823,15 @@ async def test_lines_an_edit_adds_to_a_crlf_file_end_in_crlf(env: ToolEnv, root:
     edit = {"path": "src/win.py", "old_string": "b = 2", "new_string": "b = 2\nc = 3"}
     assert not (await run_tool(env, "edit_file", edit)).is_error
     assert path.read_bytes() == b"a = 1\r\nb = 2\r\nc = 3\r\n"
+
+
+async def test_a_read_only_file_is_not_edited(env: ToolEnv, root: Path) -> None:
+    """The rename that writes an edit needs only the folder's permission: a file the user
+    marked read-only must not be replaced by it (nor a file this user may not write)."""
+    path = root / "src" / "app.py"
+    before = path.read_text()
+    path.chmod(0o444)
+    edit = {"path": "src/app.py", "old_string": "return 1", "new_string": "return 2"}
+    answer = await run_tool(env, "edit_file", edit)
+    assert answer.is_error and "read-only" in answer.text
+    assert path.read_text() == before and path.stat().st_mode & 0o777 == 0o444
