@@ -385,6 +385,18 @@ async def _delegate(loop: _Loop, args: object, result: AgentResult) -> ToolResul
         tools=SUBAGENT_TOOLS,
         system=SUBAGENT_SYSTEM,
     )
+    events = _labelled(loop.events, agent)
+    heard = events.on_usage
+
+    def billed(usage: Mapping[str, int]) -> None:
+        """Each call counted as it returns: one of a sub-agent that fails later was billed."""
+        for name, value in usage.items():
+            loop.totals[name] += value
+        result.subagent_calls += 1
+        if heard is not None:
+            heard(usage)
+
+    events.on_usage = billed
     try:
         sub = await run_agent(
             first,
@@ -393,15 +405,12 @@ async def _delegate(loop: _Loop, args: object, result: AgentResult) -> ToolResul
             client=loop.client,
             env=loop.env,
             settings=settings,
-            events=_labelled(loop.events, agent),
+            events=events,
             cancel=loop.cancel,
         )
     except ModelError as exc:
         text, error = f"[the sub-agent failed: {exc}]", True
     else:
-        for name, value in sub.usage.items():
-            loop.totals[name] += value
-        result.subagent_calls += sub.calls
         text, error = _report(sub, settings.max_steps)
     if tell is not None:
         tell(SubagentEvent(agent, "end", text=text, is_error=error))
