@@ -176,8 +176,9 @@ class ModelClient:
         rng: random.Random | None = None,
     ) -> None:
         self.settings = settings or ClientSettings()
-        key = self.settings.api_key or os.environ.get("ANTHROPIC_API_KEY")
-        token = None if key else os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        # A key exported from a .env with CRLF line ends keeps its CR: no header may hold it.
+        key = (self.settings.api_key or os.environ.get("ANTHROPIC_API_KEY") or "").strip()
+        token = None if key else (os.environ.get("ANTHROPIC_AUTH_TOKEN") or "").strip()
         if not key and not token:
             raise ModelError(
                 "missing_key",
@@ -186,8 +187,8 @@ class ModelClient:
             )
         self._secret = key or token or ""
         self._sdk = anthropic.AsyncAnthropic(
-            api_key=key,
-            auth_token=token,
+            api_key=key or None,
+            auth_token=token or None,
             base_url=self.settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
             timeout=anthropic.Timeout(
                 self.settings.stall_timeout, connect=self.settings.connect_timeout

@@ -181,6 +181,26 @@ async def test_the_key_is_never_in_messages_or_logs(
     assert "retrying" in caplog.text
 
 
+@pytest.mark.parametrize("written", [KEY + "\r", KEY + "\n", f" {KEY} "])
+async def test_a_key_with_a_line_end_or_spaces_around_it_works(
+    fake_messages_api: Callable[..., FakeMessagesAPI],
+    monkeypatch: pytest.MonkeyPatch,
+    written: str,
+) -> None:
+    """`export ANTHROPIC_API_KEY=...` from a .env with CRLF line ends keeps the CR: the
+    header was refused before it left (h11), and five attempts ended as 'Cannot reach the
+    Anthropic API ... LocalProtocolError'."""
+    api = fake_messages_api(["ok"], api_keys={KEY})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", written)
+    client = ModelClient(ClientSettings(base_url=api.base_url), sleep=Sleeps())
+    try:
+        message = await client.stream(request())
+    finally:
+        await client.close()
+    assert message.content[0].text == "ok"  # type: ignore[union-attr]
+    assert client.retries == 0
+
+
 def test_missing_key_is_a_clear_error() -> None:
     with pytest.raises(ModelError) as caught:
         ModelClient(ClientSettings(base_url="http://127.0.0.1:9"))
