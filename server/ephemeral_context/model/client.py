@@ -26,6 +26,7 @@ import logging
 import os
 import random
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -34,6 +35,8 @@ import anthropic
 import httpx2
 from anthropic.lib.streaming import AsyncMessageStream, ParsedMessageStreamEvent
 from anthropic.types import Message
+
+from ephemeral_context.echo import quoted
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +168,16 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
         return None if parsed is None else max(0.0, email.utils.mktime_tz(parsed) - time.time())
 
 
+def _http_url(url: str) -> bool:
+    """Whether `url` can reach an API at all: without a scheme (`localhost:8080`) every
+    attempt fails before it leaves, and five of them said only "UnsupportedProtocol"."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # `http://[bad`: an IPv6 host never closed
+        return False
+
+
 class ModelClient:
     """Streams one Messages API call at a time through AsyncAnthropic."""
 
@@ -186,10 +199,17 @@ class ModelClient:
                 "(or ANTHROPIC_AUTH_TOKEN) and start again.",
             )
         self._secret = key or token or ""
+        base_url = self.settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        if base_url is not None and not _http_url(base_url):
+            raise ModelError(
+                "connection",
+                f"The API base URL {quoted(base_url)} is not an http:// or https:// URL; "
+                "check ANTHROPIC_BASE_URL (or the apiBaseUrl setting).",
+            )
         self._sdk = anthropic.AsyncAnthropic(
             api_key=key or None,
             auth_token=token or None,
-            base_url=self.settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+            base_url=base_url,
             timeout=anthropic.Timeout(
                 self.settings.stall_timeout, connect=self.settings.connect_timeout
             ),

@@ -384,3 +384,13 @@ async def test_an_error_page_is_quoted_on_one_short_line(
     message = str(caught.value)
     assert "\n" not in message and len(message) < 400
     assert "<title>502 Bad Gateway</title>" in message and message.endswith("…")
+
+
+@pytest.mark.parametrize("url", ["localhost:8080", "api.example.com", "ftp://x", "http://[bad"])
+def test_a_base_url_that_cannot_reach_an_api_is_a_clear_error_at_once(url: str) -> None:
+    """Without a scheme every attempt failed before it left; five of them, with backoff,
+    ended as 'Cannot reach the Anthropic API ... UnsupportedProtocol'."""
+    with pytest.raises(ModelError) as caught:
+        ModelClient(ClientSettings(api_key=KEY, base_url=url))
+    assert "is not an http:// or https:// URL" in str(caught.value)
+    assert "ANTHROPIC_BASE_URL" in str(caught.value)
