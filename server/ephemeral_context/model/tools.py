@@ -581,7 +581,8 @@ async def run_tool(env: ToolEnv, name: str, args: object) -> ToolResult:
     """Answer one tool call; every refusal or mistake becomes an error result, never a raise."""
     handler = HANDLERS.get(name)
     if handler is None:
-        return _error(f"unknown tool {quoted(name)}; available: {', '.join(HANDLERS)}")
+        offered = ", ".join(tool["name"] for tool in tool_schemas(env))
+        return _error(f"unknown tool {quoted(name)}; available: {offered}")
     if not isinstance(args, Mapping):
         return _error(f"{name}: the input must be a JSON object")
     try:

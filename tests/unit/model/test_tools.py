@@ -835,3 +835,13 @@ async def test_a_read_only_file_is_not_edited(env: ToolEnv, root: Path) -> None:
     answer = await run_tool(env, "edit_file", edit)
     assert answer.is_error and "read-only" in answer.text
     assert path.read_text() == before and path.stat().st_mode & 0o777 == 0o444
+
+
+async def test_an_unknown_tool_is_told_the_tools_it_was_offered(root: Path) -> None:
+    """No memory and no skills in this session: naming them as available sends the model
+    after tools that answer 'not configured'."""
+    bare = ToolEnv(workspace=Workspace.of([root]), mirror=DocumentMirror())
+    answer = await run_tool(bare, "read_files", {"path": "src/app.py"})
+    offered = ", ".join(tool["name"] for tool in tool_schemas(bare))
+    assert answer.is_error and answer.text == f"unknown tool 'read_files'; available: {offered}"
+    assert "memory" not in answer.text and "invoke_skill" not in answer.text
