@@ -150,8 +150,8 @@ class Workspace:
     def resolve(self, path: str) -> Path:
         """The real path for what the model wrote, or AccessDenied if it leaves the workspace.
 
-        Relative paths are taken from the first folder. Resolution follows symlinks, so a
-        link inside the workspace that points outside is refused like `../..` is.
+        Relative paths are taken as the tools show them (`_anchored`). Resolution follows
+        symlinks, so a link inside the workspace that points outside is refused like `../..`.
         """
         if not path or "\x00" in path:
             raise AccessDenied("the path is empty or contains a NUL byte")
@@ -161,7 +161,7 @@ class Workspace:
             raise AccessDenied(message, unreadable)
         candidate = Path(path).expanduser()
         if not candidate.is_absolute():
-            candidate = self.roots[0] / candidate
+            candidate = self._anchored(candidate)
         try:
             real = candidate.resolve()
         except (OSError, RuntimeError) as exc:  # symlink loops, permission problems
@@ -173,6 +173,16 @@ class Workspace:
                 "only files inside them can be read or edited"
             )
         return real
+
+    def _anchored(self, relative: Path) -> Path:
+        """A relative path read as `relative` writes them: with several folders, under the
+        folder its first part names (`beta/lib/x.py`); else under the first folder."""
+        head, *rest = relative.parts or (".",)
+        if len(self.roots) > 1:
+            for root in self.roots:
+                if head == root.name:
+                    return root.joinpath(*rest)
+        return self.roots[0] / relative
 
     def relative(self, real: Path) -> str:
         """The short name the model sees: relative to the folder that holds it (a byte that

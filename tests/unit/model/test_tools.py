@@ -845,3 +845,24 @@ async def test_an_unknown_tool_is_told_the_tools_it_was_offered(root: Path) -> N
     offered = ", ".join(tool["name"] for tool in tool_schemas(bare))
     assert answer.is_error and answer.text == f"unknown tool 'read_files'; available: {offered}"
     assert "memory" not in answer.text and "invoke_skill" not in answer.text
+
+
+async def test_names_shown_in_a_workspace_of_two_folders_read_back(tmp_path: Path) -> None:
+    """With two folders the tools name files `<folder>/<path>`: those names must read and
+    edit the file they name, not a missing one under the first folder (which an edit with
+    an empty old_string would then create)."""
+    alpha, beta = tmp_path / "alpha", tmp_path / "beta"
+    (alpha / "src").mkdir(parents=True)
+    (beta / "lib").mkdir(parents=True)
+    (alpha / "src" / "one.py").write_text("ONE = 1\n")
+    (beta / "lib" / "two.py").write_text("TWO = 2\n")
+    env = ToolEnv(workspace=Workspace.of([alpha, beta]), mirror=DocumentMirror())
+    found = await run_tool(env, "search", {"pattern": "="})
+    assert found.text.splitlines() == ["alpha/src/one.py:1: ONE = 1", "beta/lib/two.py:1: TWO = 2"]
+    assert (await run_tool(env, "read_file", {"path": "beta/lib/two.py"})).text == "TWO = 2\n"
+    assert (await run_tool(env, "read_file", {"path": "alpha/src/one.py"})).text == "ONE = 1\n"
+    assert (await run_tool(env, "read_file", {"path": "src/one.py"})).text == "ONE = 1\n"
+    edit = {"path": "beta/lib/two.py", "old_string": "TWO = 2", "new_string": "TWO = 3"}
+    assert not (await run_tool(env, "edit_file", edit)).is_error
+    assert (beta / "lib" / "two.py").read_text() == "TWO = 3\n"
+    assert not (alpha / "beta").exists()
