@@ -111,8 +111,9 @@ def search_workspace(
 
 
 def _glob_matches(display: str, name: str, glob: str) -> bool:
-    """`src/*.py` against the short path, `*.py` against the name; `**/` may match nothing."""
-    patterns = {glob, glob.removeprefix("**/")}
+    """`src/*.py` against the short path, `*.py` against the name; `**/` may match nothing
+    (`src/**/*.py` takes `src/app.py`: fnmatch's `**/` wants at least one folder)."""
+    patterns = {glob, glob.removeprefix("**/"), glob.replace("**/", "")}
     return any(fnmatch.fnmatch(display, p) or fnmatch.fnmatch(name, p) for p in patterns)
 
 

@@ -866,3 +866,10 @@ async def test_names_shown_in_a_workspace_of_two_folders_read_back(tmp_path: Pat
     assert not (await run_tool(env, "edit_file", edit)).is_error
     assert (beta / "lib" / "two.py").read_text() == "TWO = 3\n"
     assert not (alpha / "beta").exists()
+
+
+@pytest.mark.parametrize("glob", ["src/**/*.py", "src/**/app.py", "**/src/**/*.py"])
+async def test_a_double_star_in_a_glob_may_match_no_folder(env: ToolEnv, glob: str) -> None:
+    """The tool's own example, `src/**/*.py`, answered 'no matches' for src/app.py."""
+    found = await run_tool(env, "search", {"pattern": "import os", "path": glob})
+    assert found.text == "src/app.py:1: import os"
