@@ -110,11 +110,12 @@ def search_workspace(
     return "\n".join(lines + withheld)
 
 
-def _glob_matches(display: str, name: str, glob: str) -> bool:
-    """`src/*.py` against the short path, `*.py` against the name; `**/` may match nothing
-    (`src/**/*.py` takes `src/app.py`: fnmatch's `**/` wants at least one folder)."""
+def _glob_matches(names: tuple[str, ...], glob: str) -> bool:
+    """`src/*.py` against the short path or the path in its folder, `*.py` against the
+    name; `**/` may match nothing (`src/**/*.py` takes `src/app.py`: fnmatch's `**/` wants
+    at least one folder)."""
     patterns = {glob, glob.removeprefix("**/"), glob.replace("**/", "")}
-    return any(fnmatch.fnmatch(display, p) or fnmatch.fnmatch(name, p) for p in patterns)
+    return any(fnmatch.fnmatch(name, p) for p in patterns for name in names)
 
 
 def _walk(workspace: Workspace, glob: str) -> Iterator[tuple[Path, str]]:
@@ -126,7 +127,8 @@ def _walk(workspace: Workspace, glob: str) -> Iterator[tuple[Path, str]]:
             except AccessDenied:
                 continue
             display = workspace.relative(real)
-            if glob and not _glob_matches(display, path.name, glob):
+            names = (display, path.relative_to(root).as_posix(), path.name)
+            if glob and not _glob_matches(names, glob):
                 continue
             yield real, display
 

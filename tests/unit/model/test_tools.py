@@ -847,16 +847,24 @@ async def test_an_unknown_tool_is_told_the_tools_it_was_offered(root: Path) -> N
     assert "memory" not in answer.text and "invoke_skill" not in answer.text
 
 
-async def test_names_shown_in_a_workspace_of_two_folders_read_back(tmp_path: Path) -> None:
-    """With two folders the tools name files `<folder>/<path>`: those names must read and
-    edit the file they name, not a missing one under the first folder (which an edit with
-    an empty old_string would then create)."""
+@pytest.fixture
+def two_folders(tmp_path: Path) -> ToolEnv:
+    """A workspace of two folders, alpha (src/one.py) and beta (lib/two.py)."""
     alpha, beta = tmp_path / "alpha", tmp_path / "beta"
     (alpha / "src").mkdir(parents=True)
     (beta / "lib").mkdir(parents=True)
     (alpha / "src" / "one.py").write_text("ONE = 1\n")
     (beta / "lib" / "two.py").write_text("TWO = 2\n")
-    env = ToolEnv(workspace=Workspace.of([alpha, beta]), mirror=DocumentMirror())
+    return ToolEnv(workspace=Workspace.of([alpha, beta]), mirror=DocumentMirror())
+
+
+async def test_names_shown_in_a_workspace_of_two_folders_read_back(
+    two_folders: ToolEnv, tmp_path: Path
+) -> None:
+    """With two folders the tools name files `<folder>/<path>`: those names must read and
+    edit the file they name, not a missing one under the first folder (which an edit with
+    an empty old_string would then create)."""
+    env, alpha, beta = two_folders, tmp_path / "alpha", tmp_path / "beta"
     found = await run_tool(env, "search", {"pattern": "="})
     assert found.text.splitlines() == ["alpha/src/one.py:1: ONE = 1", "beta/lib/two.py:1: TWO = 2"]
     assert (await run_tool(env, "read_file", {"path": "beta/lib/two.py"})).text == "TWO = 2\n"
@@ -866,6 +874,16 @@ async def test_names_shown_in_a_workspace_of_two_folders_read_back(tmp_path: Pat
     assert not (await run_tool(env, "edit_file", edit)).is_error
     assert (beta / "lib" / "two.py").read_text() == "TWO = 3\n"
     assert not (alpha / "beta").exists()
+
+
+async def test_a_glob_in_a_workspace_of_two_folders_matches_within_each(
+    two_folders: ToolEnv,
+) -> None:
+    """`lib/*.py`, as in the tool's description, finds beta's lib/two.py (shown as
+    beta/lib/two.py); it answered 'no matches'."""
+    for glob in ("lib/*.py", "beta/lib/*.py", "lib/**/*.py"):
+        found = await run_tool(two_folders, "search", {"pattern": "=", "path": glob})
+        assert found.text == "beta/lib/two.py:1: TWO = 2", glob
 
 
 @pytest.mark.parametrize("glob", ["src/**/*.py", "src/**/app.py", "**/src/**/*.py"])
