@@ -159,7 +159,9 @@ class Workspace:
         if len(path) > PATH_MAX:
             message = f"{quoted(path)} is longer than any path ({PATH_MAX:,} characters)"
             raise AccessDenied(message, unreadable)
-        candidate = Path(path).expanduser()
+        candidate = Path(path)
+        if path == "~" or path.startswith("~/"):  # `~$doc.txt`, `~notes/`: names, not homes
+            candidate = candidate.expanduser()
         if not candidate.is_absolute():
             candidate = self._anchored(candidate)
         try:

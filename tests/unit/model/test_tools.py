@@ -891,3 +891,20 @@ async def test_a_double_star_in_a_glob_may_match_no_folder(env: ToolEnv, glob: s
     """The tool's own example, `src/**/*.py`, answered 'no matches' for src/app.py."""
     found = await run_tool(env, "search", {"pattern": "import os", "path": glob})
     assert found.text == "src/app.py:1: import os"
+
+
+async def test_a_name_that_starts_with_a_tilde_is_a_name(env: ToolEnv, root: Path) -> None:
+    """`~$report.txt` (an office lock file), `~notes/`: search shows them, so read_file
+    must read them, not look for the home folder of a user `$report.txt` (it failed
+    'unexpectedly', RuntimeError); `~/...` still means the home folder, outside."""
+    (root / "~notes").mkdir()
+    (root / "~notes" / "a.md").write_text("tilde note\n")
+    (root / "~$report.txt").write_text("tilde lock\n")
+    found = await run_tool(env, "search", {"pattern": "tilde"})
+    shown = ["~$report.txt:1: tilde lock", "~notes/a.md:1: tilde note"]
+    assert found.text.splitlines()[:2] == shown
+    for name in ("~notes/a.md", "~$report.txt"):
+        read = await run_tool(env, "read_file", {"path": name})
+        assert not read.is_error and read.text.startswith("tilde"), read.text
+    home = await run_tool(env, "read_file", {"path": "~/.bashrc"})
+    assert home.is_error and "outside the workspace" in home.text
