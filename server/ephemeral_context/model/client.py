@@ -314,6 +314,9 @@ class ModelClient:
         if not isinstance(exc, anthropic.APIStatusError):
             return ModelError("connection", f"Cannot reach the Anthropic API{tried}: {exc.message}")
         status = exc.status_code
+        # An error event in a stream comes with the stream's 200 ("failed (200)" said
+        # nothing): its type says what it was.
+        code = f"{exc.type or 'an error'} mid-answer" if status == 200 else str(status)
         detail = self._detail(exc.api_message or exc.message)
         model = request.get("model", "?")
         kind: ErrorKind
@@ -336,9 +339,9 @@ class ModelClient:
         elif status == 529 or exc.type == "overloaded_error":
             kind, text = "overloaded", f"The Anthropic API is overloaded{tried}: {detail}"
         elif status >= 500 or exc.type == "api_error":
-            kind, text = "server", f"The Anthropic API failed ({status}){tried}: {detail}"
+            kind, text = "server", f"The Anthropic API failed ({code}){tried}: {detail}"
         else:
-            kind, text = "refused", f"The Anthropic API refused the request ({status}): {detail}"
+            kind, text = "refused", f"The Anthropic API refused the request ({code}): {detail}"
         return ModelError(kind, text, status=status)
 
     def _detail(self, text: str) -> str:

@@ -394,3 +394,21 @@ def test_a_base_url_that_cannot_reach_an_api_is_a_clear_error_at_once(url: str) 
         ModelClient(ClientSettings(api_key=KEY, base_url=url))
     assert "is not an http:// or https:// URL" in str(caught.value)
     assert "ANTHROPIC_BASE_URL" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (ApiError(500, "api_error", "Internal server error", mid_stream=True), "failed (api_error"),
+        (ApiError(400, "invalid_request_error", "bad", mid_stream=True), "(invalid_request_error"),
+    ],
+)
+async def test_an_error_event_mid_answer_is_named_by_its_type_not_by_200(
+    api: FakeMessagesAPI, make_client: Factory, error: ApiError, said: str
+) -> None:
+    """The stream's status is 200: 'The Anthropic API failed (200)' read as a success."""
+    api.add_turns(error, error)
+    client = make_client(retry=RetryPolicy(max_attempts=2))
+    with pytest.raises(ModelError) as caught:
+        await client.stream(request())
+    assert said in str(caught.value) and "(200)" not in str(caught.value)
