@@ -31,6 +31,7 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     "*.key",
     "*.p12",
     "*.pfx",
+    "*.ppk",
     "*.keystore",
     "*.jks",
     "id_rsa*",
@@ -89,6 +90,15 @@ CONTENT_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ("a Stripe live key", ("_live_",), re.compile(r"\b(?:sk|rk)_live_[0-9A-Za-z]{24,}")),
     ("an npm token", ("npm_",), re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
     ("a GitLab token", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
+    ("a Hugging Face token", ("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{34,}\b")),
+    ("a PyPI token", ("pypi-",), re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}")),
+    (
+        "a SendGrid key",
+        ("SG.",),
+        re.compile(r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+    ),
+    ("an age secret key", ("AGE-SECRET-KEY-1",), re.compile(r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b")),
+    ("a PuTTY private key", ("PuTTY-User-Key-File-",), re.compile(r"PuTTY-User-Key-File-\d+:")),
 )
 
 

@@ -908,3 +908,12 @@ async def test_a_name_that_starts_with_a_tilde_is_a_name(env: ToolEnv, root: Pat
         assert not read.is_error and read.text.startswith("tilde"), read.text
     home = await run_tool(env, "read_file", {"path": "~/.bashrc"})
     assert home.is_error and "outside the workspace" in home.text
+
+
+async def test_a_hugging_face_token_in_a_script_reaches_no_tool(env: ToolEnv, root: Path) -> None:
+    token = "hf_" + "Tq7" * 12
+    (root / "train.py").write_text(f"from huggingface_hub import login\nlogin(token='{token}')\n")
+    read = await run_tool(env, "read_file", {"path": "train.py"})
+    assert read.is_error and "a Hugging Face token (line 2)" in read.text
+    found = await run_tool(env, "search", {"pattern": "login"})
+    assert token not in found.text and "train.py: [withheld" in found.text
