@@ -59,6 +59,11 @@ TRUNCATED_RESULT = (
     "[not run: your response hit max_tokens before this call was complete; make the call "
     "again, with less output before it]"
 )
+TOO_LONG_RESULT = (
+    "[not run: this call alone is longer than a response may be (max_tokens: {limit}) and "
+    "was cut; make it in smaller parts (a big new file: create it with its first part, then "
+    "add the rest with further edits)]"
+)
 
 
 def record_result(engine: ContextEngine, conversation: str, use_id: str, result: ToolResult) -> str:
@@ -288,7 +293,10 @@ async def run_agent(
                 result.text = result.text or "The model declined to answer this request."
                 break
             if stop == "max_tokens" and uses:  # the last call's input may be cut short
-                _close_calls(engine, conversation, uses, TRUNCATED_RESULT)
+                alone = len(blocks) == 1  # "less output before it" would loop to max_steps
+                why = TOO_LONG_RESULT.format(limit=request["max_tokens"]) if alone else None
+                _close_calls(engine, conversation, uses[:-1], TRUNCATED_RESULT)
+                _close_calls(engine, conversation, uses[-1:], why or TRUNCATED_RESULT)
                 continue
             if not uses:
                 result.stop_reason = stop

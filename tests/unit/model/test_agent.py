@@ -384,3 +384,33 @@ async def test_an_edit_after_an_outside_change_leaves_that_change_to_be_read(
     assert app.read_text().startswith("USER_LINE = 1\n") and "return 'new'" in app.read_text()
     reread = tool_results((await session.bodies(4))[3])[2]["content"]
     assert "USER_LINE" in reread
+
+
+async def test_a_call_too_long_for_any_response_is_told_to_come_in_parts(session: Session) -> None:
+    """A response that is one edit_file call cut by max_tokens: 'with less output before
+    it' cannot help (there was none), and the model made the same call until max_steps."""
+    tool = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "tool_use", "id": "toolu_big", "name": "edit_file", "input": {}},
+    }
+    part = {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "input_json_delta", "partial_json": '{"path": "big.py", "new_str'},
+    }
+    cut = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "max_tokens", "stop_sequence": None},
+        "usage": {"output_tokens": 8192},
+    }
+    stop = {"type": "content_block_stop", "index": 0}
+    stream = sse(message_start(), tool, part, stop, cut, {"type": "message_stop"})
+    session.api.add_turns(Raw(stream, content_type="text/event-stream"), "ok")
+    result = await session.ask("write big.py")
+    assert result.text == "ok"
+    body = (await session.bodies(2))[1]
+    told = tool_results(body)[0]
+    assert told["is_error"] is True
+    assert f"(max_tokens: {body['max_tokens']})" in told["content"]
+    assert "smaller parts" in told["content"]
