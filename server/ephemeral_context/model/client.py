@@ -60,6 +60,8 @@ ErrorKind = Literal[
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 RETRYABLE_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "timeout_error"})
+PROMPT_TOO_LONG = "prompt is too long"
+"""How the API's 400 says a request is over the model's context window."""
 DETAIL_CHARS = 300
 """The most of a server's own words an error message quotes."""
 
@@ -332,8 +334,12 @@ class ModelClient:
                 "unknown_model",
                 f"Unknown model {model!r} (404): {detail}. Check the model setting.",
             )
-        elif status == 413:
-            kind, text = "too_large", f"The request is too large for the API (413): {detail}"
+        elif status == 413 or PROMPT_TOO_LONG in detail:  # every later call would fail alike
+            kind, text = (
+                "too_large",
+                f"The request is too large for the API ({code}): {detail}; start a new "
+                "conversation.",
+            )
         elif status == 429 or exc.type == "rate_limit_error":
             kind, text = "rate_limited", f"Rate limited by the Anthropic API{tried}: {detail}"
         elif status == 529 or exc.type == "overloaded_error":

@@ -143,7 +143,7 @@ async def test_gives_up_after_the_attempt_bound(api: FakeMessagesAPI, make_clien
     [
         (invalid_api_key(), "invalid_key", "rejected the API key"),
         (unknown_model("claude-nope"), "unknown_model", "Unknown model"),
-        (refused("prompt is too long"), "refused", "refused the request"),
+        (refused("max_tokens: must be at least 1"), "refused", "refused the request"),
         (ApiError(403, "permission_error", "not allowed"), "permission", "403"),
     ],
 )
@@ -412,3 +412,21 @@ async def test_an_error_event_mid_answer_is_named_by_its_type_not_by_200(
     with pytest.raises(ModelError) as caught:
         await client.stream(request())
     assert said in str(caught.value) and "(200)" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        refused("prompt is too long: 210000 tokens > 200000 maximum"),
+        ApiError(413, "request_too_large", "Request exceeds the maximum allowed number of bytes"),
+    ],
+)
+async def test_a_request_too_large_says_what_to_do(
+    api: FakeMessagesAPI, make_client: Factory, error: ApiError
+) -> None:
+    """Every later call of the conversation fails alike: the message says how out."""
+    api.add_turns(error)
+    with pytest.raises(ModelError) as caught:
+        await make_client().stream(request())
+    assert caught.value.kind == "too_large"
+    assert "start a new conversation" in str(caught.value)

@@ -247,7 +247,7 @@ def test_an_error_after_some_of_the_answer_starts_a_line_of_its_own(
     answer's last words on their line."""
     api.add_turns(
         {"text": "Reading.", "tool_use": [{"name": "read_file", "input": {"path": "app.py"}}]},
-        refused("prompt is too long"),
+        refused("max_tokens: must be at least 1"),
     )
     code, out, err = in_process(
         ["ask", "hi", "--workspace", str(project)], api, monkeypatch, capsys
