@@ -116,6 +116,8 @@ class MemoryFolder:
             raise MemoryRefused(
                 f"insert_line {line} is past the end of {name} ({len(lines)} lines)"
             )
+        if line and not lines[line - 1].endswith("\n"):  # the last line, with no line end
+            lines[line - 1] += "\n"
         lines.insert(line, text if text.endswith("\n") else text + "\n")
         write_atomically(path, "".join(lines))
         return MemoryReply(f"inserted into {name} after line {line}")

@@ -917,3 +917,13 @@ async def test_a_hugging_face_token_in_a_script_reaches_no_tool(env: ToolEnv, ro
     assert read.is_error and "a Hugging Face token (line 2)" in read.text
     found = await run_tool(env, "search", {"pattern": "login"})
     assert token not in found.text and "train.py: [withheld" in found.text
+
+
+async def test_a_memory_insert_after_a_last_line_with_no_line_end_is_a_line(env: ToolEnv) -> None:
+    """`a\\nb` then insert after line 2: the text became 'bc', glued to the last line."""
+    made = await run_tool(env, "memory", {"command": "create", "path": "n.md", "file_text": "a\nb"})
+    assert not made.is_error
+    insert = {"command": "insert", "path": "n.md", "insert_line": 2, "insert_text": "c"}
+    assert not (await run_tool(env, "memory", insert)).is_error
+    viewed = await run_tool(env, "memory", {"command": "view", "path": "n.md"})
+    assert [line.split("\t")[1] for line in viewed.text.splitlines()] == ["a", "b", "c"]
