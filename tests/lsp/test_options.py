@@ -9,7 +9,9 @@ from ephemeral_context.lsp.options import (
     options_to_json,
     parse_options,
 )
+from ephemeral_context.lsp.server import engine_config
 from ephemeral_context.model import DEFAULT_MODEL
+from ephemeral_context.prices import priced
 
 
 def test_camel_case_sample() -> None:
@@ -81,3 +83,13 @@ def test_default_model_is_the_agents() -> None:
     from ephemeral_context.model.agent import AgentSettings
 
     assert Options().model == DEFAULT_MODEL == AgentSettings().model
+
+
+def test_the_engines_budget_is_the_models_window_where_that_is_smaller() -> None:
+    """contextTokens 500K with a 200K model: pins were held to half of 500K, past the window
+    the requests go to (the request itself was bounded, the pins and the budget shown not)."""
+    window = priced("claude-opus-4-6").context_window
+    large = Options(model="claude-opus-4-6", limits=Limits(context_tokens=5 * window))
+    assert engine_config(large).context_budget == window
+    small = Options(model="claude-opus-4-6", limits=Limits(context_tokens=window // 4))
+    assert engine_config(small).context_budget == window // 4

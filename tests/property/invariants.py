@@ -5,7 +5,8 @@ engine as replay/ours.py drives it), looks at every request the engine builds as
 built, and returns what broke, per invariant, in words that name the call:
 
 - budget: no request is above the configured context budget unless nothing is left that the
-  engine could evict (consumed, unpinned, evictable content, all of it already placeholders),
+  engine could evict (consumed, unpinned, evictable content, all of it already placeholders)
+  or cut (stored content not seen yet, context/clipping.py),
   and none is above the model's context window (prices.py), ever;
 - fork: a request carries exactly the messages of its call, each once and in order (a
   rewind, a branch or a reordered call never appends history a second time or keeps another
@@ -29,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ephemeral_context.context.clipping import CLIPPABLE
 from ephemeral_context.context.engine import EngineConfig
 from ephemeral_context.context.kinds import EVICTABLE
 from ephemeral_context.context.policy import HARM_TOLERANCE
@@ -167,17 +169,21 @@ class CheckedLayout(OursLayout):
                 )
 
     def _evictable(self, conv: str) -> list[int]:
-        """Tokens of each block the engine could still evict: consumed, not a placeholder
-        yet, of an evictable kind, neither pinned nor protected."""
+        """Tokens of each block the engine could still evict or cut: consumed, not a
+        placeholder yet, of an evictable kind, neither pinned nor protected; or not seen
+        yet, stored, of a kind that is cut (clipping.py)."""
         state = self.engine.state
         thread = self.engine.conversation(conv).thread
         out = []
         for i, tb in enumerate(thread):
             item = state.ledger.get(tb.item_id) if tb.item_id else None
             held = item is not None and (item.pinned or not item.evictable)
-            if tb.evicted or tb.kind not in EVICTABLE or not thread.consumed(i) or held:
+            if tb.evicted or tb.tokens <= PLACEHOLDER_TOKENS:
                 continue
-            if tb.tokens > PLACEHOLDER_TOKENS:
+            if thread.consumed(i):
+                if tb.kind in EVICTABLE and not held:
+                    out.append(tb.tokens)
+            elif tb.kind in CLIPPABLE and item is not None:
                 out.append(tb.tokens)
         return out
 

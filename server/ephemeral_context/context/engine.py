@@ -54,7 +54,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from ephemeral_context.cache_sim import LOOKBACK_POSITIONS, Block, Ttl
-from ephemeral_context.context import eviction, intake, reads, rehydration, status
+from ephemeral_context.context import clipping, eviction, intake, reads, rehydration, status
 from ephemeral_context.context import items as item_api
 from ephemeral_context.context.blocks import content_key
 from ephemeral_context.context.conversation import Conversation, FileView, fork
@@ -317,9 +317,12 @@ class ContextEngine:
         outlook = c.policy.outlook(c, now, twin_ttl, config.cache_ttl, budget, head, fallback)
         if head_ttl == "5m":  # the API takes no hour after it: the gateway would demote it
             outlook = replace(outlook, ttl="5m", thread_ttl="5m", hedge=False)
-        # 4. The policy: evict what pays, rebuild the file segment when the cache is cold.
+        # 4. The policy: evict what pays, rebuild the file segment when the cache is cold,
+        #    cut what no eviction can make room for.
         if config.eviction and c.calls > 0:
             eviction.consolidate(state, c, head, outlook)
+        if config.eviction:
+            clipping.clip_fresh(state, c, head + sum(e.tokens for e in c.segment), budget)
         if c.route is not None:
             self._tell_route(c)
         # 5. The layout, with at most four breakpoints.

@@ -154,7 +154,7 @@ def candidates(
     new = c.thread.blocks[max(0, c.thread.response_start) :]
     relied_on = {i for tb in new for i in tb.relies_on} if gated else set()
     for index, tb in enumerate(c.thread):
-        if tb.evicted or tb.kind not in EVICTABLE or not c.answered(index):
+        if (tb.evicted and not tb.clipped) or tb.kind not in EVICTABLE or not c.answered(index):
             continue
         if index in relied_on:  # the call's Read said "unchanged since" it, or diffed it
             continue
@@ -229,6 +229,7 @@ def _evict_block(state: EngineState, c: Conversation, index: int, reason: str) -
     The caller reflows the thread from the first block it evicted."""
     tb = c.thread[index]
     c.thread.replace(index, *evicted_form(state, c, index))
+    tb.clipped = False
     item = state.ledger.get(tb.item_id) if tb.item_id else None
     if item is not None and item.kind is not BlockKind.FILE:
         item.state = ItemState.EVICTED

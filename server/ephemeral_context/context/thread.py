@@ -50,6 +50,8 @@ class ThreadBlock:
     uri: str | None = None
     text: str = ""
     evicted: bool = False
+    clipped: bool = False
+    """Only its head is sent (clipping.py): still a candidate for eviction."""
     original: dict[str, Any] | None = None
     original_tokens: int = 0
     original_key: int = 0

@@ -98,6 +98,7 @@ from ephemeral_context.model.edits import DiskEditApplier
 from ephemeral_context.model.pins import Pins
 from ephemeral_context.model.secrets import AccessDenied, Workspace
 from ephemeral_context.model.tools import ToolEnv
+from ephemeral_context.prices import priced
 from ephemeral_context.replay.report import discover, to_json
 from ephemeral_context.replay.report import replay as replay_report
 from ephemeral_context.store import (
@@ -430,10 +431,12 @@ class EphemeralContextServer(LanguageServer):
 
 
 def engine_config(options: Options) -> EngineConfig:
+    """The engine's settings; its budget is the model's window where that is smaller, so
+    that pins (held to half of it) and the status bar's budget are ones the model takes."""
     limits = options.limits
     return EngineConfig(
         limits=LedgerLimits(max_file_bytes=limits.max_file_bytes),
-        context_budget=limits.context_tokens,
+        context_budget=min(limits.context_tokens, priced(options.model).context_window),
         max_tokens=limits.max_output_tokens,
         cache_ttl=options.cache_ttl,
     )

@@ -52,6 +52,9 @@ from ephemeral_context.syntax.symbols import LookupStatus, address, find_symbol
 from ephemeral_context.syntax.synopsis import render_synopsis
 
 READ_DEFAULT_LINES = 2000
+READ_MAX_CHARS = 100_000
+"""The most one read shows, whatever its limit (about 25,000 tokens of code, the bound
+Claude Code's Read keeps): a file of long lines would otherwise fill a request alone."""
 log = logging.getLogger(__name__)
 
 
@@ -238,7 +241,8 @@ BASE_TOOLS: tuple[dict[str, Any], ...] = (
         "description": (
             "Read a text file of the workspace. A file you have already seen comes back as "
             "a short reference or a diff against the version you saw. offset is the first "
-            f"line (1-based), limit the number of lines (default: up to {READ_DEFAULT_LINES})."
+            f"line (1-based), limit the number of lines (default: up to {READ_DEFAULT_LINES}); one "
+            f"read shows at most {READ_MAX_CHARS:,} characters."
         ),
         "input_schema": _schema(
             {
@@ -379,18 +383,39 @@ async def _read_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     lines = split_lines(doc.text)
     if offset > max(len(lines), 1):
         return _error(f"offset {offset} is past the end of {display} ({len(lines)} lines)")
+    asked = len(lines) if limit is None else min(len(lines), offset - 1 + limit)
+    end = min(asked, offset - 1 + READ_DEFAULT_LINES) if limit is None else asked
+    end = _within_chars(lines, offset - 1, end)
+    text = "".join(lines[offset - 1 : end]) if (offset, end) != (1, len(lines)) else doc.text
     note = ""
-    if limit is None and len(lines) - (offset - 1) > READ_DEFAULT_LINES:
-        limit = READ_DEFAULT_LINES
+    if len(text) > READ_MAX_CHARS:  # one line longer than a read shows
+        width = len(text.rstrip("\r\n"))
+        on = f", offset {offset + 1} reads on" if offset < len(lines) else ""
         note = (
-            f"\n[showing lines {offset}-{offset - 1 + limit} of {len(lines)}; "
+            f"\n[line {offset} of {len(lines)} cut at {READ_MAX_CHARS:,} of {width:,} "
+            f"characters; search finds text in it{on}]"
+        )
+        text = text[:READ_MAX_CHARS]
+    elif end < asked:
+        note = (
+            f"\n[showing lines {offset}-{end} of {len(lines)} (a read shows at most "
+            f"{READ_DEFAULT_LINES} lines unless limit says, and {READ_MAX_CHARS:,} characters); "
             "pass offset and limit for the rest, or use outline and read_symbol]"
         )
-    end = len(lines) if limit is None else min(len(lines), offset - 1 + limit)
-    text = "".join(lines[offset - 1 : end]) if (offset, limit) != (1, None) else doc.text
     return ToolResult(
         text, kind=BlockKind.FILE, uri=doc.uri, document=doc, first_line=offset, note=note
     )
+
+
+def _within_chars(lines: Sequence[str], start: int, end: int) -> int:
+    """Where a read of `lines[start:end]` stops to show at most READ_MAX_CHARS characters:
+    at a line end, past the first line whatever its length."""
+    shown = 0
+    for at in range(start, end):
+        shown += len(lines[at])
+        if shown > READ_MAX_CHARS:
+            return max(at, start + 1)
+    return end
 
 
 def _outline_of(doc: Document, display: str) -> Outline:

@@ -19,6 +19,7 @@ from ephemeral_context.model.search import SEARCH_MAX_MATCHES
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
 from ephemeral_context.model.tools import (
     READ_DEFAULT_LINES,
+    READ_MAX_CHARS,
     SkillFolder,
     ToolEnv,
     run_tool,
@@ -786,6 +787,31 @@ async def test_a_memory_whose_name_ends_in_a_dot_keeps_it(env: ToolEnv) -> None:
 async def test_a_pattern_re_cannot_build_is_refused_not_a_crash(env: ToolEnv, pattern: str) -> None:
     refused = await run_tool(env, "search", {"pattern": pattern})
     assert refused.is_error and "invalid regular expression" in refused.text
+
+
+async def test_a_read_shows_at_most_its_characters_whatever_its_limit(
+    env: ToolEnv, root: Path
+) -> None:
+    """5,000 lines of 100 characters with limit 5,000 (half a megabyte in one result had
+    filled a request alone): the read stops at a line end within READ_MAX_CHARS, and
+    the note's offset reads on from the first line not shown."""
+    (root / "wide.txt").write_text("".join(f"{n:>99}\n" for n in range(1, 5001)))
+    first = await run_tool(env, "read_file", {"path": "wide.txt", "limit": 5000})
+    shown = first.text.splitlines()
+    assert len(first.text) <= READ_MAX_CHARS and first.text.endswith("\n")
+    assert f"showing lines 1-{len(shown)} of 5000" in first.note
+    rest = await run_tool(env, "read_file", {"path": "wide.txt", "offset": len(shown) + 1})
+    assert int(rest.text.split("\n", 1)[0]) == len(shown) + 1
+
+
+async def test_a_line_longer_than_a_read_shows_is_cut_with_a_note(env: ToolEnv, root: Path) -> None:
+    (root / "minified.js").write_text("x" * (3 * READ_MAX_CHARS) + "\nnext\n")
+    first = await run_tool(env, "read_file", {"path": "minified.js"})
+    assert first.text == "x" * READ_MAX_CHARS
+    assert f"cut at {READ_MAX_CHARS:,} of {3 * READ_MAX_CHARS:,} characters" in first.note
+    assert "offset 2 reads on" in first.note
+    rest = await run_tool(env, "read_file", {"path": "minified.js", "offset": 2})
+    assert rest.text == "next\n" and not rest.note
 
 
 HUGE = "q" * 100_000
