@@ -118,8 +118,23 @@ def _glob_matches(names: tuple[str, ...], glob: str) -> bool:
     return any(fnmatch.fnmatch(name, p) for p in patterns for name in names)
 
 
+def _folder(workspace: Workspace, glob: str) -> Path | None:
+    """The workspace folder `glob` names, if it names one (`src`, `src/`, `.`, a path as
+    the model knows it from Grep's `path`): the search covers what lies in it. As a glob,
+    `src` matched no file, and the answer was a false 'no matches'."""
+    if not glob or any(char in glob for char in "*?["):
+        return None
+    try:
+        real = workspace.resolve(glob)
+    except AccessDenied:
+        return None
+    return real if real.is_dir() else None
+
+
 def _walk(workspace: Workspace, glob: str) -> Iterator[tuple[Path, str]]:
-    """Workspace files (resolved, inside the workspace) whose short name matches `glob`."""
+    """Workspace files (resolved, inside the workspace) in the folder `glob` names, or
+    whose short name matches it."""
+    folder = _folder(workspace, glob)
     for root in workspace.roots:
         for path in project_files(root, FileSet.VISIBLE):
             try:
@@ -127,8 +142,12 @@ def _walk(workspace: Workspace, glob: str) -> Iterator[tuple[Path, str]]:
             except AccessDenied:
                 continue
             display = workspace.relative(real)
-            names = (display, path.relative_to(root).as_posix(), path.name)
-            if glob and not _glob_matches(names, glob):
+            if folder is not None:
+                if not real.is_relative_to(folder):
+                    continue
+            elif glob and not _glob_matches(
+                (display, path.relative_to(root).as_posix(), path.name), glob
+            ):
                 continue
             yield real, display
 

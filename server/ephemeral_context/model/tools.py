@@ -274,11 +274,14 @@ BASE_TOOLS: tuple[dict[str, Any], ...] = (
         "name": "search",
         "description": (
             f"Search the workspace files with a regular expression (Python syntax). "
-            f"path is an optional glob such as 'src/**/*.py'. At most {SEARCH_MAX_MATCHES} "
-            "matching lines come back as path:line: text."
+            f"path is an optional folder or glob such as 'src' or 'src/**/*.py'. At most "
+            f"{SEARCH_MAX_MATCHES} matching lines come back as path:line: text."
         ),
         "input_schema": _schema(
-            {"pattern": {"type": "string"}, "path": {"type": "string", "description": "glob"}},
+            {
+                "pattern": {"type": "string"},
+                "path": {"type": "string", "description": "folder or glob"},
+            },
             ["pattern"],
         ),
     },

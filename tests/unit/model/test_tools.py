@@ -953,3 +953,18 @@ async def test_a_memory_insert_after_a_last_line_with_no_line_end_is_a_line(env:
     assert not (await run_tool(env, "memory", insert)).is_error
     viewed = await run_tool(env, "memory", {"command": "view", "path": "n.md"})
     assert [line.split("\t")[1] for line in viewed.text.splitlines()] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("folder", ["src", "src/", "./src", "{root}/src"])
+async def test_a_search_in_a_folder_searches_what_lies_in_it(
+    env: ToolEnv, root: Path, folder: str
+) -> None:
+    """`path` as Grep takes it, a folder: as a glob it matched no file, and the answer was
+    'no matches'."""
+    (root / "src" / "pkg").mkdir()
+    (root / "src" / "pkg" / "deep.py").write_text("import os as deep\n")
+    found = await run_tool(env, "search", {"pattern": "^import", "path": folder.format(root=root)})
+    assert found.text.splitlines() == [
+        "src/app.py:1: import os",
+        "src/pkg/deep.py:1: import os as deep",
+    ]
