@@ -16,12 +16,15 @@ API:
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ephemeral_context.documents import without_bom
+
+LONE_LF = re.compile(r"(?<!\r)\n")
 
 
 class EditError(ValueError):
@@ -75,8 +78,6 @@ def plan_edit(text: str | None, old: str, new: str) -> EditPlan:
     if count == 0 and "\r\n" in text and "\n" in old and "\r" not in old:
         old, crlf = old.replace("\n", "\r\n"), True
         count = text.count(old)
-    if crlf:
-        new = new.replace("\r\n", "\n").replace("\n", "\r\n")
     if count == 0:
         raise EditError(
             "old_string was not found in the file (it must match exactly, whitespace included); "
@@ -87,6 +88,9 @@ def plan_edit(text: str | None, old: str, new: str) -> EditPlan:
             f"old_string occurs {count} times; include more surrounding lines so it is unique"
         )
     start = text.index(old)
+    if crlf:
+        follows_cr = new.startswith("\n") and text[start - 1 : start] == "\r"
+        new = LONE_LF.sub("\r\n", new)[1 if follows_cr else 0 :]  # the file's CR ends it
     return EditPlan(start, start + len(old), new, text[:start] + new + text[start + len(old) :])
 
 

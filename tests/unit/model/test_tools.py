@@ -449,6 +449,10 @@ def test_an_edit_written_with_lf_applies_to_a_crlf_file_in_crlf() -> None:
         "a = 1\r\nb = 22\r\nb2 = 0\r\nc = 3\r\n"
     )
     assert plan_edit(text, "b = 2\r\n", "").new_text == "a = 1\r\nc = 3\r\n"  # as written
+    # starts with the LF of a CRLF (as written): the CR before it stays the line's
+    assert plan_edit(text, "\nb = 2", "\nb = 22\nb2 = 0").new_text == (
+        "a = 1\r\nb = 22\r\nb2 = 0\r\nc = 3\r\n"
+    )
     with pytest.raises(EditError, match="not found"):
         plan_edit("a = 1\nb = 2\n", "a = 1\r\nb", "x")  # an LF file: exact only
 
