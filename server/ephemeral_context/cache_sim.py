@@ -61,6 +61,10 @@ class Block:
     run: str = ""
     """`lookback_run` of its content type: consecutive blocks with the same non-empty run
     count as one lookback position."""
+    nested: tuple[Ttl, ...] = ()
+    """Breakpoints set inside the block (on an item of a tool result, a document's content
+    source, a search result's text), in order: each is one of the four, before the block's
+    own `cache_ttl`, and writes its entry where the block ends."""
 
 
 @dataclass(slots=True)
@@ -145,8 +149,9 @@ def usage_from_dict(raw: Mapping[str, Any] | Any) -> Usage:
 
 def resolve_breakpoints(blocks: Sequence[Block], auto_ttl: Ttl | None) -> list[tuple[int, Ttl]]:
     """Positions and TTLs of the request's breakpoints, refused as the API refuses them."""
-    points: list[tuple[int, Ttl]] = [
-        (i, b.cache_ttl) for i, b in enumerate(blocks) if b.cache_ttl is not None
+    marked = [(i, b) for i, b in enumerate(blocks) if b.cache_ttl is not None or b.nested]
+    points: list[tuple[int, Ttl]] = [  # a block's inner breakpoints before its own
+        (i, ttl) for i, b in marked for ttl in (*b.nested, b.cache_ttl) if ttl is not None
     ]
     if len(points) > MAX_BREAKPOINTS:
         raise CacheControlError(
@@ -169,7 +174,7 @@ def resolve_breakpoints(blocks: Sequence[Block], auto_ttl: Ttl | None) -> list[t
                         "blocks already carry cache_control"
                     )
                 points.append((target, auto_ttl))
-                points.sort()
+                points.sort(key=lambda point: point[0])
     seen_5m = False
     for _, ttl in points:
         if ttl == "5m":
@@ -333,6 +338,31 @@ def content_order(content: Sequence[Any], use_ids: Sequence[str]) -> list[int]:
         ],
         use_ids,
     )
+
+
+def inner_blocks(block: Mapping[str, Any]) -> list[Any]:
+    """The content blocks a block holds, each of which may carry its own `cache_control`
+    (API reference: "Create a cache control breakpoint at this content block"): a tool
+    result's or a search result's content, a document's content source."""
+    kind = block.get("type")
+    items: Any = None
+    if kind in ("tool_result", "search_result"):
+        items = block.get("content")
+    elif kind == "document" and isinstance(source := block.get("source"), Mapping):
+        items = source.get("content") if source.get("type") == "content" else None
+    return items if isinstance(items, list) else []
+
+
+def unmarked(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A content block without its breakpoints, its inner blocks' included: where a request
+    marks its prefix is no part of the prefix."""
+    without = {k: v for k, v in block.items() if k != "cache_control"}
+    inner = [unmarked(item) if isinstance(item, Mapping) else item for item in inner_blocks(block)]
+    if not inner:
+        return without
+    if block.get("type") == "document":
+        return {**without, "source": {**without["source"], "content": inner}}
+    return {**without, "content": inner}
 
 
 def tool_result_text(content: Any, *, other_items: bool = True) -> tuple[str, int]:

@@ -2,10 +2,10 @@
 figures and the cost gate alike.
 
 The rows live in data/prices.toml (per model: input, output, 5-minute and 1-hour cache
-writes, cache reads, minimum cacheable length, context window, an optional long-prompt band,
-the date the row took effect and its source). A call is priced by the newest row of its
-model in effect when it started; multipliers (read / input, ...) are per model, since the
-2026 models read the cache at 0.05x or 0.025x instead of 0.1x.
+writes, cache reads, minimum cacheable length, context window, output limit, an optional
+long-prompt band, the date the row took effect and its source). A call is priced by the
+newest row of its model in effect when it started; multipliers (read / input, ...) are per
+model, since the 2026 models read the cache at 0.05x or 0.025x instead of 0.1x.
 
 API:
 - `lookup(model, at=None) -> PriceRow`: the row in effect; `UnknownModelError` for an id that
@@ -15,7 +15,8 @@ API:
   marked `known=False`) for an unknown model: replay warns and goes on.
 - `PriceRow`: `.billed_input(usage)` (base-input token equivalents), `.cost_usd(usage,
   output_tokens)`, `.rates_for(prompt_tokens)`, `.served(speed, geo)` (fast mode's and
-  US-only inference's prices).
+  US-only inference's prices), `.output_limit(betas)` (the largest `max_tokens` the API
+  takes).
 - `Speed`, `Geo`: how and where a request was served (`usage.speed`, `usage.inference_geo`).
 - `Multipliers`: cache prices relative to base input (what the cost gate weighs).
 - `parse_model(model) -> (family, version) | None`; `rows()`: every row.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from enum import StrEnum
@@ -128,6 +130,16 @@ class PriceRow:
     """What this row's prices are multiplied by (`served`): `fast` for a request served
     fast, US_ONLY_MULTIPLIER for one run in the US only, both for both. Billed input stays
     in the standard base price's tokens."""
+    max_output: int | None = None
+    """The largest `max_tokens` the API takes for the model; None where the table lists none."""
+    max_output_betas: tuple[tuple[str, int], ...] = ()
+    """(beta, limit): a larger `max_output` the beta header gives (Sonnet 3.7's 128K)."""
+
+    def output_limit(self, betas: Collection[str] = ()) -> int | None:
+        """The largest `max_tokens` a request naming `betas` (its `anthropic-beta` header)
+        may ask of the model, or None where the table does not know it."""
+        raised = [limit for beta, limit in self.max_output_betas if beta in betas]
+        return max(raised, default=self.max_output)
 
     @property
     def version(self) -> tuple[int, ...]:
@@ -231,6 +243,10 @@ def _table() -> dict[tuple[str, tuple[int, ...]], tuple[PriceRow, ...]]:
             if band is None
             else LongPromptBand(int(band["above_tokens"]), _rates(band)),
             fast=float(raw["fast"]) if "fast" in raw else None,
+            max_output=int(raw["max_output"]) if "max_output" in raw else None,
+            max_output_betas=tuple(
+                (str(beta), int(limit)) for beta, limit in raw.get("max_output_betas", {}).items()
+            ),
         )
         key = parse_model(row.id)
         if key is None:

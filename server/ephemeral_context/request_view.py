@@ -4,8 +4,10 @@ Two users get request bodies they did not build: tests/fakes (which bills each r
 receives, and the tests that check the engine's requests against the API's rules) and
 `ectx gateway` (which prices what the client's own requests would have cost). Each body
 becomes a `cache_sim.Request`: one block per tool, system block and message content block,
-each with a content key, an estimated token count and its `cache_control` TTL, refused with
-`CacheControlError` where the API refuses the body. A tool sent with `defer_loading` is no
+each with a content key, an estimated token count and its `cache_control` TTL (and those
+set inside it: a tool result with a list of content is one block per item, so a mark on an
+item ends where the item does), refused with `CacheControlError` where the API refuses the
+body. A tool sent with `defer_loading` is no
 part of the prefix: the API renders its definition where a tool result references it (a
 `tool_reference`, ToolSearch's answer in Claude Code 2.1.332), and bills it there. Blocks
 go in the order the API renders them (`cache_sim.content_order`: parallel tool results in
@@ -34,8 +36,10 @@ from ephemeral_context.cache_sim import (
     canonical_json,
     content_blocks,
     content_order,
+    inner_blocks,
     lookback_run,
     tool_result_text,
+    unmarked,
 )
 from ephemeral_context.documents import utf8
 from ephemeral_context.tokens import estimate_tokens, media_tokens
@@ -62,8 +66,7 @@ def _text_key(text: str) -> int:
 
 
 def _content_key(prefix: str, block: Mapping[str, Any]) -> int:
-    without = {k: v for k, v in block.items() if k != "cache_control"}
-    return _text_key(prefix + canonical_json(without))
+    return _text_key(prefix + canonical_json(unmarked(block)))
 
 
 Deferred = Mapping[str, Mapping[str, Any]]
@@ -106,29 +109,84 @@ def _content_block_tokens(block: Mapping[str, Any], count: TokenCounter, deferre
     return count(canonical_json(block), "json")
 
 
-def _content_block(
+def _inner_marks(block: Any, where: str) -> list[Ttl]:
+    """The breakpoints set inside a content block, in the order the API renders them (an
+    inner block's before the block holding it), refused where the API refuses them."""
+    return [
+        ttl
+        for n, item in enumerate(inner_blocks(block))
+        for ttl in _marks(item, f"{where}.content[{n}]")
+    ]
+
+
+def _marks(block: Any, where: str) -> list[Ttl]:
+    """Every breakpoint a content block sets: those inside it, then its own."""
+    ttl = _own_mark(block, where)
+    return [*_inner_marks(block, where), *([ttl] if ttl else [])]
+
+
+def _own_mark(block: Any, where: str) -> Ttl | None:
+    """A content block's own breakpoint, refused where the API refuses it."""
+    if not isinstance(block, Mapping) or "type" not in block:
+        raise CacheControlError(f"{where}: a content block must be an object with a 'type'")
+    ttl = cache_ttl(block)
+    if ttl is not None and not _cacheable(block):
+        kind = block["type"]
+        raise CacheControlError(f"{where}: cache_control cannot be set on an empty text or {kind}")
+    return ttl
+
+
+def _cacheable(block: Mapping[str, Any]) -> bool:
+    """May carry a breakpoint: not thinking, not an empty text."""
+    kind = block["type"]
+    return kind not in ("thinking", "redacted_thinking") and not (
+        kind == "text" and not block.get("text")
+    )
+
+
+def _content_blocks(
     block: Mapping[str, Any],
     prefix: str,
     count: TokenCounter,
     where: str,
     deferred: Deferred | None = None,
-) -> Block:
-    if not isinstance(block, Mapping) or "type" not in block:
-        raise CacheControlError(f"{where}: a content block must be an object with a 'type'")
-    ttl = cache_ttl(block)
+) -> list[Block]:
+    """A content block as the cache sees it: one block, or a tool result with a list of
+    content as one block per item, so a breakpoint set on an item ends where the item does
+    (its tokens are the growth of the result's count with it, so the parts add up to the
+    whole). Breakpoints set deeper (in a document or search result) end with their item."""
+    own = _own_mark(block, where)
     kind = block["type"]
-    not_target = kind in ("thinking", "redacted_thinking") or (
-        kind == "text" and not block.get("text")
-    )
-    if ttl is not None and not_target:
-        raise CacheControlError(f"{where}: cache_control cannot be set on an empty text or {kind}")
-    return Block(
-        key=_content_key(prefix, block),
-        tokens=_content_block_tokens(block, count, deferred or {}),
-        cache_ttl=ttl,
-        auto_target=not not_target,
-        run=lookback_run(kind),
-    )
+    deferred = deferred or {}
+    items = inner_blocks(block) if kind == "tool_result" else []
+    if len(items) < 2:
+        return [
+            Block(
+                key=_content_key(prefix, block),
+                tokens=_content_block_tokens(block, count, deferred),
+                cache_ttl=own,
+                auto_target=_cacheable(block),
+                run=lookback_run(kind),
+                nested=tuple(_inner_marks(block, where)),
+            )
+        ]
+    head = {k: v for k, v in block.items() if k not in ("content", "cache_control")}
+    parts: list[Block] = []
+    counted = 0
+    for n, item in enumerate(items):
+        marks = tuple(_marks(item, f"{where}.content[{n}]"))  # refuses an item that is no block
+        upto = max(counted, _tool_result_tokens(items[: n + 1], count, deferred))
+        parts.append(
+            Block(
+                key=_content_key(f"{prefix}{n}\x00", {"head": head, "item": unmarked(item)}),
+                tokens=upto - counted,
+                run=lookback_run(kind),
+                nested=marks,
+            )
+        )
+        counted = upto
+    parts[-1] = replace(parts[-1], cache_ttl=own)
+    return parts
 
 
 def request_from_messages_api(
@@ -162,7 +220,7 @@ def request_from_messages_api(
     raw_system = content_blocks(body.get("system"))
     if isinstance(raw_system, list):
         for i, item in enumerate(raw_system):
-            system.append(_content_block(item, "system\x00", count, f"system[{i}]"))
+            system += _content_blocks(item, "system\x00", count, f"system[{i}]")
     elif raw_system is not None:
         raise CacheControlError("system must be a string or a list of text blocks")
 
@@ -178,7 +236,7 @@ def request_from_messages_api(
         for place, j in enumerate(content_order(content, uses)):
             prefix = f"{role}\x00first\x00" if place == 0 else f"{role}\x00"
             where = f"messages[{m}].content[{j}]"
-            messages.append(_content_block(content[j], prefix, count, where, deferred))
+            messages += _content_blocks(content[j], prefix, count, where, deferred)
         uses = [str(block.get("id")) for block in content if _is_tool_use(block)]
 
     _salt(system or messages, {"speed": body.get("speed")})

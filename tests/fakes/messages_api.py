@@ -11,11 +11,13 @@ bytes no API would send (`Raw`: an HTML page, a body cut short, a stream framed 
 that ends before its message_stop), or a broken network (`cut`: the connection dropped,
 or silent). An answer longer than `max_tokens` is cut (stop_reason "max_tokens"), and
 `max_tokens: 0` is the documented cache pre-warm (no content). Requests the real
-API would refuse are refused the same way (400: more than 4 cache_control breakpoints, a
-tool_use without its tool_result, empty content, ...), so a client bug fails here as it
-would there. Usage is computed by ephemeral_context.cache_sim, so cache reads and writes
-follow the documented cache rules. Every request is recorded (headers and JSON body) so
-tests can inspect exactly what was sent.
+API would refuse are refused the same way (400: more than 4 cache_control breakpoints,
+those inside a tool result counted, a tool_use without its tool_result, empty content,
+a max_tokens over the model's output limit, a blank stop sequence, ...), so a client bug
+fails here as it would there. Usage is computed by
+ephemeral_context.cache_sim, so cache reads and writes follow the documented cache rules.
+Every request is recorded (headers and JSON body) so tests can inspect exactly what was
+sent.
 
 In-process:
 
@@ -59,7 +61,7 @@ from ephemeral_context.cache_sim import (
     Usage,
     resolve_breakpoints,
 )
-from ephemeral_context.prices import UnknownModelError, lookup
+from ephemeral_context.prices import PriceRow, UnknownModelError, lookup
 from ephemeral_context.request_view import request_from_messages_api
 from ephemeral_context.tokens import estimate_tokens
 
@@ -442,8 +444,7 @@ def thinking_problem(thinking: Any, betas: frozenset[str] = frozenset()) -> str 
     """What the API rejects in the `thinking` parameter, or None (absent is fine), under
     the beta features the request names (its `anthropic-beta` header).
 
-    The budget is not compared with max_tokens: with interleaved thinking (Claude Code's
-    beta header) it may exceed it.
+    The budget is compared with max_tokens by `max_tokens_problem`.
     """
     if thinking is None:
         return None
@@ -458,6 +459,60 @@ def thinking_problem(thinking: Any, betas: frozenset[str] = frozenset()) -> str 
     budget = thinking.get("budget_tokens")
     if not isinstance(budget, int) or budget < 1024:
         return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+    return None
+
+
+INTERLEAVED_THINKING_BETA = "interleaved-thinking-"
+"""The beta (interleaved-thinking-2025-05-14) under which a thinking budget may exceed
+max_tokens: it then spans every thinking block of the turn (extended thinking,
+"Interleaved thinking")."""
+
+
+def max_tokens_problem(body: Mapping[str, Any], row: PriceRow, betas: frozenset[str]) -> str | None:
+    """What the API rejects in a `max_tokens` it has (an integer of at least 0), in its
+    words, or None: more than the model's output limit under the request's betas (a model
+    the table gives no limit takes any), or, with thinking enabled and no tools, a budget
+    that leaves no room for the answer. With tools the fake takes any budget: interleaved
+    thinking lets it span the turn, under the beta on Claude 4 and by default on later
+    models, and which of them interleave without it no stored page says."""
+    max_tokens = int(body["max_tokens"])
+    limit = row.output_limit(betas)
+    if limit is not None and max_tokens > limit:
+        return (
+            f"max_tokens: {max_tokens} > {limit}, which is the maximum allowed number of "
+            f"output tokens for {body['model']}"
+        )
+    thinking = body.get("thinking")
+    interleaved = any(beta.startswith(INTERLEAVED_THINKING_BETA) for beta in betas)
+    may_interleave = interleaved or bool(body.get("tools"))
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled" or may_interleave:
+        return None
+    budget = thinking.get("budget_tokens")
+    if isinstance(budget, int) and budget >= max_tokens:
+        return (
+            "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
+            "documentation at https://docs.claude.com/en/docs/build-with-claude/"
+            "extended-thinking#max-tokens-and-context-window-size"
+        )
+    return None
+
+
+def stop_sequences_problem(stop_sequences: Any) -> str | None:
+    """What the API rejects in `stop_sequences`, in its words, or None: not a list of
+    strings (Messages API reference: `string[]`), an empty one ("each stop sequence must be
+    non-empty") or one of whitespace only ("each stop sequence must contain
+    non-whitespace", the 400 a ["\\n"] got). No limit on how many: none is documented."""
+    if stop_sequences is None:
+        return None
+    if not isinstance(stop_sequences, list):
+        return "stop_sequences: Input should be a valid list"
+    for n, sequence in enumerate(stop_sequences):
+        if not isinstance(sequence, str):
+            return f"stop_sequences.{n}: Input should be a valid string"
+        if not sequence:
+            return "stop_sequences: each stop sequence must be non-empty"
+        if not sequence.strip():
+            return "stop_sequences: each stop sequence must contain non-whitespace"
     return None
 
 
@@ -506,8 +561,10 @@ def request_problem(
         return invalid("messages: Field required")
     if need_max_tokens:
         max_tokens = body.get("max_tokens")
-        if not isinstance(max_tokens, int) or max_tokens < 0:
+        if max_tokens is None:
             return invalid("max_tokens: Field required")
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0:
+            return invalid("max_tokens: Input should be a valid integer of at least 0")
         if max_tokens == 0 and body.get("stream"):
             return invalid("max_tokens: 0 cannot be streamed")
     try:
@@ -515,13 +572,15 @@ def request_problem(
     except UnknownModelError:
         return unknown_model(model)
     problem = (
-        conversation_problem(
+        (max_tokens_problem(body, info, betas) if need_max_tokens else None)
+        or conversation_problem(
             body["messages"], system_messages=info.version >= MID_CONVERSATION_SYSTEM
         )
         or system_problem(body.get("system"))
         or tools_problem(body.get("tools"))
         or thinking_problem(body.get("thinking"), betas)
         or sampling_problem(body)
+        or stop_sequences_problem(body.get("stop_sequences"))
     )
     if problem is not None:
         return invalid(problem)

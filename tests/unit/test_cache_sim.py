@@ -441,6 +441,76 @@ def test_bad_cache_control_is_a_clear_error() -> None:
         request_from_messages_api(body([{"role": "user", "content": 7}]))
 
 
+MARK = {"type": "ephemeral"}
+
+
+def tool_loop(*items: dict[str, Any], marked: bool = False) -> dict[str, Any]:
+    """A question, a tool call and its result holding `items` (the result marked if
+    `marked`), for the cache model to read."""
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": "t1", "content": list(items)}
+    if marked:
+        result["cache_control"] = MARK
+    use = {"type": "tool_use", "id": "t1", "name": "read", "input": {}}
+    return body(
+        [
+            {"role": "user", "content": "q" * 1200},
+            {"role": "assistant", "content": [use]},
+            {"role": "user", "content": [result]},
+        ]
+    )
+
+
+def test_breakpoints_inside_a_tool_result_count_toward_the_four() -> None:
+    """The API reference gives cache_control to the blocks a tool result holds, a search
+    result's text and a document's content source too ("Create a cache control breakpoint
+    at this content block"): each is one of the four."""
+    text = {"type": "text", "text": "x", "cache_control": MARK}
+    document = {
+        "type": "document",
+        "source": {"type": "content", "content": [text]},
+        "cache_control": MARK,
+    }
+    search = {"type": "search_result", "source": "s", "title": "t", "content": [text]}
+    for items in ([text, text, text], [text, document], [document, search]):
+        request = tool_loop(*items, marked=True)
+        request["system"] = [{"type": "text", "text": "s", "cache_control": MARK}]
+        with pytest.raises(CacheControlError, match="Found 5"):
+            resolve_breakpoints(request_from_messages_api(request).blocks(), None)
+    empty = {"type": "text", "text": "", "cache_control": MARK}
+    with pytest.raises(CacheControlError, match="empty text"):
+        request_from_messages_api(tool_loop(empty))
+
+
+def test_a_breakpoint_inside_a_tool_result_writes_where_its_block_ends() -> None:
+    """Marking a tool result's first item caches the prefix up to it, which a request whose
+    result goes on differently reads; marks are no part of the prefix, so the result marked
+    as a whole reads what its marked last item wrote."""
+    first = {"type": "text", "text": "f" * 300}
+    cache = PromptCache(SONNET)
+    marked_first = tool_loop({**first, "cache_control": MARK}, {"type": "text", "text": "a" * 50})
+    request = request_from_messages_api(marked_first, count=chars)
+    assert (
+        request.total_tokens
+        == request_from_messages_api(
+            tool_loop(first, {"type": "text", "text": "a" * 50}), count=chars
+        ).total_tokens
+    )
+    written = cache.call(request, 0)
+    assert written.cache_creation_input_tokens == request.total_tokens - 51  # "\n" + "a" * 50
+    other = request_from_messages_api(
+        tool_loop(first, {"type": "text", "text": "b" * 50}, marked=True), count=chars
+    )
+    assert cache.call(other, 1).cache_read_input_tokens == written.cache_creation_input_tokens
+
+    cache = PromptCache(SONNET)
+    only = {"type": "text", "text": "f" * 300}
+    cache.call(
+        request_from_messages_api(tool_loop({**only, "cache_control": MARK}), count=chars), 0
+    )
+    whole = request_from_messages_api(tool_loop(only, marked=True), count=chars)
+    assert cache.call(whole, 1).cache_read_input_tokens == whole.total_tokens
+
+
 def test_usage_adds_up() -> None:
     assert Usage(1, 2, 3, 2, 0) + Usage(10, 20, 30, 5, 15) == Usage(11, 22, 33, 7, 15)
 

@@ -63,6 +63,8 @@ def close_clients() -> Iterator[None]:
 
 
 THINKING = {"type": "enabled", "budget_tokens": 1024}
+WITH_THINKING = {"thinking": THINKING, "max_tokens": 2048}
+"""Thinking enabled, and room for an answer beyond its budget."""
 TOOL = {"name": "read_file", "input_schema": {"type": "object"}}
 
 
@@ -418,6 +420,25 @@ def test_bad_cache_control_is_a_400_and_keeps_the_turn(fake_messages_api: Start)
     assert sdk.messages.create(model=MODEL, max_tokens=8, messages=HI).content
 
 
+def test_a_breakpoint_inside_a_tool_result_is_one_of_the_four(fake_messages_api: Start) -> None:
+    """The text of a tool result takes its own cache_control, counted as the API counts it:
+    four marks around it make five."""
+    api = fake_messages_api(["kept"])
+    mark = {"type": "ephemeral"}
+    system = [{"type": "text", "text": f"rule {i}", "cache_control": mark} for i in range(3)]
+    text = {"type": "text", "text": "file text", "cache_control": mark}
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": "toolu_a", "content": [text]}
+    messages = [*HI, tool_turn("toolu_a"), {"role": "user", "content": [result]}]
+    body = {"model": MODEL, "max_tokens": 8, "system": system, "messages": messages}
+    assert post(api.base_url + "/v1/messages/count_tokens", body, AUTH)[0] == 200
+    status, answer = post(api.base_url + "/v1/messages", {**body, "cache_control": mark}, AUTH)
+    assert status == 400 and "breakpoint slot" in json.loads(answer)["error"]["message"]
+    result["cache_control"] = mark
+    status, answer = post(api.base_url + "/v1/messages", body, AUTH)
+    assert status == 400 and "Found 5" in json.loads(answer)["error"]["message"]
+    assert api.remaining_turns == 1
+
+
 def test_an_exhausted_script_is_a_clear_non_retried_error(fake_messages_api: Start) -> None:
     api = fake_messages_api([])
     with pytest.raises(anthropic.InternalServerError, match="no turn left"):
@@ -626,19 +647,24 @@ NOTE = {"role": "system", "content": "Available agent types: Explore, Plan."}
             {"messages": HI, "tools": [TOOL, {**TOOL, "defer_loading": True}]},
             "Tool names must be unique",
         ),
+        (MODEL, {"messages": HI, "stop_sequences": "END"}, "valid list"),
+        (MODEL, {"messages": HI, "stop_sequences": ["END", 7]}, "stop_sequences.1"),
+        (MODEL, {"messages": HI, "stop_sequences": ["", "\n"]}, "must be non-empty"),
+        (MODEL, {"messages": HI, "stop_sequences": ["\n"]}, "must contain non-whitespace"),
+        (MODEL, {"messages": HI, "stop_sequences": ["END", " \t"]}, "non-whitespace"),
         (MODEL, {"messages": HI, "temperature": 1.5}, "temperature"),
         (MODEL, {"messages": HI, "temperature": "warm"}, "temperature"),
-        (MODEL, {"messages": HI, "thinking": THINKING, "temperature": 0.2}, "temperature"),
+        (MODEL, {"messages": HI, **WITH_THINKING, "temperature": 0.2}, "temperature"),
         (
             MODEL,
-            {"messages": HI, "thinking": THINKING, "tools": [TOOL], "tool_choice": {"type": "any"}},
+            {"messages": HI, **WITH_THINKING, "tools": [TOOL], "tool_choice": {"type": "any"}},
             "tool_choice forces tool use",
         ),
         (
             MODEL,
             {
                 "messages": HI,
-                "thinking": THINKING,
+                **WITH_THINKING,
                 "tools": [TOOL],
                 "tool_choice": {"type": "tool", "name": "read_file"},
             },
@@ -657,6 +683,66 @@ def test_request_shapes_the_api_rejects_are_rejected(
     )
     assert status == 400 and complaint in json.loads(answer)["error"]["message"]
     assert api.remaining_turns == 1
+
+
+@pytest.mark.parametrize(
+    ("model", "max_tokens", "beta", "status", "complaint"),
+    [
+        (
+            "claude-opus-4-5-20251101",
+            128001,
+            "",
+            400,
+            "max_tokens: 128001 > 64000, which is the maximum allowed number of output tokens "
+            "for claude-opus-4-5-20251101",
+        ),
+        (MODEL, 128000, "", 200, ""),
+        (MODEL, 128001, "", 400, "> 128000"),
+        ("claude-3-7-sonnet-20250219", 128000, "", 400, "> 64000"),
+        ("claude-3-7-sonnet-20250219", 128000, "output-128k-2025-02-19", 200, ""),
+        (MODEL, True, "", 400, "valid integer"),
+        (MODEL, "8", "", 400, "valid integer"),
+    ],
+)
+def test_max_tokens_is_held_to_the_models_output_limit(
+    fake_messages_api: Start, model: str, max_tokens: Any, beta: str, status: int, complaint: str
+) -> None:
+    """The API's own 400 for an Opus 4.5 request (anthropics/claude-code#24451); Sonnet
+    3.7's 128K beta; a limit only for a model prices.toml knows (others are a 404)."""
+    api = fake_messages_api(["ok"])
+    headers = {**AUTH, "anthropic-beta": beta} if beta else AUTH
+    body = {"model": model, "max_tokens": max_tokens, "messages": HI}
+    answer_status, answer = post(api.base_url + "/v1/messages", body, headers)
+    assert answer_status == status
+    if complaint:
+        assert complaint in json.loads(answer)["error"]["message"]
+
+
+def test_a_thinking_budget_leaves_room_for_the_answer_unless_interleaved(
+    fake_messages_api: Start,
+) -> None:
+    """ "budget_tokens must be set to a value less than max_tokens", except with interleaved
+    thinking, where it spans the whole turn (extended thinking): under its beta, or with
+    tools (later models interleave by default; the fake does not refuse what they take)."""
+    api = fake_messages_api(["ok", "ok", "ok"])
+    body = {"model": MODEL, "max_tokens": 1024, "messages": HI, "thinking": THINKING}
+    status, answer = post(api.base_url + "/v1/messages", body, AUTH)
+    assert status == 400
+    assert "must be greater than `thinking.budget_tokens`" in json.loads(answer)["error"]["message"]
+    interleaved = {**AUTH, "anthropic-beta": "interleaved-thinking-2025-05-14"}
+    assert post(api.base_url + "/v1/messages", body, interleaved)[0] == 200
+    assert post(api.base_url + "/v1/messages", {**body, "max_tokens": 1025}, AUTH)[0] == 200
+    assert post(api.base_url + "/v1/messages/count_tokens", body, AUTH)[0] == 200
+    tool = {"name": "look", "description": "d", "input_schema": {"type": "object"}}
+    assert post(api.base_url + "/v1/messages", {**body, "tools": [tool]}, AUTH)[0] == 200
+
+
+def test_stop_sequences_with_text_in_them_are_accepted(fake_messages_api: Start) -> None:
+    """Only blank ones are refused: leading newlines and spaces are fine, and so are many."""
+    api = fake_messages_api(["ok"])
+    stops = ["\n\nHuman:", " END ", *(f"stop {n}" for n in range(12))]
+    body = {"model": MODEL, "max_tokens": 8, "messages": HI, "stop_sequences": stops}
+    assert post(api.base_url + "/v1/messages", body, AUTH)[0] == 200
 
 
 def test_thinking_takes_temperature_one_and_tool_choices_that_force_nothing(

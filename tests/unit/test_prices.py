@@ -129,6 +129,27 @@ def test_every_row_is_dated_sourced_and_complete() -> None:
 
 
 @pytest.mark.parametrize(
+    ("model_id", "betas", "limit"),
+    [  # the models' pages, and the API's own 400s (prices.toml cites them)
+        ("claude-opus-4-5-20251101", (), 64_000),
+        ("claude-sonnet-4-5-20250929", (), 64_000),
+        ("claude-opus-4-1", (), 32_000),
+        ("claude-opus-4-6", (), 128_000),
+        ("claude-3-haiku-20240307", (), 4_096),
+        ("claude-3-7-sonnet-20250219", (), 64_000),
+        ("claude-3-7-sonnet-20250219", ("output-128k-2025-02-19",), 128_000),
+        ("claude-sonnet-4-6", ("output-128k-2025-02-19",), 128_000),  # nothing to raise
+        ("claude-opus-4-5", ("output-128k-2025-02-19",), 64_000),
+    ],
+)
+def test_every_model_has_its_output_limit_and_a_beta_raises_sonnet_3_7s(
+    model_id: str, betas: tuple[str, ...], limit: int
+) -> None:
+    assert lookup(model_id).output_limit(betas) == limit
+    assert all(row.output_limit() for row in rows())
+
+
+@pytest.mark.parametrize(
     ("model_id", "fast"),
     [  # the fast-mode page: Opus 5 and 4.8 at $10 / $50; Opus 4.6 at $30 / $150 in 2026-02
         ("claude-opus-5", 2.0),

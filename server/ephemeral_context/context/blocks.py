@@ -33,6 +33,7 @@ from typing import Any
 
 import xxhash
 
+from ephemeral_context.cache_sim import unmarked
 from ephemeral_context.claude_tools import tool_file_path
 from ephemeral_context.documents import (
     content_hash,
@@ -106,9 +107,10 @@ def result_block(
 
 
 def uncached(block: Mapping[str, Any]) -> dict[str, Any]:
-    """A block as a client sent it, without its `cache_control` (the engine places the
-    breakpoints)."""
-    return {k: v for k, v in block.items() if k != "cache_control"}
+    """A block as a client sent it, without its `cache_control` nor any set inside it (a
+    document's content source, a search result's text): the engine places the breakpoints,
+    and one left inside would make a fifth."""
+    return unmarked(block)
 
 
 def reference_id(reference: str) -> str:

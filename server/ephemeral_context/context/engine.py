@@ -337,9 +337,11 @@ class ContextEngine:
             hedge,
             head_ttl,
         )
+        row = priced(model)
+        limit = row.output_limit() if row.known else None  # the API refuses more
         built = build(
             model=model,
-            max_tokens=config.max_tokens,
+            max_tokens=config.max_tokens if limit is None else min(config.max_tokens, limit),
             system_text=system,
             system_tokens=system_tokens,
             segment=c.segment,

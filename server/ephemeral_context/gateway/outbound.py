@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ephemeral_context.cache_sim import MAX_BREAKPOINTS, Ttl
+from ephemeral_context.cache_sim import MAX_BREAKPOINTS, Ttl, inner_blocks
 
 
 def system_blocks(system: Any) -> list[dict[str, Any]]:
@@ -128,13 +128,23 @@ def marked_message_blocks(messages: Sequence[Mapping[str, Any]]) -> Iterator[dic
 
 
 def breakpoints(body: Mapping[str, Any]) -> int:
-    """The cache breakpoints a request marks: its tools, system and message blocks."""
+    """The cache breakpoints a request marks: its tools, system and message blocks, and
+    the blocks those hold (a tool result's items, a document's content source)."""
     system = body.get("system")
     marked = [
         *_marked(body.get("tools") or []),
         *_marked(system if isinstance(system, list) else []),
     ]
-    return len(marked) + sum(1 for _ in marked_message_blocks(body.get("messages") or []))
+    messages = [m for m in body.get("messages") or [] if isinstance(m, Mapping)]
+    blocks = [b for m in messages if isinstance(m.get("content"), list) for b in m["content"]]
+    return len(marked) + sum(_marks_in(block) for block in blocks)
+
+
+def _marks_in(block: Any) -> int:
+    """The breakpoints a content block sets, itself and the blocks it holds."""
+    if not isinstance(block, Mapping):
+        return 0
+    return ("cache_control" in block) + sum(_marks_in(item) for item in inner_blocks(block))
 
 
 def _is_1h(block: Mapping[str, Any]) -> bool:

@@ -603,6 +603,15 @@ def test_an_empty_skill_or_memory_adds_nothing_the_api_would_refuse(
     assert [i.kind for i in engine.items()] == []
 
 
+def test_max_tokens_stays_within_the_models_output_limit(engine: ContextEngine) -> None:
+    """The configured 8,192 is more than Claude 3 Haiku may answer (4,096): a request the
+    API refuses; a model that takes more keeps the configured figure."""
+    engine.add_user_text("c", "go")
+    small = engine.build_request("c", "claude-3-haiku-20240307", SYSTEM)
+    assert small["max_tokens"] == 4096 and request_problem(small) is None
+    assert engine.build_request("c", "claude-sonnet-4-6", SYSTEM)["max_tokens"] == 8192
+
+
 def test_looking_at_an_unknown_conversation_leaves_the_engine_empty(
     engine: ContextEngine,
 ) -> None:

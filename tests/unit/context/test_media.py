@@ -94,6 +94,27 @@ def test_images_go_as_sent_while_the_reads_around_them_are_evicted(
     assert not any(tb.evicted for tb in list(thread)[:4])
 
 
+def test_no_breakpoint_a_client_set_inside_a_block_is_sent_on(engine: ContextEngine) -> None:
+    """The engine places every breakpoint: a document's content source and a search
+    result's text lose theirs too, which would otherwise make a fifth (a 400)."""
+    mark = {"type": "ephemeral"}
+    text = {"type": "text", "text": "page one", "cache_control": mark}
+    source = {"type": "content", "content": [text]}
+    document = {"type": "document", "source": source, "cache_control": mark}
+    search = {"type": "search_result", "source": "s", "title": "t", "content": [text]}
+    engine.add_user_text("c", "What do these say?")
+    engine.add_user_block("c", document)
+    engine.add_assistant_content(
+        "c", [{"type": "tool_use", "id": "q", "name": "Read", "input": {"file_path": "/w/a"}}]
+    )
+    engine.add_tool_result("c", ToolOutput("q", "found", parts=[search, document]))
+    engine.build_request("c", MODEL, SYSTEM, TOOLS)
+    sent = [b for b in _sent(engine) if b.get("type") in ("document", "search_result")]
+    assert len(sent) == 3
+    assert "cache_control" not in repr(sent)
+    assert sent[0]["source"]["content"] == [{"type": "text", "text": "page one"}]
+
+
 def test_a_result_carrying_images_is_neither_a_read_nor_an_edit() -> None:
     for kind in (BlockKind.FILE, BlockKind.EDIT):
         with pytest.raises(ValueError, match="images"):

@@ -1486,11 +1486,20 @@ EMPTY_TEXT = {"type": "text", "text": ""}
 HI_TEXT = {"type": "text", "text": "hi"}
 MARK = {"type": "ephemeral"}
 MARKED = [{"type": "text", "text": f"{n}", "cache_control": MARK} for n in range(4)]
+PAGES = {
+    "type": "document",
+    "source": {
+        "type": "content",
+        "content": [{"type": "text", "text": "p", "cache_control": MARK}],
+    },
+}
+"""A document whose content source marks a breakpoint: one of the four too."""
 REFUSED: dict[str, list[Any]] = {
     "empty-message": [HI, {"role": "assistant", "content": "ok"}, {"role": "user", "content": []}],
     "empty-string": [{"role": "user", "content": ""}],
     "empty-text": [{"role": "user", "content": [HI_TEXT, EMPTY_TEXT]}],
     "five-breakpoints": [{"role": "user", "content": MARKED}],
+    "five-breakpoints-one-inside-a-document": [{"role": "user", "content": [*MARKED[:3], PAGES]}],
     "not-an-object": [HI, "ok"],
     "cache-control-no-object": [{"role": "user", "content": [{**HI_TEXT, "cache_control": "yes"}]}],
 }

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.context.engine import ContextEngine, EngineConfig
 from ephemeral_context.documents import Document, DocumentMirror, TextEdit, path_to_uri
 from ephemeral_context.model.agent import AgentEvents
 from ephemeral_context.model.client import ClientSettings, ModelClient, ModelError
@@ -363,6 +364,36 @@ async def test_own_edit_in_the_editor_is_not_an_outside_change(session: Session)
     session.api.add_turns("seen")
     await session.ask("and now?")
     assert "changed outside this conversation" in json.dumps((await session.bodies(5))[4])
+
+
+async def test_a_memory_larger_than_the_budget_goes_in_cut_and_is_read_on_by_id(
+    session: Session,
+) -> None:
+    """A 300,000-character memory file viewed under a 20,000-token budget: its result went
+    whole into the next request (about 90,000 tokens); it goes cut at a line, with a note
+    naming its id and the character where the rest starts."""
+    assert session.env.memory_root is not None
+    session.env.memory_root.mkdir(parents=True)
+    log = "".join(f"- step {n}: the nightly build passed on the third retry\n" for n in range(5500))
+    (session.env.memory_root / "log.md").write_text(log)
+    session.engine.config = EngineConfig(context_budget=20_000)
+    view = {"command": "view", "path": "/memories/log.md"}
+    session.api.add_turns({"tool_use": [{"name": "memory", "input": view}]}, "Read it.")
+    result = await session.ask("What does the log say?")
+    assert result.stop_reason == "end_turn"
+    second = (await session.bodies(2))[1]
+    (sent,) = [
+        block["content"]
+        for block in second["messages"][-1]["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert len(json.dumps(second)) < 100_000
+    found = re.search(r"\[\[\w+:(\w+)\]\] cut here: .* from character (\d+) ", sent)
+    assert found is not None, sent[-300:]
+    whole = session.engine.read_session_file(found[1]).text
+    head, offset = sent[: found.start()], int(found[2])
+    assert len(head) == offset and whole.startswith(head) and head.endswith("\n")
+    assert "- step 5499: " in whole[offset:]
 
 
 async def test_an_edit_after_an_outside_change_leaves_that_change_to_be_read(
