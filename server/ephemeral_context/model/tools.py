@@ -434,7 +434,17 @@ async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     if lookup.found is not None:
         found = lookup.found
         header = f"{display}::{symbol} (lines {found.start_line}-{found.end_line})\n"
-        return ToolResult(header + found.text + "\n", uri=doc.uri)
+        lines = split_lines(found.text)
+        end = _within_chars(lines, 0, len(lines))
+        shown = "".join(lines[:end])[:READ_MAX_CHARS]
+        if len(shown) == len(found.text):
+            return ToolResult(header + found.text + "\n", uri=doc.uri)
+        on = found.start_line + (end if shown.endswith("\n") else 1)  # a data table, say
+        note = (
+            f"\n[cut at {len(shown):,} of {len(found.text):,} characters (a read shows at most "
+            f"{READ_MAX_CHARS:,}); read_file with offset {on} reads on]\n"
+        )
+        return ToolResult(header + shown + note, uri=doc.uri)
     if lookup.status is LookupStatus.AMBIGUOUS:
         names = ", ".join(f"{address(s, outline)} (line {s.start_line})" for s in lookup.candidates)
         return _error(f"{quoted(symbol)} is ambiguous in {display}: {names}")

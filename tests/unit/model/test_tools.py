@@ -972,3 +972,21 @@ async def test_a_search_in_a_folder_searches_what_lies_in_it(
         "src/app.py:1: import os",
         "src/pkg/deep.py:1: import os as deep",
     ]
+
+
+async def test_a_definition_longer_than_a_read_shows_is_cut_with_a_note(
+    env: ToolEnv, root: Path
+) -> None:
+    """read_symbol held to read_file's bound: a 300,000-character table in one function
+    came back whole (some 85,000 tokens in one result)."""
+    rows = "".join(f"        ({n}, 'value number {n:06}', {n * n}),\n" for n in range(7000))
+    (root / "table.py").write_text(f"def table():\n    return [\n{rows}    ]\n")
+    found = await run_tool(env, "read_symbol", {"path": "table.py", "symbol": "table"})
+    assert not found.is_error and len(found.text) < READ_MAX_CHARS + 300
+    on = int(found.text.rsplit("read_file with offset ", 1)[1].split(" ")[0])
+    shown_rows = found.text.count("'value number ")
+    assert on == 3 + shown_rows  # def, return, then the rows shown
+    rest = await run_tool(env, "read_file", {"path": "table.py", "offset": on, "limit": 1})
+    assert (
+        rest.text == f"        ({shown_rows}, 'value number {shown_rows:06}', {shown_rows**2}),\n"
+    )
