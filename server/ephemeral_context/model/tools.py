@@ -483,11 +483,13 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
         return ToolResult(definition_answer(item_id, symbol, source))
     if lines:
         return _line_range(item_id, whole.text, first_line or 1, line_count)
-    text = whole.text[offset : None if limit is None else offset + limit]
+    text = whole.text[offset : offset + min(READ_MAX_CHARS, limit or READ_MAX_CHARS)]
     end = offset + len(text)
     if offset == 0 and end >= whole.total_length:
         return ToolResult(text)
-    note = f"[{item_id}: characters {offset}-{end} of {whole.total_length}]\n"
+    capped = end < whole.total_length and (limit is None or limit > READ_MAX_CHARS)
+    on = f"; offset {end} reads on" if capped else ""
+    note = f"[{item_id}: characters {offset}-{end} of {whole.total_length}{on}]\n"
     return ToolResult(note + text)
 
 

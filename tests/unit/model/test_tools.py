@@ -990,3 +990,21 @@ async def test_a_definition_longer_than_a_read_shows_is_cut_with_a_note(
     assert (
         rest.text == f"        ({shown_rows}, 'value number {shown_rows:06}', {shown_rows**2}),\n"
     )
+
+
+async def test_a_stored_content_longer_than_a_read_shows_comes_in_parts(
+    env: ToolEnv, store: Store
+) -> None:
+    """read_session_file held to read_file's bound, whatever its limit: a 250,000-character
+    log came back whole."""
+    env.engine = ContextEngine(store)
+    log = "".join(f"{n:>9}\n" for n in range(25_000))
+    entry = store.put(log)
+    first = await run_tool(env, "read_session_file", {"id": entry.id, "limit": 200_000})
+    head = f"[{entry.id}: characters 0-{READ_MAX_CHARS} of {len(log)}; offset {READ_MAX_CHARS} "
+    assert first.text.startswith(head + "reads on]\n")
+    assert first.text.endswith(log[READ_MAX_CHARS - 10 : READ_MAX_CHARS])
+    last = await run_tool(env, "read_session_file", {"id": entry.id, "offset": 200_000})
+    assert (
+        last.text == f"[{entry.id}: characters 200000-{len(log)} of {len(log)}]\n" + log[200_000:]
+    )
