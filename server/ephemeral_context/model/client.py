@@ -62,6 +62,9 @@ RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 RETRYABLE_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "timeout_error"})
 PROMPT_TOO_LONG = "prompt is too long"
 """How the API's 400 says a request is over the model's context window."""
+SECRET_MIN_CHARS = 12
+"""A key shorter than this is a placeholder (a local proxy takes any): not scrubbed from
+messages, where it would cut up every word that holds it."""
 DETAIL_CHARS = 300
 """The most of a server's own words an error message quotes."""
 
@@ -353,6 +356,7 @@ class ModelClient:
     def _detail(self, text: str) -> str:
         """What a server or the network said, fit for the user's one line: a proxy's HTML
         page folded and clipped; and, belt and braces, never the key, even if echoed."""
-        scrubbed = text.replace(self._secret, "[redacted]") if self._secret else text
+        secret = len(self._secret) >= SECRET_MIN_CHARS  # a local proxy's "x" or "dummy" is none
+        scrubbed = text.replace(self._secret, "[redacted]") if secret else text
         line = " ".join(scrubbed.split())
         return line if len(line) <= DETAIL_CHARS else line[: DETAIL_CHARS - 1] + "…"

@@ -430,3 +430,18 @@ async def test_a_request_too_large_says_what_to_do(
         await make_client().stream(request())
     assert caught.value.kind == "too_large"
     assert "start a new conversation" in str(caught.value)
+
+
+async def test_a_placeholder_key_does_not_cut_up_the_message(
+    fake_messages_api: Callable[..., FakeMessagesAPI],
+) -> None:
+    """A local proxy takes any key ('x', 'dummy'): scrubbing 'x' from the error made
+    'maximum' read 'ma[redacted]imum'."""
+    api = fake_messages_api([refused("max_tokens: 90000 > 64000, the maximum allowed")])
+    client = ModelClient(ClientSettings(api_key="x", base_url=api.base_url), sleep=Sleeps())
+    try:
+        with pytest.raises(ModelError) as caught:
+            await client.stream(request())
+    finally:
+        await client.close()
+    assert "64000, the maximum allowed" in str(caught.value)
