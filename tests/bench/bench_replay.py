@@ -1,15 +1,23 @@
-"""Replay of the largest real transcript (2.3 MB) under every strategy: time and memory.
+"""Replay of the largest real transcript (2.3 MB) under every strategy: time and memory;
+then a generated thread of n and 2n calls: does the time grow with its length or its square?
 
 Wall time is the median of ROUNDS runs in this process (reading the file, then every
 strategy), with each strategy's own median beside it. Peak memory is the peak resident set
 (VmHWM) of a fresh interpreter that does one whole replay, next to one that only imports
 the same modules, so the replay's own share is the difference. Aim: under 3 s and 300 MB.
+
+The long thread is one prompt and n Bash calls (tests/unit/replay/builder.py `bash_thread`),
+read at n and 2n calls, and read and replayed under every strategy at n and 2n (smaller n:
+the strategies take longer), in this process: the ratio of the two times is about 2 when
+the work grows with the thread, about 4 when it grows with its square.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,10 +27,12 @@ from ephemeral_context.replay.reader import read_session
 from ephemeral_context.replay.strategies import STRATEGIES
 
 from tests.bench.memory import peak_rss_mb
+from tests.transcripts import HISTORY, data_dir
+from tests.unit.replay.builder import bash_thread
 
 ROUNDS = 5
 REPO = Path(__file__).resolve().parent.parent.parent
-TRACE = REPO.parent / "shared" / "traces" / "randlee__claude-history__session-967e501d.jsonl"
+TRACE = (data_dir() or REPO.parent / "shared") / "traces" / HISTORY
 
 _CHILD = """
 import sys
@@ -36,6 +46,37 @@ if sys.argv[1] == "replay":
 
 def _peak_rss_mb(mode: str) -> float:
     return peak_rss_mb(_CHILD, mode, str(TRACE))
+
+
+LONG_READ = 1_000
+"""Calls of the long thread that is only read, at n and 2n (median of ROUNDS reads each)."""
+LONG_REPLAY = 250
+"""Calls of the long thread read and replayed under every strategy, at n and 2n (once)."""
+
+
+def _long_thread(calls: int, replayed: bool, folder: Path) -> float:
+    """Seconds to read (and with `replayed`, replay under every strategy) a thread of `calls`."""
+    path = bash_thread(calls).write(folder / f"bash-{calls}.jsonl")
+    times = []
+    for _ in range(1 if replayed else ROUNDS):
+        start = time.perf_counter()
+        session = read_session(path)
+        for strategy in STRATEGIES.values() if replayed else ():
+            strategy.replay(session)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _long_thread_rows() -> list[str]:
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for label, n, replayed in (
+            ("read", LONG_READ, False),
+            ("read + every strategy", LONG_REPLAY, True),
+        ):
+            once, twice = (_long_thread(k, replayed, Path(folder)) for k in (n, 2 * n))
+            rows.append(f"| {label} | {n:,} | {once:.2f} | {twice:.2f} | {twice / once:.1f} |")
+    return rows
 
 
 def run() -> str:
@@ -74,6 +115,14 @@ def run() -> str:
         f"Peak resident memory of one whole replay in a fresh interpreter: **{peak:.0f} MB** "
         f"(aim < 300 MB); the same interpreter importing the modules only: {baseline:.0f} MB, "
         f"so the replay itself adds {peak - baseline:.0f} MB.",
+        "",
+        "A generated thread of one prompt and n Bash calls, at n and 2n calls, in this process "
+        f"(load average {os.getloadavg()[0]:.1f} when it started): *2n/n* is about 2 when "
+        "the time grows with the thread, about 4 when it grows with its square.",
+        "",
+        "| long thread | n | n: s | 2n: s | 2n/n |",
+        "|---|---|---|---|---|",
+        *_long_thread_rows(),
     ]
     return "\n".join(lines)
 

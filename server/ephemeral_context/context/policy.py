@@ -43,19 +43,22 @@ API:
 - The cost gate, pure: `candidate_value`,
   `plan_eviction(candidates, boundaries, warm_end, m, rates, ttl, max_rewrite)` -> an
   `EvictionPlan`, `round_trip_read`, `fit_budget(candidates, total, limit)`.
-- The forecast, pure: `remaining_calls`, `calls_until_full`, `idle_reuse_probability`,
-  `expected_wait`, `choose_ttl`, `mean_lifetime`.
+- The forecast, pure: `remaining_calls`, `calls_until_full`, `idle_reuse_probability`
+  (`reuse_share` from its counts), `expected_wait` (`mean_residual`), `choose_ttl`,
+  `mean_lifetime`.
 - How a Read is shown: `read_form(visible, new, label, count, full_tokens, frame)`,
   `unified_diff`.
 """
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
 from ephemeral_context.cache_sim import TTL_SECONDS, Ttl
@@ -110,6 +113,13 @@ def idle_reuse_probability(
     """
     ended = sum(1 for g in retouch_gaps if g >= idle)
     still_open = sum(1 for g in open_idles if g >= idle)
+    return reuse_share(ended, still_open)
+
+
+def reuse_share(ended: int, still_open: int) -> float:
+    """`idle_reuse_probability` from its counts: of the episodes that lasted long enough,
+    those that `ended` in a re-use and those `still_open`, with Laplace's prior (for a
+    caller that keeps the counts by other means than lists)."""
     return (ended + 1) / (ended + still_open + 2)
 
 
@@ -119,8 +129,13 @@ def expected_wait(idle: int, retouch_gaps: Sequence[int]) -> float | None:
     The mean residual of the re-use gaps seen so far that lasted at least `idle` calls;
     None when no such gap was seen (then nothing is known about when).
     """
-    longer = [g - idle for g in retouch_gaps if g >= idle]
-    return max(1.0, sum(longer) / len(longer)) if longer else None
+    longer = [g for g in retouch_gaps if g >= idle]
+    return mean_residual(idle, sum(longer), len(longer))
+
+
+def mean_residual(idle: int, total: int, count: int) -> float | None:
+    """`expected_wait` from the `count` gaps of at least `idle` calls and their `total`."""
+    return max(1.0, (total - idle * count) / count) if count else None
 
 
 def choose_ttl(
@@ -329,13 +344,26 @@ class Outlook:
     def file_reuse(self, uri: str, since: int) -> tuple[float, float | None]:
         """Chance the file is used again and the expected wait, from the other files'
         history (the file's own open span is what is being predicted, so it is not
-        evidence); `since` is when it was shown, if it was never used."""
+        evidence); `since` is when it was shown, if it was never used. The rule of
+        `idle_reuse_probability` and `expected_wait`, counted by search (`_reuse_counts`)."""
         idle = self.calls - self.last_use.get(uri, since)
-        others = [self.calls - last for other, last in self.last_use.items() if other != uri]
-        return (
-            idle_reuse_probability(idle, self.retouch_gaps, others),
-            expected_wait(idle, self.retouch_gaps),
-        )
+        gaps, sums, idles = self._reuse_counts
+        longer = bisect.bisect_left(gaps, idle)
+        still_open = len(idles) - bisect.bisect_left(idles, idle)
+        if uri in self.last_use:
+            still_open -= 1  # its own span, idle for exactly `idle` calls
+        ended = len(gaps) - longer
+        return reuse_share(ended, still_open), mean_residual(idle, sums[longer], ended)
+
+    @cached_property
+    def _reuse_counts(self) -> tuple[list[int], list[int], list[int]]:
+        """The re-use gaps sorted, the sum of each suffix of them, and every file's idle
+        span sorted: made once per outlook, so weighing each of F files is a search, not a
+        pass over the F others (a thread of hundreds of files was cubic in its length)."""
+        gaps = sorted(self.retouch_gaps)
+        sums = list(itertools.accumulate(reversed(gaps), initial=0))[::-1]
+        idles = sorted(self.calls - last for last in self.last_use.values())
+        return gaps, sums, idles
 
 
 @dataclass

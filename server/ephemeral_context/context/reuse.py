@@ -19,11 +19,12 @@ API:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ephemeral_context.context.kinds import EVICTABLE, BlockKind
-from ephemeral_context.context.policy import expected_wait, idle_reuse_probability
+from ephemeral_context.context.policy import mean_residual, reuse_share
 from ephemeral_context.context.quotes import QuoteIndex
 from ephemeral_context.context.thread import ThreadBlock
 
@@ -43,7 +44,12 @@ class ReuseLog:
     members: dict[BlockKind, list[str]] = field(default_factory=dict)
     """The items of each kind (so an estimate reads its kind's items, not every item)."""
     gaps: dict[BlockKind, list[int]] = field(default_factory=dict)
-    """The gaps between consecutive uses of the items of each kind, grown with `uses`."""
+    """The gaps between consecutive uses of the items of each kind, grown with `uses`, in
+    order of length."""
+    last: dict[BlockKind, list[int]] = field(default_factory=dict)
+    """The last use of each item of each kind, in order: an estimate counts the items idle
+    for long enough in one search, where reading every item for every block a call weighs
+    made a long conversation's replay cubic in its length."""
 
     def observe(
         self, thread: Sequence[ThreadBlock], index: QuoteIndex, texts: Sequence[str], call: int
@@ -56,10 +62,15 @@ class ReuseLog:
                 self.kinds[tb.item_id] = tb.kind
                 self.uses[tb.item_id] = [tb.call]
                 self.members.setdefault(tb.kind, []).append(tb.item_id)
+                bisect.insort(self.last.setdefault(tb.kind, []), tb.call)
         for quote in index.quotes(thread, texts, tracked):
             item = thread[quote.index].item_id
             if item is not None and self.uses[item][-1] < call:
-                self.gaps.setdefault(self.kinds[item], []).append(call - self.uses[item][-1])
+                kind, before = self.kinds[item], self.uses[item][-1]
+                bisect.insort(self.gaps.setdefault(kind, []), call - before)
+                last = self.last[kind]
+                del last[bisect.bisect_left(last, before)]
+                bisect.insort(last, call)
                 self.uses[item].append(call)
 
     def estimate(self, tb: ThreadBlock, now: int) -> tuple[float, float | None]:
@@ -67,9 +78,12 @@ class ReuseLog:
         kind (its own open span is what is being predicted)."""
         kind = self.kinds.get(tb.item_id or "", tb.kind)
         history = self.uses.get(tb.item_id or "", [tb.call])
-        gaps = self.gaps.get(kind, [])
-        others = [
-            now - self.uses[item][-1] for item in self.members.get(kind, ()) if item != tb.item_id
-        ]
         idle = now - history[-1]
-        return idle_reuse_probability(idle, gaps, others), expected_wait(idle, gaps)
+        gaps = self.gaps.get(kind, [])
+        longer = bisect.bisect_left(gaps, idle)
+        last = self.last.get(kind, [])
+        still_open = bisect.bisect_right(last, now - idle)  # idle at least as long
+        if tb.item_id in self.kinds:
+            still_open -= 1  # its own open span is what is being predicted
+        ended = len(gaps) - longer
+        return reuse_share(ended, still_open), mean_residual(idle, sum(gaps[longer:]), ended)

@@ -247,6 +247,9 @@ class _Reading:
     calls: ToolCalls = field(default_factory=ToolCalls)
     blocks: dict[str, tuple[Block, ...]] = field(default_factory=dict)
     """The blocks of each sent line, by its uuid (`_blocks`)."""
+    read: dict[str, _Read] = field(default_factory=dict)
+    """What reading the latest calls' requests made, by their responses' first lines
+    (`_Read`, at most READ_KEPT of them)."""
     preserved: dict[str, list[str]] = field(default_factory=dict)
     """Per compaction summary (its uuid), the messages kept after it."""
     cleared: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -1031,11 +1034,11 @@ def _release(version: str | None) -> tuple[int, ...] | None:
     )
 
 
-def _made_alone(chain: Sequence[_Entry], version: str | None) -> frozenset[str]:
+def _made_alone(turn: _Turn, version: str | None) -> frozenset[str]:
     """The attachments (uuids) a request sends as reminders of their own, neither as system
     messages (to a model that takes them) nor in a tool result's text (to one that does
-    not): what a tool's hooks added since the last prompt a person wrote, in releases
-    before TOOL_ATTACHMENTS_KEPT_SINCE.
+    not): what a tool's hooks added since the last prompt a person wrote (`turn`), in
+    releases before TOOL_ATTACHMENTS_KEPT_SINCE.
 
     Read from the sources of 2.1.197 (2.1.97's do the same; 2.1.332's no longer do): the
     query loop makes API messages of each message a running tool yields (its result, what
@@ -1049,18 +1052,36 @@ def _made_alone(chain: Sequence[_Entry], version: str | None) -> frozenset[str]:
     release = _release(version)
     if release is None or release >= TOOL_ATTACHMENTS_KEPT_SINCE:
         return frozenset()
-    turn: list[_Entry] = []
-    for entry in reversed(chain):
+    return frozenset(entry.uuid for entry in turn.attachments if entry.tool_use_id in turn.uses)
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """The lines of a request since the last prompt a person wrote that `_made_alone` looks
+    at: the tool uses asked for, and the attachments that may name one."""
+
+    uses: frozenset[str] = frozenset()
+    attachments: tuple[_Entry, ...] = ()
+
+
+def _turn(chain: list[_Entry], earlier: _Read | None) -> _Turn:
+    """The current turn of a request's lines (`_Turn`), looked for only past the lines of
+    the `earlier` request they start with, whose turn goes on when no prompt came since."""
+    since = len(earlier.chain) if earlier is not None else 0
+    lines: list[_Entry] = []
+    for entry in reversed(chain[since:]):
         person = entry.role == "user" and not (entry.attachment or entry.meta)
         if person and _written_prompt(entry.content):
+            earlier = None
             break
-        turn.append(entry)
-    uses = {i for entry in turn for i in _use_ids(entry)}
-    return frozenset(
-        entry.uuid
-        for entry in turn
-        if entry.attachment and entry.rendered_role is None and entry.tool_use_id in uses
-    )
+        lines.append(entry)
+    lines.reverse()
+    uses = {i for entry in lines for i in _use_ids(entry)}
+    attachments = [e for e in lines if e.attachment and e.rendered_role is None]
+    if earlier is None:
+        return _Turn(frozenset(uses), tuple(attachments))
+    before = earlier.turn
+    return _Turn(before.uses | uses, (*before.attachments, *attachments))
 
 
 def _attachment_role(entry: _Entry, system: bool) -> Role:
@@ -1384,33 +1405,131 @@ def _blocks(entry: _Entry, reading: _Reading) -> tuple[Block, ...]:
 # Chains, threads and calls
 
 
-def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str, frozenset[str]]:
-    """The sent lines from the root down to `start`, the root's id, and the tool results the
-    microcompactions on the way cleared.
+READ_KEPT = 64
+"""Calls whose reading `_Reading.read` keeps, the newest of each thread (a call's reading
+goes when the next call takes it up): enough for the threads a session interleaves
+(sub-agents side by side); a call whose chain passes through none of them is read whole."""
 
-    A link to a line that is not in the file (Claude Code sometimes links to a record it never
-    wrote) continues from the line written before the one holding the link. The messages a
-    compaction preserved follow its summary.
-    """
-    out: list[_Entry] = []
+
+@dataclass(frozen=True)
+class _Resume:
+    """Where one step of `_chain` stood when it came to a call's response: `at` lines of its
+    input taken, `out` what it made of them, and what it held back (`pending`, whether the
+    last line taken was a tool result). The next call's chain through that response holds
+    the same lines up to there, and what a step made of them depends on no line past them
+    (a line's children on a chain come right after it), so the step goes on from here."""
+
+    at: int
+    out: tuple[_Entry, ...]
+    pending: tuple[_Entry, ...] = ()
+    after_result: bool = False
+    resumed: int | None = None
+    """For `_with_tool_hooks`, the `_resumed_after` it read with: another changes its work."""
+    version: str | None = None
+    """For `_with_tool_hooks`, the last release the lines taken name."""
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """The sent lines from a root down to a call's response, as `_chain` walks them."""
+
+    lines: tuple[_Entry, ...]
+    root: str
+    cleared: frozenset[str]
+    whole: bool
+    """The walk ended at a root, not at a line it had passed (a damaged file's loop): a walk
+    that reaches its last line goes on with its lines (none of them is among its own)."""
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What reading one call's request made, for the calls whose chains pass through its
+    response: each reads only what comes after, so a thread is read in time about linear in
+    its length, not quadratic (`_chain`, `_messages`)."""
+
+    walk: _Walk
+    parallel: _Resume | None
+    hooks: _Resume | None
+    chain: list[_Entry] = field(default_factory=list)
+    """The request's lines (`_chain`'s, without the response's own), never changed."""
+    responses: frozenset[str | None] = frozenset()
+    """The responses (message ids) of `chain`'s lines."""
+    built: _Built | None = None
+    """Where `_messages` stood after its last response."""
+    prompt: _Entry | None = None
+    """The last prompt a person wrote among `chain` (`_last_prompt`)."""
+    turn: _Turn = field(default_factory=_Turn)
+    """The current turn of `chain` (`_turn`)."""
+
+
+def _request_lines(
+    lines: list[_Entry], message_id: str, earlier: _Read | None
+) -> tuple[list[_Entry], frozenset[str | None], bool]:
+    """A chain's lines without the response's own (the walk starts at the response's first
+    line, as its link may point at a line that was never written), the responses among
+    them, and whether they start with all of the `earlier` request's, none of this
+    response's among those: then only the lines past those are looked at (a list
+    comparison passes over the lines that are the same objects at once)."""
+    if (
+        earlier is not None
+        and message_id not in earlier.responses
+        and lines[: len(earlier.chain)] == earlier.chain
+    ):
+        rest = [e for e in lines[len(earlier.chain) :] if e.message_id != message_id]
+        responses = earlier.responses | {e.message_id for e in rest}
+        return [*earlier.chain, *rest], responses, True
+    chain = [e for e in lines if e.message_id != message_id]
+    return chain, frozenset(e.message_id for e in chain), False
+
+
+def _walk(start: str | None, reading: _Reading) -> tuple[_Walk, _Read | None]:
+    """The sent lines from the root down to `start` (see `_chain`), and the reading of the
+    call this walk went through, whose lines it took instead of walking them again."""
+    above: list[_Entry] = []
     seen: set[str] = set()
     cleared: frozenset[str] = frozenset()
     node = start
     root = start or ""
     while node is not None and node not in seen:
+        earlier = reading.read.get(node)
+        if earlier is not None and earlier.walk.whole and node != start:
+            del reading.read[node]  # taken up: a thread keeps only its newest call's reading
+            walk = earlier.walk
+            lines = (*walk.lines, *reversed(above))
+            return _Walk(lines, walk.root, walk.cleared | cleared, True), earlier
         seen.add(node)
         root = node
         entry = reading.sent.get(node)
         if entry is not None:
-            out.append(entry)
+            above.append(entry)
         if node in reading.cleared:
             cleared |= reading.cleared[node]
         parent = reading.links.get(node)
         if parent is not None and parent not in reading.links:
             parent = reading.previous.get(node)
         node = parent
-    out.reverse()
-    out = _with_tool_hooks(_with_parallel_results(out, reading), reading)
+    above.reverse()
+    return _Walk(tuple(above), root, cleared, node is None), None
+
+
+def _chain(start: str, reading: _Reading) -> tuple[list[_Entry], str, frozenset[str], _Read | None]:
+    """The sent lines from the root down to `start`, the root's id, the tool results the
+    microcompactions on the way cleared, and the reading of the earlier call it went on from.
+
+    A link to a line that is not in the file (Claude Code sometimes links to a record it never
+    wrote) continues from the line written before the one holding the link. The messages a
+    compaction preserved follow its summary. Each call's reading is kept (`_Read`): the next
+    call's chain through its response walks, and completes the parallel tool calls and hook
+    lines of, only the lines past it.
+    """
+    walk, earlier = _walk(start, reading)
+    lines = list(walk.lines)
+    if earlier is None or reading.preserved:  # (the lines a compaction kept come in between)
+        parallel, held = _with_parallel_results(lines, reading)
+        out, hooks = _with_tool_hooks(parallel, reading, hold=held)
+    else:
+        parallel, held = _with_parallel_results(lines, reading, earlier.parallel)
+        out, hooks = _with_tool_hooks(parallel, reading, earlier.hooks, hold=held)
     if reading.preserved:
         out = [
             kept
@@ -1424,11 +1543,17 @@ def _chain(start: str | None, reading: _Reading) -> tuple[list[_Entry], str, fro
                 ),
             )
         ]
-    return out, root, cleared
+    reading.read[start] = _Read(walk, held, hooks)
+    while len(reading.read) > READ_KEPT:
+        del reading.read[next(iter(reading.read))]
+    return out, walk.root, walk.cleared, earlier
 
 
-def _with_parallel_results(chain: list[_Entry], reading: _Reading) -> list[_Entry]:
-    """The chain with the parts of parallel tool calls that are off it.
+def _with_parallel_results(
+    chain: list[_Entry], reading: _Reading, resume: _Resume | None = None
+) -> tuple[list[_Entry], _Resume | None]:
+    """The chain with the parts of parallel tool calls that are off it, and where it stood
+    when it came to the response being read (`_Resume`; None when the chain ends in none).
 
     Claude Code writes one line per tool use of a response and links each result to its own
     tool use; the next line links to whichever result was written last. So a chain can miss
@@ -1436,9 +1561,9 @@ def _with_parallel_results(chain: list[_Entry], reading: _Reading) -> list[_Entr
     results. The request carried all of them: one assistant message with every tool use,
     one user message with every result, in the order they were written.
     """
-    on_chain = {entry.uuid for entry in chain}
-    out: list[_Entry] = []
-    at = 0
+    at = resume.at if resume is not None else 0
+    out = list(resume.out) if resume is not None else []
+    on_chain = {entry.uuid for entry in chain[at:]}
     while at < len(chain):
         entry = chain[at]
         if entry.role != "assistant" or entry.message_id is None:
@@ -1449,8 +1574,9 @@ def _with_parallel_results(chain: list[_Entry], reading: _Reading) -> list[_Entr
         while end < len(chain) and chain[end].role == "assistant":
             end += 1
         if end == len(chain):  # the response being read: what follows it is not sent yet
+            held = _Resume(at, tuple(out))
             out.extend(chain[at:])
-            break
+            return out, held
         turn = _whole_turn(chain[at:end], on_chain, reading)
         results = end
         while results < len(chain) and _result_ids(chain[results]) is not None:
@@ -1466,11 +1592,17 @@ def _with_parallel_results(chain: list[_Entry], reading: _Reading) -> list[_Entr
         out.extend(turn)
         out.extend(sorted([*chain[end:results], *found], key=lambda line: line.line))
         at = results
-    return out
+    return out, None
 
 
-def _with_tool_hooks(chain: list[_Entry], reading: _Reading) -> list[_Entry]:
-    """The chain with what a tool's PreToolUse hooks added, after the results of its turn.
+def _with_tool_hooks(
+    chain: list[_Entry],
+    reading: _Reading,
+    resume: _Resume | None = None,
+    hold: _Resume | None = None,
+) -> tuple[list[_Entry], _Resume | None]:
+    """The chain with what a tool's PreToolUse hooks added, after the results of its turn,
+    and where it stood at `hold`'s line (`_Resume`: `_with_parallel_results` stood there).
 
     Claude Code links those attachments (they name the tool use, `toolUseID`) to the response
     that asked for the tool and the tool's result to the response too, past them: they are
@@ -1482,34 +1614,56 @@ def _with_tool_hooks(chain: list[_Entry], reading: _Reading) -> list[_Entry]:
     2.1.97 or 2.1.197 rebuilds the conversation from the chain and sends them no more;
     2.1.332's still does (runs against tests/fakes).
     """
-    on_chain = {entry.uuid for entry in chain}
-    resumed = _resumed_after(chain, reading)
-    out: list[_Entry] = []
-    pending: list[_Entry] = []
-    for at, entry in enumerate(chain):
+    resumed = _resumed_after(chain, reading, resume)
+    if resume is not None and resume.resumed != resumed:
+        resume = None
+    start = resume or _Resume(0, ())
+    on_chain = {entry.uuid for entry in chain[start.at :]}
+    out = list(start.out)
+    pending = list(start.pending)
+    after_result = start.after_result
+    version = start.version
+    held = None
+    for at in range(start.at, len(chain)):
+        if hold is not None and at == len(hold.out):
+            held = _Resume(at, tuple(out), tuple(pending), after_result, resumed, version)
+        entry = chain[at]
+        version = entry.version or version
+        result = _result_ids(entry) is not None
+        if after_result and not result:
+            out.extend(_beside_results(pending))
+            pending = []
         out.append(entry)
         if entry.role == "assistant" and isinstance(entry.content, list):
             found = _hook_lines(entry, _use_ids(entry), on_chain, reading)
             pending.extend(line for line in found if resumed is None or line.line > resumed)
-        elif _result_ids(entry) is None:
+        elif not result:
             pending = []  # no result came (an interrupted turn): nor was what its hooks added
-        elif at + 1 == len(chain) or _result_ids(chain[at + 1]) is None:
-            out.extend(
-                replace(line, beside_result=True)
-                for line in sorted(pending, key=lambda line: line.line)
-            )
-            pending = []
-    return out
+        after_result = result
+    if after_result:
+        out.extend(_beside_results(pending))
+    return out, held
 
 
-def _resumed_after(chain: Sequence[_Entry], reading: _Reading) -> int | None:
+def _beside_results(pending: list[_Entry]) -> list[_Entry]:
+    """What the hooks of a turn's tools added, as sent after the turn's results."""
+    return [replace(line, beside_result=True) for line in sorted(pending, key=lambda e: e.line)]
+
+
+def _resumed_after(
+    chain: Sequence[_Entry], reading: _Reading, resume: _Resume | None = None
+) -> int | None:
     """Where the process that sent this request began writing (the line of the last
     `last-prompt` record before the request's last line), when it is one that rebuilt the
     conversation from the file without the hooks' lines off the chain (releases before
-    TOOL_ATTACHMENTS_KEPT_SINCE); None when it sends them all."""
+    TOOL_ATTACHMENTS_KEPT_SINCE); None when it sends them all. The release is the last one
+    a line names, looked for past the lines `resume` took (a file that names none, such as
+    stream-json, would be read back to its root for every call)."""
     if not chain:
         return None
-    release = _release(next((e.version for e in reversed(chain) if e.version), None))
+    since, before_version = (resume.at, resume.version) if resume is not None else (0, None)
+    version = next((e.version for e in reversed(chain[since:]) if e.version), before_version)
+    release = _release(version)
     if release is None or release >= TOOL_ATTACHMENTS_KEPT_SINCE:
         return None
     before = bisect.bisect_left(reading.process_ends, chain[-1].line)
@@ -1523,10 +1677,11 @@ def _hook_lines(
     the tools' PreToolUse hooks added), following such attachments down."""
     found: list[_Entry] = []
     below = [response]
-    seen = set(on_chain)  # a damaged file's lines may name each other (or themselves)
+    seen: set[str] = set()  # a damaged file's lines may name each other (or themselves)
     while below:
         for child in reading.children.get(below.pop().uuid, ()):
-            if child.attachment and child.uuid not in seen and child.tool_use_id in uses:
+            fresh = child.uuid not in on_chain and child.uuid not in seen
+            if child.attachment and fresh and child.tool_use_id in uses:
                 seen.add(child.uuid)
                 found.append(child)
                 below.append(child)
@@ -1537,11 +1692,12 @@ def _whole_turn(run: list[_Entry], on_chain: set[str], reading: _Reading) -> lis
     """An assistant run of the chain with the lines of its responses that are off it."""
     responses = {line.message_id for line in run}
     lines = list(run)
-    seen = set(on_chain)
+    seen: set[str] = set()  # apart from `on_chain`: a copy of it per turn made reading cubic
     for line in lines:  # grows as lines are found
         for child in reading.children.get(line.uuid, ()):
             if (
-                child.uuid not in seen
+                child.uuid not in on_chain
+                and child.uuid not in seen
                 and child.role == "assistant"
                 and child.message_id in responses
             ):
@@ -1574,15 +1730,47 @@ def _result_ids(entry: _Entry) -> set[str] | None:
     return ids if len(ids) == len(content) else None
 
 
+_Part = tuple[Role, tuple[Block, ...], _Entry]
+"""A line as `_messages` places it: its role, its blocks, the line."""
+
+
+@dataclass(frozen=True)
+class _Sending:
+    """How a request's lines become messages (`_messages`): whether the model takes system
+    messages, the tool results sent cleared, whether a system message carries the
+    breakpoint (the release's rule) and the attachments made reminders of their own."""
+
+    system: bool
+    cleared: frozenset[str]
+    marks_system: bool
+    alone: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class _Built:
+    """Where `_messages` stood after the last response in a request: the parts of its first
+    `lines` lines (no part at or before a response's moves or changes after it: a reminder
+    moves up and folds in no further), and the messages of the groups before that
+    response's, built from the first `grouped` parts the way `sending` says."""
+
+    lines: int
+    parts: tuple[_Part, ...]
+    grouped: int
+    messages: tuple[Message, ...]
+    """All the request's messages: those of the first `grouped` parts go on unchanged, and
+    each later one the next request builds alike is taken as it is here, so a message is
+    one object in every request that holds it (`_place` then compares them at once)."""
+    kept: int
+    """How many of `messages` the first `grouped` parts made."""
+    sending: _Sending
+
+
 def _messages(
-    chain: Sequence[_Entry],
-    reading: _Reading,
-    system: bool,
-    cleared: frozenset[str],
-    marks_system: bool,
-    alone: frozenset[str] = frozenset(),
-) -> list[Message]:
-    """Consecutive lines of one role become one message, as the API requires.
+    chain: Sequence[_Entry], reading: _Reading, sending: _Sending, earlier: _Built | None = None
+) -> tuple[list[Message], _Built | None]:
+    """Consecutive lines of one role become one message, as the API requires; with where it
+    stood after the last response (`_Built`), from which the next request, whose lines start
+    the same way (`earlier`), is built.
 
     Attachments go where Claude Code puts them. With `system` (the model takes them) they are
     role "system" messages after the user lines of their turn; otherwise system-reminder text
@@ -1592,41 +1780,83 @@ def _messages(
     system message never carries the breakpoint. Attachments in `alone` (`_made_alone`) are
     reminders of their own even so.
     """
-    parts: list[tuple[Role, tuple[Block, ...], _Entry]] = []
-    for entry in chain:
-        if entry.attachment:
-            takes = system and entry.uuid not in alone
-            role = _attachment_role(entry, takes)
-            texts = _attachment_texts(entry, takes)
-            at = len(parts)
-            while role == "user" and at > 0 and _before_reminder(*parts[at - 1]):
-                at -= 1
-            into = _fold_target(entry, parts[:at], alone) if role == "user" and not system else None
-            if into is not None:
-                before_role, before_blocks, before = parts[into]
-                parts[into] = (before_role, _with_reminders(before_blocks, texts), before)
-                continue
-            parts.insert(at, (role, tuple(_text_block(text) for text in texts), entry))
-            continue
-        blocks = _blocks(entry, reading)
-        if not blocks:
-            continue
-        if cleared and any(b.tool_use_id in cleared for b in blocks if b.type == "tool_result"):
-            blocks = tuple(_cleared(b) if b.tool_use_id in cleared else b for b in blocks)
-        at = len(parts)
-        while entry.role == "user" and at > 0 and parts[at - 1][0] == "system":
-            at -= 1
-        parts.insert(at, (entry.role, blocks, entry))
-    messages: list[Message] = []
-    for role, group in itertools.groupby(parts, key=lambda part: part[0]):
+    if earlier is not None and earlier.sending != sending:
+        earlier = None
+    parts = list(earlier.parts) if earlier is not None else []
+    taken = earlier.lines if earlier is not None else 0
+    frozen = (taken, len(parts))
+    for index in range(taken, len(chain)):
+        _place_line(chain[index], parts, reading, sending)
+        if chain[index].role == "assistant" and parts and parts[-1][2] is chain[index]:
+            frozen = (index + 1, len(parts))
+    messages = list(earlier.messages[: earlier.kept]) if earlier is not None else []
+    grouped = earlier.grouped if earlier is not None else 0
+    before = earlier.messages if earlier is not None else ()
+    message_at: dict[int, int] = {}
+    """Per part that starts a message, that message's place."""
+    start = grouped
+    for role, group in itertools.groupby(parts[grouped:], key=lambda part: part[0]):
         members = list(group)
+        message_at[start] = len(messages)
+        start += len(members)
         first = members[0][2]
         blocks = tuple(block for _, part_blocks, _ in members for block in part_blocks)
         uses = messages[-1].blocks if messages and messages[-1].role == "assistant" else ()
         blocks, marked = _as_rendered(blocks, uses)
-        carries_mark = role != "system" or marks_system
-        messages.append(Message(role, blocks, first.timestamp, first.line, marked, carries_mark))
-    return messages
+        carries_mark = role != "system" or sending.marks_system
+        message = Message(role, blocks, first.timestamp, first.line, marked, carries_mark)
+        same = len(messages) < len(before) and before[len(messages)] == message
+        messages.append(before[len(messages)] if same else message)
+    return messages, _built(parts, frozen, message_at, messages, sending)
+
+
+def _built(
+    parts: list[_Part],
+    frozen: tuple[int, int],
+    message_at: Mapping[int, int],
+    messages: list[Message],
+    sending: _Sending,
+) -> _Built | None:
+    """Where `_messages` stood after the last response (`frozen`: the lines taken then and
+    the parts they made); the messages of the groups before that response's own go on, as
+    a later response may still join its group."""
+    lines, count = frozen
+    group = count - 1
+    while group > 0 and parts[group - 1][0] == "assistant":
+        group -= 1
+    if count == 0 or group not in message_at:
+        return None
+    return _Built(lines, tuple(parts[:count]), group, tuple(messages), message_at[group], sending)
+
+
+def _place_line(entry: _Entry, parts: list[_Part], reading: _Reading, sending: _Sending) -> None:
+    """Put one line of a request among the parts made of the lines before it (`_messages`)."""
+    alone = sending.alone
+    if entry.attachment:
+        takes = sending.system and entry.uuid not in alone
+        role = _attachment_role(entry, takes)
+        texts = _attachment_texts(entry, takes)
+        at = len(parts)
+        while role == "user" and at > 0 and _before_reminder(*parts[at - 1]):
+            at -= 1
+        folds = role == "user" and not sending.system
+        into = _fold_target(entry, parts, at, alone) if folds else None
+        if into is not None:
+            before_role, before_blocks, before = parts[into]
+            parts[into] = (before_role, _with_reminders(before_blocks, texts), before)
+            return
+        parts.insert(at, (role, tuple(_text_block(text) for text in texts), entry))
+        return
+    blocks = _blocks(entry, reading)
+    if not blocks:
+        return
+    cleared = sending.cleared
+    if cleared and any(b.tool_use_id in cleared for b in blocks if b.type == "tool_result"):
+        blocks = tuple(_cleared(b) if b.tool_use_id in cleared else b for b in blocks)
+    at = len(parts)
+    while entry.role == "user" and at > 0 and parts[at - 1][0] == "system":
+        at -= 1
+    parts.insert(at, (entry.role, blocks, entry))
 
 
 def _as_rendered(
@@ -1670,15 +1900,14 @@ def _cleared(block: Block) -> Block:
 
 
 def _fold_target(
-    entry: _Entry, parts: Sequence[tuple[Role, tuple[Block, ...], _Entry]], alone: frozenset[str]
+    entry: _Entry, parts: Sequence[_Part], at: int, alone: frozenset[str]
 ) -> int | None:
-    """Which of the parts before a reminder (for a model that takes no system messages) it
-    goes into, if any: the one right before it, past reminders made alone (`_made_alone`),
+    """Which of the `at` parts before a reminder (for a model that takes no system messages)
+    it goes into, if any: the one right before it, past reminders made alone (`_made_alone`),
     which are sent after the rest of their turn's result (2.1.197 and 2.1.97 run against
     tests/fakes: a nested CLAUDE.md in the Read's result, then a PostToolUse hook's context)."""
     if entry.uuid in alone:
         return None
-    at = len(parts)
     while at > 0 and parts[at - 1][2].uuid in alone:
         at -= 1
     return at - 1 if at > 0 and _folds_into(entry, *parts[at - 1]) else None
@@ -1728,7 +1957,9 @@ def _place(
     for thread_id in grown:
         known = session.threads[thread_id].messages
         shared = min(len(known), len(messages))
-        if all(same_message(known[i], messages[i]) for i in range(shared)):
+        if known[:shared] == messages[:shared] or all(
+            same_message(known[i], messages[i]) for i in range(shared)
+        ):
             if len(messages) > len(known):
                 known.extend(messages[len(known) :])
             return thread_id
@@ -1755,16 +1986,29 @@ def _build_session(reading: _Reading) -> Session:
     turn_cwd: dict[str, str] = {}
     forks: dict[str, list[str]] = {}
     for message_id, head in first_lines.items():
-        chain, root, cleared = _chain(head.uuid, reading)
+        chain, root, cleared, earlier = _chain(head.uuid, reading)
         # The walk starts at the response's own first line (its link may point at a line that
         # was never written); lines of the response are not part of the request.
-        chain = [e for e in chain if e.message_id != message_id]
+        chain, responses, continues = _request_lines(chain, message_id, earlier)
+        if not continues:
+            earlier = None
         if _silent_microcompaction(head.version):
             cleared |= silently_cleared(chain, head.model or "")
-        system = takes_system_messages(head.model, head.version)
-        alone = _made_alone(chain, head.version)
-        marks = _marks_system_messages(head.version)
-        messages = _messages(chain, reading, system, cleared, marks, alone)
+        turn = _turn(chain, earlier)
+        sending = _Sending(
+            takes_system_messages(head.model, head.version),
+            cleared,
+            _marks_system_messages(head.version),
+            _made_alone(turn, head.version),
+        )
+        built_before = earlier.built if earlier is not None else None
+        messages, built = _messages(chain, reading, sending, built_before)
+        prompt = _last_prompt(chain, earlier)
+        read = reading.read.get(head.uuid)
+        if read is not None:
+            reading.read[head.uuid] = replace(
+                read, chain=chain, responses=responses, built=built, prompt=prompt, turn=turn
+            )
         if not messages or messages[-1].role == "assistant":
             reading.problem(head.line, "a response with no request before it; skipped")
             continue
@@ -1772,7 +2016,7 @@ def _build_session(reading: _Reading) -> Session:
         response_blocks = tuple(b for e in lines_of[message_id] for b in _blocks(e, reading))
         response = Message("assistant", response_blocks, head.timestamp, head.line)
         started = chain[-1].timestamp  # the request's last line: the call starts after it
-        turn_cwd[message_id] = _turn_cwd(chain)
+        turn_cwd[message_id] = _turn_cwd(chain, prompt)
         follows = next((e.message_id for e in reversed(chain) if e.message_id in first_lines), None)
         pending.append(
             _Pending(started, head.timestamp, thread_id, len(messages), response, head, follows)
@@ -2015,13 +2259,22 @@ def _skill_listing_changes(reading: _Reading) -> list[float]:
     return sorted(changes)
 
 
-def _turn_cwd(chain: Sequence[_Entry]) -> str:
-    """The working directory of the turn a request belongs to: that of the last prompt a
-    person wrote on its chain (Claude Code builds the system prompt, whose environment
-    section names it, once per turn)."""
-    for entry in reversed(chain):
+def _last_prompt(chain: list[_Entry], earlier: _Read | None) -> _Entry | None:
+    """The last prompt a person wrote on a request's chain, looked for only past the lines of
+    the `earlier` request it starts with."""
+    since = len(earlier.chain) if earlier is not None else 0
+    for entry in reversed(chain[since:]):
         if entry.role == "user" and not entry.attachment and _written_prompt(entry.content):
-            return entry.cwd or ""
+            return entry
+    return earlier.prompt if earlier is not None else None
+
+
+def _turn_cwd(chain: Sequence[_Entry], prompt: _Entry | None) -> str:
+    """The working directory of the turn a request belongs to: that of the last prompt a
+    person wrote on its chain (`prompt`; Claude Code builds the system prompt, whose
+    environment section names it, once per turn)."""
+    if prompt is not None:
+        return prompt.cwd or ""
     return chain[0].cwd or "" if chain else ""
 
 

@@ -34,6 +34,7 @@ API:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -87,8 +88,11 @@ def cache_block(block: Block) -> cache_sim.Block:
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def text_block(text: str, *parts: str) -> cache_sim.Block:
-    """A block this layout writes itself (a stub, a placeholder, a reference)."""
+    """A block this layout writes itself (a stub, a placeholder, a reference); made once per
+    text (a layout sends its stubs again with every request: hashing and counting each
+    anew took a third of a long thread's replay)."""
     return cache_sim.Block(block_key(text, *parts), estimate_block_tokens(text, "prose"))
 
 

@@ -175,3 +175,19 @@ def test_a_diff_marks_a_last_line_without_a_line_end() -> None:
     assert diff.endswith("-x = 1\n\\ No newline at end of file\n+x = 1\n")
     crlf = policy.unified_diff("w = 0\r\nx = 1\r\n", "w = 0\r\nx = 2\r\n", "a.py")
     assert "No newline" not in crlf
+
+
+def test_a_files_reuse_is_the_rule_over_every_other_file() -> None:
+    """Files last used at uneven calls, one never used (shown at `since`): each file's
+    estimate is the rule over the spans of all the others (the outlook counts by search)."""
+    last_use = {f"file:///f{n}.py": n * 3 % 17 for n in range(12)}
+    gaps = [1, 2, 2, 5, 9, 14]
+    outlook = policy.Outlook(policy.RATES, 10.0, "5m", "5m", 0.0, True, 20, last_use, gaps, 150_000)
+    for uri, since in [*((u, 0) for u in last_use), ("file:///new.py", 16)]:
+        idle = 20 - last_use.get(uri, since)
+        others = [20 - last for other, last in last_use.items() if other != uri]
+        expected = (
+            policy.idle_reuse_probability(idle, gaps, others),
+            policy.expected_wait(idle, gaps),
+        )
+        assert outlook.file_reuse(uri, since) == expected

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
+from ephemeral_context.context.policy import expected_wait, idle_reuse_probability
 from ephemeral_context.context.quotes import QuoteIndex
 from ephemeral_context.context.reuse import ReuseLog
 from ephemeral_context.context.thread import Thread
@@ -43,6 +46,23 @@ def test_outputs_quoted_after_a_while_make_an_idle_output_likely_needed() -> Non
     assert wait == 1.0
     silent_chance, silent_wait = silent.estimate(idle, 11)
     assert silent_chance == pytest.approx(1 / (8 + 2)) and silent_wait is None
+
+
+def test_the_estimate_is_the_rule_over_every_item_of_the_kind() -> None:
+    """Outputs quoted at uneven gaps, some twice, some never: each output's estimate is the
+    policy's rule over the spans of all the others (the log counts them by search)."""
+    thread = outputs(16)
+    log, index = ReuseLog(), QuoteIndex()
+    for call in range(3, 16):
+        texts = [quote(i) for i in range(call) if (call - i) in (2, 5) and i % 3]
+        log.observe(thread.blocks, index, texts, call)
+    gaps = [g for uses in log.uses.values() for g in (b - a for a, b in itertools.pairwise(uses))]
+    assert sorted(set(gaps)) == [2, 3] and any(len(uses) == 1 for uses in log.uses.values())
+    for tb in thread.blocks:
+        idle = 15 - log.uses[tb.item_id or ""][-1]
+        others = [15 - uses[-1] for item, uses in log.uses.items() if item != tb.item_id]
+        expected = (idle_reuse_probability(idle, gaps, others), expected_wait(idle, gaps))
+        assert log.estimate(tb, 15) == expected
 
 
 def test_a_quote_is_one_use_per_call_and_files_keep_their_own_history() -> None:

@@ -127,5 +127,23 @@ def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 
 
+def bash_thread(calls: int, version: str | None = "2.1.97") -> Transcript:
+    """One prompt, then `calls` responses each asking for one Bash command and its result
+    (a few hundred tokens of output), with usage as a warm cache records it, and a closing
+    answer, every response naming the release that wrote it (None: no line names one): the
+    longest single thread a session makes, for the reader's and the replay's cost per call."""
+    t = Transcript()
+    t.user("run the checks one by one", version=version, cwd="/repo")
+    sent = 20_000
+    for n in range(calls):
+        usage = {"read": sent, "write": 300} if n else {"write": sent}
+        use = tool_use(f"toolu_{n}", "Bash", command=f"make check-{n}")
+        t.assistant([use], usage=usage, version=version, cwd="/repo")
+        t.tool_result(f"toolu_{n}", f"check {n}: ok\n" * 40)
+        sent += 300
+    t.assistant([text("all checks pass")], usage={"read": sent, "write": 10}, version=version)
+    return t
+
+
 cat_n = partial(claude_code.cat_n, numbering=ReadNumbering.ARROW)
 """A Read result numbered as the releases that wrote the transcripts under test did."""
