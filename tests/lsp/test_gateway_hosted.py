@@ -250,30 +250,77 @@ async def test_a_pin_edited_in_the_editor_reaches_the_next_request_as_it_is_now(
     assert "VALUE = 'edited'" in second
 
 
-async def test_a_file_the_editors_secret_patterns_name_is_never_stored(
-    hosting: Editor, gateway_url: str, api: FakeMessagesAPI, workspace: Path
-) -> None:
-    """Claude Code reads a file the editor's `secretPatterns` name, through the hosted
-    gateway: it goes upstream as the client sent it and is never written to the store, as a
-    `.env` is (the gateway knew the built-in names only)."""
-    editor = hosting
-    editor.client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(
-            settings={"ephemeralContext": {"secretPatterns": ["*.conf"]}}
-        )
-    )
-    await editor.request("ephemeralContext/status")  # the settings have reached the server
-    api.add_turns("read it")
-    conf = cat_n("".join(f"option_{n} = {n}\n" for n in range(300)) + "password = hunter2")
-    use = {"type": "tool_use", "id": "r1", "name": "Read"}
-    read = {**use, "input": {"file_path": str(workspace / "app.conf")}}
-    result = {"type": "tool_result", "tool_use_id": "r1", "content": conf}
+def _read_in_one_request(url: str, path: Path, content: str) -> None:
+    """A request of Claude Code's whose last message answers its Read of `path`."""
+    read = {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": str(path)}}
+    result = {"type": "tool_result", "tool_use_id": "r1", "content": content}
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "read"},
         {"role": "assistant", "content": [read]},
         {"role": "user", "content": [result]},
     ]
-    await asyncio.to_thread(_ask_through_gateway, gateway_url, messages)
+    _ask_through_gateway(url, messages)
+
+
+@pytest.mark.parametrize("named_by", ["secretPatterns", "link"])
+async def test_a_secret_file_claude_code_reads_is_never_stored(
+    hosting: Editor, gateway_url: str, api: FakeMessagesAPI, workspace: Path, named_by: str
+) -> None:
+    """Claude Code reads, through the hosted gateway, a file the editor's `secretPatterns`
+    name (the gateway knew the built-in names only), or `notes.txt`, a link to the
+    workspace's `.env` (the name checked was the link's alone): it goes upstream as the
+    client sent it and is never written to the store, as a `.env` read by its name is."""
+    editor = hosting
+    if named_by == "link":
+        path = workspace / "notes.txt"
+        path.symlink_to(".env")
+        (workspace / ".env").write_text("password = hunter2\n", encoding="utf-8")
+    else:
+        path = workspace / "app.conf"
+        editor.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(
+                settings={"ephemeralContext": {"secretPatterns": ["*.conf"]}}
+            )
+        )
+        await editor.request("ephemeralContext/status")  # the settings have reached the server
+    api.add_turns("read it")
+    conf = cat_n("".join(f"option_{n} = {n}\n" for n in range(300)) + "password = hunter2")
+    await asyncio.to_thread(_read_in_one_request, gateway_url, path, conf)
     assert api.message_requests[0].body["messages"][-1]["content"][0]["content"] == conf
     with Store(Path(os.environ["EPHEMERAL_CONTEXT_HOME"]) / "store") as store:
         assert not [e for e in store.entries() if "hunter2" in store.get(e.id).text]
+
+
+@pytest.fixture
+async def hosting_linked(
+    gateway_url: str, lsp_process: LanguageClient, workspace: Path
+) -> AsyncIterator[tuple[Editor, Path]]:
+    """`hosting`, the workspace folder opened by a link to it; the editor and the link."""
+    link = workspace.parent / "linked"
+    link.symlink_to(workspace)
+    editor = Editor(lsp_process)
+    await editor.initialize("visual_studio_code", link)
+    await _gateway_up(gateway_url)
+    yield editor, link
+    await lsp_process.shutdown_session()
+
+
+@pytest.mark.parametrize("read_by", ["link", "real"])
+async def test_a_pinned_file_claude_code_reads_by_either_name_is_sent_once(
+    hosting_linked: tuple[Editor, Path],
+    gateway_url: str,
+    api: FakeMessagesAPI,
+    workspace: Path,
+    read_by: str,
+) -> None:
+    """The workspace folder opened by a link, a file pinned by the linked path: Claude Code
+    reads it by the linked path (its cwd) or the real one, and the request the gateway
+    sends carries the file once (the read is a reference to the pin), not twice."""
+    editor, link = hosting_linked
+    text = "".join(f"def pinned_{n}(): return {n}\n" for n in range(40))
+    (workspace / "src" / "big.py").write_text(text, encoding="utf-8")
+    await editor.request("ephemeralContext/pin", {"uri": (link / "src" / "big.py").as_uri()})
+    api.add_turns("read it")
+    read_path = (link if read_by == "link" else workspace) / "src" / "big.py"
+    await asyncio.to_thread(_read_in_one_request, gateway_url, read_path, cat_n(text))
+    assert json.dumps(api.message_requests[-1].body["messages"]).count("def pinned_17()") == 1

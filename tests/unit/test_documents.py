@@ -664,6 +664,73 @@ def test_file_uris_are_keyed_canonically(tmp_path: Path) -> None:
     assert normalize_uri("file://localhost" + path.as_posix()) == path_to_uri(path)
 
 
+def insert_at_start(text: str) -> TextEdit:
+    return TextEdit(Range(Position(0, 0), Position(0, 0)), text)
+
+
+def test_a_file_reached_by_links_is_one_document(tmp_path: Path) -> None:
+    """A buffer opened by a linked folder's path, a link to the file, and the real path
+    (the model's tools) are one document keyed by the real path; the editor is known by
+    the name it used (a pin by another link is remembered while no buffer is open)."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "a.py").write_text("on disk\n")
+    (tmp_path / "linked").symlink_to(real)
+    (real / "alias.py").symlink_to("a.py")
+    key, by_folder = path_to_uri(real / "a.py"), path_to_uri(tmp_path / "linked" / "a.py")
+    by_alias = path_to_uri(real / "alias.py")
+    mirror = DocumentMirror()
+    seen: list[DocumentChange] = []
+    mirror.subscribe(seen.append)
+    opened = mirror.open(by_folder, "python", 1, "buffer\n")
+    assert opened is not None and opened.uri == key
+    mirror.change(by_folder, 2, [insert_at_start("# typed\n")])
+    assert [mirror.get(uri) for uri in (key, by_alias)] == [mirror.get(by_folder)] * 2
+    assert mirror.get_path(real / "a.py") is mirror.get(by_folder)
+    assert {c.uri for c in seen} == {key} and mirror.is_open(by_alias)
+    assert mirror.name(by_alias) == key and mirror.editor_uri(key) == by_folder  # the buffer
+    mirror.close(by_folder)
+    assert mirror.editor_uri(key) == by_alias and not mirror.is_open(key)
+    back = mirror.get(by_folder)
+    assert isinstance(back, Document) and (back.uri, back.text) == (key, "on disk\n")
+
+
+def test_a_file_open_in_two_buffers_follows_the_one_opened_last(tmp_path: Path) -> None:
+    """Two links to one file opened as two buffers: the mirror follows the buffer opened
+    last (one text per file); the other's edits and close change nothing."""
+    (tmp_path / "a.py").write_text("on disk\n")
+    one, two = tmp_path / "one.py", tmp_path / "two.py"
+    one.symlink_to("a.py")
+    two.symlink_to("a.py")
+    mirror = DocumentMirror()
+    mirror.open(path_to_uri(one), "python", 1, "first buffer\n")
+    mirror.open(path_to_uri(two), "python", 1, "second buffer\n")
+    assert mirror.change(path_to_uri(one), 2, [insert_at_start("# lost\n")]) is None
+    mirror.close(path_to_uri(one))
+    followed = mirror.get(path_to_uri(tmp_path / "a.py"))
+    assert isinstance(followed, Document) and followed.text == "second buffer\n"
+    assert mirror.editor_uri(followed.uri) == path_to_uri(two)
+    mirror.close(path_to_uri(two))
+    assert not mirror.is_open(followed.uri)
+
+
+def test_an_open_buffer_keeps_its_file_when_its_link_is_changed(tmp_path: Path) -> None:
+    """The link a buffer was opened by now leads elsewhere: its edits still apply to the
+    file it was opened as (they were lost, the buffer no longer found)."""
+    (tmp_path / "a.py").write_text("a\n")
+    (tmp_path / "b.py").write_text("b\n")
+    link = tmp_path / "link.py"
+    link.symlink_to("a.py")
+    mirror = DocumentMirror()
+    mirror.open(path_to_uri(link), "python", 1, "a\n")
+    link.unlink()
+    link.symlink_to("b.py")
+    change = mirror.change(path_to_uri(link), 2, [insert_at_start("# typed\n")])
+    assert change is not None and change.uri == path_to_uri(tmp_path / "a.py")
+    mirror.close(path_to_uri(link))
+    assert not mirror.is_open(path_to_uri(tmp_path / "a.py"))
+
+
 def test_a_file_on_another_host_is_not_the_local_file_of_its_path(tmp_path: Path) -> None:
     """file://server/share/a.py names a file on `server`: it was read as /share/a.py here."""
     (tmp_path / "a.py").write_text("local\n")

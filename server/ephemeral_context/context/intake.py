@@ -37,7 +37,6 @@ from ephemeral_context.context.blocks import (
     result_block,
     tool_file,
     uncached,
-    uri_of,
 )
 from ephemeral_context.context.conversation import Conversation, SkillState
 from ephemeral_context.context.kinds import BlockKind
@@ -139,10 +138,10 @@ def add_assistant_content(
             c.calls, "assistant", block, count,
             kind=BlockKind.TOOL_INPUT if item_id else BlockKind.TEXT,
             item_id=item_id, text=input_text(tool_input),
-            uri=uri_of(path) if path is not None else None,
+            uri=state.config.file_uri(path) if path is not None else None,
         )  # fmt: skip
         if path is not None:
-            reads.touch(state, c, uri_of(path))
+            reads.touch(state, c, state.config.file_uri(path))
 
 
 @dataclass(frozen=True)
@@ -162,7 +161,7 @@ def _kept(state: EngineState, block: Mapping[str, Any], count: int) -> _Kept | N
     content = tool_input.get("content") if builtin_tool(name) == "Write" else None
     path = tool_file(tool_input)
     if isinstance(content, str) and path is not None:
-        return _Kept(content, uri_of(path), state.count(content, "code"))
+        return _Kept(content, state.config.file_uri(path), state.count(content, "code"))
     if count > INPUT_EVICTION_MIN_TOKENS:
         return _Kept(json.dumps(tool_input, ensure_ascii=False, indent=1), None, count)
     return None

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ephemeral_context.context import policy
-from ephemeral_context.context.blocks import content_key, label_of, stand_in, tool_file, uri_of
+from ephemeral_context.context.blocks import content_key, label_of, stand_in, tool_file
 from ephemeral_context.context.cacheview import END_OF_SYSTEM
 from ephemeral_context.context.conversation import Conversation, view_visible
 from ephemeral_context.context.kinds import BlockKind
@@ -177,7 +177,7 @@ def used_symbols(state: EngineState, c: Conversation, uri: str, text: str) -> li
     found: dict[str, str] = {}
     for _, tool_input in c.tool_uses.values():
         path = tool_file(tool_input)
-        if path is None or uri_of(path) != uri:
+        if path is None or state.config.file_uri(path) != uri:
             continue
         written = [tool_input.get("new_string"), tool_input.get("new")]
         written += [

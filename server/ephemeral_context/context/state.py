@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from ephemeral_context.context.blocks import uri_of
 from ephemeral_context.context.conversation import Conversation
 from ephemeral_context.context.ledger import Ledger, LedgerLimits
 from ephemeral_context.context.outlines import OutlineCache
@@ -63,6 +64,11 @@ class StoreLike(Protocol):
     def info(self, id: str) -> StoredEntryLike: ...
 
 
+def as_written(path: str) -> str:
+    """A tool's path as the file it names (the default of `EngineConfig.follow_path`)."""
+    return path
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     """Limits and switches; every default is documented in docs/cost-model.md."""
@@ -73,6 +79,15 @@ class EngineConfig:
     cache_ttl: Literal["auto", "5m", "1h"] = "auto"
     eviction: bool = True
     count: TokenCounter = estimate_block_tokens
+    follow_path: Callable[[str], str] = as_written
+    """The path a tool's path (a Read's `file_path`) leads to: as written by default (a
+    transcript's paths name files elsewhere); a gateway whose files are here follows links
+    (documents.followed_path), so a file has the key its editor's documents and pins use,
+    and a link is checked as the file it leads to (replay/feed.py `holds_secret`)."""
+
+    def file_uri(self, path: str) -> str:
+        """The URI a tool's path keys its file by."""
+        return uri_of(self.follow_path(path))
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ LSP layer converts its types into `TextEdit` and `Position`. Callers import from
 - lines.py: `LineIndex`, the line table carried across edits; `split_lines`, `count_breaks`:
   the editor's lines; `lone_cr_as_lf`: the bytes tree-sitter reads.
 - document.py: `Document` (one version), `TextEdit`, `ByteEdit`, `DocumentSource`.
-- uris.py: `normalize_uri`, `uri_to_path`, `uri_path`, `path_to_uri`, `real_path`,
-  `shown_name`, `taken_name`, `holds_raw_bytes`.
+- uris.py: `normalize_uri`, `file_key`, `followed_path`, `uri_to_path`, `uri_path`,
+  `path_to_uri`, `real_path`, `shown_name`, `taken_name`, `holds_raw_bytes`.
 - mirror.py: `DocumentMirror`, `DocumentChange`, `ChangeReason`, `Unmirrored`,
   `UnmirroredReason`, `OutOfSync`, `without_bom`, `decode_file`.
 """
@@ -45,6 +45,8 @@ from ephemeral_context.documents.positions import (
     without_lone_surrogates,
 )
 from ephemeral_context.documents.uris import (
+    file_key,
+    followed_path,
     holds_raw_bytes,
     normalize_uri,
     path_to_uri,
@@ -75,6 +77,8 @@ __all__ = [
     "content_hash",
     "count_breaks",
     "decode_file",
+    "file_key",
+    "followed_path",
     "holds_raw_bytes",
     "lone_cr_as_lf",
     "normalize_uri",

@@ -1,4 +1,4 @@
-"""The document mirror: the text of every file the assistant may see, keyed by URI.
+"""The document mirror: the text of every file the assistant may see, keyed by file.
 
 Open documents come from the editor (didOpen/didChange/didClose) and the editor is then the
 source of truth. Other files are read from disk on use and re-read only when their
@@ -7,10 +7,18 @@ too recent to trust. Every version carries an xxh3 hash of its UTF-8 bytes, so a
 content is told apart from a touch, and every change goes to the listeners as a
 `DocumentChange` with the edits in tree-sitter's terms.
 
+A file has one key whatever name reaches it (`file_key`: its links followed), so the
+editor's buffer opened or pinned by a linked path (a workspace folder opened by a link, a
+link to a file) and the model's read of the real path are one document, one item in the
+context. What goes back to the editor names the file as the editor did (`editor_uri`). A
+file open in two buffers by two links is the buffer opened last; the other's edits are
+not followed until it is opened again.
+
 API:
 - `DocumentMirror(position_encoding, max_bytes)`: `.open`, `.change`, `.close`, `.desync`
   (the editor); `.set_max_bytes` (the setting); `.get`, `.get_path`, `.is_open`,
-  `.key_of`, `.open_uris`, `.mark_stale` (reading); `.subscribe(listener)` (changes).
+  `.key_of`, `.open_document`, `.open_uris`, `.mark_stale` (reading); `.name`,
+  `.editor_uri` (the editor's names of a file); `.subscribe(listener)` (changes).
 - `DocumentChange`, `ChangeReason`: what changed for one URI, from which version to which.
 - `Unmirrored`, `UnmirroredReason`: a URI the mirror holds no text for, and why.
 - `OutOfSync`: raised by `.change` for an edit it could not apply (the document is out of
@@ -40,7 +48,7 @@ from ephemeral_context.documents.positions import (
     PositionEncoding,
     without_lone_surrogates,
 )
-from ephemeral_context.documents.uris import normalize_uri, path_to_uri, real_path, uri_to_path
+from ephemeral_context.documents.uris import file_key, normalize_uri, path_to_uri, uri_to_path
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +124,7 @@ class _DiskEntry:
 
 
 class DocumentMirror:
-    """URI -> current text. Thread-safe; listeners are called in order, under the lock."""
+    """File key -> current text. Thread-safe; listeners are called in order, under the lock."""
 
     def __init__(
         self, position_encoding: PositionEncoding = "utf-16", max_bytes: int = 1_000_000
@@ -124,10 +132,12 @@ class DocumentMirror:
         self.position_encoding: PositionEncoding = position_encoding
         self.max_bytes = max_bytes
         self._open: dict[str, Document | Unmirrored] = {}
-        self._aliases: dict[str, str] = {}
-        """The real file's key -> the key the editor opened it by, when that URI goes
-        through a symbolic link (a workspace folder opened by a linked path): the tools name
-        files by their real path, and must get the buffer, not the file on disk."""
+        self._buffers: dict[str, str] = {}
+        """The editor's URI of each open buffer -> its file's key, as it was when opened (a
+        link changed since must not lose the buffer's edits)."""
+        self._names: dict[str, str] = {}
+        """A file's key -> the URI the editor named it by last (opened, pinned), where that
+        is another name (a link): the URI the editor is sent back."""
         self._held: dict[str, Document] = {}
         """The text of each open document not mirrored for what it holds (over the size
         limit, NUL bytes): later edits apply to it, and it comes back once it fits."""
@@ -161,19 +171,23 @@ class DocumentMirror:
     # -- the editor ----------------------------------------------------------------------
 
     def open(self, uri: str, language_id: str | None, version: int, text: str) -> Document | None:
-        """didOpen: the editor's text becomes the truth for `uri` until `close`."""
-        key = normalize_uri(uri)
+        """didOpen: the editor's text becomes the truth for the file `uri` names until
+        `close` (a buffer of it open by another name no longer is)."""
+        buffer = normalize_uri(uri)
+        key = file_key(buffer)
         text = without_lone_surrogates(text)
         with self._lock:
+            for other in [b for b, k in self._buffers.items() if k == key and b != buffer]:
+                log.info("%s is open as %s too: the buffer opened last is followed", key, other)
+                del self._buffers[other]
+            self._buffers[buffer] = key
+            self._named(key, buffer)
             previous = self._current(key)
             self._held.pop(key, None)
             if len(text) > _HELD_AT_MOST * self.max_bytes:  # not even held: never built
                 self._open[key] = self._too_large(key)
                 self._emit_removed(key, previous, "open")
                 return None
-            path = uri_to_path(key)
-            if path is not None and (real := path_to_uri(real_path(path))) != key:
-                self._aliases[real] = key
             document = Document.create(
                 key,
                 version,
@@ -203,11 +217,12 @@ class DocumentMirror:
         """didChange: apply the edits in order. Unknown URIs are ignored. An edit that cannot
         be applied as sent (`_unappliable`) goes out of sync (`desync`) until the editor opens
         the document again, and raises OutOfSync so the caller can tell the user."""
-        key = normalize_uri(uri)
+        buffer = normalize_uri(uri)
         with self._lock:
-            current = self._open.get(key)
-            if current is None:
-                log.warning("didChange for %s, which is not open: ignored", key)
+            key = self._buffers.get(buffer)
+            current = self._open.get(key) if key is not None else None
+            if key is None or current is None:
+                log.warning("didChange for %s, which is not open (or not followed): ignored", uri)
                 return None
             base = self._held.get(key) if isinstance(current, Unmirrored) else current
             if base is None:
@@ -282,8 +297,8 @@ class DocumentMirror:
         """An edit of an open document was lost (it could not even be read): its text here
         is no longer the editor's, and applying later edits on top would drift. It stays
         unmirrored, so nothing stale is shown, until the editor opens it again."""
-        key = normalize_uri(uri)
         with self._lock:
+            key = self.key_of(uri)
             current = self._open.get(key)
             mirrored = current if isinstance(current, Document) else None
             if self._held.pop(key, None) is not None or mirrored is not None:
@@ -293,13 +308,14 @@ class DocumentMirror:
                 self._emit_removed(key, mirrored, "edit")
 
     def close(self, uri: str) -> None:
-        """didClose: the editor lets go; a file: URI is read from disk again on next use."""
-        key = normalize_uri(uri)
+        """didClose: the editor lets go; a file: URI is read from disk again on next use. A
+        buffer no longer followed (the file was opened by another name since) changes nothing."""
         with self._lock:
+            key = self._buffers.pop(normalize_uri(uri), None)
+            if key is None:
+                return
             current = self._open.pop(key, None)
             self._held.pop(key, None)
-            for real in [real for real, opened in self._aliases.items() if opened == key]:
-                del self._aliases[real]
             if isinstance(current, Document):
                 self._stale.add(key)
                 self._emit_removed(key, current, "close")
@@ -315,11 +331,36 @@ class DocumentMirror:
             return self.key_of(uri) in self._open
 
     def key_of(self, uri: str) -> str:
-        """The key of `uri`: the one the editor opened the same file by (a linked path),
-        if it has not opened this one."""
+        """The key of the file `uri` names (an open buffer's as it was opened)."""
         with self._lock:
-            key = normalize_uri(uri)
-            return key if key in self._open else self._aliases.get(key, key)
+            return self._buffers.get(normalize_uri(uri)) or file_key(uri)
+
+    def name(self, uri: str) -> str:
+        """The editor names a file by `uri` (a pin): that is the URI it is sent back; the
+        file's key."""
+        with self._lock:
+            key = self.key_of(uri)
+            self._named(key, normalize_uri(uri))
+            return key
+
+    def _named(self, key: str, named: str) -> None:
+        if named == key:
+            self._names.pop(key, None)
+        else:
+            self._names[key] = named
+
+    def editor_uri(self, key: str) -> str:
+        """The URI the editor knows the file of `key` by: its open buffer's (an edit goes
+        there), else the one it named the file by last (a linked path), else `key`."""
+        with self._lock:
+            buffers = [buffer for buffer, opened in self._buffers.items() if opened == key]
+            return buffers[0] if buffers else self._names.get(key, key)
+
+    def open_document(self, key: str) -> Document | Unmirrored | None:
+        """What the editor holds open for the file of `key` (a key as `key_of` gives it,
+        taken as is: a walk over many files resolves each path once), None if not open."""
+        with self._lock:
+            return self._open.get(key)
 
     def open_uris(self) -> list[str]:
         with self._lock:
@@ -328,7 +369,7 @@ class DocumentMirror:
     def mark_stale(self, uri: str) -> None:
         """A watched-file event: re-read and re-hash this file on next use."""
         with self._lock:
-            self._stale.add(normalize_uri(uri))
+            self._stale.add(file_key(uri))
 
     def get(self, uri: str) -> Document | Unmirrored:
         """The current text: the editor's if open, else the file's (read only if changed)."""

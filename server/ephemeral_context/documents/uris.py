@@ -1,11 +1,12 @@
 """URIs as keys: one key per file, and the way between file: URIs and paths.
 
 API:
-- `normalize_uri(uri)`: the one key of a file (file: URIs re-encoded canonically).
+- `normalize_uri(uri)`: a URI re-encoded canonically (file: URIs); `file_key(uri)`: the one
+  key of a file, also with its links followed.
 - `uri_to_path(uri)`: the path of a file: URI, None for other schemes; `uri_path(uri)`:
   the path any URI names.
 - `path_to_uri(path)`: the canonical file: URI of a path; `real_path(path)`: the file it
-  names, links followed.
+  names, links followed; `followed_path(path)`: a tool's path so (a relative one as is).
 - `shown_name(path)`, `taken_name(text)`: a path as the model is shown it, and back;
   `holds_raw_bytes(path)`: whether it needs that.
 
@@ -66,11 +67,27 @@ def real_path(path: Path) -> Path:
         return path
 
 
+def followed_path(path: str) -> str:
+    """A client tool's path (Claude Code's, through a gateway on the same machine) as the
+    path its links lead to, as `file_key` keys the file; a relative path as written (no
+    folder here is the one it is relative to)."""
+    return real_path(Path(path)).as_posix() if os.path.isabs(path) else path
+
+
 @functools.lru_cache(maxsize=8192)
 def normalize_uri(uri: str) -> str:
-    """One key per file: file: URIs are re-encoded canonically, other URIs kept as given."""
+    """One spelling per URI: file: URIs are re-encoded canonically, other URIs kept as given."""
     path = uri_to_path(uri)
     return path_to_uri(path) if path is not None else uri
+
+
+def file_key(uri: str) -> str:
+    """The one key of a file, whatever name reaches it: a file: URI names the file its links
+    lead to (a workspace folder opened by a linked path, a link to a file, two links to one),
+    as the model's tools name it (they resolve every path); other URIs as `normalize_uri`.
+    Not cached: a link may be changed to lead elsewhere."""
+    path = uri_to_path(uri)
+    return path_to_uri(real_path(path)) if path is not None else uri
 
 
 _NOT_UTF8 = re.compile(r"\\(?=x(?:[89a-fA-F][0-9a-fA-F]|5[cC]))|[\udc80-\udcff]")

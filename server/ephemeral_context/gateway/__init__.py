@@ -22,7 +22,8 @@ from typing import TextIO
 
 from yarl import URL
 
-from ephemeral_context.context.engine import ContextEngine
+from ephemeral_context.context.engine import ContextEngine, EngineConfig
+from ephemeral_context.documents import followed_path
 from ephemeral_context.gateway.core import GatewayCore
 from ephemeral_context.gateway.server import ANTHROPIC_API, Gateway
 from ephemeral_context.model.secrets import SecretPolicy
@@ -77,7 +78,8 @@ def run_gateway(host: str, port: int, upstream: str, out: TextIO = sys.stdout) -
 
     async def main() -> int:
         with Store(default_store_dir()) as store:
-            gateway = Gateway(GatewayCore(ContextEngine(store)), upstream)
+            engine = ContextEngine(store, EngineConfig(follow_path=followed_path))
+            gateway = Gateway(GatewayCore(engine), upstream)
             try:
                 url = await gateway.start(host, port)
             except OSError as error:

@@ -91,17 +91,19 @@ class ClientEditApplier:
         return EditOutcome(True, "edited in the editor", plan.new_text)
 
     def _workspace_edit(self, document: Document, edit: types.TextEdit) -> types.WorkspaceEdit:
-        """Versioned documentChanges when the client takes them, so a stale edit is refused."""
+        """Versioned documentChanges when the client takes them, so a stale edit is refused;
+        named by the buffer's URI (the mirror keys the file by its real path)."""
+        uri = self._mirror.editor_uri(document.uri)
         workspace = self._server.client_capabilities.workspace
         edit_caps = workspace.workspace_edit if workspace else None
         if edit_caps and edit_caps.document_changes:
             identifier = types.OptionalVersionedTextDocumentIdentifier(
-                uri=document.uri, version=document.version
+                uri=uri, version=document.version
             )
             return types.WorkspaceEdit(
                 document_changes=[types.TextDocumentEdit(text_document=identifier, edits=[edit])]
             )
-        return types.WorkspaceEdit(changes={document.uri: [edit]})
+        return types.WorkspaceEdit(changes={uri: [edit]})
 
     def _await_text(self, uri: str, expected_hash: str) -> asyncio.Future[None]:
         """A future that resolves when the mirror holds `expected_hash` for `uri`."""

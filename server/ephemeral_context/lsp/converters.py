@@ -8,12 +8,14 @@ API:
 - Positions: `position_encoding`, `to_position`, `to_range`, `from_position`, `from_range`,
   `to_text_edits`.
 - Results: `usage_params`, `status_result`, `context_item`, `hydrate_result`, `ask_usage`,
-  `ask_result`, `subagent_progress`, `last_call`; `folder_path`, `relative_label`.
+  `ask_result`, `subagent_progress`, `last_call`; `folder_path`, `relative_label`. Those
+  that name a file take `ClientUri`: the core keys a file by its real path, the editor is
+  sent the URI it knows it by.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,6 +47,9 @@ from ephemeral_context.lsp.protocol import (
 
 if TYPE_CHECKING:  # the agent imports the anthropic SDK, which is slow to load
     from ephemeral_context.model.agent import AgentResult, SubagentEvent, SubagentEventKind
+
+ClientUri = Callable[[str], str]
+"""A file's key in the core -> the URI the editor knows the file by (a linked path)."""
 
 _ENCODINGS: dict[str, PositionEncoding] = {
     types.PositionEncodingKind.Utf8: "utf-8",
@@ -138,7 +143,7 @@ def status_result(
     )
 
 
-def context_item(info: ItemInfo, folders: Sequence[Path] = ()) -> ContextItem:
+def context_item(info: ItemInfo, folders: Sequence[Path], client_uri: ClientUri) -> ContextItem:
     """An item for the wire; a label naming a path inside a workspace folder is made
     relative to it (the first folder that holds it), whatever the client."""
     return ContextItem(
@@ -148,7 +153,7 @@ def context_item(info: ItemInfo, folders: Sequence[Path] = ()) -> ContextItem:
         tokens=info.tokens,
         label=relative_label(info.label, folders),
         pinned=info.pinned,
-        uri=info.uri,
+        uri=client_uri(info.uri) if info.uri is not None else None,
         version=info.version,
     )
 
@@ -162,13 +167,13 @@ def relative_label(label: str, folders: Sequence[Path]) -> str:
     return label
 
 
-def hydrate_result(text: HydratedText) -> HydrateResult:
+def hydrate_result(text: HydratedText, client_uri: ClientUri) -> HydrateResult:
     return HydrateResult(
         id=text.id,
         text=text.text,
         total_length=text.total_length,
         offset=text.offset,
-        uri=text.uri,
+        uri=client_uri(text.uri) if text.uri is not None else None,
         version=text.version,
     )
 
@@ -182,14 +187,14 @@ def ask_usage(usage: Mapping[str, int]) -> AskUsage:
     )
 
 
-def ask_result(result: AgentResult) -> AskResult:
+def ask_result(result: AgentResult, client_uri: ClientUri) -> AskResult:
     return AskResult(
         conversation_id=result.conversation,
         text=result.text,
         stop_reason=result.stop_reason,
         calls=result.calls,
         usage=ask_usage(result.usage),
-        edits=[AskEdit(uri=e.uri, applied=e.applied) for e in result.edits if e.uri],
+        edits=[AskEdit(uri=client_uri(e.uri), applied=e.applied) for e in result.edits if e.uri],
     )
 
 

@@ -44,8 +44,9 @@ from ephemeral_context.documents import (
     DocumentChange,
     DocumentMirror,
     OutOfSync,
-    normalize_uri,
+    followed_path,
     path_to_uri,
+    real_path,
     uri_to_path,
 )
 from ephemeral_context.lsp import converters
@@ -369,6 +370,23 @@ class EphemeralContextServer(LanguageServer):
         folders = {*named, *self.workspace_folders().roots}
         return sorted(folders, key=lambda p: len(p.parts), reverse=True)
 
+    def client_uri(self, key: str) -> str:
+        """The URI the editor knows a file by, for what is sent back to it (the core keys
+        files by their real path): the one it opened or pinned the file by, else the file's
+        path under a workspace folder it named by a link, else the key itself."""
+        named = self.mirror.editor_uri(key)
+        path = uri_to_path(named)
+        if named != key or path is None:
+            return named
+        for folder in self.workspace.folders.values():
+            given = uri_to_path(folder.uri)
+            if given is None:
+                continue
+            real = real_path(given)
+            if real != given and path.is_relative_to(real):
+                return path_to_uri(given / path.relative_to(real))
+        return key
+
     def workspace_folders(self) -> Workspace:
         """The folders the model may touch (symlinks resolved); the cwd if the client gave none."""
         paths = [p for f in self.workspace.folders.values() if (p := uri_to_path(f.uri))]
@@ -439,6 +457,7 @@ def engine_config(options: Options) -> EngineConfig:
         context_budget=min(limits.context_tokens, priced(options.model).context_window),
         max_tokens=limits.max_output_tokens,
         cache_ttl=options.cache_ttl,
+        follow_path=followed_path,  # the hosted gateway's Reads are keyed as the pins are
     )
 
 
@@ -669,7 +688,7 @@ def did_change_watched_files(
     held = sorted({i.uri for i in engine.items() if i.uri}) if engine is not None else []
     for change in params.changes:
         ls.mirror.mark_stale(change.uri)
-        uri = normalize_uri(change.uri)
+        uri = ls.mirror.key_of(change.uri)
         inside = uri.rstrip("/") + "/"
         for each in [uri, *(u for u in held if u.startswith(inside))]:
             if engine is not None and engine.holds(each) and not ls.mirror.is_open(each):
@@ -696,7 +715,10 @@ def status(ls: EphemeralContextServer, params: EmptyParams | None) -> StatusResu
 def items(ls: EphemeralContextServer, params: EmptyParams | None) -> ItemsResult:
     folders = ls.label_folders()
     return ItemsResult(
-        [converters.context_item(i, folders) for i in ls.require_pins().items(ls.mirror)]
+        [
+            converters.context_item(i, folders, ls.client_uri)
+            for i in ls.require_pins().items(ls.mirror)
+        ]
     )
 
 
@@ -704,30 +726,30 @@ def items(ls: EphemeralContextServer, params: EmptyParams | None) -> ItemsResult
 def pin(ls: EphemeralContextServer, params: PinParams) -> PinResult:
     """Pinning sends the current version, so the same rules as a model read apply to it."""
     try:
-        item = ls.require_pins().pin(ls.tool_env(), params.uri, params.symbol)
+        item = ls.require_pins().pin(ls.tool_env(), ls.mirror.name(params.uri), params.symbol)
     except AccessDenied as exc:
         raise invalid_params(str(exc), exc.reason) from exc
     except UnknownItem as exc:
         raise invalid_params(str(exc), "unknown") from exc
     ls.usage_throttle.poke()
-    return PinResult(converters.context_item(item, ls.label_folders()))
+    return PinResult(converters.context_item(item, ls.label_folders(), ls.client_uri))
 
 
 @SERVER.request_and_command(UNPIN)
 def unpin(ls: EphemeralContextServer, params: PinParams) -> PinResult:
     try:
-        item = ls.require_engine().unpin(normalize_uri(params.uri))
+        item = ls.require_engine().unpin(ls.mirror.key_of(params.uri))
     except UnknownItem as exc:
         raise invalid_params(str(exc), "unknown") from exc
     ls.usage_throttle.poke()
-    return PinResult(converters.context_item(item, ls.label_folders()))
+    return PinResult(converters.context_item(item, ls.label_folders(), ls.client_uri))
 
 
 @SERVER.request_and_command(DROP)
 def drop(ls: EphemeralContextServer, params: DropParams) -> DropResult:
     if (params.uri is None) == (params.id is None):
         raise invalid_params("give exactly one of uri and id", "invalid")
-    target = normalize_uri(params.uri) if params.uri is not None else str(params.id)
+    target = ls.mirror.key_of(params.uri) if params.uri is not None else str(params.id)
     dropped = ls.require_engine().drop(target)
     ls.usage_throttle.poke()
     return DropResult(dropped)
@@ -744,7 +766,7 @@ def hydrate(ls: EphemeralContextServer, params: HydrateParams) -> HydrateResult:
         raise  # not the id's fault: answered as every request answers it
     except StoreError as exc:
         raise invalid_params(str(exc), STORE_ERROR_REASONS.get(type(exc), "invalid")) from exc
-    return converters.hydrate_result(text)
+    return converters.hydrate_result(text, ls.client_uri)
 
 
 STORE_ERROR_REASONS: dict[type[StoreError], str] = {
@@ -778,7 +800,7 @@ async def ask(ls: EphemeralContextServer, params: AskParams) -> AskResult:
             finally:
                 reporter.end()
                 ls.usage_throttle.poke()
-    return converters.ask_result(result)
+    return converters.ask_result(result, ls.client_uri)
 
 
 class AskReporter:
@@ -839,7 +861,7 @@ class AskReporter:
             except AccessDenied:
                 return
             # The buffer's URI, as the ask's result names it, for a file opened by a link.
-            self.send("edit", uri=self.ls.mirror.key_of(uri), applied=not is_error)
+            self.send("edit", uri=self.ls.client_uri(uri), applied=not is_error)
 
     def on_usage(self, usage: Mapping[str, int]) -> None:
         self.ls.last_output_tokens = usage.get("output_tokens", 0)

@@ -164,10 +164,9 @@ def _search_text(mirror: DocumentMirror, real: Path) -> str | Unreadable | None:
     """An open buffer's text, else the file's as the mirror would read it (documents.
     decode_file), `Unreadable` for text it refuses, or None for binary/unreadable/huge files
     and for what is no regular file (reading a FIFO waits for a writer forever)."""
-    uri = path_to_uri(real)
-    if mirror.is_open(uri):
-        got = mirror.get(uri)
-        return got.text if isinstance(got, Document) else None
+    opened = mirror.open_document(path_to_uri(real))  # `real` is resolved: its key
+    if opened is not None:
+        return opened.text if isinstance(opened, Document) else None
     try:
         status = real.stat()
         if not stat.S_ISREG(status.st_mode) or status.st_size > mirror.max_bytes:

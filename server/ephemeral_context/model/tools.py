@@ -524,7 +524,7 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         return _error(f"{display} is not a regular file")
     # What the model may not read, it may not edit: a match would tell of a secret (and a
     # huge file is read whole). A buffer open in the editor is edited there, saved or not.
-    uri, base = path_to_uri(real), None
+    uri, base = path_to_uri(real), None  # the file's key, whatever link the editor used
     if real.exists() or env.mirror.is_open(uri):
         doc = env.guarded_document(real, display)  # the buffer's, opened by a link too
         uri, base = doc.uri, doc.text

@@ -22,13 +22,13 @@ API:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ephemeral_context.claude_tools import SKILL_TOOLS, client_path
-from ephemeral_context.context.blocks import uri_of
 from ephemeral_context.context.engine import BlockKind, ContextEngine, ToolOutput
 from ephemeral_context.context.skills import HARNESS_HEADER
+from ephemeral_context.context.state import as_written
 from ephemeral_context.model.secrets import SecretPolicy, find_secret
 from ephemeral_context.replay.flow import Block, FileChange, Message
 
@@ -78,7 +78,9 @@ def feed_message(
             [api_block(b) for b in blocks],
             tokens=[b.tokens for b in blocks],
             unstored={
-                n for n, b in enumerate(blocks) if b.type == "tool_use" and holds_secret(b, secrets)
+                n
+                for n, b in enumerate(blocks)
+                if b.type == "tool_use" and holds_secret(b, secrets, engine.config.follow_path)
             },
         )
         return
@@ -112,9 +114,12 @@ def _stand_in(block: Block) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "stand-in", "key": block.key}}
 
 
-def holds_secret(block: Block, secrets: SecretPolicy = _SECRETS) -> bool:
+def holds_secret(
+    block: Block, secrets: SecretPolicy = _SECRETS, follow: Callable[[str], str] = as_written
+) -> bool:
     """A tool call or result of a file whose name marks it secret (a file tool's, or one a
-    shell command names: `head .env` shows it as a Read would), or whose text (or the file
+    shell command names: `head .env` shows it as a Read would; or the name of the file it
+    leads to, `follow`ing links: EngineConfig.follow_path), or whose text (or the file
     after the change it made) holds a well-known secret (model/secrets.py). The client sent
     it; the engine sends it as it came and stores it nowhere, so no id names it and no fetch
     by id (a Read of /.ectx/) can return it."""
@@ -122,7 +127,8 @@ def holds_secret(block: Block, secrets: SecretPolicy = _SECRETS) -> bool:
     paths = [p for p in (block.path, view and view.path, change and change.path) if p]
     paths += _command_words(block)
     texts = [block.text, change and after_change(change)]
-    return any(secrets.path_reason(client_path(p)) for p in paths) or any(
+    named = {q for p in paths for q in (p, follow(p))}
+    return any(secrets.path_reason(client_path(p)) for p in named) or any(
         find_secret(text) for text in texts if text
     )
 
@@ -153,19 +159,19 @@ def feed_result(
             tool_use_id, block.text, is_error=block.is_error, tokens=block.tokens,
             parts=media_parts(block),
         )  # fmt: skip
-    elif holds_secret(block, secrets):
+    elif holds_secret(block, secrets, engine.config.follow_path):
         result = ToolOutput(
             tool_use_id, block.text, is_error=block.is_error, tokens=block.tokens, unstored=True
         )
     elif view is not None and not block.is_error:
         result = ToolOutput(
-            tool_use_id, block.text, BlockKind.FILE, uri=uri_of(view.path),
+            tool_use_id, block.text, BlockKind.FILE, uri=engine.config.file_uri(view.path),
             content=view.content, start_line=view.start_line, whole=view.whole_file,
             tokens=block.tokens,
         )  # fmt: skip
     elif change is not None and not block.is_error:
         result = ToolOutput(
-            tool_use_id, block.text, BlockKind.EDIT, uri=uri_of(change.path),
+            tool_use_id, block.text, BlockKind.EDIT, uri=engine.config.file_uri(change.path),
             content=after_change(change), tokens=block.tokens,
         )  # fmt: skip
     else:

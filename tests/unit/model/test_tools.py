@@ -259,7 +259,8 @@ async def test_a_workspace_folder_opened_by_a_linked_path_reads_the_buffer(
 ) -> None:
     """The editor names files by the folder's linked path (~/proj -> /data/proj), the tools
     by the real one: they get the open buffer all the same (they read the file on disk, and
-    an edit went to the disk under the user's unsaved buffer)."""
+    an edit went to the disk under the user's unsaved buffer), keyed by the real path as
+    the buffer is; the mirror still knows the editor's URI for it."""
     real = tmp_path / "data" / "proj"
     real.mkdir(parents=True)
     (real / "a.py").write_text("on disk\n")
@@ -268,16 +269,18 @@ async def test_a_workspace_folder_opened_by_a_linked_path_reads_the_buffer(
     env = ToolEnv.configured(mirror=DocumentMirror(), folders=[link], memory_root=tmp_path / "m")
     opened = path_to_uri(link / "a.py")
     env.mirror.open(opened, "python", 1, "unsaved buffer\n")
+    key = path_to_uri(real / "a.py")
     read = await run_tool(env, "read_file", {"path": "a.py"})
-    assert (read.text, read.uri) == ("unsaved buffer\n", opened)
+    assert (read.text, read.uri) == ("unsaved buffer\n", key)
+    assert env.mirror.editor_uri(key) == opened
     found = await run_tool(env, "search", {"pattern": "buffer|disk"})
     assert found.text == "a.py:1: unsaved buffer"
-    assert env.mirror.is_open(path_to_uri(real / "a.py"))  # so an edit goes to the editor
+    assert env.mirror.is_open(key)  # so an edit goes to the editor
     edit = {"path": "a.py", "old_string": "disk", "new_string": "DISK"}  # the CLI's: on disk
     edited = await run_tool(env, "edit_file", edit)
-    assert not edited.is_error and edited.uri == opened  # one file, one URI
+    assert not edited.is_error and edited.uri == key  # one file, one key
     env.mirror.close(opened)
-    assert not env.mirror.is_open(path_to_uri(real / "a.py"))
+    assert not env.mirror.is_open(key)
     assert (await run_tool(env, "read_file", {"path": "a.py"})).text == "on DISK\n"
 
 
