@@ -395,3 +395,32 @@ async def test_a_lone_surrogate_in_a_pinned_buffer_is_sent_as_a_replacement_char
     first, second = (json.dumps(r.body) for r in api.message_requests)
     assert "# half \\ufffd here" in first and "And now \\ufffd?" in second
     assert "\\ud83d" not in first + second and "\\udc00" not in second
+
+
+async def test_the_progress_cancel_button_cancels_the_ask(
+    raw_editor: Editor, api: FakeMessagesAPI, workspace: Path
+) -> None:
+    """The ask's progress is begun `cancellable`: an editor shows a Cancel button, whose
+    window/workDoneProgress/cancel pygls only marks on a future nobody awaited, so the ask
+    (and its model call) ran on to the end."""
+    await start(raw_editor, api, workspace, "visual_studio_code")
+    gate = threading.Event()
+    api.add_turns(Reply(text="A long answer.", gate=gate), "Next.")
+    raw_editor.client.progress_reports["tok-c"] = []
+    ask = {"prompt": "long", "conversationId": "c-pc", "workDoneToken": "tok-c"}
+    pending = asyncio.ensure_future(raw_editor.request("ephemeralContext/ask", ask))
+    try:
+        await raw_editor.notified("ephemeralContext/askProgress")  # the answer has begun
+        raw_editor.client.protocol.notify(
+            types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams("tok-c")
+        )
+        with pytest.raises(JsonRpcRequestCancelled):
+            await pending
+        again = await raw_editor.request(
+            "ephemeralContext/ask", {"prompt": "short", "conversationId": "c-pc"}
+        )
+    finally:
+        gate.set()
+    assert again.text == "Next."
+    await asyncio.to_thread(api.message_requests[0].done.wait)
+    assert api.message_requests[0].completed is False  # the server dropped the stream

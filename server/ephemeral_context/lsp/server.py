@@ -876,15 +876,23 @@ class AskReporter:
             self.ls.usage_throttle.poke()
 
     def begin(self) -> None:
+        """The progress is `cancellable`: its Cancel (window/workDoneProgress/cancel, which
+        pygls only marks on the token's future) cancels this ask's task, as $/cancelRequest
+        does."""
         if self.token is not None:
             self.ls.work_done_progress.begin(
                 self.token,
                 types.WorkDoneProgressBegin(title="Ephemeral Context: ask", cancellable=True),
             )
+            task = asyncio.current_task()
+            marked = self.ls.work_done_progress.tokens.get(self.token)
+            if task is not None and marked is not None:
+                marked.add_done_callback(lambda done: task.cancel() if done.cancelled() else None)
 
     def end(self) -> None:
         if self.token is not None:
             self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd())
+            self.ls.work_done_progress.tokens.pop(self.token, None)  # and the task it holds
 
 
 @SERVER.request_and_command(REPLAY)

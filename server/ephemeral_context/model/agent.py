@@ -59,6 +59,11 @@ TRUNCATED_RESULT = (
     "[not run: your response hit max_tokens before this call was complete; make the call "
     "again, with less output before it]"
 )
+TOO_LONG_RESULT = (
+    "[not run: this call alone is longer than a response may be (max_tokens: {limit}) and "
+    "was cut; make it in smaller parts (a big new file: create it with its first part, then "
+    "add the rest with further edits)]"
+)
 
 
 def record_result(engine: ContextEngine, conversation: str, use_id: str, result: ToolResult) -> str:
@@ -80,10 +85,20 @@ def record_result(engine: ContextEngine, conversation: str, use_id: str, result:
             result.text,
             result.kind,
             uri=result.uri,
-            content=result.content,
+            content=result.content if _knows_base(engine, conversation, result) else None,
             is_error=result.is_error,
         )
     return engine.add_tool_result(conversation, shown)
+
+
+def _knows_base(engine: ContextEngine, conversation: str, result: ToolResult) -> bool:
+    """Whether the model knows the file an edit applied to, so that the file afterwards is
+    what it now sees: not when the file changed since it read it whole (the user typed, a
+    formatter ran); then its view stays, and a later read shows it the difference."""
+    if result.kind is not BlockKind.EDIT or result.base is None:
+        return True
+    seen = [v for v in engine.file_views(conversation) if v.uri == result.uri and v.whole]
+    return all(view.text == result.base for view in seen)
 
 
 @dataclass(frozen=True)
@@ -278,7 +293,10 @@ async def run_agent(
                 result.text = result.text or "The model declined to answer this request."
                 break
             if stop == "max_tokens" and uses:  # the last call's input may be cut short
-                _close_calls(engine, conversation, uses, TRUNCATED_RESULT)
+                alone = len(blocks) == 1  # "less output before it" would loop to max_steps
+                why = TOO_LONG_RESULT.format(limit=request["max_tokens"]) if alone else None
+                _close_calls(engine, conversation, uses[:-1], TRUNCATED_RESULT)
+                _close_calls(engine, conversation, uses[-1:], why or TRUNCATED_RESULT)
                 continue
             if not uses:
                 result.stop_reason = stop
@@ -375,6 +393,18 @@ async def _delegate(loop: _Loop, args: object, result: AgentResult) -> ToolResul
         tools=SUBAGENT_TOOLS,
         system=SUBAGENT_SYSTEM,
     )
+    events = _labelled(loop.events, agent)
+    heard = events.on_usage
+
+    def billed(usage: Mapping[str, int]) -> None:
+        """Each call counted as it returns: one of a sub-agent that fails later was billed."""
+        for name, value in usage.items():
+            loop.totals[name] += value
+        result.subagent_calls += 1
+        if heard is not None:
+            heard(usage)
+
+    events.on_usage = billed
     try:
         sub = await run_agent(
             first,
@@ -383,15 +413,12 @@ async def _delegate(loop: _Loop, args: object, result: AgentResult) -> ToolResul
             client=loop.client,
             env=loop.env,
             settings=settings,
-            events=_labelled(loop.events, agent),
+            events=events,
             cancel=loop.cancel,
         )
     except ModelError as exc:
         text, error = f"[the sub-agent failed: {exc}]", True
     else:
-        for name, value in sub.usage.items():
-            loop.totals[name] += value
-        result.subagent_calls += sub.calls
         text, error = _report(sub, settings.max_steps)
     if tell is not None:
         tell(SubagentEvent(agent, "end", text=text, is_error=error))

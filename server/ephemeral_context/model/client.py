@@ -26,6 +26,7 @@ import logging
 import os
 import random
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -34,6 +35,8 @@ import anthropic
 import httpx2
 from anthropic.lib.streaming import AsyncMessageStream, ParsedMessageStreamEvent
 from anthropic.types import Message
+
+from ephemeral_context.echo import quoted
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,11 @@ ErrorKind = Literal[
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 RETRYABLE_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "timeout_error"})
+PROMPT_TOO_LONG = "prompt is too long"
+"""How the API's 400 says a request is over the model's context window."""
+SECRET_MIN_CHARS = 12
+"""A key shorter than this is a placeholder (a local proxy takes any): not scrubbed from
+messages, where it would cut up every word that holds it."""
 DETAIL_CHARS = 300
 """The most of a server's own words an error message quotes."""
 
@@ -165,6 +173,16 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
         return None if parsed is None else max(0.0, email.utils.mktime_tz(parsed) - time.time())
 
 
+def _http_url(url: str) -> bool:
+    """Whether `url` can reach an API at all: without a scheme (`localhost:8080`) every
+    attempt fails before it leaves, and five of them said only "UnsupportedProtocol"."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # `http://[bad`: an IPv6 host never closed
+        return False
+
+
 class ModelClient:
     """Streams one Messages API call at a time through AsyncAnthropic."""
 
@@ -176,8 +194,9 @@ class ModelClient:
         rng: random.Random | None = None,
     ) -> None:
         self.settings = settings or ClientSettings()
-        key = self.settings.api_key or os.environ.get("ANTHROPIC_API_KEY")
-        token = None if key else os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        # A key exported from a .env with CRLF line ends keeps its CR: no header may hold it.
+        key = (self.settings.api_key or os.environ.get("ANTHROPIC_API_KEY") or "").strip()
+        token = None if key else (os.environ.get("ANTHROPIC_AUTH_TOKEN") or "").strip()
         if not key and not token:
             raise ModelError(
                 "missing_key",
@@ -185,10 +204,17 @@ class ModelClient:
                 "(or ANTHROPIC_AUTH_TOKEN) and start again.",
             )
         self._secret = key or token or ""
+        base_url = self.settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        if base_url is not None and not _http_url(base_url):
+            raise ModelError(
+                "connection",
+                f"The API base URL {quoted(base_url)} is not an http:// or https:// URL; "
+                "check ANTHROPIC_BASE_URL (or the apiBaseUrl setting).",
+            )
         self._sdk = anthropic.AsyncAnthropic(
-            api_key=key,
-            auth_token=token,
-            base_url=self.settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+            api_key=key or None,
+            auth_token=token or None,
+            base_url=base_url,
             timeout=anthropic.Timeout(
                 self.settings.stall_timeout, connect=self.settings.connect_timeout
             ),
@@ -293,6 +319,9 @@ class ModelClient:
         if not isinstance(exc, anthropic.APIStatusError):
             return ModelError("connection", f"Cannot reach the Anthropic API{tried}: {exc.message}")
         status = exc.status_code
+        # An error event in a stream comes with the stream's 200 ("failed (200)" said
+        # nothing): its type says what it was.
+        code = f"{exc.type or 'an error'} mid-answer" if status == 200 else str(status)
         detail = self._detail(exc.api_message or exc.message)
         model = request.get("model", "?")
         kind: ErrorKind
@@ -308,21 +337,26 @@ class ModelClient:
                 "unknown_model",
                 f"Unknown model {model!r} (404): {detail}. Check the model setting.",
             )
-        elif status == 413:
-            kind, text = "too_large", f"The request is too large for the API (413): {detail}"
+        elif status == 413 or PROMPT_TOO_LONG in detail:  # every later call would fail alike
+            kind, text = (
+                "too_large",
+                f"The request is too large for the API ({code}): {detail}; start a new "
+                "conversation.",
+            )
         elif status == 429 or exc.type == "rate_limit_error":
             kind, text = "rate_limited", f"Rate limited by the Anthropic API{tried}: {detail}"
         elif status == 529 or exc.type == "overloaded_error":
             kind, text = "overloaded", f"The Anthropic API is overloaded{tried}: {detail}"
         elif status >= 500 or exc.type == "api_error":
-            kind, text = "server", f"The Anthropic API failed ({status}){tried}: {detail}"
+            kind, text = "server", f"The Anthropic API failed ({code}){tried}: {detail}"
         else:
-            kind, text = "refused", f"The Anthropic API refused the request ({status}): {detail}"
+            kind, text = "refused", f"The Anthropic API refused the request ({code}): {detail}"
         return ModelError(kind, text, status=status)
 
     def _detail(self, text: str) -> str:
         """What a server or the network said, fit for the user's one line: a proxy's HTML
         page folded and clipped; and, belt and braces, never the key, even if echoed."""
-        scrubbed = text.replace(self._secret, "[redacted]") if self._secret else text
+        secret = len(self._secret) >= SECRET_MIN_CHARS  # a local proxy's "x" or "dummy" is none
+        scrubbed = text.replace(self._secret, "[redacted]") if secret else text
         line = " ".join(scrubbed.split())
         return line if len(line) <= DETAIL_CHARS else line[: DETAIL_CHARS - 1] + "…"

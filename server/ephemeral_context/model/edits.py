@@ -16,12 +16,15 @@ API:
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ephemeral_context.documents import without_bom
+
+LONE_LF = re.compile(r"(?<!\r)\n")
 
 
 class EditError(ValueError):
@@ -69,9 +72,11 @@ def plan_edit(text: str | None, old: str, new: str) -> EditPlan:
             raise EditError("old_string is empty but the file is not; quote the text to replace")
         return EditPlan(0, 0, new, new)
     count = text.count(old)
+    # A CRLF file: the model writes line ends as LF; its lines are the file's with CRLF, and
+    # so are the lines it adds, whether or not its old_string spans a line end.
+    crlf = "\r\n" in text and text.count("\n") == text.count("\r\n")
     if count == 0 and "\r\n" in text and "\n" in old and "\r" not in old:
-        # A CRLF file: the model writes line ends as LF; its lines are the file's with CRLF.
-        old, new = old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
+        old, crlf = old.replace("\n", "\r\n"), True
         count = text.count(old)
     if count == 0:
         raise EditError(
@@ -83,6 +88,9 @@ def plan_edit(text: str | None, old: str, new: str) -> EditPlan:
             f"old_string occurs {count} times; include more surrounding lines so it is unique"
         )
     start = text.index(old)
+    if crlf:
+        follows_cr = new.startswith("\n") and text[start - 1 : start] == "\r"
+        new = LONE_LF.sub("\r\n", new)[1 if follows_cr else 0 :]  # the file's CR ends it
     return EditPlan(start, start + len(old), new, text[:start] + new + text[start + len(old) :])
 
 
@@ -105,6 +113,13 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def _writable(path: Path) -> bool:
+    """Whether a write in place would be allowed: the rename `write_atomically` does needs
+    only the folder's permission, and would replace a file marked read-only (any user's
+    write bit off: a lock, a generated file) or one this user may not write."""
+    return bool(path.stat().st_mode & 0o222) and os.access(path, os.W_OK)
+
+
 class DiskEditApplier:
     """The default: read the file, plan the replacement, write it back atomically."""
 
@@ -120,6 +135,8 @@ class DiskEditApplier:
             plan = plan_edit(text, old, new)
         except EditError as exc:
             return EditOutcome(False, str(exc))
+        if data is not None and not _writable(path):
+            return EditOutcome(False, "cannot write: the file is read-only; ask the user")
         bom = "\ufeff" if data and data != without_bom(data) else ""
         try:
             write_atomically(path, bom + plan.new_text)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ephemeral_context.documents import path_to_uri, shown_name, taken_name
+from ephemeral_context.echo import quoted
 from ephemeral_context.model.edits import DiskEditApplier, write_atomically
 from ephemeral_context.model.secrets import SecretPolicy, Workspace
 
@@ -115,6 +116,8 @@ class MemoryFolder:
             raise MemoryRefused(
                 f"insert_line {line} is past the end of {name} ({len(lines)} lines)"
             )
+        if line and not lines[line - 1].endswith("\n"):  # the last line, with no line end
+            lines[line - 1] += "\n"
         lines.insert(line, text if text.endswith("\n") else text + "\n")
         write_atomically(path, "".join(lines))
         return MemoryReply(f"inserted into {name} after line {line}")
@@ -122,9 +125,9 @@ class MemoryFolder:
     def rename(self, old_raw: str, new_raw: str) -> MemoryReply:
         old, new = self._path(old_raw), self._path(new_raw)
         if not old.is_file():
-            raise MemoryRefused(f"no memory file {old_raw}")
+            raise MemoryRefused(f"no memory file {quoted(old_raw)}")
         if new.exists():
-            raise MemoryRefused(f"{new_raw} already exists")
+            raise MemoryRefused(f"{quoted(new_raw)} already exists")
         new.parent.mkdir(parents=True, exist_ok=True)
         old.rename(new)
         return MemoryReply(f"renamed to {self._name(new)}")

@@ -32,6 +32,7 @@ from ephemeral_context.documents import (
     split_lines,
     without_bom,
 )
+from ephemeral_context.echo import quoted
 from ephemeral_context.indexer import FileSet, project_files
 from ephemeral_context.model.secrets import AccessDenied, SecretPolicy, Workspace
 from ephemeral_context.patterns import compile_pattern, time_left
@@ -102,21 +103,38 @@ def search_workspace(
             "on one line)]"
         )
     elif not hits:
-        where = f" in {glob}" if glob else ""
-        lines.append(f"no matches for {pattern!r}{where}")
+        where = f" in {quoted(glob)}" if glob else ""
+        lines.append(f"no matches for {quoted(pattern)}{where}")
     elif len(hits) >= SEARCH_MAX_MATCHES or scanned > SEARCH_MAX_FILES:
         lines.append(f"[stopped after {len(hits)} matches; narrow the pattern or the path glob]")
     return "\n".join(lines + withheld)
 
 
-def _glob_matches(display: str, name: str, glob: str) -> bool:
-    """`src/*.py` against the short path, `*.py` against the name; `**/` may match nothing."""
-    patterns = {glob, glob.removeprefix("**/")}
-    return any(fnmatch.fnmatch(display, p) or fnmatch.fnmatch(name, p) for p in patterns)
+def _glob_matches(names: tuple[str, ...], glob: str) -> bool:
+    """`src/*.py` against the short path or the path in its folder, `*.py` against the
+    name; `**/` may match nothing (`src/**/*.py` takes `src/app.py`: fnmatch's `**/` wants
+    at least one folder)."""
+    patterns = {glob, glob.removeprefix("**/"), glob.replace("**/", "")}
+    return any(fnmatch.fnmatch(name, p) for p in patterns for name in names)
+
+
+def _folder(workspace: Workspace, glob: str) -> Path | None:
+    """The workspace folder `glob` names, if it names one (`src`, `src/`, `.`, a path as
+    the model knows it from Grep's `path`): the search covers what lies in it. As a glob,
+    `src` matched no file, and the answer was a false 'no matches'."""
+    if not glob or any(char in glob for char in "*?["):
+        return None
+    try:
+        real = workspace.resolve(glob)
+    except AccessDenied:
+        return None
+    return real if real.is_dir() else None
 
 
 def _walk(workspace: Workspace, glob: str) -> Iterator[tuple[Path, str]]:
-    """Workspace files (resolved, inside the workspace) whose short name matches `glob`."""
+    """Workspace files (resolved, inside the workspace) in the folder `glob` names, or
+    whose short name matches it."""
+    folder = _folder(workspace, glob)
     for root in workspace.roots:
         for path in project_files(root, FileSet.VISIBLE):
             try:
@@ -124,7 +142,12 @@ def _walk(workspace: Workspace, glob: str) -> Iterator[tuple[Path, str]]:
             except AccessDenied:
                 continue
             display = workspace.relative(real)
-            if glob and not _glob_matches(display, path.name, glob):
+            if folder is not None:
+                if not real.is_relative_to(folder):
+                    continue
+            elif glob and not _glob_matches(
+                (display, path.relative_to(root).as_posix(), path.name), glob
+            ):
                 continue
             yield real, display
 

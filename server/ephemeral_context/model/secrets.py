@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath, PurePosixPath
 
 from ephemeral_context.documents import UnmirroredReason, shown_name
+from ephemeral_context.echo import quoted
 
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     ".env",
@@ -30,6 +31,7 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     "*.key",
     "*.p12",
     "*.pfx",
+    "*.ppk",
     "*.keystore",
     "*.jks",
     "id_rsa*",
@@ -88,7 +90,20 @@ CONTENT_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ("a Stripe live key", ("_live_",), re.compile(r"\b(?:sk|rk)_live_[0-9A-Za-z]{24,}")),
     ("an npm token", ("npm_",), re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
     ("a GitLab token", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
+    ("a Hugging Face token", ("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{34,}\b")),
+    ("a PyPI token", ("pypi-",), re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}")),
+    (
+        "a SendGrid key",
+        ("SG.",),
+        re.compile(r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+    ),
+    ("an age secret key", ("AGE-SECRET-KEY-1",), re.compile(r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b")),
+    ("a PuTTY private key", ("PuTTY-User-Key-File-",), re.compile(r"PuTTY-User-Key-File-\d+:")),
 )
+
+
+PATH_MAX = 4096
+"""Linux's bound on a path: a longer one names no file (and is not echoed whole)."""
 
 
 def _is_glob(pattern: str) -> bool:
@@ -145,25 +160,41 @@ class Workspace:
     def resolve(self, path: str) -> Path:
         """The real path for what the model wrote, or AccessDenied if it leaves the workspace.
 
-        Relative paths are taken from the first folder. Resolution follows symlinks, so a
-        link inside the workspace that points outside is refused like `../..` is.
+        Relative paths are taken as the tools show them (`_anchored`). Resolution follows
+        symlinks, so a link inside the workspace that points outside is refused like `../..`.
         """
         if not path or "\x00" in path:
             raise AccessDenied("the path is empty or contains a NUL byte")
-        candidate = Path(path).expanduser()
+        unreadable = UnmirroredReason.UNREADABLE.value  # not outside: unreadable
+        if len(path) > PATH_MAX:
+            message = f"{quoted(path)} is longer than any path ({PATH_MAX:,} characters)"
+            raise AccessDenied(message, unreadable)
+        candidate = Path(path)
+        if path == "~" or path.startswith("~/"):  # `~$doc.txt`, `~notes/`: names, not homes
+            candidate = candidate.expanduser()
         if not candidate.is_absolute():
-            candidate = self.roots[0] / candidate
+            candidate = self._anchored(candidate)
         try:
             real = candidate.resolve()
         except (OSError, RuntimeError) as exc:  # symlink loops, permission problems
-            unreadable = UnmirroredReason.UNREADABLE.value  # not outside: unreadable
-            raise AccessDenied(f"{path}: cannot be resolved ({exc})", unreadable) from exc
+            raise AccessDenied(f"{quoted(path)}: cannot be resolved ({exc})", unreadable) from exc
         if not any(real == root or real.is_relative_to(root) for root in self.roots):
+            folders = ", ".join(map(str, self.roots))
             raise AccessDenied(
-                f"{path} is outside the workspace folders ({', '.join(map(str, self.roots))}); "
+                f"{quoted(path)} is outside the workspace folders ({folders}); "
                 "only files inside them can be read or edited"
             )
         return real
+
+    def _anchored(self, relative: Path) -> Path:
+        """A relative path read as `relative` writes them: with several folders, under the
+        folder its first part names (`beta/lib/x.py`); else under the first folder."""
+        head, *rest = relative.parts or (".",)
+        if len(self.roots) > 1:
+            for root in self.roots:
+                if head == root.name:
+                    return root.joinpath(*rest)
+        return self.roots[0] / relative
 
     def relative(self, real: Path) -> str:
         """The short name the model sees: relative to the folder that holds it (a byte that

@@ -32,18 +32,29 @@ EXIT_CANCELLED = 130
 
 
 DESCRIBED_CHARS = 70
+SHOWN_CONTROLS = {
+    code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if code not in (9, 10)
+}
+"""Control characters as a terminal shows them, not as it obeys them."""
+
+
+def _printable(text: str) -> str:
+    """`text` for a terminal: an escape sequence the model was steered into writing (by a
+    file it read) shows as text instead of retitling the window, setting the clipboard
+    (OSC 52) or clearing the screen."""
+    return text.translate(SHOWN_CONTROLS)
 
 
 def _describe_call(name: str, args: Mapping[str, Any]) -> str:
     """`read_file src/app.py` style: the tool and its most telling argument (first line,
-    clipped)."""
+    clipped), printable."""
     for key in ("path", "pattern", "name", "id", "command", "task"):
         value = args.get(key)
         if isinstance(value, str):
             line = value.strip().split("\n", 1)[0]
             clipped = line if len(line) <= DESCRIBED_CHARS else line[: DESCRIBED_CHARS - 1] + "…"
-            return f"{name} {clipped}"
-    return name
+            return _printable(f"{name} {clipped}")
+    return _printable(name)
 
 
 def _summary(result: AgentResult) -> str:
@@ -102,7 +113,7 @@ async def _ask(
 
         def text(delta: str) -> None:
             if live:
-                show(delta)
+                show(_printable(delta))
             else:
                 held.append(delta)
 
@@ -145,7 +156,7 @@ async def _ask(
             if wrote:  # the error on a line of its own, not after the answer's last words
                 out.write("\n")
                 out.flush()
-            err.write(f"ectx ask: {exc}\n")
+            err.write(f"ectx ask: {_printable(str(exc))}\n")  # a proxy's words, in part
             return EXIT_MODEL_ERROR
         finally:
             await session.close()

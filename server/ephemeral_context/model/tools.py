@@ -113,6 +113,8 @@ class ToolResult:
     content: str | None = None
     note: str = ""
     """Said to the model after `text` (e.g. that a long file was cut); not file content."""
+    base: str | None = None
+    """For an edit, the text it was applied to (None: a new file)."""
 
     @property
     def whole(self) -> bool:
@@ -272,11 +274,14 @@ BASE_TOOLS: tuple[dict[str, Any], ...] = (
         "name": "search",
         "description": (
             f"Search the workspace files with a regular expression (Python syntax). "
-            f"path is an optional glob such as 'src/**/*.py'. At most {SEARCH_MAX_MATCHES} "
-            "matching lines come back as path:line: text."
+            f"path is an optional folder or glob such as 'src' or 'src/**/*.py'. At most "
+            f"{SEARCH_MAX_MATCHES} matching lines come back as path:line: text."
         ),
         "input_schema": _schema(
-            {"pattern": {"type": "string"}, "path": {"type": "string", "description": "glob"}},
+            {
+                "pattern": {"type": "string"},
+                "path": {"type": "string", "description": "folder or glob"},
+            },
             ["pattern"],
         ),
     },
@@ -429,7 +434,17 @@ async def _read_symbol(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
     if lookup.found is not None:
         found = lookup.found
         header = f"{display}::{symbol} (lines {found.start_line}-{found.end_line})\n"
-        return ToolResult(header + found.text + "\n", uri=doc.uri)
+        lines = split_lines(found.text)
+        end = _within_chars(lines, 0, len(lines))
+        shown = "".join(lines[:end])[:READ_MAX_CHARS]
+        if len(shown) == len(found.text):
+            return ToolResult(header + found.text + "\n", uri=doc.uri)
+        on = found.start_line + (end if shown.endswith("\n") else 1)  # a data table, say
+        note = (
+            f"\n[cut at {len(shown):,} of {len(found.text):,} characters (a read shows at most "
+            f"{READ_MAX_CHARS:,}); read_file with offset {on} reads on]\n"
+        )
+        return ToolResult(header + shown + note, uri=doc.uri)
     if lookup.status is LookupStatus.AMBIGUOUS:
         names = ", ".join(f"{address(s, outline)} (line {s.start_line})" for s in lookup.candidates)
         return _error(f"{quoted(symbol)} is ambiguous in {display}: {names}")
@@ -468,11 +483,13 @@ async def _read_session_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResul
         return ToolResult(definition_answer(item_id, symbol, source))
     if lines:
         return _line_range(item_id, whole.text, first_line or 1, line_count)
-    text = whole.text[offset : None if limit is None else offset + limit]
+    text = whole.text[offset : offset + min(READ_MAX_CHARS, limit or READ_MAX_CHARS)]
     end = offset + len(text)
     if offset == 0 and end >= whole.total_length:
         return ToolResult(text)
-    note = f"[{item_id}: characters {offset}-{end} of {whole.total_length}]\n"
+    capped = end < whole.total_length and (limit is None or limit > READ_MAX_CHARS)
+    on = f"; offset {end} reads on" if capped else ""
+    note = f"[{item_id}: characters {offset}-{end} of {whole.total_length}{on}]\n"
     return ToolResult(note + text)
 
 
@@ -507,9 +524,10 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         return _error(f"{display} is not a regular file")
     # What the model may not read, it may not edit: a match would tell of a secret (and a
     # huge file is read whole). A buffer open in the editor is edited there, saved or not.
-    uri = path_to_uri(real)  # the file's key, whatever link the editor opened it by
+    uri, base = path_to_uri(real), None  # the file's key, whatever link the editor used
     if real.exists() or env.mirror.is_open(uri):
-        env.guarded_document(real, display)
+        doc = env.guarded_document(real, display)  # the buffer's, opened by a link too
+        uri, base = doc.uri, doc.text
     outcome = await env.applier.apply(real, old, new)
     return ToolResult(
         f"{display}: {outcome.message}",
@@ -517,6 +535,7 @@ async def _edit_file(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
         kind=BlockKind.EDIT,
         uri=uri,
         content=outcome.new_text,
+        base=base,
     )
 
 
@@ -556,7 +575,7 @@ async def _memory(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
             line = _int(args, "insert_line", 0) or 0
             reply = folder.insert(_text(args, "path"), line, _text(args, "insert_text"))
         else:
-            return _error(f"unknown memory command {command!r}")
+            return _error(f"unknown memory command {quoted(command)}")
     except MemoryRefused as exc:
         return _error(str(exc))
     return ToolResult(reply.text, is_error=reply.failed, kind=BlockKind.MEMORY, uri=reply.uri)
@@ -578,7 +597,7 @@ async def _search(env: ToolEnv, args: Mapping[str, Any]) -> ToolResult:
             search_workspace, env.workspace, env.mirror, env.secrets, pattern, glob
         )
     except regex.error as exc:
-        return _error(f"invalid regular expression {pattern!r}: {exc}")
+        return _error(f"invalid regular expression {quoted(pattern)}: {exc}")
     return ToolResult(text)
 
 
@@ -602,7 +621,8 @@ async def run_tool(env: ToolEnv, name: str, args: object) -> ToolResult:
     """Answer one tool call; every refusal or mistake becomes an error result, never a raise."""
     handler = HANDLERS.get(name)
     if handler is None:
-        return _error(f"unknown tool {quoted(name)}; available: {', '.join(HANDLERS)}")
+        offered = ", ".join(tool["name"] for tool in tool_schemas(env))
+        return _error(f"unknown tool {quoted(name)}; available: {offered}")
     if not isinstance(args, Mapping):
         return _error(f"{name}: the input must be a JSON object")
     try:

@@ -394,3 +394,54 @@ async def test_a_memory_larger_than_the_budget_goes_in_cut_and_is_read_on_by_id(
     head, offset = sent[: found.start()], int(found[2])
     assert len(head) == offset and whole.startswith(head) and head.endswith("\n")
     assert "- step 5499: " in whole[offset:]
+
+
+async def test_an_edit_after_an_outside_change_leaves_that_change_to_be_read(
+    session: Session,
+) -> None:
+    """The user changes a file the model has read; the model's edit lands on the changed
+    file; a later read must show the user's change, which the model never saw."""
+    app = session.root / "src" / "app.py"
+    edit = {"path": "src/app.py", "old_string": "return 'old'", "new_string": "return 'new'"}
+
+    def user_types_then_edit(_: RecordedRequest) -> dict[str, Any]:
+        app.write_text("USER_LINE = 1\n" + app.read_text())
+        return {"tool_use": [{"name": "edit_file", "input": edit}]}
+
+    session.api.add_turns(
+        read_file_turn("src/app.py"), user_types_then_edit, read_file_turn("src/app.py"), "done"
+    )
+    await session.ask("edit it")
+    assert app.read_text().startswith("USER_LINE = 1\n") and "return 'new'" in app.read_text()
+    reread = tool_results((await session.bodies(4))[3])[2]["content"]
+    assert "USER_LINE" in reread
+
+
+async def test_a_call_too_long_for_any_response_is_told_to_come_in_parts(session: Session) -> None:
+    """A response that is one edit_file call cut by max_tokens: 'with less output before
+    it' cannot help (there was none), and the model made the same call until max_steps."""
+    tool = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "tool_use", "id": "toolu_big", "name": "edit_file", "input": {}},
+    }
+    part = {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "input_json_delta", "partial_json": '{"path": "big.py", "new_str'},
+    }
+    cut = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "max_tokens", "stop_sequence": None},
+        "usage": {"output_tokens": 8192},
+    }
+    stop = {"type": "content_block_stop", "index": 0}
+    stream = sse(message_start(), tool, part, stop, cut, {"type": "message_stop"})
+    session.api.add_turns(Raw(stream, content_type="text/event-stream"), "ok")
+    result = await session.ask("write big.py")
+    assert result.text == "ok"
+    body = (await session.bodies(2))[1]
+    told = tool_results(body)[0]
+    assert told["is_error"] is True
+    assert f"(max_tokens: {body['max_tokens']})" in told["content"]
+    assert "smaller parts" in told["content"]

@@ -143,7 +143,7 @@ async def test_gives_up_after_the_attempt_bound(api: FakeMessagesAPI, make_clien
     [
         (invalid_api_key(), "invalid_key", "rejected the API key"),
         (unknown_model("claude-nope"), "unknown_model", "Unknown model"),
-        (refused("prompt is too long"), "refused", "refused the request"),
+        (refused("max_tokens: must be at least 1"), "refused", "refused the request"),
         (ApiError(403, "permission_error", "not allowed"), "permission", "403"),
     ],
 )
@@ -179,6 +179,26 @@ async def test_the_key_is_never_in_messages_or_logs(
     assert KEY not in str(caught.value)
     assert KEY not in caplog.text
     assert "retrying" in caplog.text
+
+
+@pytest.mark.parametrize("written", [KEY + "\r", KEY + "\n", f" {KEY} "])
+async def test_a_key_with_a_line_end_or_spaces_around_it_works(
+    fake_messages_api: Callable[..., FakeMessagesAPI],
+    monkeypatch: pytest.MonkeyPatch,
+    written: str,
+) -> None:
+    """`export ANTHROPIC_API_KEY=...` from a .env with CRLF line ends keeps the CR: the
+    header was refused before it left (h11), and five attempts ended as 'Cannot reach the
+    Anthropic API ... LocalProtocolError'."""
+    api = fake_messages_api(["ok"], api_keys={KEY})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", written)
+    client = ModelClient(ClientSettings(base_url=api.base_url), sleep=Sleeps())
+    try:
+        message = await client.stream(request())
+    finally:
+        await client.close()
+    assert message.content[0].text == "ok"  # type: ignore[union-attr]
+    assert client.retries == 0
 
 
 def test_missing_key_is_a_clear_error() -> None:
@@ -364,3 +384,64 @@ async def test_an_error_page_is_quoted_on_one_short_line(
     message = str(caught.value)
     assert "\n" not in message and len(message) < 400
     assert "<title>502 Bad Gateway</title>" in message and message.endswith("…")
+
+
+@pytest.mark.parametrize("url", ["localhost:8080", "api.example.com", "ftp://x", "http://[bad"])
+def test_a_base_url_that_cannot_reach_an_api_is_a_clear_error_at_once(url: str) -> None:
+    """Without a scheme every attempt failed before it left; five of them, with backoff,
+    ended as 'Cannot reach the Anthropic API ... UnsupportedProtocol'."""
+    with pytest.raises(ModelError) as caught:
+        ModelClient(ClientSettings(api_key=KEY, base_url=url))
+    assert "is not an http:// or https:// URL" in str(caught.value)
+    assert "ANTHROPIC_BASE_URL" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (ApiError(500, "api_error", "Internal server error", mid_stream=True), "failed (api_error"),
+        (ApiError(400, "invalid_request_error", "bad", mid_stream=True), "(invalid_request_error"),
+    ],
+)
+async def test_an_error_event_mid_answer_is_named_by_its_type_not_by_200(
+    api: FakeMessagesAPI, make_client: Factory, error: ApiError, said: str
+) -> None:
+    """The stream's status is 200: 'The Anthropic API failed (200)' read as a success."""
+    api.add_turns(error, error)
+    client = make_client(retry=RetryPolicy(max_attempts=2))
+    with pytest.raises(ModelError) as caught:
+        await client.stream(request())
+    assert said in str(caught.value) and "(200)" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        refused("prompt is too long: 210000 tokens > 200000 maximum"),
+        ApiError(413, "request_too_large", "Request exceeds the maximum allowed number of bytes"),
+    ],
+)
+async def test_a_request_too_large_says_what_to_do(
+    api: FakeMessagesAPI, make_client: Factory, error: ApiError
+) -> None:
+    """Every later call of the conversation fails alike: the message says how out."""
+    api.add_turns(error)
+    with pytest.raises(ModelError) as caught:
+        await make_client().stream(request())
+    assert caught.value.kind == "too_large"
+    assert "start a new conversation" in str(caught.value)
+
+
+async def test_a_placeholder_key_does_not_cut_up_the_message(
+    fake_messages_api: Callable[..., FakeMessagesAPI],
+) -> None:
+    """A local proxy takes any key ('x', 'dummy'): scrubbing 'x' from the error made
+    'maximum' read 'ma[redacted]imum'."""
+    api = fake_messages_api([refused("max_tokens: 90000 > 64000, the maximum allowed")])
+    client = ModelClient(ClientSettings(api_key="x", base_url=api.base_url), sleep=Sleeps())
+    try:
+        with pytest.raises(ModelError) as caught:
+            await client.stream(request())
+    finally:
+        await client.close()
+    assert "64000, the maximum allowed" in str(caught.value)

@@ -42,7 +42,7 @@ from tests.fakes.conversation import (
     read_file_turn,
     tool_results,
 )
-from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, Reply
+from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, Reply, refused
 from tests.unit.model.agent_session import Session
 
 # -- the pure parts ------------------------------------------------------------------------
@@ -291,5 +291,28 @@ async def test_a_cancel_during_the_sub_agent_ends_the_ask_cleanly(session: Sessi
     again = await session.ask("And now?")  # the thread is valid: every tool_use has a result
     assert again.text == "Fine."
     recorded = await session.api.wait_for_message_requests(3)
-    told = tool_results(recorded[2].body)[-1]
+    # the fake records the cancelled stream when its answer starts: on a loaded machine,
+    # after the next ask's request
+    (last,) = [r.body for r in recorded if "And now?" in json.dumps(r.body)]
+    told = tool_results(last)[-1]
     assert told["content"] == "[cancelled by the user while the sub-agent worked]"
+
+
+async def test_a_failed_sub_agent_s_calls_still_count(session: Session) -> None:
+    """A sub-agent that made a call, then failed for good (the API refused its second):
+    the call it made was billed, so the ask's usage and call counts include it."""
+    session.api.add_turns(
+        delegate_turn("Look around"),
+        {"tool_use": [{"name": "outline", "input": {"path": "src/app.py"}}]},
+        refused("This request was refused."),
+        "Did it myself.",
+    )
+    result = await session.ask("Go")
+    recorded = await session.api.wait_for_message_requests(4)
+    told = tool_results(recorded[3].body)[-1]
+    assert told["is_error"] is True and "the sub-agent failed" in told["content"]
+    assert (result.calls, result.subagent_calls) == (2, 1)
+    billed = [r.usage for r in recorded if r.usage]
+    assert len(billed) == 3
+    for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        assert result.usage[name] == sum(u[name] for u in billed)

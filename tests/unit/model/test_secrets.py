@@ -34,6 +34,11 @@ TOKENS = {
     + "wJalrXUtnFEMI/K7MDENG+bPxRfiCY"
     + "E" * 10,
     "an AWS secret access key (the CLI's JSON)": 'SecretAccessKey": "' + "Kx9/" * 10,
+    "a Hugging Face token": "hf_" + "h" * 34,
+    "a PyPI token": "pypi-" + "AgEIcHlwaS5vcmc" + "i" * 60,
+    "a SendGrid key": "SG." + "j" * 22 + "." + "k" * 43,
+    "an age secret key": "AGE-SECRET-KEY-1" + "Q" * 58,
+    "a PuTTY private key": "PuTTY-User-" + "Key-File-3: ssh-ed25519",
 }
 """One of each form CONTENT_PATTERNS knows (each must hold one of its pattern's needles)."""
 
@@ -125,6 +130,7 @@ def test_an_empty_workspace_is_rejected() -> None:
         "Server.PEM",
         ".htpasswd",
         ".vault-token",
+        "deploy.ppk",
         "terraform.tfstate",
         "terraform.tfstate.backup",
         ".docker/config.json",
@@ -169,6 +175,7 @@ def test_ordinary_code_has_no_findings() -> None:
     text = (
         "def ask(key: str) -> str:\n    return 'sk-' + key  # AKIA is a prefix\n"
         "aws_secret_access_key = os.environ['AWS_SECRET_ACCESS_KEY']\n"
+        "path = hf_hub_download(repo_id, 'model.safetensors')  # SG.name, pypi-mirror\n"
     )
     assert find_secret(text) is None
 

@@ -247,7 +247,7 @@ def test_an_error_after_some_of_the_answer_starts_a_line_of_its_own(
     answer's last words on their line."""
     api.add_turns(
         {"text": "Reading.", "tool_use": [{"name": "read_file", "input": {"path": "app.py"}}]},
-        refused("prompt is too long"),
+        refused("max_tokens: must be at least 1"),
     )
     code, out, err = in_process(
         ["ask", "hi", "--workspace", str(project)], api, monkeypatch, capsys
@@ -255,3 +255,55 @@ def test_an_error_after_some_of_the_answer_starts_a_line_of_its_own(
     assert code == 1
     assert out == "Reading.\n"
     assert err.splitlines()[-1].startswith("ectx ask: The Anthropic API refused the request (400)")
+
+
+ESCAPES = "\x1b]0;owned\x07\x1b]52;c;ZWNobyBoaQ==\x07\x1b[2J"
+"""A new window title, the clipboard (OSC 52), a cleared screen."""
+
+
+def test_escape_sequences_in_a_tool_call_are_shown_not_obeyed(
+    api: FakeMessagesAPI,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A file the model read can steer it into writing escape sequences: the call's line
+    on stderr (a terminal, as a rule) must not hand them to the terminal."""
+    args = ["ask", "hi", "--workspace", str(project)]
+    api.add_turns({"tool_use": [{"name": "read_file", "input": {"path": ESCAPES}}]}, "ok")
+    code, _, err = in_process(args, api, monkeypatch, capsys)
+    assert code == 0
+    assert "\x1b" not in err and "\x07" not in err
+    assert "→ read_file \\x1b]0;owned\\x07" in err
+    api.add_turns(refused(f"bad request {ESCAPES}"))
+    code, _, err = in_process(args, api, monkeypatch, capsys)
+    assert code == 1 and "\x1b" not in err and "bad request \\x1b]0;owned" in err
+
+
+def test_escape_sequences_in_the_answer_reach_a_terminal_as_text(
+    api: FakeMessagesAPI, project: Path
+) -> None:
+    """On a terminal (a real pty) the answer's control characters are shown escaped."""
+    api.add_turns(f"Title {ESCAPES}done.\tTabbed.")
+    leader, follower = os.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "ephemeral_context", "ask", "hi", "--workspace", str(project)],
+        env=environment(api),
+        stdout=follower,
+        stderr=subprocess.PIPE,
+    ) as run:
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the process closed its end
+                break
+            if not chunk:
+                break
+            shown += chunk
+        assert run.wait(timeout=120) == 0
+    os.close(leader)
+    answer = shown.decode()
+    assert "\x1b" not in answer and "\x07" not in answer
+    assert "Title \\x1b]0;owned\\x07" in answer and "done.\tTabbed." in answer

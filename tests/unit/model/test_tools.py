@@ -452,6 +452,10 @@ def test_an_edit_written_with_lf_applies_to_a_crlf_file_in_crlf() -> None:
         "a = 1\r\nb = 22\r\nb2 = 0\r\nc = 3\r\n"
     )
     assert plan_edit(text, "b = 2\r\n", "").new_text == "a = 1\r\nc = 3\r\n"  # as written
+    # starts with the LF of a CRLF (as written): the CR before it stays the line's
+    assert plan_edit(text, "\nb = 2", "\nb = 22\nb2 = 0").new_text == (
+        "a = 1\r\nb = 22\r\nb2 = 0\r\nc = 3\r\n"
+    )
     with pytest.raises(EditError, match="not found"):
         plan_edit("a = 1\nb = 2\n", "a = 1\r\nb", "x")  # an LF file: exact only
 
@@ -708,7 +712,7 @@ async def test_a_pattern_means_what_pythons_re_reads_in_it(env: ToolEnv, root: P
     braces = await run_tool(env, "search", {"pattern": '"{e}"', "path": "log.py"})
     assert braces.text == 'log.py:1: print(f"{e}")'
     fuzzy = await run_tool(env, "search", {"pattern": "x{d}", "path": "log.py"})
-    assert fuzzy.text == "no matches for 'x{d}' in log.py"
+    assert fuzzy.text == "no matches for 'x{d}' in 'log.py'"
     refused = await run_tool(env, "search", {"pattern": r"(?<=a+)b"})
     assert refused.is_error and "look-behind requires fixed-width pattern" in refused.text
 
@@ -815,3 +819,195 @@ async def test_a_line_longer_than_a_read_shows_is_cut_with_a_note(env: ToolEnv, 
     assert "offset 2 reads on" in first.note
     rest = await run_tool(env, "read_file", {"path": "minified.js", "offset": 2})
     assert rest.text == "next\n" and not rest.note
+
+
+HUGE = "q" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("read_file", {"path": HUGE}),
+        ("read_file", {"path": "../" + HUGE}),
+        ("outline", {"path": "src/" + HUGE}),
+        ("edit_file", {"path": HUGE, "old_string": "", "new_string": "x"}),
+        ("search", {"pattern": "(" + HUGE}),
+        ("search", {"pattern": HUGE}),
+        ("search", {"pattern": "x", "path": HUGE}),
+        ("memory", {"command": HUGE}),
+        ("memory", {"command": "view", "path": HUGE}),
+        ("memory", {"command": "rename", "old_path": HUGE, "new_path": "b.md"}),
+    ],
+)
+async def test_a_huge_input_is_not_echoed_whole(
+    env: ToolEnv, name: str, args: dict[str, object]
+) -> None:
+    """The model's 100,000-character path or pattern is already in its context: an answer
+    that repeats it doubles what every later request carries."""
+    answer = await run_tool(env, name, args)
+    assert "(100,0" in answer.text and len(answer.text) < 400, answer.text[:200]
+
+
+async def test_lines_an_edit_adds_to_a_crlf_file_end_in_crlf(env: ToolEnv, root: Path) -> None:
+    """An old_string within one line (matched as written) and a new_string of several
+    lines: the added lines end as the file's do, not in a lone LF among CRLFs."""
+    path = root / "src" / "win.py"
+    path.write_bytes(b"a = 1\r\nb = 2\r\n")
+    edit = {"path": "src/win.py", "old_string": "b = 2", "new_string": "b = 2\nc = 3"}
+    assert not (await run_tool(env, "edit_file", edit)).is_error
+    assert path.read_bytes() == b"a = 1\r\nb = 2\r\nc = 3\r\n"
+
+
+async def test_a_read_only_file_is_not_edited(env: ToolEnv, root: Path) -> None:
+    """The rename that writes an edit needs only the folder's permission: a file the user
+    marked read-only must not be replaced by it (nor a file this user may not write)."""
+    path = root / "src" / "app.py"
+    before = path.read_text()
+    path.chmod(0o444)
+    edit = {"path": "src/app.py", "old_string": "return 1", "new_string": "return 2"}
+    answer = await run_tool(env, "edit_file", edit)
+    assert answer.is_error and "read-only" in answer.text
+    assert path.read_text() == before and path.stat().st_mode & 0o777 == 0o444
+
+
+async def test_an_unknown_tool_is_told_the_tools_it_was_offered(root: Path) -> None:
+    """No memory and no skills in this session: naming them as available sends the model
+    after tools that answer 'not configured'."""
+    bare = ToolEnv(workspace=Workspace.of([root]), mirror=DocumentMirror())
+    answer = await run_tool(bare, "read_files", {"path": "src/app.py"})
+    offered = ", ".join(tool["name"] for tool in tool_schemas(bare))
+    assert answer.is_error and answer.text == f"unknown tool 'read_files'; available: {offered}"
+    assert "memory" not in answer.text and "invoke_skill" not in answer.text
+
+
+@pytest.fixture
+def two_folders(tmp_path: Path) -> ToolEnv:
+    """A workspace of two folders, alpha (src/one.py) and beta (lib/two.py)."""
+    alpha, beta = tmp_path / "alpha", tmp_path / "beta"
+    (alpha / "src").mkdir(parents=True)
+    (beta / "lib").mkdir(parents=True)
+    (alpha / "src" / "one.py").write_text("ONE = 1\n")
+    (beta / "lib" / "two.py").write_text("TWO = 2\n")
+    return ToolEnv(workspace=Workspace.of([alpha, beta]), mirror=DocumentMirror())
+
+
+async def test_names_shown_in_a_workspace_of_two_folders_read_back(
+    two_folders: ToolEnv, tmp_path: Path
+) -> None:
+    """With two folders the tools name files `<folder>/<path>`: those names must read and
+    edit the file they name, not a missing one under the first folder (which an edit with
+    an empty old_string would then create)."""
+    env, alpha, beta = two_folders, tmp_path / "alpha", tmp_path / "beta"
+    found = await run_tool(env, "search", {"pattern": "="})
+    assert found.text.splitlines() == ["alpha/src/one.py:1: ONE = 1", "beta/lib/two.py:1: TWO = 2"]
+    assert (await run_tool(env, "read_file", {"path": "beta/lib/two.py"})).text == "TWO = 2\n"
+    assert (await run_tool(env, "read_file", {"path": "alpha/src/one.py"})).text == "ONE = 1\n"
+    assert (await run_tool(env, "read_file", {"path": "src/one.py"})).text == "ONE = 1\n"
+    edit = {"path": "beta/lib/two.py", "old_string": "TWO = 2", "new_string": "TWO = 3"}
+    assert not (await run_tool(env, "edit_file", edit)).is_error
+    assert (beta / "lib" / "two.py").read_text() == "TWO = 3\n"
+    assert not (alpha / "beta").exists()
+
+
+async def test_a_glob_in_a_workspace_of_two_folders_matches_within_each(
+    two_folders: ToolEnv,
+) -> None:
+    """`lib/*.py`, as in the tool's description, finds beta's lib/two.py (shown as
+    beta/lib/two.py); it answered 'no matches'."""
+    for glob in ("lib/*.py", "beta/lib/*.py", "lib/**/*.py"):
+        found = await run_tool(two_folders, "search", {"pattern": "=", "path": glob})
+        assert found.text == "beta/lib/two.py:1: TWO = 2", glob
+
+
+@pytest.mark.parametrize("glob", ["src/**/*.py", "src/**/app.py", "**/src/**/*.py"])
+async def test_a_double_star_in_a_glob_may_match_no_folder(env: ToolEnv, glob: str) -> None:
+    """The tool's own example, `src/**/*.py`, answered 'no matches' for src/app.py."""
+    found = await run_tool(env, "search", {"pattern": "import os", "path": glob})
+    assert found.text == "src/app.py:1: import os"
+
+
+async def test_a_name_that_starts_with_a_tilde_is_a_name(env: ToolEnv, root: Path) -> None:
+    """`~$report.txt` (an office lock file), `~notes/`: search shows them, so read_file
+    must read them, not look for the home folder of a user `$report.txt` (it failed
+    'unexpectedly', RuntimeError); `~/...` still means the home folder, outside."""
+    (root / "~notes").mkdir()
+    (root / "~notes" / "a.md").write_text("tilde note\n")
+    (root / "~$report.txt").write_text("tilde lock\n")
+    found = await run_tool(env, "search", {"pattern": "tilde"})
+    shown = ["~$report.txt:1: tilde lock", "~notes/a.md:1: tilde note"]
+    assert found.text.splitlines()[:2] == shown
+    for name in ("~notes/a.md", "~$report.txt"):
+        read = await run_tool(env, "read_file", {"path": name})
+        assert not read.is_error and read.text.startswith("tilde"), read.text
+    home = await run_tool(env, "read_file", {"path": "~/.bashrc"})
+    assert home.is_error and "outside the workspace" in home.text
+
+
+async def test_a_hugging_face_token_in_a_script_reaches_no_tool(env: ToolEnv, root: Path) -> None:
+    token = "hf_" + "Tq7" * 12
+    (root / "train.py").write_text(f"from huggingface_hub import login\nlogin(token='{token}')\n")
+    read = await run_tool(env, "read_file", {"path": "train.py"})
+    assert read.is_error and "a Hugging Face token (line 2)" in read.text
+    found = await run_tool(env, "search", {"pattern": "login"})
+    assert token not in found.text and "train.py: [withheld" in found.text
+
+
+async def test_a_memory_insert_after_a_last_line_with_no_line_end_is_a_line(env: ToolEnv) -> None:
+    """`a\\nb` then insert after line 2: the text became 'bc', glued to the last line."""
+    made = await run_tool(env, "memory", {"command": "create", "path": "n.md", "file_text": "a\nb"})
+    assert not made.is_error
+    insert = {"command": "insert", "path": "n.md", "insert_line": 2, "insert_text": "c"}
+    assert not (await run_tool(env, "memory", insert)).is_error
+    viewed = await run_tool(env, "memory", {"command": "view", "path": "n.md"})
+    assert [line.split("\t")[1] for line in viewed.text.splitlines()] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("folder", ["src", "src/", "./src", "{root}/src"])
+async def test_a_search_in_a_folder_searches_what_lies_in_it(
+    env: ToolEnv, root: Path, folder: str
+) -> None:
+    """`path` as Grep takes it, a folder: as a glob it matched no file, and the answer was
+    'no matches'."""
+    (root / "src" / "pkg").mkdir()
+    (root / "src" / "pkg" / "deep.py").write_text("import os as deep\n")
+    found = await run_tool(env, "search", {"pattern": "^import", "path": folder.format(root=root)})
+    assert found.text.splitlines() == [
+        "src/app.py:1: import os",
+        "src/pkg/deep.py:1: import os as deep",
+    ]
+
+
+async def test_a_definition_longer_than_a_read_shows_is_cut_with_a_note(
+    env: ToolEnv, root: Path
+) -> None:
+    """read_symbol held to read_file's bound: a 300,000-character table in one function
+    came back whole (some 85,000 tokens in one result)."""
+    rows = "".join(f"        ({n}, 'value number {n:06}', {n * n}),\n" for n in range(7000))
+    (root / "table.py").write_text(f"def table():\n    return [\n{rows}    ]\n")
+    found = await run_tool(env, "read_symbol", {"path": "table.py", "symbol": "table"})
+    assert not found.is_error and len(found.text) < READ_MAX_CHARS + 300
+    on = int(found.text.rsplit("read_file with offset ", 1)[1].split(" ")[0])
+    shown_rows = found.text.count("'value number ")
+    assert on == 3 + shown_rows  # def, return, then the rows shown
+    rest = await run_tool(env, "read_file", {"path": "table.py", "offset": on, "limit": 1})
+    assert (
+        rest.text == f"        ({shown_rows}, 'value number {shown_rows:06}', {shown_rows**2}),\n"
+    )
+
+
+async def test_a_stored_content_longer_than_a_read_shows_comes_in_parts(
+    env: ToolEnv, store: Store
+) -> None:
+    """read_session_file held to read_file's bound, whatever its limit: a 250,000-character
+    log came back whole."""
+    env.engine = ContextEngine(store)
+    log = "".join(f"{n:>9}\n" for n in range(25_000))
+    entry = store.put(log)
+    first = await run_tool(env, "read_session_file", {"id": entry.id, "limit": 200_000})
+    head = f"[{entry.id}: characters 0-{READ_MAX_CHARS} of {len(log)}; offset {READ_MAX_CHARS} "
+    assert first.text.startswith(head + "reads on]\n")
+    assert first.text.endswith(log[READ_MAX_CHARS - 10 : READ_MAX_CHARS])
+    last = await run_tool(env, "read_session_file", {"id": entry.id, "offset": 200_000})
+    assert (
+        last.text == f"[{entry.id}: characters 200000-{len(log)} of {len(log)}]\n" + log[200_000:]
+    )
