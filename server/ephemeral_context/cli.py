@@ -162,7 +162,9 @@ def _add_ask_command(sub: Subcommands) -> None:
         description="Ask Claude about the files under --workspace. The model reads and edits "
         "them through the context engine; its answer streams to stdout and its edits are "
         "written to disk. Needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN). Files that look "
-        "like secrets are withheld unless named with --allow-secret.",
+        "like secrets are withheld unless named with --allow-secret. Exits 0 for a finished "
+        "answer, 3 for one that stopped before its end (--max-steps reached, max_tokens, a "
+        "refusal), 1 for a model error, 130 for Ctrl-C.",
     )
     ask.add_argument("prompt", help="what to ask")
     ask.add_argument("--workspace", default=".", help="the folder the model may read and edit")

@@ -5,7 +5,9 @@ to stderr, so `ectx ask ... > answer.md` keeps only the answer. A model call tha
 is retried starts its text over: on a terminal the reader sees both (stderr says so), but
 stdout redirected to a file or a pipe gets each call's text only once the call succeeded, so
 it holds the final answer only. Edits are written to disk.
-Ctrl-C cancels the running call and exits with 130.
+Exit codes: 0 for a finished answer, 3 for one that stopped before its end (max_steps,
+max_tokens, a refusal), 1 for a model error, 130 for Ctrl-C (which cancels the running
+call), so `ectx ask ... && git commit` goes on only after a finished answer.
 
 API:
 - `run_ask(...)`: `ectx ask`; returns the exit code.
@@ -28,6 +30,9 @@ from ephemeral_context.model.tools import ToolEnv
 from ephemeral_context.store import Store
 
 EXIT_MODEL_ERROR = 1
+EXIT_UNFINISHED = 3
+FINISHED = frozenset({"end_turn", "stop_sequence"})
+"""The stop reasons of an answer the model finished; any other exits EXIT_UNFINISHED."""
 EXIT_CANCELLED = 130
 
 
@@ -162,7 +167,7 @@ async def _ask(
             await session.close()
     out.write("\n")
     err.write(_summary(result) + "\n")
-    return 0
+    return 0 if result.stop_reason in FINISHED else EXIT_UNFINISHED
 
 
 def run_ask(

@@ -307,3 +307,19 @@ def test_escape_sequences_in_the_answer_reach_a_terminal_as_text(
     answer = shown.decode()
     assert "\x1b" not in answer and "\x07" not in answer
     assert "Title \\x1b]0;owned\\x07" in answer and "done.\tTabbed." in answer
+
+
+def test_an_answer_stopped_before_its_end_exits_3(api: FakeMessagesAPI, project: Path) -> None:
+    """`ectx ask ... && git commit` went on after an unfinished answer (exit 0): --max-steps
+    reached or a refusal now exits 3, the summary saying why; a finished answer exits 0."""
+    read = {"tool_use": [{"name": "read_file", "input": {"path": "app.py"}}]}
+    api.add_turns(read, read)
+    args = ("ask", "look twice", "--workspace", str(project), "--max-steps", "2")
+    run = ectx(*args, env=environment(api))
+    assert run.returncode == 3, run.stderr
+    assert "[max_steps: 2 model calls" in run.stderr
+    api.add_turns({"refusal": "I will not."})
+    run = ectx("ask", "do it", "--workspace", str(project), env=environment(api))
+    assert run.returncode == 3 and "[refusal: 1 model calls" in run.stderr
+    api.add_turns("Done.")
+    assert ectx("ask", "hi", "--workspace", str(project), env=environment(api)).returncode == 0
