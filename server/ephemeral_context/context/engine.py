@@ -313,7 +313,8 @@ class ContextEngine:
         c.accounting.settle(client_ttl)
         twin_ttl: Ttl = client_ttl or "5m"
         fallback = client_ttl or c.accounting.worst_ttl()
-        budget = min(config.context_budget, priced(model).context_window)
+        row = priced(model)
+        budget = min(config.context_budget, row.context_window)
         outlook = c.policy.outlook(c, now, twin_ttl, config.cache_ttl, budget, head, fallback)
         if head_ttl == "5m":  # the API takes no hour after it: the gateway would demote it
             outlook = replace(outlook, ttl="5m", thread_ttl="5m", hedge=False)
@@ -337,7 +338,6 @@ class ContextEngine:
             hedge,
             head_ttl,
         )
-        row = priced(model)
         limit = row.output_limit() if row.known else None  # the API refuses more
         built = build(
             model=model,
