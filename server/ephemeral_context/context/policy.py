@@ -44,8 +44,8 @@ API:
   `plan_eviction(candidates, boundaries, warm_end, m, rates, ttl, max_rewrite)` -> an
   `EvictionPlan`, `round_trip_read`, `fit_budget(candidates, total, limit)`.
 - The forecast, pure: `remaining_calls`, `calls_until_full`, `idle_reuse_probability`
-  (`reuse_share` from its counts), `expected_wait` (`mean_residual`), `choose_ttl`,
-  `mean_lifetime`.
+  (`reuse_share` from its counts), `expected_wait` (`mean_residual`), both by search
+  (`sorted_reuse`), `choose_ttl`, `mean_lifetime`.
 - How a Read is shown: `read_form(visible, new, label, count, full_tokens, frame)`,
   `unified_diff`.
 """
@@ -131,6 +131,15 @@ def expected_wait(idle: int, retouch_gaps: Sequence[int]) -> float | None:
     """
     longer = [g for g in retouch_gaps if g >= idle]
     return mean_residual(idle, sum(longer), len(longer))
+
+
+def sorted_reuse(idle: int, gaps: Sequence[int], still_open: int) -> tuple[float, float | None]:
+    """`idle_reuse_probability` and `expected_wait` from `gaps` in order of length and the
+    count of open spans idle for at least `idle` calls: a search, where a pass over every
+    other item for each item weighed made a long conversation cubic (reuse.py, files)."""
+    longer = bisect.bisect_left(gaps, idle)
+    ended = len(gaps) - longer
+    return reuse_share(ended, still_open), mean_residual(idle, sum(gaps[longer:]), ended)
 
 
 def mean_residual(idle: int, total: int, count: int) -> float | None:
@@ -345,25 +354,20 @@ class Outlook:
         """Chance the file is used again and the expected wait, from the other files'
         history (the file's own open span is what is being predicted, so it is not
         evidence); `since` is when it was shown, if it was never used. The rule of
-        `idle_reuse_probability` and `expected_wait`, counted by search (`_reuse_counts`)."""
+        `idle_reuse_probability` and `expected_wait`, counted by search (`sorted_reuse`)."""
         idle = self.calls - self.last_use.get(uri, since)
-        gaps, sums, idles = self._reuse_counts
-        longer = bisect.bisect_left(gaps, idle)
+        gaps, idles = self._reuse_counts
         still_open = len(idles) - bisect.bisect_left(idles, idle)
         if uri in self.last_use:
             still_open -= 1  # its own span, idle for exactly `idle` calls
-        ended = len(gaps) - longer
-        return reuse_share(ended, still_open), mean_residual(idle, sums[longer], ended)
+        return sorted_reuse(idle, gaps, still_open)
 
     @cached_property
-    def _reuse_counts(self) -> tuple[list[int], list[int], list[int]]:
-        """The re-use gaps sorted, the sum of each suffix of them, and every file's idle
-        span sorted: made once per outlook, so weighing each of F files is a search, not a
-        pass over the F others (a thread of hundreds of files was cubic in its length)."""
+    def _reuse_counts(self) -> tuple[list[int], list[int]]:
+        """The re-use gaps and every file's idle span, each in order: made once per
+        outlook, so weighing each file is a search (`sorted_reuse`)."""
         gaps = sorted(self.retouch_gaps)
-        sums = list(itertools.accumulate(reversed(gaps), initial=0))[::-1]
-        idles = sorted(self.calls - last for last in self.last_use.values())
-        return gaps, sums, idles
+        return gaps, sorted(self.calls - last for last in self.last_use.values())
 
 
 @dataclass

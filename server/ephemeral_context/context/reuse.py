@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ephemeral_context.context.kinds import EVICTABLE, BlockKind
-from ephemeral_context.context.policy import mean_residual, reuse_share
+from ephemeral_context.context.policy import sorted_reuse
 from ephemeral_context.context.quotes import QuoteIndex
 from ephemeral_context.context.thread import ThreadBlock
 
@@ -79,11 +79,7 @@ class ReuseLog:
         kind = self.kinds.get(tb.item_id or "", tb.kind)
         history = self.uses.get(tb.item_id or "", [tb.call])
         idle = now - history[-1]
-        gaps = self.gaps.get(kind, [])
-        longer = bisect.bisect_left(gaps, idle)
-        last = self.last.get(kind, [])
-        still_open = bisect.bisect_right(last, now - idle)  # idle at least as long
+        still_open = bisect.bisect_right(self.last.get(kind, []), now - idle)  # idle as long
         if tb.item_id in self.kinds:
             still_open -= 1  # its own open span is what is being predicted
-        ended = len(gaps) - longer
-        return reuse_share(ended, still_open), mean_residual(idle, sum(gaps[longer:]), ended)
+        return sorted_reuse(idle, self.gaps.get(kind, []), still_open)
